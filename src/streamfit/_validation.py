@@ -1,0 +1,95 @@
+"""Input checks, done once in Python so that kernels can assume clean input."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["check_matrix", "check_vector", "check_n_features", "check_fitted",
+           "check_scalar", "check_random_state"]
+
+
+def _as_float64(a, name):
+    try:
+        arr = np.asarray(a)
+    except Exception as exc:  # pragma: no cover - exotic array-likes
+        raise TypeError(f"{name} must be array-like, got {type(a).__name__}") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    # One conversion: float32, integers, read-only and strided inputs all end
+    # up as a C-contiguous float64 array the kernels can take.
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def _check_finite(arr, name):
+    if not np.isfinite(arr).all():
+        bad = "NaN" if np.isnan(arr).any() else "inf"
+        raise ValueError(f"{name} contains {bad}; every value must be finite")
+
+
+def check_matrix(X, name="X", *, min_rows=0):
+    """Return X as a finite, C-contiguous float64 array of shape (n, d)."""
+    arr = _as_float64(X, name)
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional (n_samples, n_features), "
+                         f"got an array of shape {arr.shape}")
+    if arr.shape[1] == 0:
+        raise ValueError(f"{name} must have at least one feature, got shape {arr.shape}")
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} must have at least {min_rows} rows, got {arr.shape[0]}")
+    _check_finite(arr, name)
+    return arr
+
+
+def check_vector(y, n, name="y"):
+    """Return y as a finite float64 vector of length n."""
+    arr = _as_float64(y, name)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = np.ascontiguousarray(arr[:, 0])
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
+    if arr.shape[0] != n:
+        raise ValueError(f"{name} has {arr.shape[0]} values but X has {n} rows")
+    _check_finite(arr, name)
+    return arr
+
+
+def check_n_features(est, X, name="X"):
+    expected = getattr(est, "n_features_in_", None)
+    if expected is not None and X.shape[1] != expected:
+        raise ValueError(f"{name} has {X.shape[1]} features, but {type(est).__name__} "
+                         f"was fitted with {expected} features")
+
+
+def check_fitted(est, attr):
+    if not hasattr(est, attr):
+        raise AttributeError(f"This {type(est).__name__} instance is not fitted yet: "
+                             f"call partial_fit or fit before using it")
+
+
+def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
+                 low_open=False, high_open=False, allow_none=False):
+    """Check a parameter; the error names it and the range it must be in."""
+    if value is None and allow_none:
+        return value
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {'integer' if kind is numbers.Integral else 'real number'}"
+                        f", got {value!r}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    if high is not None and (value > high or (high_open and value == high)):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}")
+    return value
+
+
+def check_random_state(random_state):
+    """A numpy Generator from None, an int seed, a SeedSequence or a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
+        return np.random.default_rng(random_state)
+    raise TypeError(f"random_state must be None, an int or a numpy Generator, got {random_state!r}")

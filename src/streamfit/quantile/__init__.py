@@ -1,0 +1,6 @@
+"""Online quantile regression (Shen, Xia & Zhou 2025) and its comparators."""
+from ._sgd import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from ._offline import offline_quantile_regression
+
+__all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor",
+           "offline_quantile_regression"]

@@ -1,0 +1,341 @@
+"""Online quantile regression and online least squares by (sub-)gradient descent.
+
+Python validates and owns the state; ``streamfit._kernels._quantile`` runs the
+whole sample loop without the GIL.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._base import BaseEstimator
+from .._kernels import _quantile as _k
+from .._validation import (check_fitted, check_matrix, check_n_features, check_scalar,
+                           check_vector)
+from ..schedules import Schedule, resolve_schedule
+
+__all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
+
+_STATE = {name: i for i, name in enumerate(_k.STATE_FIELDS)}
+_PARAM = {name: i for i, name in enumerate(_k.PARAM_FIELDS)}
+_MODES = ("single", "batch", "storage")
+_ERRORS = {
+    _k.ERR_NOMEM: (MemoryError, "the kernel could not allocate its work space"),
+    _k.ERR_NONFINITE: (FloatingPointError, "the iterate diverged (it is no longer finite); "
+                       "the schedule's stepsizes are too large for this data. "
+                       "The estimator was left as it was before this call"),
+}
+
+
+class _OnlineLinearSGD(BaseEstimator):
+    """Shared state handling of the online linear estimators."""
+
+    _loss = _k.LOSS_CHECK
+    mode = "single"
+    tau = 0.5
+    batch_size = None
+    average = False
+
+    # -- parameters ---------------------------------------------------------
+    def _check_params(self):
+        check_scalar(self.tau, "tau", low=0, high=1, low_open=True, high_open=True)
+        if self.mode not in _MODES:
+            raise ValueError(f"mode must be one of {_MODES}, got {self.mode!r}")
+        check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1,
+                     allow_none=True)
+        for name in ("average", "fit_intercept"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        return resolve_schedule(self.schedule)
+
+    def _params_vector(self, schedule, d):
+        p = np.zeros(len(_k.PARAM_FIELDS))
+        p[_PARAM["tau"]] = self.tau
+        p[_PARAM["loss"]] = self._loss
+        p[_PARAM["average"]] = float(bool(self.average))
+        p[_PARAM["avg_power"]] = 1.0
+        p[_PARAM["fit_intercept"]] = float(bool(self.fit_intercept))
+        if isinstance(schedule, Schedule):
+            values = schedule._kernel_params(self._loss, self.mode, d + bool(self.fit_intercept))
+        else:
+            values = {"kind": _k.KIND_ARRAY}
+        for key, value in values.items():
+            p[_PARAM[key]] = value
+        return p
+
+    # -- state ----------------------------------------------------------------
+    def _fresh_state(self, d, params):
+        return {
+            "w": np.zeros(d),
+            "wbar": np.zeros(d),
+            "state": np.zeros(len(_k.STATE_FIELDS)),
+            "window": np.zeros(int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]], 1))),
+            "pending_X": np.zeros((0, d)),
+            "pending_y": np.zeros(0),
+            "store_X": np.zeros((0, d)),
+            "store_y": np.zeros(0),
+        }
+
+    def _commit(self, new, d):
+        self._w_ = new["w"]
+        self._wbar_ = new["wbar"]
+        self._state_ = new["state"]
+        self._window_ = new["window"]
+        self._pending_X_ = new["pending_X"]
+        self._pending_y_ = new["pending_y"]
+        self._store_X_ = new["store_X"]
+        self._store_y_ = new["store_y"]
+        self.n_features_in_ = d
+
+    def _working_copy(self, d, params):
+        if not hasattr(self, "_state_"):
+            return self._fresh_state(d, params)
+        new = {"w": self._w_.copy(), "wbar": self._wbar_.copy(), "state": self._state_.copy(),
+               "window": self._window_.copy(), "pending_X": self._pending_X_,
+               "pending_y": self._pending_y_, "store_X": self._store_X_,
+               "store_y": self._store_y_}
+        need = int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]], 1))
+        if new["window"].shape[0] < need:   # a larger window set between calls
+            new["window"] = np.concatenate([new["window"], np.zeros(need - new["window"].shape[0])])
+        return new
+
+    @staticmethod
+    def _user_stepsizes(schedule, start, count):
+        etas = np.ascontiguousarray(schedule.stepsizes(int(start), int(count)), dtype=np.float64)
+        if etas.shape != (count,) or not (np.isfinite(etas).all() and (etas > 0).all()):
+            raise ValueError(f"schedule.stepsizes({start}, {count}) must return {count} finite, "
+                             f"positive stepsizes")
+        return etas
+
+    # -- fitting --------------------------------------------------------------
+    def _validate_xy(self, X, y):
+        X = check_matrix(X, "X")
+        y = check_vector(y, X.shape[0], "y")
+        check_n_features(self, X)
+        return X, y
+
+    def partial_fit(self, X, y):
+        """Learn from one block of the stream.
+
+        ``mode="single"``: one update per row, in order. ``"batch"``: one update
+        per ``batch_size`` rows (rows short of a full batch wait for the next
+        call); with ``batch_size=None`` the whole call is one batch.
+        ``"storage"``: the rows join all data seen so far and one sub-gradient
+        step is taken on the loss over all of it.
+
+        Returns
+        -------
+        self
+        """
+        schedule = self._check_params()
+        X, y = self._validate_xy(X, y)
+        self._run(X, y, schedule, batch_size=self.batch_size)
+        return self
+
+    def fit(self, X, y):
+        """Forget what was learnt and make one pass over (X, y) in the chosen
+        mode; in batch and storage modes the data arrive in blocks of
+        ``batch_size`` rows (default max(2 (d + 1), 16)), the last block may be
+        shorter."""
+        schedule = self._check_params()
+        X = check_matrix(X, "X")     # fit starts afresh: n_features may change
+        y = check_vector(y, X.shape[0], "y")
+        for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+            delattr(self, attr)
+        if self.mode == "single":
+            self._run(X, y, schedule, batch_size=None)
+            return self
+        bs = self.batch_size or max(2 * (X.shape[1] + 1), 16)
+        n_full = (X.shape[0] // bs) * bs
+        if self.mode == "batch":
+            self._run(X[:n_full], y[:n_full], schedule, batch_size=bs)
+            if n_full < X.shape[0]:
+                self._run(X[n_full:], y[n_full:], schedule, batch_size=None)
+        else:
+            for start in range(0, X.shape[0], bs):
+                self._run(X[start:start + bs], y[start:start + bs], schedule, batch_size=None)
+        return self
+
+    def _run(self, X, y, schedule, batch_size):
+        n, d = X.shape
+        params = self._params_vector(schedule, d)
+        new = self._working_copy(d, params)
+        st = new["state"]
+        user = params[_PARAM["kind"]] == _k.KIND_ARRAY
+        t0 = st[_STATE["t"]]
+        if self.mode == "single":
+            etas = self._user_stepsizes(schedule, t0, n) if user else np.zeros(0)
+            code = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"], etas)
+        elif self.mode == "batch":
+            if new["pending_X"].shape[0]:
+                X = np.concatenate([new["pending_X"], X])
+                y = np.concatenate([new["pending_y"], y])
+            block = batch_size or X.shape[0]
+            n_full = (X.shape[0] // block) * block if X.shape[0] else 0
+            etas = self._user_stepsizes(schedule, t0, n_full // block) if user and n_full \
+                else np.zeros(0)
+            code = _k.sgd_blocks(X[:n_full], y[:n_full], block, new["w"], new["wbar"], st,
+                                 params, etas) if n_full else 0
+            new["pending_X"] = np.ascontiguousarray(X[n_full:])
+            new["pending_y"] = np.ascontiguousarray(y[n_full:])
+        else:
+            n_old = new["store_X"].shape[0]
+            new["store_X"] = np.concatenate([new["store_X"], X])
+            new["store_y"] = np.concatenate([new["store_y"], y])
+            eta = float(self._user_stepsizes(schedule, t0, 1)[0]) if user and n else 0.0
+            code = _k.sgd_storage(new["store_X"], new["store_y"], n_old, new["w"], new["wbar"],
+                                  st, params, eta) if n else 0
+        if code != 0:
+            exc, msg = _ERRORS[code]
+            raise exc(f"{type(self).__name__}.partial_fit: {msg}")
+        self._commit(new, d)
+        self._n_received_ = getattr(self, "_n_received_", 0) + n
+
+    # -- learnt attributes ----------------------------------------------------
+    def _averaged(self):
+        return self.average and self._state_[_STATE["n_avg"]] > 0
+
+    @property
+    def coef_(self):
+        """Coefficients (the Polyak-Ruppert average when ``average=True``)."""
+        check_fitted(self, "_state_")
+        return (self._wbar_ if self._averaged() else self._w_).copy()
+
+    @property
+    def intercept_(self):
+        check_fitted(self, "_state_")
+        key = "intercept_avg" if self._averaged() else "intercept"
+        return float(self._state_[_STATE[key]])
+
+    @property
+    def n_samples_seen_(self):
+        """Rows received so far (including rows waiting for a full batch)."""
+        check_fitted(self, "_state_")
+        return int(self._n_received_)
+
+    @property
+    def n_updates_(self):
+        check_fitted(self, "_state_")
+        return int(self._state_[_STATE["t"]])
+
+    @property
+    def cumulative_loss_(self):
+        """Prequential loss: each sample's loss under the iterate before the
+        update it causes (check loss; squared loss r^2 / 2 for least squares)."""
+        check_fitted(self, "_state_")
+        return float(self._state_[_STATE["loss"]])
+
+    @property
+    def schedule_state_(self):
+        """The schedule's estimates and phase, for inspection: phase (0 warm-up,
+        1 geometric, 2 and 3 as in the paper), stepsize of the last update,
+        start of the current phase (t_switch), D0, sparsity b0, Cl."""
+        check_fitted(self, "_state_")
+        s = self._state_
+        return {"phase": int(s[_STATE["phase"]]), "stepsize": float(s[_STATE["last_eta"]]),
+                "t_switch": int(s[_STATE["t_switch"]]), "d0": float(s[_STATE["d0"]]),
+                "b0": float(s[_STATE["b0"]]), "cl": float(s[_STATE["cl"]])}
+
+    def predict(self, X):
+        """Predicted tau-quantiles (conditional means for least squares)."""
+        check_fitted(self, "_state_")
+        X = check_matrix(X, "X")
+        check_n_features(self, X)
+        out = np.empty(X.shape[0])
+        _k.predict(X, self.coef_, self.intercept_, out)
+        return out
+
+
+class OnlineQuantileRegressor(_OnlineLinearSGD):
+    """Online linear quantile regression by sub-gradient descent on the check loss.
+
+    Implements Shen, Xia & Zhou, "Online Quantile Regression" (JMLR 2025): the
+    update beta <- beta - eta_t mean_i (1{y_i <= x_i'beta} - tau) x_i over one
+    sample (``mode="single"``), one batch (``"batch"``) or all data so far
+    (``"storage"``), with the paper's statistical stepsizes by default and
+    nothing about the data given by the user (see
+    :class:`~streamfit.schedules.StatisticalSchedule` for the estimation rules).
+
+    Parameters
+    ----------
+    tau : float in (0, 1)
+        The quantile.
+    mode : {"single", "batch", "storage"}
+    schedule : str or schedule object
+        "statistical" (default), "constant", "inverse_time", or an object from
+        :mod:`streamfit.schedules` (or any object with ``stepsizes(start, count)``).
+    batch_size : int or None
+        Rows per update in batch mode; block size of ``fit`` in batch/storage mode.
+    average : bool
+        Polyak-Ruppert averaging of the iterates over the schedule's last phase
+        (whose decay becomes t^-2/3); ``coef_`` is then the average.
+    fit_intercept : bool
+    random_state : None, int or Generator
+        Accepted for a uniform API; the updates are deterministic.
+
+    Attributes
+    ----------
+    coef_, intercept_, n_samples_seen_, n_updates_, cumulative_loss_,
+    schedule_state_, n_features_in_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit import OnlineQuantileRegressor
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(20000, 10, tau=0.75, random_state=0)
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True)
+    >>> for start in range(0, 20000, 1000):          # a stream, block by block
+    ...     est = est.partial_fit(X[start:start + 1000], y[start:start + 1000])
+    >>> err = np.linalg.norm(est.coef_ - beta) / np.linalg.norm(beta)
+    >>> bool(err < 0.02), est.n_samples_seen_
+    (True, 20000)
+    """
+
+    _loss = _k.LOSS_CHECK
+
+    def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
+                 average=False, fit_intercept=True, random_state=None):
+        self.tau = tau
+        self.mode = mode
+        self.schedule = schedule
+        self.batch_size = batch_size
+        self.average = average
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+
+
+class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
+    """Online least squares by single-sample gradient descent (the paper's
+    comparator, Section 3.1).
+
+    The gradient of (y - x'beta)^2 / 2 is -(y - x'beta) x. The statistical
+    schedule is the two-phase one the paper derives for least squares: a
+    constant eta = 0.5 / (d Cl) until the errors stop falling (window median
+    of |residual| no longer drops by 10%), then Ca / (Cl (t - t1) + Ca / eta),
+    an O(1/(t + d)) decay continuous at the switch.
+
+    Parameters
+    ----------
+    schedule : str or schedule object
+    average : bool
+    fit_intercept : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit import OnlineLeastSquaresRegressor
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(20000, 10, noise="gaussian", random_state=0)
+    >>> est = OnlineLeastSquaresRegressor().fit(X, y)
+    >>> bool(np.linalg.norm(est.coef_ - beta) < 0.02 * np.linalg.norm(beta))
+    True
+    """
+
+    _loss = _k.LOSS_SQUARED
+
+    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True):
+        self.schedule = schedule
+        self.average = average
+        self.fit_intercept = fit_intercept

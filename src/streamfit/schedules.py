@@ -1,0 +1,321 @@
+"""Stepsize schedules for online (sub-)gradient descent.
+
+Three built-in schedules, usable in every mode of
+:class:`~streamfit.OnlineQuantileRegressor` (and by
+:class:`~streamfit.OnlineLeastSquaresRegressor`), run inside the Cython kernels:
+
+- :class:`StatisticalSchedule` -- the paper's schedules (Shen, Xia & Zhou 2025),
+  with every quantity they need estimated from the stream;
+- :class:`ConstantSchedule` -- eta_t = eta (Zhang 2004), a comparator;
+- :class:`InverseTimeSchedule` -- eta_t = c / (t + 1) (Duchi & Singer 2009), a comparator.
+
+Any object with a ``stepsizes(start, count)`` method returning ``count``
+positive stepsizes for updates ``start, ..., start + count - 1`` is accepted as
+well (see :class:`Schedule`); such schedules cannot look at the data.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._base import BaseEstimator
+from ._validation import check_scalar
+from ._kernels import _quantile as _k
+
+__all__ = ["Schedule", "StatisticalSchedule", "ConstantSchedule",
+           "InverseTimeSchedule", "FunctionSchedule", "resolve_schedule"]
+
+_NAN = float("nan")
+
+
+class Schedule(BaseEstimator):
+    """Base class of stepsize schedules.
+
+    A subclass either is one of the built-in kernel schedules, or implements
+    ``stepsizes(start, count)``; the estimator then precomputes one stepsize per
+    update and hands the array to the kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.schedules import Schedule
+    >>> class SqrtDecay(Schedule):
+    ...     def __init__(self, c=0.1):
+    ...         self.c = c
+    ...     def stepsizes(self, start, count):
+    ...         return self.c / np.sqrt(np.arange(start, start + count) + 1.0)
+    >>> SqrtDecay(0.5).stepsizes(0, 3).round(3)
+    array([0.5  , 0.354, 0.289])
+    """
+
+    _kind = _k.KIND_ARRAY
+
+    def stepsizes(self, start, count):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def _validate(self):
+        pass
+
+    def _kernel_params(self, loss, mode, n_features):
+        """The kernel's PARAM_FIELDS values owned by the schedule."""
+        return {"kind": self._kind}
+
+
+class ConstantSchedule(Schedule):
+    """eta_t = eta for every update: the paper's "Constant" comparator.
+
+    Examples
+    --------
+    >>> from streamfit import OnlineQuantileRegressor
+    >>> from streamfit.schedules import ConstantSchedule
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(2000, 5, random_state=0)
+    >>> est = OnlineQuantileRegressor(schedule=ConstantSchedule(0.01)).fit(X, y)
+    >>> est.n_updates_
+    2000
+    """
+
+    _kind = _k.KIND_CONSTANT
+
+    def __init__(self, eta=0.01):
+        self.eta = eta
+
+    def _validate(self):
+        check_scalar(self.eta, "schedule.eta", low=0, low_open=True)
+
+    def _kernel_params(self, loss, mode, n_features):
+        return {"kind": self._kind, "c": float(self.eta)}
+
+    def stepsizes(self, start, count):
+        return np.full(count, float(self.eta))
+
+
+class InverseTimeSchedule(Schedule):
+    """eta_t = c / (t + 1): the paper's "O(1/t)" comparator.
+
+    Examples
+    --------
+    >>> from streamfit.schedules import InverseTimeSchedule
+    >>> InverseTimeSchedule(c=2.0).stepsizes(0, 3)
+    array([2.        , 1.        , 0.66666667])
+    """
+
+    _kind = _k.KIND_INVERSE_TIME
+
+    def __init__(self, c=1.0):
+        self.c = c
+
+    def _validate(self):
+        check_scalar(self.c, "schedule.c", low=0, low_open=True)
+
+    def _kernel_params(self, loss, mode, n_features):
+        return {"kind": self._kind, "c": float(self.c)}
+
+    def stepsizes(self, start, count):
+        return float(self.c) / (np.arange(start, start + count, dtype=float) + 1.0)
+
+
+class FunctionSchedule(Schedule):
+    """Wrap a function ``f(t) -> eta`` of the update index as a schedule.
+
+    Examples
+    --------
+    >>> from streamfit.schedules import FunctionSchedule
+    >>> FunctionSchedule(lambda t: 1.0 / (t + 10)).stepsizes(0, 2)
+    array([0.1       , 0.09090909])
+    """
+
+    def __init__(self, func=None):
+        self.func = func
+
+    def _validate(self):
+        if not callable(self.func):
+            raise TypeError(f"schedule.func must be callable, got {self.func!r}")
+
+    def stepsizes(self, start, count):
+        return np.array([float(self.func(t)) for t in range(start, start + count)])
+
+
+class StatisticalSchedule(Schedule):
+    """The paper's statistically guided stepsizes, with no oracle input.
+
+    Shen, Xia & Zhou (2025) give one schedule per setting; d below counts the
+    intercept too.
+
+    - ``mode="single"`` (Theorem 1): geometric, eta_t = (1 - decay/d)^t eta0,
+      then eta_t = (b0 / Cl) Ca / (t - t1 + Cb d).
+    - ``mode="batch"`` (Theorem 5): geometric eta_t = (1 - decay)^t eta0, then the
+      constant eta_const b0 / Cl, then (b0 / Cl) Ca / (t - t2 + Cb).
+    - ``mode="storage"`` (Theorem 8): geometric, then the constant eta_const b0 / Cl.
+    - least squares (Section 3.1): constant eta0 = eta0_scale / (d Cl), then
+      Ca / (Cl (t - t1) + Ca / eta0).
+
+    With ``average=True`` on the estimator the last phase's 1/t decay becomes
+    (.)^-avg_power (Polyak-Ruppert averaging needs steps decaying slower than
+    1/t) and the average runs over the last phase.
+
+    **What is estimated from the stream** (every estimate can be overridden by
+    giving the constant):
+
+    - ``Cl``: the mean eigenvalue of E[x x'], mean ||x||^2 / d over the
+      warm-up (single) or the first batch;
+    - ``eta0`` = eta0_scale * D0 / (d Cl) (single) or eta0_scale * D0 / Cl
+      (batch, storage), with D0 = median |y - x'beta_0| / 0.6745: for
+      ||beta_0 - beta*|| large, x'(beta_0 - beta*) is nearly Gaussian, so this
+      is its standard deviation, ||beta_0 - beta*||_Sigma. The median, not the
+      mean, because the noise may have no mean (t_1.1 has none to speak of).
+      Single-sample mode takes no updates during the first ``n_warmup``
+      samples (they are scored and used only for these estimates);
+    - ``b0``: Koenker's sparsity 1/f(Q(tau)), by Siddiqui's difference quotient
+      (Q(tau+h) - Q(tau-h)) / 2h, h = min(0.1, tau/2, (1-tau)/2), on the last
+      ``window`` residuals (single) or the batch / all residuals (batch,
+      storage). Residuals of the current iterate are noise plus x'(beta -
+      beta*), so far from beta* this is the inverse curvature of the expected
+      loss (a Newton scale), and near it the noise's sparsity; in phase two the
+      single-sample estimate is an exponential average (weight ``ema``) over
+      windows;
+    - the phase switches: phase one ends when its stepsize falls to the next
+      phase's starting value (the paper's continuity rule; for least squares,
+      when the window median of |r| stops falling by more than a factor
+      ``plateau``); batch phase two ends when the squared batch sub-gradient
+      norm falls to twice its value at beta*, 2 tau (1 - tau) d Cl / n.
+
+    Parameters
+    ----------
+    eta0 : float or None
+        First stepsize; None estimates it as above.
+    eta0_scale : float or None
+        C in eta0 = C D0 / (d Cl); None: 2 (single), 1 (batch, storage), 0.5
+        (least squares, where eta0 = C / (d Cl)).
+    decay : float or None
+        Geometric rate: single (1 - decay/d), default 0.5 (Section 3.1); batch and
+        storage (1 - decay), default 0.1.
+    Ca, Cb : float or None
+        Last-phase constants; None: Ca = 20, Cb = 30 (Section 3.1) for the check
+        loss, Ca = 2 for least squares (Cb is then set by continuity).
+    b0 : float or None
+        Sparsity 1/f(0) of the noise; None estimates it.
+    t_switch : int or None
+        Update index at which phase one ends; None uses the rule above.
+    n_warmup : int
+        Single-sample warm-up length.
+    window : int or None
+        Residual window (single mode); None: max(256, 2 d).
+    eta_const : float
+        Batch/storage phase-two constant, in units of b0 / Cl.
+    avg_power : float
+        Decay exponent of the last phase when averaging, in (1/2, 1].
+    plateau : float
+        Least squares phase-one end test, in (0, 1).
+    ema : float
+        Weight of a new window's b0 estimate in phase two, in (0, 1].
+
+    Examples
+    --------
+    >>> from streamfit import OnlineQuantileRegressor
+    >>> from streamfit.schedules import StatisticalSchedule
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(20000, 10, random_state=0)
+    >>> est = OnlineQuantileRegressor(schedule=StatisticalSchedule(Ca=20, Cb=30),
+    ...                               fit_intercept=False).fit(X, y)
+    >>> bool(np.linalg.norm(est.coef_ - beta) < 0.1 * np.linalg.norm(beta))
+    True
+    """
+
+    _kind = _k.KIND_STATISTICAL
+
+    def __init__(self, *, eta0=None, eta0_scale=None, decay=None, Ca=None, Cb=None,
+                 b0=None, t_switch=None, n_warmup=50, window=None, eta_const=1.0,
+                 avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3):
+        self.eta0 = eta0
+        self.eta0_scale = eta0_scale
+        self.decay = decay
+        self.Ca = Ca
+        self.Cb = Cb
+        self.b0 = b0
+        self.t_switch = t_switch
+        self.n_warmup = n_warmup
+        self.window = window
+        self.eta_const = eta_const
+        self.avg_power = avg_power
+        self.plateau = plateau
+        self.patience = patience
+        self.ema = ema
+
+    def _validate(self):
+        pos = dict(low=0, low_open=True, allow_none=True)
+        check_scalar(self.eta0, "schedule.eta0", **pos)
+        check_scalar(self.eta0_scale, "schedule.eta0_scale", **pos)
+        check_scalar(self.decay, "schedule.decay", high=1, **pos)
+        check_scalar(self.Ca, "schedule.Ca", **pos)
+        check_scalar(self.Cb, "schedule.Cb", **pos)
+        check_scalar(self.b0, "schedule.b0", **pos)
+        check_scalar(self.t_switch, "schedule.t_switch", kind=numbers.Integral, low=0,
+                     allow_none=True)
+        check_scalar(self.n_warmup, "schedule.n_warmup", kind=numbers.Integral, low=5)
+        check_scalar(self.window, "schedule.window", kind=numbers.Integral, low=16,
+                     allow_none=True)
+        check_scalar(self.eta_const, "schedule.eta_const", low=0, low_open=True)
+        check_scalar(self.avg_power, "schedule.avg_power", low=0.5, low_open=True, high=1)
+        check_scalar(self.plateau, "schedule.plateau", low=0, high=1, low_open=True,
+                     high_open=True)
+        check_scalar(self.patience, "schedule.patience", kind=numbers.Integral, low=1)
+        check_scalar(self.ema, "schedule.ema", low=0, high=1, low_open=True)
+
+    def _kernel_params(self, loss, mode, n_features):
+        squared = loss == _k.LOSS_SQUARED
+        single = mode == "single"
+
+        def pick(value, default):
+            return float(default if value is None else value)
+
+        if squared:
+            scale, ca, cb = pick(self.eta0_scale, 0.5), pick(self.Ca, 2.0), _NAN
+        else:
+            scale = pick(self.eta0_scale, 2.0 if single else 1.0)
+            ca, cb = pick(self.Ca, 20.0), pick(self.Cb, 30.0)
+        return {
+            "kind": self._kind,
+            "eta0": pick(self.eta0, _NAN),
+            "eta0_scale": scale,
+            "decay": pick(self.decay, 0.5 if single else 0.1),
+            "Ca": ca,
+            "Cb": cb,
+            "b0": pick(self.b0, _NAN),
+            "t_switch": pick(self.t_switch, _NAN),
+            "n_warmup": float(self.n_warmup),
+            "window": pick(self.window, max(256, 2 * n_features)),
+            "eta_const": float(self.eta_const),
+            "avg_power": float(self.avg_power),
+            "plateau": float(self.plateau),
+            "patience": float(self.patience),
+            "ema": float(self.ema),
+        }
+
+    def stepsizes(self, start, count):
+        raise TypeError("StatisticalSchedule adapts to the data: it runs inside the "
+                        "estimator's kernel and has no data-free stepsizes")
+
+
+_NAMED = {
+    "statistical": StatisticalSchedule,
+    "constant": ConstantSchedule,
+    "inverse_time": InverseTimeSchedule,
+}
+
+
+def resolve_schedule(schedule, name="schedule"):
+    """A validated Schedule object from a name or a schedule object."""
+    if isinstance(schedule, str):
+        if schedule not in _NAMED:
+            raise ValueError(f"{name} must be one of {sorted(_NAMED)} or a schedule object, "
+                             f"got {schedule!r}")
+        schedule = _NAMED[schedule]()
+    elif not isinstance(schedule, Schedule):
+        if not callable(getattr(schedule, "stepsizes", None)):
+            raise TypeError(f"{name} must be a name ({', '.join(sorted(_NAMED))}) or an "
+                            f"object with a stepsizes(start, count) method, got {schedule!r}")
+        return schedule
+    schedule._validate()
+    return schedule
