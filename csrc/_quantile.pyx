@@ -17,12 +17,13 @@ from _blas cimport dot, axpy, gemv_rows, gemv_rows_t
 STATE_FIELDS = (
     "t", "n_seen", "intercept", "intercept_avg", "loss", "phase", "eta_geo",
     "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq", "fill", "n_avg",
-    "min_med", "last_eta", "eta_start", "n_windows", "avg_on", "n_flat",
+    "min_med", "last_eta", "eta_start", "n_windows", "avg_on", "n_flat", "b0_cap",
+    "block",
 )
 PARAM_FIELDS = (
     "tau", "loss", "kind", "c", "eta0", "eta0_scale", "decay", "Ca", "Cb",
     "b0", "t_switch", "n_warmup", "window", "average", "avg_power",
-    "fit_intercept", "plateau", "eta_const", "ema", "patience",
+    "fit_intercept", "plateau", "eta_const", "ema", "patience", "mode", "C0",
 )
 
 # Schedule kinds, losses and return codes; cpdef makes them visible to Python.
@@ -31,6 +32,11 @@ cpdef enum:
     KIND_INVERSE_TIME = 1
     KIND_STATISTICAL = 2
     KIND_ARRAY = 3        # precomputed stepsizes (a user schedule)
+
+cpdef enum:
+    MODE_SINGLE = 0
+    MODE_BATCH = 1
+    MODE_STORAGE = 2
 
 cpdef enum:
     LOSS_CHECK = 0
@@ -67,6 +73,8 @@ cdef struct SGDState:
     double n_windows      # windows completed in the current phase
     double avg_on         # 1 once the average runs (see window_done)
     double n_flat         # consecutive windows without progress
+    double b0_cap         # b0 at the end of phase one: later estimates stay below
+    double block          # rows per update of the last block update
 
 
 cdef struct SGDParams:
@@ -90,6 +98,8 @@ cdef struct SGDParams:
     double eta_const      # batch/storage phase two: eta = eta_const * b0 / Cl
     double ema            # weight of a new window's b0 in phase two
     double patience       # windows without progress that make a plateau
+    double mode           # MODE_SINGLE, MODE_BATCH or MODE_STORAGE
+    double C0             # batch phase two needs block >= C0 tau*^2 d (Theorem 5)
 
 
 # ----------------------------------------------------------------------------
@@ -187,6 +197,7 @@ cdef inline void start_phase(SGDState *s, double phase, double eta_start,
     s.n_windows = 0
     s.n_avg = 0        # averaging restarts with the last phase
     s.avg_on = avg_on
+    s.n_flat = 0       # the next plateau is counted afresh
 
 
 cdef int check_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept nogil:
@@ -202,33 +213,53 @@ cdef int check_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept
 
 
 # ----------------------------------------------------------------------------
-# Single-sample updates (Section 2.1 of the paper).
+# The statistical schedule's bookkeeping, shared by the three modes.
+
+cdef inline double tau_star2(double tau) noexcept nogil:
+    # 4 max(tau, 1 - tau)^2: Theorem 1's tau*^2, scaled to 1 at the median. It
+    # bounds the squared sub-gradient factor (1{r <= 0} - tau)^2, so phase one's
+    # stepsize and decay shrink with it (Section 3.1's rates are for tau = 1/2).
+    cdef double ts = tau if tau > 0.5 else 1.0 - tau
+    return 4.0 * ts * ts
+
 
 cdef inline double last_phase_eta(const SGDState *s, const SGDParams *p,
                                   double scale) noexcept nogil:
-    # Ca / (t - t1 + Cb d) shape, written as eta_start / (1 + (t - t1) / (Cb d)),
-    # or (.)^-alpha when averaging (1/t steps make averaging useless).
+    # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
+    # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
     cdef double u = 1.0 + (s.t - s.t_switch) / scale
     if p.average != 0 and p.avg_power != 1.0:
         return s.eta_start * pow(u, -p.avg_power)
     return s.eta_start / u
 
 
-cdef void window_done(SGDState *s, const SGDParams *p, double *win, double *work,
-                      Py_ssize_t d) noexcept nogil:
-    # Called when the residual window is full. The window median of |r| falls
-    # while the error dominates the residuals and levels off at the noise. A
-    # window makes progress when its median is below `plateau` times the best
-    # so far; `patience` windows in a row without progress make a plateau,
-    # which ends least-squares phase one and, in the last phase, starts the
-    # Polyak-Ruppert average (so that it does not average the transient).
-    # For the check loss the window also refreshes the sparsity estimate b0.
-    cdef Py_ssize_t n = <Py_ssize_t> s.fill
+cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
+                                   Py_ssize_t d, double phase) noexcept nogil:
+    # Stepsize at the start of phase 2 or 3, from the current sparsity estimate.
+    if p.loss == LOSS_SQUARED:
+        return s.eta_geo                              # continuous at t1
+    if p.mode == MODE_SINGLE:
+        return s.b0 * p.Ca / (s.cl * p.Cb * d)        # (b0/Cl) Ca / (Cb d)
+    if phase == 2:
+        return p.eta_const * s.b0 / s.cl              # batch / storage constant
+    return p.Ca * s.b0 / (s.cl * p.Cb)                # batch phase three
+
+
+cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                      double *work, Py_ssize_t d) noexcept nogil:
+    # Called on each full window of residuals. Their median |r| falls while the
+    # error dominates the residuals and levels off at the noise. A window makes
+    # progress when its median is below `plateau` times the best so far;
+    # `patience` windows in a row without progress make a plateau: the error
+    # has reached the noise level (or stopped moving). A plateau ends phase one
+    # (the paper: "until the error is at the noise level"), ends batch phase
+    # two, and in the last phase starts the Polyak-Ruppert average, which so
+    # leaves out the transient. For the check loss each window also refreshes
+    # the sparsity estimate b0.
     cdef double est, med
     cdef bint flat
-    s.fill = 0
     s.n_windows += 1
-    med = median_abs(win, n, work)
+    med = median_abs(r, n, work)
     if s.min_med <= 0 or med < p.plateau * s.min_med:
         s.n_flat = 0
     else:
@@ -236,42 +267,67 @@ cdef void window_done(SGDState *s, const SGDParams *p, double *win, double *work
     if s.min_med <= 0 or med < s.min_med:
         s.min_med = med
     flat = s.n_flat >= p.patience
-    if p.loss == LOSS_CHECK:
-        if isnan(p.b0):
-            est = sparsity(win, n, p.tau, work)
-            if est > 0:
-                if s.phase >= 2 and s.n_windows > 1:
-                    s.b0 += p.ema * (est - s.b0)
-                else:
-                    s.b0 = est
-            if s.phase >= 2:
-                s.eta_start = s.b0 * p.Ca / (s.cl * p.Cb * d)
-    elif s.phase == 1 and isnan(p.t_switch) and flat:
-        start_phase(s, 2, s.eta_geo, True)
-        return
-    if s.phase >= 2 and s.avg_on == 0 and flat:
+    if p.loss == LOSS_CHECK and isnan(p.b0):
+        est = sparsity(r, n, p.tau, work)
+        if est > 0:
+            if s.phase >= 2 and p.mode != MODE_STORAGE:    # storage: all data, no need
+                s.b0 += p.ema * (est - s.b0)
+            else:
+                s.b0 = est
+            if s.phase >= 2 and s.b0 > s.b0_cap:
+                # Residuals are noise plus x'(beta - beta*): the estimate is
+                # biased up by the error. Capping it at its value at the end of
+                # phase one stops a larger error from buying larger steps.
+                s.b0 = s.b0_cap
+    if flat and s.phase == 1 and isnan(p.t_switch) and \
+            not (p.mode == MODE_SINGLE and p.loss == LOSS_CHECK and not isnan(p.b0)):
+        s.b0_cap = s.b0
+        if p.mode == MODE_BATCH and s.block < p.C0 * tau_star2(p.tau) / 4.0 * d:
+            # Batches too small for Theorem 5's constant phase: its one-step
+            # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
+            start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+        else:
+            start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+    elif flat and s.phase == 2 and p.mode == MODE_BATCH:
+        start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+    elif flat and s.phase >= 2 and s.avg_on == 0:
         s.avg_on = 1
         s.n_avg = 0
+    elif s.phase >= 2 and p.loss == LOSS_CHECK:
+        s.eta_start = phase_start_eta(s, p, d, s.phase)
+
+
+cdef inline void push_residuals(SGDState *s, const SGDParams *p, const double *r,
+                                Py_ssize_t n, double *win, double *work,
+                                Py_ssize_t d) noexcept nogil:
+    # Append n residuals; a full window is processed once per call, so a window
+    # always spans at least one update (the buffer holds window + n values).
+    memcpy(win + <Py_ssize_t> s.fill, r, n * sizeof(double))
+    s.fill += n
+    if s.fill >= p.window:
+        window_done(s, p, win, <Py_ssize_t> s.fill, work, d)
+        s.fill = 0
 
 
 cdef void warmup_done(SGDState *s, const SGDParams *p, double *win, double *work,
                       Py_ssize_t d) noexcept nogil:
+    # End of the single-sample warm-up: Cl, D0, b0 and eta0 from what was seen.
     cdef Py_ssize_t n = <Py_ssize_t> s.fill
     s.cl = s.sumsq / (s.n_sumsq * d)
-    if s.cl <= 0:
+    if not (s.cl > 0):
         s.cl = 1.0
+    s.min_med = median_abs(win, n, work)
     if p.loss == LOSS_CHECK:
-        s.d0 = median_abs(win, n, work) * INV_MAD
+        s.d0 = s.min_med * INV_MAD
         s.b0 = p.b0 if not isnan(p.b0) else sparsity(win, n, p.tau, work)
         if not (s.b0 > 0):
             s.b0 = s.d0 if s.d0 > 0 else 1.0
         if not isnan(p.eta0):
             s.eta_geo = p.eta0
         else:
-            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * d)
+            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * d * tau_star2(p.tau))
     else:
-        # least squares: constant eta0 / (d Cl) in phase one (Section 3.1)
-        s.min_med = median_abs(win, n, work)
+        # least squares: constant eta0_scale / (d Cl) in phase one (Section 3.1)
         s.eta_geo = p.eta0 if not isnan(p.eta0) else p.eta0_scale / (s.cl * d)
     s.fill = 0
     s.phase = 1
@@ -280,27 +336,29 @@ cdef void warmup_done(SGDState *s, const SGDParams *p, double *win, double *work
         s.eta_geo = 1e-12
 
 
-cdef inline double statistical_eta(SGDState *s, const SGDParams *p,
-                                   Py_ssize_t d) noexcept nogil:
-    cdef double eta, start2
+cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
+    # Stepsize of the next single-sample update under the statistical schedule.
+    cdef double eta
     if s.phase == 1:
         eta = s.eta_geo
         if p.loss == LOSS_CHECK:
-            s.eta_geo *= 1.0 - p.decay / d
-            start2 = s.b0 * p.Ca / (s.cl * p.Cb * d)
-            if (isnan(p.t_switch) and eta <= start2) or (not isnan(p.t_switch) and s.t + 1 >= p.t_switch):
-                start_phase(s, 2, start2, False)
-                s.t_switch = s.t + 1
-        else:
-            if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
-                start_phase(s, 2, s.eta_geo, True)
-                s.t_switch = s.t + 1
+            s.eta_geo *= 1.0 - p.decay / (d * tau_star2(p.tau))
+        if (not isnan(p.t_switch) and s.t + 1 >= p.t_switch) or \
+                (p.loss == LOSS_CHECK and not isnan(p.b0) and isnan(p.t_switch)
+                 and eta <= phase_start_eta(s, p, d, 2)):
+            # with the noise's b0 known: the paper's continuity rule
+            s.b0_cap = s.b0
+            start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+            s.t_switch = s.t + 1
         return eta
     if p.loss == LOSS_CHECK:
         return last_phase_eta(s, p, p.Cb * d)
     # least squares phase two: Ca / (Cl (t - t1) + Ca / eta1), continuous at t1
     return last_phase_eta(s, p, p.Ca / (s.eta_start * s.cl))
 
+
+# ----------------------------------------------------------------------------
+# Single-sample updates (Section 2.1 of the paper).
 
 def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
                double[::1] wbar, double[::1] state, const double[::1] params,
@@ -324,6 +382,7 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0
+    cdef Py_ssize_t da = d + (1 if fit_b else 0)
     if n == 0:
         return OK
     work = <double *> malloc(wcap * sizeof(double))
@@ -337,20 +396,19 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
             g = loss_and_coef(r, p, &s.loss)
             s.n_seen += 1
             if stat:
+                win[<Py_ssize_t> s.fill] = r
+                s.fill += 1
                 if s.phase == 0:
                     # warm-up: score, remember the residual and ||x||^2, no update
                     s.sumsq += dot(d, x, x) + (1.0 if fit_b else 0.0)
                     s.n_sumsq += 1
-                    win[<Py_ssize_t> s.fill] = r
-                    s.fill += 1
                     if s.fill >= p.n_warmup:
-                        warmup_done(s, p, win, work, d + (1 if fit_b else 0))
+                        warmup_done(s, p, win, work, da)
                     continue
-                win[<Py_ssize_t> s.fill] = r
-                s.fill += 1
                 if s.fill >= p.window:
-                    window_done(s, p, win, work, d + (1 if fit_b else 0))
-                eta = statistical_eta(s, p, d + (1 if fit_b else 0))
+                    window_done(s, p, win, <Py_ssize_t> s.fill, work, da)
+                    s.fill = 0
+                eta = single_eta(s, p, da)
             elif kind == KIND_CONSTANT:
                 eta = p.c
             elif kind == KIND_INVERSE_TIME:
@@ -376,16 +434,17 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
 cdef double block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_t d,
                        Py_ssize_t score_from, double *w, double *wbar,
                        SGDState *s, const SGDParams *p, double eta_user,
-                       bint storage, double *resid, double *grad,
+                       double *win, double *resid, double *grad,
                        double *work) noexcept nogil:
-    # One update on rows [0, m); rows >= score_from are new and add to the
-    # prequential loss. Returns the stepsize used.
-    cdef Py_ssize_t i, j
+    # One update on rows [0, m); rows >= score_from are new: they add to the
+    # prequential loss and (batch mode) to the residual window. Returns eta.
+    cdef Py_ssize_t i
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef double gsum = 0.0, g, eta, gnorm2, noise2, dummy = 0.0
+    cdef double gsum = 0.0, g, eta, dummy = 0.0
     cdef double inv_m = 1.0 / m
     cdef int kind = <int> p.kind
+    s.block = m
     # resid = y - X w - b
     memcpy(resid, y, m * sizeof(double))
     gemv_rows(<int> m, <int> d, -1.0, X, w, 1.0, resid)
@@ -403,49 +462,41 @@ cdef double block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_
 
     if kind == KIND_STATISTICAL:
         if s.phase == 0:
+            # first block: Cl, D0 and eta0 from it
             s.sumsq = 0
             for i in range(m):
                 s.sumsq += dot(d, &X[i * d], &X[i * d])
             s.n_sumsq = m
             s.cl = (s.sumsq + (m if fit_b else 0)) / (m * <double> da)
-            if s.cl <= 0:
+            if not (s.cl > 0):
                 s.cl = 1.0
             s.d0 = median_abs(resid, m, work) * INV_MAD
-            if isnan(p.eta0):
-                s.eta_geo = p.eta0_scale * s.d0 / s.cl
-            else:
-                s.eta_geo = p.eta0
+            s.b0 = p.b0 if not isnan(p.b0) else sparsity(resid, m, p.tau, work)
+            if not (s.b0 > 0):
+                s.b0 = s.d0 if s.d0 > 0 else 1.0
+            s.eta_geo = p.eta0_scale * s.d0 / s.cl if isnan(p.eta0) else p.eta0
             if not (s.eta_geo > 0):
                 s.eta_geo = 1e-12
             s.phase = 1
-        if isnan(p.b0):
-            s.b0 = sparsity(resid, m, p.tau, work)
-            if not (s.b0 > 0):
-                s.b0 = s.d0 if s.d0 > 0 else 1.0
+        if p.mode == MODE_STORAGE:
+            # all residuals at the current iterate form the window
+            window_done(s, p, resid, m, work, da)
         else:
-            s.b0 = p.b0
+            push_residuals(s, p, resid, m, win, work, da)
         if s.phase == 1:
-            # geometric until it falls to phase two's constant eta_const b0 / Cl
-            if (isnan(p.t_switch) and s.eta_geo <= p.eta_const * s.b0 / s.cl) or \
-                    (not isnan(p.t_switch) and s.t >= p.t_switch):
-                start_phase(s, 2, p.eta_const * s.b0 / s.cl, True)
-            else:
-                eta = s.eta_geo
-                s.eta_geo *= 1.0 - p.decay
-        if s.phase == 2:
-            eta = p.eta_const * s.b0 / s.cl
-            if not storage:
-                # Phase three when the batch gradient is down to its noise level:
-                # at beta*, E||g||^2 = tau (1 - tau) E||x||^2 / m.
-                gnorm2 = gsum * gsum
-                for j in range(d):
-                    gnorm2 += grad[j] * grad[j]
-                noise2 = p.tau * (1.0 - p.tau) * s.cl * da * inv_m
-                if gnorm2 <= 2.0 * noise2:
-                    start_phase(s, 3, p.Ca * s.b0 / (s.cl * p.Cb), True)
-            else:
-                s.eta_start = eta
-        if s.phase == 3:
+            # geometric, but never above phase two's constant: a sub-gradient
+            # step longer than the local Newton scale b0 / Cl overshoots
+            eta = s.eta_geo
+            if eta > phase_start_eta(s, p, da, 2):
+                eta = phase_start_eta(s, p, da, 2)
+            s.eta_geo *= 1.0 - p.decay
+            if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
+                s.b0_cap = s.b0
+                start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
+                s.t_switch = s.t + 1
+        elif s.phase == 2:
+            eta = s.eta_start
+        else:
             eta = last_phase_eta(s, p, p.Cb)
     elif kind == KIND_CONSTANT:
         eta = p.c
@@ -466,10 +517,11 @@ cdef double block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_
 
 def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
                double[::1] w, double[::1] wbar, double[::1] state,
-               const double[::1] params, const double[::1] etas):
+               const double[::1] params, double[::1] window, const double[::1] etas):
     """One update per consecutive block of ``block`` rows (batch mode).
 
-    ``X.shape[0]`` must be a multiple of ``block``.
+    ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
+    ``params.window + block`` values.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb
     cdef SGDState *s = <SGDState *> &state[0]
@@ -481,7 +533,8 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
         return OK
     nb = n // block
     resid = <double *> malloc(block * sizeof(double))
-    work = <double *> malloc(block * sizeof(double))
+    # work holds a block's gradient weights or a window's order statistics
+    work = <double *> malloc(max(block, window.shape[0]) * sizeof(double))
     grad = <double *> malloc(d * sizeof(double))
     if resid == NULL or work == NULL or grad == NULL:
         free(resid); free(work); free(grad)
@@ -489,7 +542,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     with nogil:
         for b in range(nb):
             block_step(&X[b * block, 0], &y[b * block], block, d, 0, &w[0], &wbar[0],
-                       s, p, etas[b] if etas.shape[0] > b else 0.0, False,
+                       s, p, etas[b] if etas.shape[0] > b else 0.0, &window[0],
                        resid, grad, work)
     free(resid); free(work); free(grad)
     return check_finite(&w[0], d, s)
@@ -516,7 +569,7 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, Py_ssize_t score_fr
         return ERR_NOMEM
     with nogil:
         block_step(&X[0, 0], &y[0], n, d, score_from, &w[0], &wbar[0], s, p,
-                   eta_user, True, resid, grad, work)
+                   eta_user, NULL, resid, grad, work)
     free(resid); free(work); free(grad)
     return check_finite(&w[0], d, s)
 

@@ -227,7 +227,7 @@ class StatisticalSchedule(Schedule):
 
     def __init__(self, *, eta0=None, eta0_scale=None, decay=None, Ca=None, Cb=None,
                  b0=None, t_switch=None, n_warmup=50, window=None, eta_const=1.0,
-                 avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3):
+                 avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3, C0=10.0):
         self.eta0 = eta0
         self.eta0_scale = eta0_scale
         self.decay = decay
@@ -241,6 +241,7 @@ class StatisticalSchedule(Schedule):
         self.avg_power = avg_power
         self.plateau = plateau
         self.patience = patience
+        self.C0 = C0
         self.ema = ema
 
     def _validate(self):
@@ -262,6 +263,7 @@ class StatisticalSchedule(Schedule):
                      high_open=True)
         check_scalar(self.patience, "schedule.patience", kind=numbers.Integral, low=1)
         check_scalar(self.ema, "schedule.ema", low=0, high=1, low_open=True)
+        check_scalar(self.C0, "schedule.C0", low=0)
 
     def _kernel_params(self, loss, mode, n_features):
         squared = loss == _k.LOSS_SQUARED
@@ -285,11 +287,12 @@ class StatisticalSchedule(Schedule):
             "b0": pick(self.b0, _NAN),
             "t_switch": pick(self.t_switch, _NAN),
             "n_warmup": float(self.n_warmup),
-            "window": pick(self.window, max(256, 2 * n_features)),
+            "window": pick(self.window, max(64, -(-5 * n_features // 2))),
             "eta_const": float(self.eta_const),
             "avg_power": float(self.avg_power),
             "plateau": float(self.plateau),
             "patience": float(self.patience),
+            "C0": float(self.C0),
             "ema": float(self.ema),
         }
 

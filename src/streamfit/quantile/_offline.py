@@ -1,13 +1,13 @@
 """Offline linear quantile regression, the benchmark the paper compares against.
 
-``method="highs"`` solves the exact linear program with scipy's HiGHS (no
-extra dependency); ``"statsmodels"`` uses ``statsmodels.QuantReg`` (iteratively
+``method="highs"`` solves the exact linear program (its dual) with scipy's
+HiGHS interior point (no extra dependency); ``"statsmodels"`` uses ``statsmodels.QuantReg`` (iteratively
 reweighted least squares, an optional dependency).
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import optimize
 
 from .._validation import check_matrix, check_scalar, check_vector
 
@@ -47,16 +47,15 @@ def offline_quantile_regression(X, y, tau=0.5, *, fit_intercept=False, method="h
                               "pip install 'streamfit[offline]'") from exc
         coef = np.asarray(QuantReg(y, A).fit(q=tau, max_iter=5000).params, dtype=np.float64)
     else:
-        # min tau 1'u + (1 - tau) 1'v  s.t.  A beta + u - v = y,  u, v >= 0, beta free
-        n, p = A.shape
-        c = np.concatenate([np.zeros(p), np.full(n, tau), np.full(n, 1.0 - tau)])
-        eye = sparse.identity(n, format="csr")
-        A_eq = sparse.hstack([sparse.csr_matrix(A), eye, -eye], format="csr")
-        bounds = [(None, None)] * p + [(0, None)] * (2 * n)
-        res = optimize.linprog(c, A_eq=A_eq, b_eq=y, bounds=bounds, method="highs")
+        # Koenker's dual LP, with d equality constraints instead of n:
+        #   max y'a  s.t.  A'a = (1 - tau) A'1,  0 <= a <= 1;
+        # the primal coefficients are (minus) the equality duals. HiGHS's
+        # interior point solves it ~10x faster than the primal LP.
+        res = optimize.linprog(-y, A_eq=A.T, b_eq=(1.0 - tau) * A.sum(axis=0), bounds=(0, 1),
+                               method="highs-ipm")
         if res.status != 0:
             raise RuntimeError(f"HiGHS failed: {res.message}")
-        coef = res.x[:p]
+        coef = -np.asarray(res.eqlin.marginals, dtype=np.float64)
     if fit_intercept:
         return coef[:-1].copy(), float(coef[-1])
     return coef.copy(), 0.0

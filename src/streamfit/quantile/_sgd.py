@@ -19,7 +19,7 @@ __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 
 _STATE = {name: i for i, name in enumerate(_k.STATE_FIELDS)}
 _PARAM = {name: i for i, name in enumerate(_k.PARAM_FIELDS)}
-_MODES = ("single", "batch", "storage")
+_MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _ERRORS = {
     _k.ERR_NOMEM: (MemoryError, "the kernel could not allocate its work space"),
     _k.ERR_NONFINITE: (FloatingPointError, "the iterate diverged (it is no longer finite); "
@@ -41,7 +41,7 @@ class _OnlineLinearSGD(BaseEstimator):
     def _check_params(self):
         check_scalar(self.tau, "tau", low=0, high=1, low_open=True, high_open=True)
         if self.mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, got {self.mode!r}")
+            raise ValueError(f"mode must be one of {tuple(_MODES)}, got {self.mode!r}")
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1,
                      allow_none=True)
         for name in ("average", "fit_intercept"):
@@ -56,6 +56,7 @@ class _OnlineLinearSGD(BaseEstimator):
         p[_PARAM["average"]] = float(bool(self.average))
         p[_PARAM["avg_power"]] = 1.0
         p[_PARAM["fit_intercept"]] = float(bool(self.fit_intercept))
+        p[_PARAM["mode"]] = _MODES[self.mode]
         if isinstance(schedule, Schedule):
             values = schedule._kernel_params(self._loss, self.mode, d + bool(self.fit_intercept))
         else:
@@ -65,12 +66,17 @@ class _OnlineLinearSGD(BaseEstimator):
         return p
 
     # -- state ----------------------------------------------------------------
-    def _fresh_state(self, d, params):
+    @staticmethod
+    def _window_size(params, block):
+        # the residual window plus room for one block (see push_residuals)
+        return int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]], 1)) + block
+
+    def _fresh_state(self, d):
         return {
             "w": np.zeros(d),
             "wbar": np.zeros(d),
             "state": np.zeros(len(_k.STATE_FIELDS)),
-            "window": np.zeros(int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]], 1))),
+            "window": np.zeros(0),
             "pending_X": np.zeros((0, d)),
             "pending_y": np.zeros(0),
             "store_X": np.zeros((0, d)),
@@ -88,17 +94,20 @@ class _OnlineLinearSGD(BaseEstimator):
         self._store_y_ = new["store_y"]
         self.n_features_in_ = d
 
-    def _working_copy(self, d, params):
+    def _working_copy(self, d):
+        # The kernels write into copies; they replace the state only on success,
+        # so a rejected or failed call leaves the estimator as it was.
         if not hasattr(self, "_state_"):
-            return self._fresh_state(d, params)
-        new = {"w": self._w_.copy(), "wbar": self._wbar_.copy(), "state": self._state_.copy(),
-               "window": self._window_.copy(), "pending_X": self._pending_X_,
-               "pending_y": self._pending_y_, "store_X": self._store_X_,
-               "store_y": self._store_y_}
-        need = int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]], 1))
-        if new["window"].shape[0] < need:   # a larger window set between calls
-            new["window"] = np.concatenate([new["window"], np.zeros(need - new["window"].shape[0])])
-        return new
+            return self._fresh_state(d)
+        return {"w": self._w_.copy(), "wbar": self._wbar_.copy(), "state": self._state_.copy(),
+                "window": self._window_.copy(), "pending_X": self._pending_X_,
+                "pending_y": self._pending_y_, "store_X": self._store_X_,
+                "store_y": self._store_y_}
+
+    @staticmethod
+    def _grow_window(new, size):
+        if new["window"].shape[0] < size:
+            new["window"] = np.concatenate([new["window"], np.zeros(size - new["window"].shape[0])])
 
     @staticmethod
     def _user_stepsizes(schedule, start, count):
@@ -160,12 +169,13 @@ class _OnlineLinearSGD(BaseEstimator):
     def _run(self, X, y, schedule, batch_size):
         n, d = X.shape
         params = self._params_vector(schedule, d)
-        new = self._working_copy(d, params)
+        new = self._working_copy(d)
         st = new["state"]
         user = params[_PARAM["kind"]] == _k.KIND_ARRAY
         t0 = st[_STATE["t"]]
         if self.mode == "single":
             etas = self._user_stepsizes(schedule, t0, n) if user else np.zeros(0)
+            self._grow_window(new, self._window_size(params, 0))
             code = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"], etas)
         elif self.mode == "batch":
             if new["pending_X"].shape[0]:
@@ -175,8 +185,9 @@ class _OnlineLinearSGD(BaseEstimator):
             n_full = (X.shape[0] // block) * block if X.shape[0] else 0
             etas = self._user_stepsizes(schedule, t0, n_full // block) if user and n_full \
                 else np.zeros(0)
+            self._grow_window(new, self._window_size(params, block))
             code = _k.sgd_blocks(X[:n_full], y[:n_full], block, new["w"], new["wbar"], st,
-                                 params, etas) if n_full else 0
+                                 params, new["window"], etas) if n_full else 0
             new["pending_X"] = np.ascontiguousarray(X[n_full:])
             new["pending_y"] = np.ascontiguousarray(y[n_full:])
         else:

@@ -1,0 +1,72 @@
+"""Shared benchmark fixtures: run size, single-threaded BLAS, C baselines.
+
+``pytest benchmarks`` times everything; ``pytest benchmarks --benchmark-disable``
+runs each benchmark once on smaller data, as a quick smoke test (CI).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+_REPORTS = pytest.StashKey[list]()
+
+
+@pytest.fixture(scope="session")
+def timed(request):
+    """False under --benchmark-disable: suites then shrink their data."""
+    return not request.config.getoption("benchmark_disable")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def single_thread_blas():
+    # Every contender here is single-threaded per sample; pinning BLAS to one
+    # thread keeps an idle BLAS pool from competing on a shared machine.
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield
+        return
+    with threadpool_limits(limits=1):
+        yield
+
+
+@pytest.fixture(scope="session")
+def compile_c(tmp_path_factory):
+    """compile_c("name.c") -> ctypes.CDLL of benchmarks/name.c, built once a session
+    with ``cc -O2 -shared -fPIC`` (no -march=native: the same code a wheel would
+    ship). Skips when no C compiler is found."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    built = {}
+
+    def build(source):
+        if cc is None:
+            pytest.skip("no C compiler (cc) found: C baseline skipped")
+        if source not in built:
+            src = HERE / source
+            out = tmp_path_factory.mktemp("cbench") / (src.stem + ".so")
+            proc = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(out), str(src)],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                pytest.fail(f"compiling {src.name} failed:\n{proc.stderr}")
+            built[source] = ctypes.CDLL(str(out))
+        return built[source]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def bench_report(request):
+    """bench_report(text) shows text in the terminal summary, with or without -s."""
+    return request.config.stash.setdefault(_REPORTS, []).append
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    for text in config.stash.get(_REPORTS, []):
+        terminalreporter.write_sep("-", "benchmark ratios")
+        terminalreporter.write_line(text)

@@ -1,0 +1,25 @@
+"""Shared fixtures: small synthetic streams with fixed seeds."""
+import numpy as np
+import pytest
+
+from streamfit.simulate import make_linear_stream
+
+
+@pytest.fixture
+def stream():
+    """(X, y): 400 rows of the paper's model, d = 5, tau = 0.3, t_1.1 noise.
+
+    Function-scoped fresh arrays, so that no test can leak a mutation into another.
+    """
+    X, y, _ = make_linear_stream(400, 5, tau=0.3, snr=5.0, random_state=0)
+    return X, y
+
+
+@pytest.fixture
+def diverging_stream():
+    """Positive X and huge positive y: every residual starts positive, so the
+    first (sub-)gradient step of a huge constant stepsize overflows."""
+    rng = np.random.default_rng(1)
+    X = 1.0 + np.abs(rng.standard_normal((64, 5)))
+    y = 1e100 * (1.0 + np.abs(rng.standard_normal(64)))
+    return X, y

@@ -1,0 +1,492 @@
+"""The estimator contract of DESIGN.md ("Standards every part meets"), checked
+for both online estimators and every mode: input validation that names the
+argument and leaves the state unchanged, accepted input types, no mutation or
+aliasing of the caller's arrays, pickling mid-stream, get/set_params/clone,
+fit resetting, the prequential loss, divergence handling and determinism."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from streamfit._base import clone
+from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
+
+RTOL = {np.float32: 1e-6, np.float64: 1e-12}
+TAU = 0.3
+
+
+def stat_schedule(**kw):
+    # a short warm-up and window, so that 400 rows reach the later phases
+    return StatisticalSchedule(n_warmup=20, window=32, **kw)
+
+
+# name: (estimator class, its parameters); keyword arguments of `make` override them
+CASES = {
+    "quantile-single": (OnlineQuantileRegressor, dict(tau=TAU)),
+    "quantile-batch": (OnlineQuantileRegressor, dict(tau=TAU, mode="batch", batch_size=16)),
+    "quantile-storage": (OnlineQuantileRegressor, dict(tau=TAU, mode="storage", batch_size=40)),
+    "least-squares": (OnlineLeastSquaresRegressor, {}),
+}
+
+
+@pytest.fixture(params=sorted(CASES))
+def case(request):
+    return request.param
+
+
+@pytest.fixture
+def make(case):
+    cls, base = CASES[case]
+    return lambda **kw: cls(**{**base, **kw})
+
+
+class SqrtSchedule:
+    """A user schedule, duck-typed (no streamfit base class): c / sqrt(t + 1);
+    `bad` makes it return a wrong length, negative or NaN stepsizes."""
+
+    def __init__(self, c=0.05, bad=None):
+        self.c = c
+        self.bad = bad
+
+    def stepsizes(self, start, count):
+        eta = self.c / np.sqrt(np.arange(start, start + count) + 1.0)
+        if self.bad == "length":
+            return np.append(eta, self.c)
+        if self.bad == "negative":
+            return -eta
+        if self.bad == "nan":
+            eta[-1] = np.nan
+        return eta
+
+
+# -- helpers -------------------------------------------------------------------
+
+_UNSET = "<unset>"
+
+
+def snapshot(est):
+    """Every attribute ending in "_" (learnt state and the public views of
+    it), copied, plus the pickled instance attributes ending in "_"."""
+    attrs = {}
+    for name in dir(est):
+        if name.endswith("_") and not name.startswith("__"):
+            try:
+                value = getattr(est, name)
+            except AttributeError:
+                value = _UNSET
+            attrs[name] = value.copy() if isinstance(value, np.ndarray) else value
+    raw = pickle.dumps({k: v for k, v in vars(est).items() if k.endswith("_")})
+    return attrs, raw
+
+
+def assert_unchanged(est, before):
+    attrs_before, raw_before = before
+    attrs_after, raw_after = snapshot(est)
+    assert attrs_before.keys() == attrs_after.keys()
+    for name, old in attrs_before.items():
+        new = attrs_after[name]
+        if isinstance(old, np.ndarray):
+            assert isinstance(new, np.ndarray) and old.shape == new.shape, name
+            assert np.array_equal(old, new), name
+        else:
+            assert old == new, name
+    assert raw_before == raw_after
+
+
+def results(est):
+    return est.coef_, est.intercept_, est.cumulative_loss_, est.n_updates_
+
+
+def assert_same_results(est, ref, rtol=0.0):
+    if rtol == 0.0:
+        np.testing.assert_array_equal(est.coef_, ref.coef_)
+        assert est.intercept_ == ref.intercept_
+        assert est.cumulative_loss_ == ref.cumulative_loss_
+    else:
+        np.testing.assert_allclose(est.coef_, ref.coef_, rtol=rtol)
+        np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=rtol)
+        np.testing.assert_allclose(est.cumulative_loss_, ref.cumulative_loss_, rtol=rtol)
+    assert est.n_updates_ == ref.n_updates_
+    assert est.n_samples_seen_ == ref.n_samples_seen_
+
+
+def feed(est, X, y, bounds=(0, 37, 150, 173, 290, 400)):
+    # uneven chunks; in batch mode (16 rows) most calls leave rows pending
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        est.partial_fit(X[a:b], y[a:b])
+    return est
+
+
+def with_value(a, value):
+    a = a.copy()
+    a.flat[7] = value
+    return a
+
+
+# -- bad input: a clear error naming the argument, state unchanged -------------
+
+# name: (transform of (X, y), exception, match)
+BAD_DATA = {
+    "X-nan": (lambda X, y: (with_value(X, np.nan), y), ValueError, "X contains NaN"),
+    "X-inf": (lambda X, y: (with_value(X, np.inf), y), ValueError, "X contains inf"),
+    "X-minus-inf": (lambda X, y: (with_value(X, -np.inf), y), ValueError, "X contains inf"),
+    "y-nan": (lambda X, y: (X, with_value(y, np.nan)), ValueError, "y contains NaN"),
+    "y-inf": (lambda X, y: (X, with_value(y, np.inf)), ValueError, "y contains inf"),
+    "X-1d": (lambda X, y: (X[:, 0], y), ValueError, "X must be 2-dimensional"),
+    "X-3d": (lambda X, y: (X[:, :, None], y), ValueError, "X must be 2-dimensional"),
+    "X-strings": (lambda X, y: (X.astype(str), y), TypeError, "X must hold real numbers"),
+    "y-length": (lambda X, y: (X, y[:-1]), ValueError, "y has"),
+    "y-2-columns": (lambda X, y: (X, np.column_stack([y, y])), ValueError,
+                    "y must be 1-dimensional"),
+    "n-features": (lambda X, y: (X[:, :-1], y), ValueError, "X has 4 features"),
+}
+
+
+@pytest.mark.parametrize("bad, method", [
+    (bad, method) for bad in sorted(BAD_DATA) for method in ("partial_fit", "fit")
+    if not (bad == "n-features" and method == "fit")])   # fit may change n_features
+def test_bad_data_rejected_and_state_unchanged(make, stream, bad, method):
+    X, y = stream
+    transform, exc, match = BAD_DATA[bad]
+    est = make().partial_fit(X[:100], y[:100])
+    before = snapshot(est)
+    Xb, yb = transform(X[100:200], y[100:200])
+    with pytest.raises(exc, match=match):
+        getattr(est, method)(Xb, yb)
+    assert_unchanged(est, before)
+
+
+@pytest.mark.parametrize("bad", sorted(set(BAD_DATA) - {"n-features"}))
+def test_bad_data_leaves_unfitted_estimator_unfitted(make, stream, bad):
+    X, y = stream
+    transform, exc, match = BAD_DATA[bad]
+    est = make()
+    with pytest.raises(exc, match=match):
+        est.partial_fit(*transform(X[:100], y[:100]))
+    assert not hasattr(est, "n_features_in_")
+    with pytest.raises(AttributeError):
+        est.coef_
+
+
+# name: (params, exception, match, quantile only)
+BAD_PARAMS = {
+    "tau-0": ({"tau": 0}, ValueError, "tau", True),
+    "tau-1": ({"tau": 1}, ValueError, "tau", True),
+    "tau-negative": ({"tau": -0.1}, ValueError, "tau", True),
+    "tau-1.5": ({"tau": 1.5}, ValueError, "tau", True),
+    "tau-nan": ({"tau": float("nan")}, ValueError, "tau", True),
+    "tau-str": ({"tau": "a"}, TypeError, "tau", True),
+    "batch_size-0": ({"batch_size": 0}, ValueError, "batch_size", True),
+    "batch_size-negative": ({"batch_size": -1}, ValueError, "batch_size", True),
+    "batch_size-float": ({"batch_size": 2.5}, TypeError, "batch_size", True),
+    "mode": ({"mode": "minibatch"}, ValueError, "mode", True),
+    "average-int": ({"average": 1}, TypeError, "average", False),
+    "fit_intercept-str": ({"fit_intercept": "yes"}, TypeError, "fit_intercept", False),
+    "schedule-name": ({"schedule": "cosine"}, ValueError, "schedule", False),
+    "schedule-type": ({"schedule": 3}, TypeError, "schedule", False),
+    "statistical-Ca": ({"schedule": StatisticalSchedule(Ca=-1)}, ValueError,
+                       r"schedule\.Ca", False),
+    "statistical-n_warmup": ({"schedule": StatisticalSchedule(n_warmup=1)}, ValueError,
+                             r"schedule\.n_warmup", False),
+    "statistical-avg_power": ({"schedule": StatisticalSchedule(avg_power=0.4)}, ValueError,
+                              r"schedule\.avg_power", False),
+    "statistical-window-float": ({"schedule": StatisticalSchedule(window=64.5)}, TypeError,
+                                 r"schedule\.window", False),
+    "constant-0": ({"schedule": ConstantSchedule(0)}, ValueError, r"schedule\.eta", False),
+    "constant-nan": ({"schedule": ConstantSchedule(float("nan"))}, ValueError,
+                     r"schedule\.eta", False),
+    "inverse_time-negative": ({"schedule": InverseTimeSchedule(-1)}, ValueError,
+                              r"schedule\.c", False),
+    "user-length": ({"schedule": SqrtSchedule(bad="length")}, ValueError, "stepsizes", False),
+    "user-negative": ({"schedule": SqrtSchedule(bad="negative")}, ValueError, "stepsizes",
+                      False),
+    "user-nan": ({"schedule": SqrtSchedule(bad="nan")}, ValueError, "stepsizes", False),
+}
+
+
+@pytest.mark.parametrize("method", ["partial_fit", "fit"])
+@pytest.mark.parametrize("case, bad", [
+    (case, bad) for case in sorted(CASES) for bad in sorted(BAD_PARAMS)
+    if not (BAD_PARAMS[bad][3] and case == "least-squares")])
+def test_bad_params_rejected_and_state_unchanged(case, make, stream, bad, method):
+    params, exc, match, _ = BAD_PARAMS[bad]
+    X, y = stream
+    est = make().partial_fit(X[:100], y[:100])
+    before = snapshot(est)
+    est.set_params(**params)
+    with pytest.raises(exc, match=match):
+        getattr(est, method)(X[100:200], y[100:200])
+    assert_unchanged(est, before)
+
+
+def test_predict_before_fit_raises(make, stream):
+    X, _ = stream
+    est = make()
+    with pytest.raises(AttributeError, match="fit"):
+        est.predict(X)
+    for name in ("coef_", "intercept_", "cumulative_loss_", "n_updates_", "n_samples_seen_"):
+        with pytest.raises(AttributeError, match="fit"):
+            getattr(est, name)
+
+
+def test_predict_checks_its_input(make, stream):
+    X, y = stream
+    est = make().fit(X, y)
+    before = snapshot(est)
+    with pytest.raises(ValueError, match="X has 4 features"):
+        est.predict(X[:, :-1])
+    with pytest.raises(ValueError, match="X contains NaN"):
+        est.predict(with_value(X, np.nan))
+    with pytest.raises(ValueError, match="X must be 2-dimensional"):
+        est.predict(X[0])
+    assert_unchanged(est, before)
+
+
+def test_partial_fit_and_fit_return_self(make, stream):
+    X, y = stream
+    est = make()
+    assert est.partial_fit(X[:50], y[:50]) is est
+    assert est.fit(X, y) is est
+
+
+# -- accepted input types give the float64 C-contiguous result -----------------
+
+def _readonly(a):
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+# name: (X, y) -> (X_in, y_in, X_ref, y_ref, rtol)
+VARIANTS = {
+    "float32": lambda X, y: (X.astype(np.float32), y.astype(np.float32),
+                             X.astype(np.float32).astype(np.float64),
+                             y.astype(np.float32).astype(np.float64), RTOL[np.float32]),
+    "read-only": lambda X, y: (_readonly(X), _readonly(y), X, y, 0.0),
+    "fortran": lambda X, y: (np.asfortranarray(X), y, X, y, 0.0),
+    "strided": lambda X, y: (np.repeat(X, 2, axis=0)[::2], np.repeat(y, 2)[::2], X, y, 0.0),
+    "integer-y": lambda X, y: (X, np.round(y).astype(np.int64), X, np.round(y), 0.0),
+    "lists": lambda X, y: (X.tolist(), y.tolist(), X, y, 0.0),
+    "y-column": lambda X, y: (X, y[:, None], X, y, 0.0),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_input_types_match_float64(make, stream, variant):
+    X_in, y_in, X_ref, y_ref, rtol = VARIANTS[variant](*stream)
+    if variant == "strided":
+        assert not X_in.flags.c_contiguous and not y_in.flags.c_contiguous
+    ref = make().fit(X_ref, y_ref)
+    assert_same_results(make().fit(X_in, y_in), ref, rtol)
+    # partial_fit too, with rows left pending in batch mode
+    X_part, y_part = X_in[:150], y_in[:150]
+    ref_part = make().partial_fit(X_ref[:150], y_ref[:150])
+    assert_same_results(make().partial_fit(X_part, y_part), ref_part, rtol)
+    if rtol == 0.0:
+        np.testing.assert_array_equal(ref.predict(X_in[:20]), ref.predict(X_ref[:20]))
+    else:
+        np.testing.assert_allclose(ref.predict(X_in[:20]), ref.predict(X_ref[:20]), rtol=rtol)
+
+
+def test_input_not_mutated(make, stream):
+    X, y = stream
+    X_copy, y_copy = X.copy(), y.copy()
+    est = make().fit(X, y)
+    feed(est, X, y)
+    est.predict(X)
+    np.testing.assert_array_equal(X, X_copy)
+    np.testing.assert_array_equal(y, y_copy)
+    assert X.flags.writeable and y.flags.writeable
+
+
+def test_state_does_not_alias_input(make, stream):
+    # A stream is often read into one reused buffer: the estimator must own
+    # copies of whatever it keeps (pending batch rows, stored data).
+    X, y = stream
+    bx, by = X[:150].copy(), y[:150].copy()
+    est = make().partial_fit(bx, by)
+    shared = [name for name, value in vars(est).items() if isinstance(value, np.ndarray)
+              and (np.shares_memory(value, bx) or np.shares_memory(value, by))]
+    assert shared == []
+    bx[:] = X[150:300]
+    by[:] = y[150:300]
+    est.partial_fit(bx, by)
+    ref = make().partial_fit(X[:150], y[:150]).partial_fit(X[150:300], y[150:300])
+    assert_same_results(est, ref)
+
+
+# -- pickling mid-stream --------------------------------------------------------
+
+@pytest.mark.parametrize("schedule", ["statistical-average", "constant", "user"])
+def test_pickle_mid_stream_resumes_bit_identically(case, make, stream, schedule):
+    kw = {"statistical-average": dict(schedule=stat_schedule(), average=True),
+          "constant": dict(schedule=ConstantSchedule(0.05)),
+          "user": dict(schedule=SqrtSchedule(), average=True)}[schedule]
+    X, y = stream
+    bounds = (0, 37, 150, 173, 290, 400)
+    ref = feed(make(**kw), X, y, bounds)
+    est = make(**kw)
+    pending = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        est = pickle.loads(pickle.dumps(est.partial_fit(X[a:b], y[a:b])))
+        if case == "quantile-batch":
+            pending.append(est.n_samples_seen_ - 16 * est.n_updates_)
+    assert_same_results(est, ref)
+    if case == "quantile-batch":
+        assert max(pending) > 0     # pickled with rows waiting for a full batch
+    if schedule == "statistical-average" and case != "quantile-storage":
+        assert est.schedule_state_["phase"] >= 2     # the average is running
+
+
+# -- parameters -------------------------------------------------------------------
+
+def test_get_set_params_clone(make, stream):
+    X, y = stream
+    est = make(schedule=StatisticalSchedule(Ca=5.0), average=True)
+    params = est.get_params()
+    assert params["schedule__Ca"] == 5.0 and params["average"] is True
+    shallow = est.get_params(deep=False)
+    assert not any("__" in key for key in shallow)
+    assert set(shallow) <= set(params)
+
+    # round trip through the constructor and through set_params
+    twin = type(est)(**shallow)
+    assert twin.get_params() == params
+    assert est.set_params(**params) is est
+    assert est.get_params() == params
+
+    # nested parameters reach the schedule
+    est.set_params(schedule__Ca=7.0, average=False)
+    assert est.schedule.Ca == 7.0 and est.get_params()["schedule__Ca"] == 7.0
+    with pytest.raises(ValueError, match="bogus"):
+        est.set_params(bogus=1)
+
+    # clone: same parameters, unfitted, and a schedule of its own
+    est.fit(X, y)
+    copy = clone(est)
+    assert not hasattr(copy, "n_features_in_")
+    assert copy.schedule is not est.schedule
+    assert copy.schedule.get_params() == est.schedule.get_params()
+    assert {k: v for k, v in copy.get_params().items() if k != "schedule"} == \
+        {k: v for k, v in est.get_params().items() if k != "schedule"}
+    assert_same_results(copy.fit(X, y), est)
+    copy.set_params(schedule__Ca=9.0)
+    assert est.schedule.Ca == 7.0
+
+    # a nested change has the same effect as constructing with it
+    fresh = make(schedule=StatisticalSchedule(Ca=9.0)).fit(X, y)
+    assert_same_results(copy.fit(X, y), fresh)
+
+
+def test_schedule_get_set_params():
+    sched = StatisticalSchedule(Ca=3.0, window=64)
+    assert sched.get_params()["Ca"] == 3.0
+    assert sched.set_params(Cb=4.0) is sched and sched.Cb == 4.0
+    assert clone(sched).get_params() == sched.get_params()
+
+
+# -- fit starts afresh -------------------------------------------------------------
+
+def test_fit_twice_gives_identical_results(make, stream):
+    X, y = stream
+    est = make().fit(X, y)
+    first = results(est)
+    coef = first[0].copy()
+    est.fit(X, y)
+    np.testing.assert_array_equal(est.coef_, coef)
+    assert results(est)[1:] == first[1:]
+    assert_same_results(est, make().fit(X, y))
+
+
+def test_fit_after_partial_fit_with_other_n_features(make, stream):
+    X, y = stream
+    est = make().partial_fit(X[:100, :3], y[:100])
+    est.fit(X, y)
+    assert est.n_features_in_ == 5
+    assert_same_results(est, make().fit(X, y))
+
+
+# -- prequential loss ------------------------------------------------------------------
+
+def check_loss(r, tau):
+    return r * (tau - (r < 0))
+
+
+def test_cumulative_loss_is_prequential_manual_loop(stream):
+    # single mode, constant stepsize: score each sample, then update on it
+    X, y = stream
+    eta = 0.05
+    w, b, loss = np.zeros(X.shape[1]), 0.0, 0.0
+    for x, target in zip(X, y):
+        r = target - (x @ w + b)
+        loss += check_loss(r, TAU)
+        g = float(r <= 0) - TAU
+        w -= eta * g * x
+        b -= eta * g
+    est = OnlineQuantileRegressor(tau=TAU, schedule=ConstantSchedule(eta)).fit(X, y)
+    rtol = RTOL[np.float64]
+    np.testing.assert_allclose(est.cumulative_loss_, loss, rtol=rtol)
+    np.testing.assert_allclose(est.coef_, w, rtol=rtol)
+    np.testing.assert_allclose(est.intercept_, b, rtol=rtol)
+
+
+@pytest.mark.parametrize("schedule", ["statistical", "constant"])
+def test_cumulative_loss_is_prequential_black_box(case, make, stream, schedule):
+    # One update per call (1 row in single mode, the whole call otherwise): the
+    # loss added by a call is that of its rows under the coefficients before it.
+    X, y = stream
+    kw = dict(schedule=stat_schedule() if schedule == "statistical" else ConstantSchedule(0.05))
+    if case == "quantile-batch":
+        kw["batch_size"] = None
+    est = make(**kw)
+    step = 1 if case in ("quantile-single", "least-squares") else 25
+    expected = 0.0
+    for a in range(0, 300, step):
+        Xa, ya = X[a:a + step], y[a:a + step]
+        r = ya - (est.predict(Xa) if a else 0.0)
+        expected += np.sum(0.5 * r * r if case == "least-squares" else check_loss(r, TAU))
+        est.partial_fit(Xa, ya)
+    np.testing.assert_allclose(est.cumulative_loss_, expected, rtol=RTOL[np.float64])
+
+
+# -- divergence ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["partial_fit", "fit"])
+def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_stream, method):
+    X, y = stream
+    est = make().partial_fit(X[:100], y[:100])
+    before = snapshot(est)
+    est.set_params(schedule=ConstantSchedule(1e305))
+    Xd, yd = diverging_stream
+    with pytest.raises(FloatingPointError, match="diverged"):
+        getattr(est, method)(Xd, yd)
+    assert_unchanged(est, before)
+
+
+def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream):
+    est = make(schedule=ConstantSchedule(1e305))
+    with pytest.raises(FloatingPointError, match="diverged"):
+        est.partial_fit(*diverging_stream)
+    assert not hasattr(est, "n_features_in_")
+
+
+# -- determinism ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("seed", [None, 0])
+def test_same_seed_same_result(case, make, stream, seed):
+    X, y = stream
+    kw = {} if case == "least-squares" else dict(random_state=seed)
+    a, b = make(**kw).fit(X, y), make(**kw).fit(X, y)
+    assert_same_results(a, b)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert_same_results(feed(make(**kw), X, y), feed(make(**kw), X, y))
+
+
+def test_finite_results(make, stream):
+    # sanity: the default statistical schedule gives finite, fitted state
+    X, y = stream
+    est = make().fit(X, y)
+    assert np.isfinite(est.coef_).all() and math.isfinite(est.intercept_)
+    assert math.isfinite(est.cumulative_loss_) and est.n_samples_seen_ == 400

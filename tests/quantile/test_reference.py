@@ -1,0 +1,629 @@
+"""The Cython kernels (csrc/_quantile.pyx) against a NumPy re-implementation.
+
+`Reference` below redoes, one sample (or one block) at a time in plain Python
+and NumPy, exactly what the kernel does: the prequential loss, the
+(sub-)gradient step, Polyak-Ruppert averaging and the whole statistical
+schedule (warm-up, D0 from the median, Cl, Siddiqui's sparsity quotient, the
+phase switches, the window refresh with its EMA, the plateau/patience rule,
+the start of averaging and the t^-avg_power last phase). The order statistics
+come from np.partition, an independent selection algorithm. The estimators must
+agree with it to RTOL, and in single mode feeding the data in uneven chunks
+must give bit-identical results to one call.
+"""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
+from streamfit.simulate import make_linear_stream
+
+RTOL = {np.float32: 1e-6, np.float64: 1e-12}
+INV_MAD = 1.482602218505602     # 1 / Phi^{-1}(3/4), as in the kernel
+NAN = float("nan")
+
+
+class SqrtSchedule:
+    """A user schedule (any object with stepsizes(start, count)): c / sqrt(t + 1)."""
+
+    def __init__(self, c):
+        self.c = c
+
+    def stepsizes(self, start, count):
+        return self.c / np.sqrt(np.arange(start, start + count) + 1.0)
+
+
+# -- the reference ---------------------------------------------------------------
+
+def median_abs(r):
+    # the upper median of |r|, index n // 2, as select_kth(|r|, n, n // 2)
+    a = np.abs(r)
+    return np.partition(a, len(a) // 2)[len(a) // 2]
+
+
+def sparsity(r, tau):
+    # Siddiqui's quotient on order statistics klo < khi of r
+    n = len(r)
+    h = min(0.1, 0.5 * tau, 0.5 * (1.0 - tau))
+    klo = int((tau - h) * n)
+    khi = min(int((tau + h) * n), n - 1)
+    if khi <= klo:
+        khi = klo + 1
+    if khi > n - 1:
+        # the kernel's rule gives khi = n here (tau near 1, or n < 2) and reads
+        # one past the residuals; the estimate must use order statistics of r
+        if n < 2:
+            return 0.0          # no spacing: no estimate
+        klo, khi = n - 2, n - 1
+    part = np.partition(r, (klo, khi))
+    return (part[khi] - part[klo]) * n / (khi - klo)
+
+
+def tau_star2(tau):
+    ts = tau if tau > 0.5 else 1.0 - tau
+    return 4.0 * ts * ts
+
+
+def ref_params(est):
+    """The kernel's parameters, read off the estimator's public parameters.
+    Statistical schedules must give every constant (no None but eta0, b0 and
+    t_switch), so that this does not depend on the library's defaults."""
+    squared = isinstance(est, OnlineLeastSquaresRegressor)
+    p = SimpleNamespace(squared=squared, tau=0.5 if squared else est.tau,
+                        mode=getattr(est, "mode", "single"), average=est.average,
+                        fit_intercept=est.fit_intercept, avg_power=1.0)
+    sched = est.schedule
+    if isinstance(sched, ConstantSchedule):
+        p.kind, p.c = "constant", float(sched.eta)
+    elif isinstance(sched, InverseTimeSchedule):
+        p.kind, p.c = "inverse_time", float(sched.c)
+    elif isinstance(sched, StatisticalSchedule):
+        p.kind = "statistical"
+        for name in ("eta0_scale", "decay", "Ca", "window", "eta_const", "avg_power",
+                     "plateau", "patience", "ema", "C0", "n_warmup"):
+            assert getattr(sched, name) is not None, name
+            setattr(p, name, float(getattr(sched, name)))
+        p.Cb = NAN if squared else float(sched.Cb)
+        for name in ("eta0", "b0", "t_switch"):
+            value = getattr(sched, name)
+            setattr(p, name, NAN if value is None else float(value))
+    else:
+        p.kind, p.user = "user", sched
+    return p
+
+
+class Reference:
+    """Per-sample NumPy mirror of csrc/_quantile.pyx and of the estimator's
+    partial_fit/fit bookkeeping (pending batch rows, stored data).
+    `events` records which branches of the statistical schedule ran."""
+
+    def __init__(self, est, d):
+        self.p = ref_params(est)
+        self.batch_size = getattr(est, "batch_size", None)
+        self.d = d
+        self.da = d + (1 if self.p.fit_intercept else 0)
+        self.w, self.wbar = np.zeros(d), np.zeros(d)
+        self.s = SimpleNamespace(
+            t=0.0, n_seen=0.0, intercept=0.0, intercept_avg=0.0, loss=0.0, phase=0.0,
+            eta_geo=0.0, t_switch=0.0, d0=0.0, b0=0.0, cl=0.0, sumsq=0.0, n_sumsq=0.0,
+            n_avg=0.0, min_med=0.0, last_eta=0.0, eta_start=0.0, n_windows=0.0,
+            avg_on=0.0, n_flat=0.0, b0_cap=0.0, block=0.0)
+        self.win = []                               # residuals of the current window
+        self.pending_X, self.pending_y = np.zeros((0, d)), np.zeros(0)
+        self.store_X, self.store_y = np.zeros((0, d)), np.zeros(0)
+        self.events = set()
+
+    # results, as the estimator's properties report them
+    @property
+    def averaged(self):
+        return self.p.average and self.s.n_avg > 0
+
+    @property
+    def coef(self):
+        return self.wbar if self.averaged else self.w
+
+    @property
+    def intercept(self):
+        return self.s.intercept_avg if self.averaged else self.s.intercept
+
+    # -- shared pieces ------------------------------------------------------
+    def score(self, r, count=True):
+        # adds the sample's loss; returns g, the gradient being g * x
+        p = self.p
+        if p.squared:
+            loss, g = 0.5 * r * r, -r
+        else:
+            loss = r * (p.tau - 1.0) if r < 0 else r * p.tau
+            g = (1.0 if r <= 0 else 0.0) - p.tau
+        if count:
+            self.s.loss += loss
+            self.s.n_seen += 1
+        return g
+
+    def average_step(self):
+        s = self.s
+        s.n_avg += 1.0
+        inv = 1.0 / s.n_avg
+        self.wbar = self.wbar + (self.w - self.wbar) * inv
+        s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+
+    def start_phase(self, phase, eta_start, avg_on):
+        s = self.s
+        self.events.add(f"phase{int(s.phase)}->{phase}")
+        s.phase, s.t_switch, s.eta_start = float(phase), s.t, eta_start
+        s.n_windows = s.n_avg = s.n_flat = 0.0
+        s.avg_on = float(avg_on)
+
+    def last_phase_eta(self, scale):
+        s, p = self.s, self.p
+        u = 1.0 + (s.t - s.t_switch) / scale
+        if p.average and p.avg_power != 1.0:
+            self.events.add("t^-avg_power")
+            return s.eta_start * u ** -p.avg_power
+        return s.eta_start / u
+
+    def phase_start_eta(self, phase):
+        s, p = self.s, self.p
+        if p.squared:
+            return s.eta_geo
+        if p.mode == "single":
+            return s.b0 * p.Ca / (s.cl * p.Cb * self.da)
+        if phase == 2:
+            return p.eta_const * s.b0 / s.cl
+        return p.Ca * s.b0 / (s.cl * p.Cb)
+
+    def window_done(self, r):
+        s, p = self.s, self.p
+        s.n_windows += 1
+        med = median_abs(r)
+        if s.min_med <= 0 or med < p.plateau * s.min_med:
+            s.n_flat = 0.0
+        else:
+            s.n_flat += 1
+        if s.min_med <= 0 or med < s.min_med:
+            s.min_med = med
+        flat = s.n_flat >= p.patience
+        if flat:
+            self.events.add("plateau")
+        if not p.squared and math.isnan(p.b0):
+            est = sparsity(r, p.tau)
+            if est > 0:
+                if s.phase >= 2 and p.mode != "storage":
+                    self.events.add("b0 ema")
+                    s.b0 += p.ema * (est - s.b0)
+                else:
+                    s.b0 = est
+                if s.phase >= 2 and s.b0 > s.b0_cap:
+                    self.events.add("b0 cap")
+                    s.b0 = s.b0_cap
+        if flat and s.phase == 1 and math.isnan(p.t_switch) and \
+                not (p.mode == "single" and not p.squared and not math.isnan(p.b0)):
+            s.b0_cap = s.b0
+            if p.mode == "batch" and s.block < p.C0 * tau_star2(p.tau) / 4.0 * self.da:
+                self.start_phase(3, self.phase_start_eta(3), True)
+            else:
+                self.start_phase(2, self.phase_start_eta(2), False)
+        elif flat and s.phase == 2 and p.mode == "batch":
+            self.start_phase(3, self.phase_start_eta(3), True)
+        elif flat and s.phase >= 2 and s.avg_on == 0:
+            self.events.add("average on")
+            s.avg_on, s.n_avg = 1.0, 0.0
+        elif s.phase >= 2 and not p.squared:
+            s.eta_start = self.phase_start_eta(s.phase)
+
+    # -- single-sample updates ------------------------------------------------------
+    def warmup_done(self):
+        s, p, da = self.s, self.p, self.da
+        self.events.add("warm-up")
+        win = np.array(self.win)
+        s.cl = s.sumsq / (s.n_sumsq * da)
+        if not s.cl > 0:
+            s.cl = 1.0
+        s.min_med = median_abs(win)
+        if not p.squared:
+            s.d0 = s.min_med * INV_MAD
+            s.b0 = sparsity(win, p.tau) if math.isnan(p.b0) else p.b0
+            if not s.b0 > 0:
+                s.b0 = s.d0 if s.d0 > 0 else 1.0
+            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * da * tau_star2(p.tau)) \
+                if math.isnan(p.eta0) else p.eta0
+        else:
+            s.eta_geo = p.eta0_scale / (s.cl * da) if math.isnan(p.eta0) else p.eta0
+        self.win = []
+        s.phase, s.t_switch = 1.0, 0.0
+        if not s.eta_geo > 0:
+            s.eta_geo = 1e-12
+
+    def single_eta(self):
+        s, p = self.s, self.p
+        if s.phase == 1:
+            self.events.add("geometric")
+            eta = s.eta_geo
+            if not p.squared:
+                s.eta_geo *= 1.0 - p.decay / (self.da * tau_star2(p.tau))
+            if (not math.isnan(p.t_switch) and s.t + 1 >= p.t_switch) or \
+                    (not p.squared and not math.isnan(p.b0) and math.isnan(p.t_switch)
+                     and eta <= self.phase_start_eta(2)):
+                s.b0_cap = s.b0
+                self.start_phase(2, self.phase_start_eta(2), False)
+                s.t_switch = s.t + 1
+            return eta
+        if not p.squared:
+            return self.last_phase_eta(p.Cb * self.da)
+        return self.last_phase_eta(p.Ca / (s.eta_start * s.cl))
+
+    def single(self, X, y):
+        s, p = self.s, self.p
+        for x, target in zip(X, y):
+            r = target - (x @ self.w + s.intercept)
+            g = self.score(r)
+            if p.kind == "statistical":
+                self.win.append(r)
+                if s.phase == 0:
+                    # warm-up: scored and remembered, no update
+                    s.sumsq += x @ x + (1.0 if p.fit_intercept else 0.0)
+                    s.n_sumsq += 1
+                    if len(self.win) >= p.n_warmup:
+                        self.warmup_done()
+                    continue
+                if len(self.win) >= p.window:
+                    self.window_done(np.array(self.win))
+                    self.win = []
+                eta = self.single_eta()
+            elif p.kind == "constant":
+                eta = p.c
+            elif p.kind == "inverse_time":
+                eta = p.c / (s.t + 1.0)
+            else:
+                eta = float(p.user.stepsizes(int(s.t), 1)[0])
+            self.w = self.w + (-eta * g) * x           # w -= eta * g * x
+            if p.fit_intercept:
+                s.intercept -= eta * g
+            s.t += 1
+            s.last_eta = eta
+            if p.average and (s.avg_on or p.kind != "statistical"):
+                self.average_step()
+
+    # -- block updates (batch, storage) ----------------------------------------------
+    def block(self, X, y, score_from=0):
+        s, p = self.s, self.p
+        m, d = X.shape
+        inv_m = 1.0 / m
+        s.block = float(m)
+        resid = (y - X @ self.w) - s.intercept
+        weights, gsum = np.empty(m), 0.0
+        for i in range(m):
+            g = self.score(resid[i], count=i >= score_from)
+            weights[i] = g * inv_m
+            gsum += g * inv_m
+        grad = X.T @ weights                            # X' g / m
+        if p.kind == "statistical":
+            if s.phase == 0:
+                self.events.add("first block")
+                s.sumsq = 0.0
+                for x in X:
+                    s.sumsq += x @ x
+                s.n_sumsq = float(m)
+                s.cl = (s.sumsq + (m if p.fit_intercept else 0)) / (m * self.da)
+                if not s.cl > 0:
+                    s.cl = 1.0
+                s.d0 = median_abs(resid) * INV_MAD
+                s.b0 = sparsity(resid, p.tau) if math.isnan(p.b0) else p.b0
+                if not s.b0 > 0:
+                    s.b0 = s.d0 if s.d0 > 0 else 1.0
+                s.eta_geo = p.eta0_scale * s.d0 / s.cl if math.isnan(p.eta0) else p.eta0
+                if not s.eta_geo > 0:
+                    s.eta_geo = 1e-12
+                s.phase = 1.0
+            if p.mode == "storage":
+                self.window_done(resid)                 # all residuals are the window
+            else:
+                self.win.extend(resid)
+                if len(self.win) >= p.window:
+                    self.window_done(np.array(self.win))
+                    self.win = []
+            if s.phase == 1:
+                self.events.add("geometric")
+                eta = min(s.eta_geo, self.phase_start_eta(2))
+                if eta < s.eta_geo:
+                    self.events.add("geometric capped")
+                s.eta_geo *= 1.0 - p.decay
+                if not math.isnan(p.t_switch) and s.t + 1 >= p.t_switch:
+                    s.b0_cap = s.b0
+                    self.start_phase(2, self.phase_start_eta(2), False)
+                    s.t_switch = s.t + 1
+            elif s.phase == 2:
+                eta = s.eta_start
+            else:
+                eta = self.last_phase_eta(p.Cb)
+        elif p.kind == "constant":
+            eta = p.c
+        elif p.kind == "inverse_time":
+            eta = p.c / (s.t + 1.0)
+        else:
+            eta = float(p.user.stepsizes(int(s.t), 1)[0])
+        self.w = self.w + (-eta) * grad                 # w -= eta * grad
+        if p.fit_intercept:
+            s.intercept -= eta * gsum
+        s.t += 1
+        s.last_eta = eta
+        if p.average and (s.avg_on or p.kind != "statistical"):
+            self.average_step()
+
+    # -- the estimator's partial_fit / fit ----------------------------------------------
+    def partial_fit(self, X, y, batch_size="param"):
+        bs = self.batch_size if batch_size == "param" else batch_size
+        if self.p.mode == "single":
+            self.single(X, y)
+        elif self.p.mode == "batch":
+            X, y = np.concatenate([self.pending_X, X]), np.concatenate([self.pending_y, y])
+            block = bs or len(X)
+            n_full = len(X) // block * block if len(X) else 0
+            for a in range(0, n_full, block):
+                self.block(X[a:a + block], y[a:a + block])
+            self.pending_X, self.pending_y = X[n_full:], y[n_full:]
+        else:
+            n_old = len(self.store_y)
+            self.store_X = np.concatenate([self.store_X, X])
+            self.store_y = np.concatenate([self.store_y, y])
+            if len(X):
+                self.block(self.store_X, self.store_y, score_from=n_old)
+        return self
+
+    def fit(self, X, y):
+        if self.p.mode == "single":
+            return self.partial_fit(X, y)
+        bs = self.batch_size
+        n_full = len(X) // bs * bs
+        if self.p.mode == "batch":
+            self.partial_fit(X[:n_full], y[:n_full], bs)
+            if n_full < len(X):
+                self.partial_fit(X[n_full:], y[n_full:], None)
+        else:
+            for a in range(0, len(X), bs):
+                self.partial_fit(X[a:a + bs], y[a:a + bs], None)
+        return self
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+def assert_matches(est, ref, rtol=RTOL[np.float64]):
+    # rounding differences scale with the largest coefficient, so a near-zero
+    # intercept is compared on that scale
+    got, want = np.append(est.coef_, est.intercept_), np.append(ref.coef, ref.intercept)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    np.testing.assert_allclose(est.cumulative_loss_, ref.s.loss, rtol=rtol)
+    assert est.n_updates_ == ref.s.t
+    state = est.schedule_state_
+    assert state["phase"] == ref.s.phase
+    np.testing.assert_allclose(state["stepsize"], ref.s.last_eta, rtol=rtol)
+
+
+def assert_identical(a, b):
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.intercept_ == b.intercept_
+    assert a.cumulative_loss_ == b.cumulative_loss_
+    assert a.n_updates_ == b.n_updates_
+    assert a.schedule_state_ == b.schedule_state_
+
+
+def data(loss, n, d=5, tau=0.3, seed=0):
+    # t_1.1 noise for the check loss (the paper's), Gaussian for least squares
+    noise = "gaussian" if loss == "squared" else "t"
+    X, y, _ = make_linear_stream(n, d, tau=tau, noise=noise, snr=5.0, random_state=seed)
+    return X, y
+
+
+def chunks(n, seed=1):
+    # uneven chunk boundaries, including empty and one-row chunks
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.integers(0, n, 12))
+    return [0, 0, 1, *cuts.tolist(), n - 1, n]
+
+
+def feed(est, X, y, bounds):
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        est.partial_fit(X[a:b], y[a:b])
+    return est
+
+
+def estimator(loss, **kw):
+    if loss == "squared":
+        kw.pop("tau", None)
+        return OnlineLeastSquaresRegressor(**kw)
+    return OnlineQuantileRegressor(**kw)
+
+
+def statistical(**kw):
+    # every constant given (see ref_params); window 64 and warm-up 50 make
+    # several windows and every phase happen within a few thousand samples
+    base = dict(eta0_scale=2.0, decay=0.5, Ca=20.0, Cb=30.0, n_warmup=50, window=64,
+                eta_const=1.0, avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3,
+                C0=10.0)
+    return StatisticalSchedule(**{**base, **kw})
+
+
+def test_inv_mad_is_the_normal_mad_constant():
+    assert INV_MAD == pytest.approx(1.0 / stats.norm.ppf(0.75), rel=1e-15)
+
+
+@pytest.mark.parametrize("tau", [0.05, 0.3, 0.5, 0.9])
+def test_order_statistics_helpers(tau):
+    # the oracle's own order statistics agree with sorting
+    r = np.random.default_rng(0).standard_normal(64)
+    srt = np.sort(r)
+    assert median_abs(r) == np.sort(np.abs(r))[32]
+    h = min(0.1, tau / 2, (1 - tau) / 2)
+    klo, khi = int((tau - h) * 64), min(int((tau + h) * 64), 63)
+    khi = max(khi, klo + 1)
+    assert sparsity(r, tau) == (srt[khi] - srt[klo]) * 64 / (khi - klo)
+
+
+# -- single mode: every schedule, loss, averaging and intercept setting ------------------
+
+SINGLE_SCHEDULES = {
+    "constant": {"check": ConstantSchedule(0.5), "squared": ConstantSchedule(0.02)},
+    "inverse_time": {"check": InverseTimeSchedule(20.0), "squared": InverseTimeSchedule(0.1)},
+    "user": {"check": SqrtSchedule(2.0), "squared": SqrtSchedule(0.05)},
+    "statistical": {"check": statistical(), "squared": statistical(eta0_scale=0.5, Ca=2.0)},
+}
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("average", [False, True])
+@pytest.mark.parametrize("schedule", sorted(SINGLE_SCHEDULES))
+@pytest.mark.parametrize("loss", ["check", "squared"])
+def test_single_matches_reference(loss, schedule, average, fit_intercept):
+    X, y = data(loss, 2000)
+    kw = dict(tau=0.3, schedule=SINGLE_SCHEDULES[schedule][loss], average=average,
+              fit_intercept=fit_intercept)
+    est = estimator(loss, **kw).fit(X, y)
+    ref = Reference(est, X.shape[1]).fit(X, y)
+    assert_matches(est, ref)
+    assert not fit_intercept or est.intercept_ != 0.0
+    # many uneven partial_fit calls: bit-identical to one call
+    assert_identical(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
+
+
+# Schedule variants for the branch coverage of the single-sample statistical
+# schedule; each lists the branches (Reference.events) that it must run.
+SINGLE_VARIANTS = {
+    "check-default": (
+        "check", 0.3, False, dict(),
+        {"warm-up", "geometric", "plateau", "phase1->2", "b0 ema"}),
+    "check-average": (
+        "check", 0.3, True, dict(),
+        {"warm-up", "geometric", "phase1->2", "b0 ema", "average on", "t^-avg_power"}),
+    "check-average-power-1": (
+        "check", 0.7, True, dict(avg_power=1.0),
+        {"warm-up", "phase1->2", "average on"}),
+    "check-known-b0": (      # the paper's continuity rule ends phase one
+        "check", 0.5, True, dict(b0=3.0, eta0=40.0),
+        {"warm-up", "geometric", "phase1->2", "average on", "t^-avg_power"}),
+    "check-t_switch": (
+        "check", 0.3, False, dict(t_switch=400, ema=1.0),
+        {"warm-up", "geometric", "phase1->2", "b0 ema"}),
+    "check-patience-1": (
+        "check", 0.9, True, dict(patience=1, plateau=0.5, window=32),
+        {"warm-up", "phase1->2", "b0 ema", "average on"}),
+    "squared-default": (
+        "squared", 0.5, False, dict(eta0_scale=0.5, Ca=2.0),
+        {"warm-up", "geometric", "plateau", "phase1->2"}),
+    "squared-average": (
+        "squared", 0.5, True, dict(eta0_scale=0.5, Ca=2.0),
+        {"warm-up", "geometric", "phase1->2", "average on", "t^-avg_power"}),
+    "squared-t_switch": (
+        "squared", 0.5, True, dict(eta0=0.05, Ca=2.0, t_switch=300, avg_power=0.8),
+        {"warm-up", "geometric", "phase1->2", "average on", "t^-avg_power"}),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(SINGLE_VARIANTS))
+def test_statistical_single_matches_reference(variant):
+    loss, tau, average, kw, branches = SINGLE_VARIANTS[variant]
+    X, y = data(loss, 3000, tau=tau, seed=2)
+    est = estimator(loss, tau=tau, schedule=statistical(**kw), average=average)
+    feed(est, X, y, chunks(len(y), seed=3))
+    ref = Reference(est, X.shape[1]).fit(X, y)
+    assert branches <= ref.events, sorted(ref.events)
+    assert_matches(est, ref)
+    assert est.n_updates_ == len(y) - 50                # no update during the warm-up
+    state = est.schedule_state_
+    for key in ("t_switch", "d0", "b0", "cl"):
+        np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=RTOL[np.float64])
+    assert_identical(est, estimator(loss, tau=tau, schedule=statistical(**kw),
+                                    average=average).fit(X, y))
+
+
+# -- batch and storage modes ------------------------------------------------------------
+
+BLOCK_SCHEDULES = {
+    "constant": ConstantSchedule(0.5),
+    "inverse_time": InverseTimeSchedule(20.0),
+    "user": SqrtSchedule(2.0),
+    "statistical": statistical(eta0_scale=1.0, decay=0.1),
+}
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("average", [False, True])
+@pytest.mark.parametrize("schedule", sorted(BLOCK_SCHEDULES))
+@pytest.mark.parametrize("mode", ["batch", "storage"])
+def test_block_modes_match_reference(mode, schedule, average, fit_intercept):
+    X, y = data("check", 1200 if mode == "batch" else 600)
+    est = OnlineQuantileRegressor(tau=0.3, mode=mode, batch_size=24, average=average,
+                                  fit_intercept=fit_intercept,
+                                  schedule=BLOCK_SCHEDULES[schedule]).fit(X[:-5], y[:-5])
+    ref = Reference(est, X.shape[1]).fit(X[:-5], y[:-5])   # a short last block
+    assert_matches(est, ref)
+    # partial_fit in uneven chunks: batch rows wait for a full batch of 24
+    bounds = chunks(len(y))
+    est = feed(OnlineQuantileRegressor(**est.get_params(deep=False)), X, y, bounds)
+    ref = Reference(est, X.shape[1])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        ref.partial_fit(X[a:b], y[a:b])
+    assert_matches(est, ref)
+    if mode == "batch":
+        assert est.n_samples_seen_ == len(y) and est.n_updates_ == len(y) // 24
+        # chunks or one call: the same blocks, bit-identical
+        assert_identical(est, OnlineQuantileRegressor(**est.get_params(deep=False))
+                         .partial_fit(X, y))
+
+
+# name: (mode, tau, batch_size, average, schedule constants, branches)
+BLOCK_VARIANTS = {
+    "batch-phases-1-2-3": (
+        "batch", 0.3, 64, False, dict(eta0_scale=1.0, decay=0.1, C0=1.0),
+        {"first block", "geometric", "phase1->2", "phase2->3"}),
+    "batch-average": (
+        "batch", 0.5, 64, True, dict(eta0_scale=1.0, decay=0.1, C0=1.0),
+        {"first block", "geometric", "phase1->2", "phase2->3", "t^-avg_power"}),
+    "batch-small-blocks": (   # block < C0 tau*^2 d / 4: straight to phase three
+        "batch", 0.3, 8, True, dict(eta0_scale=1.0, decay=0.1, window=32),
+        {"first block", "geometric", "phase1->3", "t^-avg_power"}),
+    "batch-t_switch": (
+        "batch", 0.7, 32, True, dict(eta0_scale=5.0, decay=0.1, t_switch=10, C0=1.0),
+        {"first block", "geometric", "geometric capped", "phase1->2"}),
+    "storage": (
+        "storage", 0.3, 25, True, dict(eta0_scale=1.0, decay=0.1),
+        {"first block", "geometric", "phase1->2", "average on"}),
+    "storage-known-b0": (
+        "storage", 0.5, 25, False, dict(eta0=50.0, decay=0.1, b0=3.0),
+        {"first block", "geometric", "geometric capped", "phase1->2"}),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(BLOCK_VARIANTS))
+def test_statistical_blocks_match_reference(variant):
+    mode, tau, bs, average, kw, branches = BLOCK_VARIANTS[variant]
+    n = 6400 if mode == "batch" else 1500
+    X, y = data("check", n, tau=tau, seed=4)
+    est = OnlineQuantileRegressor(tau=tau, mode=mode, batch_size=bs, average=average,
+                                  schedule=statistical(**kw)).fit(X, y)
+    ref = Reference(est, X.shape[1]).fit(X, y)
+    assert branches <= ref.events, sorted(ref.events)
+    assert_matches(est, ref)
+    state = est.schedule_state_
+    for key in ("t_switch", "d0", "b0", "cl"):
+        np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=RTOL[np.float64])
+
+
+@pytest.mark.parametrize("mode, tau, n_rows", [
+    ("single", 0.99, 3000),     # warm-up of 50: klo = 49, the kernel's khi = 50
+    ("single", 0.9, 3000),      # n_warmup = 5 (the smallest allowed): khi = 5
+    ("storage", 0.3, 1),        # a first call of one row: khi = 1
+    ("storage", 0.9, 6),        # six rows: khi = 6
+])
+def test_sparsity_quotient_stays_inside_the_residuals(mode, tau, n_rows):
+    # Extreme tau or few residuals push the upper order statistic to index n;
+    # the estimate must still come from the residuals (see `sparsity`).
+    X, y = data("check", 3000, tau=tau, seed=5)
+    sched = statistical(n_warmup=5) if tau == 0.9 and mode == "single" else statistical()
+    est = OnlineQuantileRegressor(tau=tau, mode=mode, batch_size=25, schedule=sched)
+    est.partial_fit(X[:n_rows], y[:n_rows])
+    ref = Reference(est, X.shape[1]).partial_fit(X[:n_rows], y[:n_rows])
+    np.testing.assert_allclose(est.schedule_state_["b0"], ref.s.b0, rtol=RTOL[np.float64])
+    assert_matches(est, ref)
