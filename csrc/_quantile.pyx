@@ -7,10 +7,18 @@
 #
 # Paper: Shen, Xia & Zhou, "Online Quantile Regression", JMLR 26 (2025).
 from libc.math cimport fabs, sqrt, pow, isnan, NAN
+from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
 from _blas cimport dot, axpy, gemv_rows, gemv_rows_t
+
+cdef extern from "_dense.h" nogil:
+    double sf_dot(Py_ssize_t n, const double *x, const double *w)
+    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
+    void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
+    double sf_axpy_dot(Py_ssize_t n, double a, const double *x, double *w,
+                       const double *xnext)
 
 # Field names, in memory order, of the two structs below; Python reads these so
 # the layout has one source of truth.
@@ -18,7 +26,7 @@ STATE_FIELDS = (
     "t", "n_seen", "intercept", "intercept_avg", "loss", "phase", "eta_geo",
     "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq", "fill", "n_avg",
     "min_med", "last_eta", "eta_start", "n_windows", "avg_on", "n_flat", "b0_cap",
-    "block",
+    "block", "k_pow", "eta_pow",
 )
 PARAM_FIELDS = (
     "tau", "loss", "kind", "c", "eta0", "eta0_scale", "decay", "Ca", "Cb",
@@ -46,6 +54,10 @@ cpdef enum:
     OK = 0
     ERR_NOMEM = -1
     ERR_NONFINITE = -2      # the iterate diverged
+    ERR_BADINPUT = -3       # a row whose residual is not finite (NaN/inf in X or y)
+
+cdef enum:
+    SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
 
 # 1 / Phi^{-1}(3/4): median |N(0, s^2)| = 0.6745 s.
 cdef double INV_MAD = 1.482602218505602
@@ -71,10 +83,12 @@ cdef struct SGDState:
     double last_eta       # stepsize of the last update
     double eta_start      # stepsize at the start of the last phase
     double n_windows      # windows completed in the current phase
-    double avg_on         # 1 once the average runs (see window_done)
+    double avg_on         # 1 once settled in the last phase: the average runs
     double n_flat         # consecutive windows without progress
     double b0_cap         # b0 at the end of phase one: later estimates stay below
     double block          # rows per update of the last block update
+    double k_pow          # last-phase step index of the cached eta_pow (-1: none)
+    double eta_pow        # cached eta_start (1 + k / scale)^-avg_power
 
 
 cdef struct SGDParams:
@@ -180,12 +194,10 @@ cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss) noe
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
                               SGDState *s) noexcept nogil:
     # wbar += (w - wbar) / k : running mean of the iterates
-    cdef Py_ssize_t j
     cdef double inv
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
-    for j in range(d):
-        wbar[j] += (w[j] - wbar[j]) * inv
+    sf_average(d, inv, w, wbar)
     s.intercept_avg += (s.intercept - s.intercept_avg) * inv
 
 
@@ -198,6 +210,7 @@ cdef inline void start_phase(SGDState *s, double phase, double eta_start,
     s.n_avg = 0        # averaging restarts with the last phase
     s.avg_on = avg_on
     s.n_flat = 0       # the next plateau is counted afresh
+    s.k_pow = -1
 
 
 cdef int check_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept nogil:
@@ -223,14 +236,21 @@ cdef inline double tau_star2(double tau) noexcept nogil:
     return 4.0 * ts * ts
 
 
-cdef inline double last_phase_eta(const SGDState *s, const SGDParams *p,
+cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
                                   double scale) noexcept nogil:
     # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
     # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
-    cdef double u = 1.0 + (s.t - s.t_switch) / scale
+    cdef double k = s.t - s.t_switch
     if p.average != 0 and p.avg_power != 1.0:
-        return s.eta_start * pow(u, -p.avg_power)
-    return s.eta_start / u
+        # pow() per sample would cost as much as the update at d = 100: it is
+        # refreshed whenever k has grown by scale / 64, a change of at most
+        # avg_power / 64 (~1%) in the stepsize.
+        if s.k_pow < 0 or k < s.k_pow or k >= s.k_pow + scale * (1.0 / 64.0) \
+                or not (s.eta_pow > 0):
+            s.k_pow = k
+            s.eta_pow = s.eta_start * pow(1.0 + k / scale, -p.avg_power)
+        return s.eta_pow
+    return s.eta_start * scale / (scale + k)
 
 
 cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
@@ -291,10 +311,11 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     elif flat and s.phase == 2 and p.mode == MODE_BATCH:
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
     elif flat and s.phase >= 2 and s.avg_on == 0:
-        s.avg_on = 1
+        s.avg_on = 1      # settled: the average (if any) starts here
         s.n_avg = 0
     elif s.phase >= 2 and p.loss == LOSS_CHECK:
         s.eta_start = phase_start_eta(s, p, d, s.phase)
+        s.k_pow = -1      # eta_start moved: recompute the cached power
 
 
 cdef inline void push_residuals(SGDState *s, const SGDParams *p, const double *r,
@@ -368,7 +389,8 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
     ``state``/``params`` are float64 arrays laid out as STATE_FIELDS /
     PARAM_FIELDS; ``window`` holds recent residuals; ``etas`` has one stepsize
     per row when the schedule is an array (user schedule), else is unused.
-    Returns 0, or a negative error code.
+    Returns (code, row): code 0, or a negative error code; row is the first
+    row with a non-finite residual for ERR_BADINPUT, else -1.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i
     cdef SGDState *s = <SGDState *> &state[0]
@@ -376,28 +398,42 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win = &window[0]
     cdef double *work
-    cdef double r, g, eta, pred
+    cdef double r, g, eta, pred, xw = 0.0
+    cdef bint have_dot = False
     cdef const double *x
     cdef int kind = <int> p.kind
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
+    cdef Py_ssize_t bad = -1
     if n == 0:
-        return OK
+        return OK, -1
     work = <double *> malloc(wcap * sizeof(double))
     if work == NULL:
-        return ERR_NOMEM
+        return ERR_NOMEM, -1
     with nogil:
         for i in range(n):
             x = &X[i, 0]
-            pred = dot(d, x, &w[0]) + s.intercept
+            if not have_dot:
+                xw = sf_dot(d, x, &w[0])
+            have_dot = False
+            pred = xw + s.intercept
             r = y[i] - pred
+            if not (fabs(r) <= DBL_MAX):
+                # NaN/inf anywhere in the row makes r non-finite: the finiteness
+                # check costs a compare here instead of a second pass over X
+                bad = i
+                break
             g = loss_and_coef(r, p, &s.loss)
             s.n_seen += 1
             if stat:
-                win[<Py_ssize_t> s.fill] = r
-                s.fill += 1
+                # Once settled (a plateau in the last phase) only b0 still
+                # learns from the window: a quarter of the residuals is enough
+                # and keeps the order statistics off the per-sample cost.
+                if s.avg_on == 0 or (<long long> s.n_seen) % SETTLED_STRIDE == 0:
+                    win[<Py_ssize_t> s.fill] = r
+                    s.fill += 1
                 if s.phase == 0:
                     # warm-up: score, remember the residual and ||x||^2, no update
                     s.sumsq += dot(d, x, x) + (1.0 if fit_b else 0.0)
@@ -415,8 +451,12 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
                 eta = p.c / (s.t + 1.0)
             else:
                 eta = etas[i]
-            # w -= eta * g * x
-            axpy(d, -eta * g, x, &w[0])
+            # w -= eta * g * x (and the next row's x'w in the same pass)
+            if i + 1 < n:
+                xw = sf_axpy_dot(d, -eta * g, x, &w[0], x + d)
+                have_dot = True
+            else:
+                sf_axpy(d, -eta * g, x, &w[0])
             if fit_b:
                 s.intercept -= eta * g
             s.t += 1
@@ -424,20 +464,23 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
             if avg and (s.avg_on != 0 or not stat):
                 average_step(d, &w[0], &wbar[0], s)
     free(work)
-    return check_finite(&w[0], d, s)
+    if bad >= 0:
+        return ERR_BADINPUT, bad
+    return check_finite(&w[0], d, s), -1
 
 
 # ----------------------------------------------------------------------------
 # Batch (Section 2.2) and all-data-so-far (Section 2.3) updates: one
 # sub-gradient step on the mean loss over a block of rows.
 
-cdef double block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_t d,
+cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_t d,
                        Py_ssize_t score_from, double *w, double *wbar,
                        SGDState *s, const SGDParams *p, double eta_user,
                        double *win, double *resid, double *grad,
                        double *work) noexcept nogil:
     # One update on rows [0, m); rows >= score_from are new: they add to the
-    # prequential loss and (batch mode) to the residual window. Returns eta.
+    # prequential loss and (batch mode) to the residual window. Returns -1, or
+    # the first row whose residual is not finite (nothing is updated then).
     cdef Py_ssize_t i
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
@@ -450,6 +493,8 @@ cdef double block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_
     gemv_rows(<int> m, <int> d, -1.0, X, w, 1.0, resid)
     for i in range(m):
         resid[i] -= s.intercept
+        if not (fabs(resid[i]) <= DBL_MAX):
+            return i
         if i >= score_from:
             g = loss_and_coef(resid[i], p, &s.loss)
             s.n_seen += 1
@@ -512,7 +557,7 @@ cdef double block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_
     s.last_eta = eta
     if p.average != 0 and (s.avg_on != 0 or kind != KIND_STATISTICAL):
         average_step(d, w, wbar, s)
-    return eta
+    return -1
 
 
 def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
@@ -521,7 +566,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     """One update per consecutive block of ``block`` rows (batch mode).
 
     ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
-    ``params.window + block`` values.
+    ``params.window + block`` values. Returns (code, row) as ``sgd_single``.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb
     cdef SGDState *s = <SGDState *> &state[0]
@@ -529,8 +574,9 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     cdef double *resid
     cdef double *grad
     cdef double *work
+    cdef Py_ssize_t bad = -1
     if n == 0:
-        return OK
+        return OK, -1
     nb = n // block
     resid = <double *> malloc(block * sizeof(double))
     # work holds a block's gradient weights or a window's order statistics
@@ -538,40 +584,49 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     grad = <double *> malloc(d * sizeof(double))
     if resid == NULL or work == NULL or grad == NULL:
         free(resid); free(work); free(grad)
-        return ERR_NOMEM
+        return ERR_NOMEM, -1
     with nogil:
         for b in range(nb):
-            block_step(&X[b * block, 0], &y[b * block], block, d, 0, &w[0], &wbar[0],
-                       s, p, etas[b] if etas.shape[0] > b else 0.0, &window[0],
-                       resid, grad, work)
+            bad = block_step(&X[b * block, 0], &y[b * block], block, d, 0, &w[0], &wbar[0],
+                             s, p, etas[b] if etas.shape[0] > b else 0.0, &window[0],
+                             resid, grad, work)
+            if bad >= 0:
+                bad += b * block
+                break
     free(resid); free(work); free(grad)
-    return check_finite(&w[0], d, s)
+    if bad >= 0:
+        return ERR_BADINPUT, bad
+    return check_finite(&w[0], d, s), -1
 
 
 def sgd_storage(const double[:, ::1] X, const double[::1] y, Py_ssize_t score_from,
                 double[::1] w, double[::1] wbar, double[::1] state,
                 const double[::1] params, double eta_user):
     """One sub-gradient step on the mean loss over all rows of X (all data so
-    far, Section 2.3); rows from ``score_from`` on are new and are scored."""
+    far, Section 2.3); rows from ``score_from`` on are new and are scored.
+    Returns (code, row) as ``sgd_single``."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
     cdef SGDState *s = <SGDState *> &state[0]
     cdef const SGDParams *p = <const SGDParams *> &params[0]
     cdef double *resid
     cdef double *grad
     cdef double *work
+    cdef Py_ssize_t bad = -1
     if n == 0:
-        return OK
+        return OK, -1
     resid = <double *> malloc(n * sizeof(double))
     work = <double *> malloc(n * sizeof(double))
     grad = <double *> malloc(d * sizeof(double))
     if resid == NULL or work == NULL or grad == NULL:
         free(resid); free(work); free(grad)
-        return ERR_NOMEM
+        return ERR_NOMEM, -1
     with nogil:
-        block_step(&X[0, 0], &y[0], n, d, score_from, &w[0], &wbar[0], s, p,
-                   eta_user, NULL, resid, grad, work)
+        bad = block_step(&X[0, 0], &y[0], n, d, score_from, &w[0], &wbar[0], s, p,
+                         eta_user, NULL, resid, grad, work)
     free(resid); free(work); free(grad)
-    return check_finite(&w[0], d, s)
+    if bad >= 0:
+        return ERR_BADINPUT, bad
+    return check_finite(&w[0], d, s), -1
 
 
 def predict(const double[:, ::1] X, const double[::1] w, double intercept,

@@ -20,6 +20,6 @@ def diverging_stream():
     """Positive X and huge positive y: every residual starts positive, so the
     first (sub-)gradient step of a huge constant stepsize overflows."""
     rng = np.random.default_rng(1)
-    X = 1.0 + np.abs(rng.standard_normal((64, 5)))
-    y = 1e100 * (1.0 + np.abs(rng.standard_normal(64)))
+    X = 1.0 + np.abs(rng.standard_normal((24, 5)))
+    y = 1e100 * (1.0 + np.abs(rng.standard_normal(24)))
     return X, y

@@ -29,8 +29,9 @@ def _check_finite(arr, name):
         raise ValueError(f"{name} contains {bad}; every value must be finite")
 
 
-def check_matrix(X, name="X", *, min_rows=0):
-    """Return X as a finite, C-contiguous float64 array of shape (n, d)."""
+def check_matrix(X, name="X", *, min_rows=0, finite=True):
+    """Return X as a C-contiguous float64 array of shape (n, d), checked finite
+    unless ``finite=False`` (for callers whose kernel checks as it reads)."""
     arr = _as_float64(X, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional (n_samples, n_features), "
@@ -39,12 +40,14 @@ def check_matrix(X, name="X", *, min_rows=0):
         raise ValueError(f"{name} must have at least one feature, got shape {arr.shape}")
     if arr.shape[0] < min_rows:
         raise ValueError(f"{name} must have at least {min_rows} rows, got {arr.shape[0]}")
-    _check_finite(arr, name)
+    if finite:
+        _check_finite(arr, name)
     return arr
 
 
-def check_vector(y, n, name="y"):
-    """Return y as a finite float64 vector of length n."""
+def check_vector(y, n, name="y", *, finite=True):
+    """Return y as a float64 vector of length n, checked finite unless
+    ``finite=False``."""
     arr = _as_float64(y, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = np.ascontiguousarray(arr[:, 0])
@@ -52,7 +55,8 @@ def check_vector(y, n, name="y"):
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
     if arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} values but X has {n} rows")
-    _check_finite(arr, name)
+    if finite:
+        _check_finite(arr, name)
     return arr
 
 

@@ -77,7 +77,7 @@ def make_linear_stream(n_samples, n_features, *, tau=0.5, noise="t", df=1.1, snr
     >>> from streamfit.simulate import make_linear_stream
     >>> X, y, beta = make_linear_stream(1000, 5, tau=0.25, random_state=0)
     >>> X.shape, y.shape, round(float(np.linalg.norm(beta)), 2)
-    ((1000, 5), (1000,), 142.63)
+    ((1000, 5), (1000,), 142.58)
     """
     check_scalar(n_samples, "n_samples", kind=numbers.Integral, low=0)
     check_scalar(n_features, "n_features", kind=numbers.Integral, low=1)

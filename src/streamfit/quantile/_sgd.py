@@ -81,6 +81,7 @@ class _OnlineLinearSGD(BaseEstimator):
             "pending_y": np.zeros(0),
             "store_X": np.zeros((0, d)),
             "store_y": np.zeros(0),
+            "store_n": 0,
         }
 
     def _commit(self, new, d):
@@ -92,6 +93,7 @@ class _OnlineLinearSGD(BaseEstimator):
         self._pending_y_ = new["pending_y"]
         self._store_X_ = new["store_X"]
         self._store_y_ = new["store_y"]
+        self._store_n_ = new["store_n"]
         self.n_features_in_ = d
 
     def _working_copy(self, d):
@@ -102,7 +104,7 @@ class _OnlineLinearSGD(BaseEstimator):
         return {"w": self._w_.copy(), "wbar": self._wbar_.copy(), "state": self._state_.copy(),
                 "window": self._window_.copy(), "pending_X": self._pending_X_,
                 "pending_y": self._pending_y_, "store_X": self._store_X_,
-                "store_y": self._store_y_}
+                "store_y": self._store_y_, "store_n": self._store_n_}
 
     @staticmethod
     def _grow_window(new, size):
@@ -119,8 +121,11 @@ class _OnlineLinearSGD(BaseEstimator):
 
     # -- fitting --------------------------------------------------------------
     def _validate_xy(self, X, y):
-        X = check_matrix(X, "X")
-        y = check_vector(y, X.shape[0], "y")
+        # Shapes and dtypes here; finiteness is checked by the kernels as they
+        # go (a NaN/inf makes a residual non-finite), which spares a second
+        # pass over X. Rows that wait for a later batch are checked here.
+        X = check_matrix(X, "X", finite=False)
+        y = check_vector(y, X.shape[0], "y", finite=False)
         check_n_features(self, X)
         return X, y
 
@@ -142,29 +147,51 @@ class _OnlineLinearSGD(BaseEstimator):
         self._run(X, y, schedule, batch_size=self.batch_size)
         return self
 
+    def _learnt(self):
+        return {a: v for a, v in vars(self).items() if a.endswith("_") and not a.startswith("__")}
+
     def fit(self, X, y):
         """Forget what was learnt and make one pass over (X, y) in the chosen
         mode; in batch and storage modes the data arrive in blocks of
         ``batch_size`` rows (default max(2 (d + 1), 16)), the last block may be
-        shorter."""
+        shorter. If the data are rejected, the estimator keeps its old state."""
         schedule = self._check_params()
-        X = check_matrix(X, "X")     # fit starts afresh: n_features may change
-        y = check_vector(y, X.shape[0], "y")
-        for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+        X = check_matrix(X, "X", finite=False)     # afresh: n_features may change
+        y = check_vector(y, X.shape[0], "y", finite=False)
+        old = self._learnt()
+        for attr in old:
             delattr(self, attr)
-        if self.mode == "single":
-            self._run(X, y, schedule, batch_size=None)
-            return self
-        bs = self.batch_size or max(2 * (X.shape[1] + 1), 16)
-        n_full = (X.shape[0] // bs) * bs
-        if self.mode == "batch":
-            self._run(X[:n_full], y[:n_full], schedule, batch_size=bs)
-            if n_full < X.shape[0]:
-                self._run(X[n_full:], y[n_full:], schedule, batch_size=None)
-        else:
-            for start in range(0, X.shape[0], bs):
-                self._run(X[start:start + bs], y[start:start + bs], schedule, batch_size=None)
+        try:
+            if self.mode == "single":
+                self._run(X, y, schedule, batch_size=None)
+            else:
+                bs = self.batch_size or max(2 * (X.shape[1] + 1), 16)
+                n_full = (X.shape[0] // bs) * bs
+                if self.mode == "batch":
+                    self._run(X[:n_full], y[:n_full], schedule, batch_size=bs)
+                    if n_full < X.shape[0]:
+                        self._run(X[n_full:], y[n_full:], schedule, batch_size=None)
+                else:
+                    for start in range(0, X.shape[0], bs):
+                        self._run(X[start:start + bs], y[start:start + bs], schedule,
+                                  batch_size=None)
+        except BaseException:
+            for attr in self._learnt():
+                delattr(self, attr)
+            vars(self).update(old)
+            raise
         return self
+
+    def _raise(self, code, row, X, y, row_offset=0):
+        if code == _k.ERR_BADINPUT:
+            i = row - row_offset
+            if 0 <= i < X.shape[0] and not np.isfinite(X[i]).all():
+                raise ValueError(f"X contains NaN or inf (row {i}); every value must be finite")
+            if 0 <= i < y.shape[0] and not np.isfinite(y[i]):
+                raise ValueError(f"y contains NaN or inf (row {i}); every value must be finite")
+            code = _k.ERR_NONFINITE     # finite input, overflowing residual
+        exc, msg = _ERRORS[code]
+        raise exc(f"{type(self).__name__}: {msg}")
 
     def _run(self, X, y, schedule, batch_size):
         n, d = X.shape
@@ -173,33 +200,51 @@ class _OnlineLinearSGD(BaseEstimator):
         st = new["state"]
         user = params[_PARAM["kind"]] == _k.KIND_ARRAY
         t0 = st[_STATE["t"]]
+        code, row, offset = 0, -1, 0
         if self.mode == "single":
             etas = self._user_stepsizes(schedule, t0, n) if user else np.zeros(0)
             self._grow_window(new, self._window_size(params, 0))
-            code = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"], etas)
+            code, row = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"],
+                                      etas)
         elif self.mode == "batch":
-            if new["pending_X"].shape[0]:
-                X = np.concatenate([new["pending_X"], X])
-                y = np.concatenate([new["pending_y"], y])
-            block = batch_size or X.shape[0]
-            n_full = (X.shape[0] // block) * block if X.shape[0] else 0
+            offset = new["pending_X"].shape[0]
+            Xa, ya = X, y
+            if offset:
+                Xa = np.concatenate([new["pending_X"], X])
+                ya = np.concatenate([new["pending_y"], y])
+            block = batch_size or Xa.shape[0]
+            n_full = (Xa.shape[0] // block) * block if Xa.shape[0] else 0
+            tail_X, tail_y = Xa[n_full:], ya[n_full:]
+            # new rows left waiting for a full batch: the kernel has not seen them
+            waiting = max(n_full, offset)
+            check_matrix(Xa[waiting:], "X")
+            check_vector(ya[waiting:], ya.shape[0] - waiting, "y")
             etas = self._user_stepsizes(schedule, t0, n_full // block) if user and n_full \
                 else np.zeros(0)
             self._grow_window(new, self._window_size(params, block))
-            code = _k.sgd_blocks(X[:n_full], y[:n_full], block, new["w"], new["wbar"], st,
-                                 params, new["window"], etas) if n_full else 0
-            new["pending_X"] = np.ascontiguousarray(X[n_full:])
-            new["pending_y"] = np.ascontiguousarray(y[n_full:])
+            if n_full:
+                code, row = _k.sgd_blocks(Xa[:n_full], ya[:n_full], block, new["w"],
+                                          new["wbar"], st, params, new["window"], etas)
+            new["pending_X"] = np.ascontiguousarray(tail_X)
+            new["pending_y"] = np.ascontiguousarray(tail_y)
         else:
-            n_old = new["store_X"].shape[0]
-            new["store_X"] = np.concatenate([new["store_X"], X])
-            new["store_y"] = np.concatenate([new["store_y"], y])
+            # all data so far, in arrays with spare capacity (amortised appends)
+            n_old = int(new["store_n"])
+            if n_old + n > new["store_X"].shape[0]:
+                cap = max(2 * new["store_X"].shape[0], n_old + n, 64)
+                grown_X, grown_y = np.empty((cap, d)), np.empty(cap)
+                grown_X[:n_old], grown_y[:n_old] = new["store_X"][:n_old], new["store_y"][:n_old]
+                new["store_X"], new["store_y"] = grown_X, grown_y
+            new["store_X"][n_old:n_old + n] = X
+            new["store_y"][n_old:n_old + n] = y
+            new["store_n"] = n_old + n
+            offset = n_old
             eta = float(self._user_stepsizes(schedule, t0, 1)[0]) if user and n else 0.0
-            code = _k.sgd_storage(new["store_X"], new["store_y"], n_old, new["w"], new["wbar"],
-                                  st, params, eta) if n else 0
+            if n:
+                code, row = _k.sgd_storage(new["store_X"][:n_old + n], new["store_y"][:n_old + n],
+                                           n_old, new["w"], new["wbar"], st, params, eta)
         if code != 0:
-            exc, msg = _ERRORS[code]
-            raise exc(f"{type(self).__name__}.partial_fit: {msg}")
+            self._raise(code, row, X, y, offset)
         self._commit(new, d)
         self._n_received_ = getattr(self, "_n_received_", 0) + n
 

@@ -1,0 +1,96 @@
+/* Short dense loops for the per-sample updates (d ~ 10..1000), inlined into
+ * the Cython kernels instead of level-1 BLAS calls, whose per-call overhead is
+ * comparable to the work at these sizes. Not BLAS: BLAS stays in _blas.pxd.
+ *
+ * The dot product keeps 8 independent partial sums (a single accumulator is
+ * one serial chain of adds); GCC vector extensions make them SIMD registers.
+ * On x86-64 GCC builds a second copy for machines with FMA (and so AVX),
+ * picked at load time by a CPU feature check (target_clones; "arch=haswell"
+ * would test the CPU model and miss AMD), so a portable wheel still runs at
+ * full width. */
+#ifndef STREAMFIT_DENSE_H
+#define STREAMFIT_DENSE_H
+#include <stddef.h>
+#include <string.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 8 \
+    && defined(__linux__)
+#define SF_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define SF_CLONES
+#endif
+
+typedef double sf_v4 __attribute__((vector_size(32)));
+
+/* An unaligned 4-double load. A macro, not a function: an inline helper
+ * compiled for the default target would not inline into the AVX2 clone. */
+#define SF_LOAD4(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
+
+SF_CLONES __attribute__((noinline))
+static double sf_dot(ptrdiff_t n, const double *x, const double *w) {
+    /* x @ w */
+    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, x0, x1, w0, w1;
+    ptrdiff_t j = 0;
+    double s;
+    for (; j + 8 <= n; j += 8) {
+        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
+        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
+        a0 += x0 * w0;
+        a1 += x1 * w1;
+    }
+    a0 += a1;
+    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+    for (; j < n; j++)
+        s += x[j] * w[j];
+    return s;
+}
+
+SF_CLONES __attribute__((noinline))
+static void sf_axpy(ptrdiff_t n, double a, const double *x, double *w) {
+    /* w += a * x */
+    ptrdiff_t j;
+    for (j = 0; j < n; j++)
+        w[j] += a * x[j];
+}
+
+SF_CLONES __attribute__((noinline))
+static double sf_axpy_dot(ptrdiff_t n, double a, const double *x, double *w,
+                          const double *xnext) {
+    /* w += a * x, then return xnext @ w, in one pass over w: the next
+     * sample's prediction comes with this sample's update. The dot product
+     * sums in exactly sf_dot's order, so results do not depend on where a
+     * stream is cut into calls. */
+    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, x0, x1, w0, w1, z0, z1;
+    sf_v4 av = {a, a, a, a};
+    ptrdiff_t j = 0;
+    double s;
+    for (; j + 8 <= n; j += 8) {
+        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
+        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
+        w0 += av * x0;
+        w1 += av * x1;
+        __builtin_memcpy(w + j, &w0, sizeof w0);
+        __builtin_memcpy(w + j + 4, &w1, sizeof w1);
+        SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
+        a0 += z0 * w0;
+        a1 += z1 * w1;
+    }
+    a0 += a1;
+    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+    for (; j < n; j++) {
+        w[j] += a * x[j];
+        s += xnext[j] * w[j];
+    }
+    return s;
+}
+
+SF_CLONES __attribute__((noinline))
+static void sf_average(ptrdiff_t n, double inv, const double *restrict w,
+                       double *restrict wbar) {
+    /* wbar += (w - wbar) * inv : the running mean of the iterates */
+    ptrdiff_t j;
+    for (j = 0; j < n; j++)
+        wbar[j] += (w[j] - wbar[j]) * inv;
+}
+
+#endif
