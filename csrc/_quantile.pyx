@@ -162,12 +162,18 @@ cdef double sparsity(const double *r, Py_ssize_t n, double tau, double *work) no
         h = 0.5 * tau
     if h > 0.5 * (1.0 - tau):
         h = 0.5 * (1.0 - tau)
+    if n < 2:
+        return NAN
     klo = <Py_ssize_t> ((tau - h) * n)
     khi = <Py_ssize_t> ((tau + h) * n)
-    if khi >= n:
+    if khi > n - 1:
         khi = n - 1
-    if khi <= klo:
-        khi = klo + 1
+    if khi < 1:
+        khi = 1
+    if klo > khi - 1:
+        klo = khi - 1
+    if klo < 0:
+        klo = 0
     memcpy(work, r, n * sizeof(double))
     qhi = select_kth(work, n, khi)
     qlo = select_kth(work, khi, klo)    # select left the khi smallest in front

@@ -110,7 +110,7 @@ class Reference:
             t=0.0, n_seen=0.0, intercept=0.0, intercept_avg=0.0, loss=0.0, phase=0.0,
             eta_geo=0.0, t_switch=0.0, d0=0.0, b0=0.0, cl=0.0, sumsq=0.0, n_sumsq=0.0,
             n_avg=0.0, min_med=0.0, last_eta=0.0, eta_start=0.0, n_windows=0.0,
-            avg_on=0.0, n_flat=0.0, b0_cap=0.0, block=0.0)
+            avg_on=0.0, n_flat=0.0, b0_cap=0.0, block=0.0, k_pow=0.0, eta_pow=0.0)
         self.win = []                               # residuals of the current window
         self.pending_X, self.pending_y = np.zeros((0, d)), np.zeros(0)
         self.store_X, self.store_y = np.zeros((0, d)), np.zeros(0)
@@ -156,15 +156,24 @@ class Reference:
         s.phase, s.t_switch, s.eta_start = float(phase), s.t, eta_start
         s.n_windows = s.n_avg = s.n_flat = 0.0
         s.avg_on = float(avg_on)
+        s.k_pow = -1.0
 
     def last_phase_eta(self, scale):
-        # eta_start (scale / (scale + t - t1)), or that to the power avg_power
+        # eta_start scale / (scale + k), k = t - t1; when averaging
+        # eta_start (1 + k / scale)^-avg_power, recomputed only when k has
+        # moved by scale / 64 since the cached value (or eta_start moved)
         s, p = self.s, self.p
-        u = scale + (s.t - s.t_switch)
+        k = s.t - s.t_switch
         if p.average and p.avg_power != 1.0:
             self.events.add("t^-avg_power")
-            return s.eta_start * (u / scale) ** -p.avg_power
-        return s.eta_start * scale / u
+            if s.k_pow < 0 or k < s.k_pow or k >= s.k_pow + scale * (1.0 / 64.0) \
+                    or not s.eta_pow > 0:
+                s.k_pow = k
+                s.eta_pow = s.eta_start * (1.0 + k / scale) ** -p.avg_power
+            else:
+                self.events.add("cached power")
+            return s.eta_pow
+        return s.eta_start * scale / (scale + k)
 
     def phase_start_eta(self, phase):
         s, p = self.s, self.p
@@ -214,6 +223,7 @@ class Reference:
             s.avg_on, s.n_avg = 1.0, 0.0
         elif s.phase >= 2 and not p.squared:
             s.eta_start = self.phase_start_eta(s.phase)
+            s.k_pow = -1.0
 
     # -- single-sample updates ------------------------------------------------------
     def warmup_done(self):
@@ -494,6 +504,20 @@ def test_single_matches_reference(loss, schedule, average, fit_intercept):
     assert_identical(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
 
 
+@pytest.mark.parametrize("d", [8, 21])
+@pytest.mark.parametrize("schedule", ["user", "statistical"])
+@pytest.mark.parametrize("loss", ["check", "squared"])
+def test_single_wide_rows_match_reference(loss, schedule, d):
+    # d >= 8 runs the kernel's 8-wide dot/axpy loops (d = 21 with a tail of 5),
+    # which d = 5 never reaches; the fused update-and-next-dot must sum as the
+    # plain dot does, or chunking would change the results
+    X, y = data(loss, 1500, d=d, seed=6)
+    kw = dict(tau=0.3, schedule=SINGLE_SCHEDULES[schedule][loss], average=True)
+    est = estimator(loss, **kw).fit(X, y)
+    assert_matches(est, Reference(est, d).fit(X, y))
+    assert_identical(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
+
+
 # Schedule variants for the branch coverage of the single-sample statistical
 # schedule; each lists the branches (Reference.events) that it must run.
 SINGLE_VARIANTS = {
@@ -503,7 +527,7 @@ SINGLE_VARIANTS = {
     "check-average": (
         "check", 0.3, True, dict(),
         {"warm-up", "geometric", "phase1->2", "b0 ema", "average on", "settled",
-         "t^-avg_power"}),
+         "t^-avg_power", "cached power"}),
     "check-average-power-1": (
         "check", 0.7, True, dict(avg_power=1.0),
         {"warm-up", "phase1->2", "average on"}),

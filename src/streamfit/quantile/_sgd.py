@@ -225,25 +225,34 @@ class _OnlineLinearSGD(BaseEstimator):
             if n_full:
                 code, row = _k.sgd_blocks(Xa[:n_full], ya[:n_full], block, new["w"],
                                           new["wbar"], st, params, new["window"], etas)
-            new["pending_X"] = np.ascontiguousarray(tail_X)
-            new["pending_y"] = np.ascontiguousarray(tail_y)
+            # copies: a view would tie the state to the caller's array
+            new["pending_X"] = np.array(tail_X, order="C")
+            new["pending_y"] = np.array(tail_y)
         else:
-            # all data so far, in arrays with spare capacity (amortised appends)
+            # All data so far, in arrays with spare capacity (amortised appends).
+            # Rows are checked before they are written: a step costs O(N d)
+            # anyway, and a rejected call must not write into the store.
+            check_matrix(X, "X")
+            check_vector(y, n, "y")
+            eta = float(self._user_stepsizes(schedule, t0, 1)[0]) if user and n else 0.0
             n_old = int(new["store_n"])
-            if n_old + n > new["store_X"].shape[0]:
+            in_place = n_old + n <= new["store_X"].shape[0]
+            if not in_place:
                 cap = max(2 * new["store_X"].shape[0], n_old + n, 64)
-                grown_X, grown_y = np.empty((cap, d)), np.empty(cap)
+                grown_X, grown_y = np.zeros((cap, d)), np.zeros(cap)
                 grown_X[:n_old], grown_y[:n_old] = new["store_X"][:n_old], new["store_y"][:n_old]
                 new["store_X"], new["store_y"] = grown_X, grown_y
             new["store_X"][n_old:n_old + n] = X
             new["store_y"][n_old:n_old + n] = y
             new["store_n"] = n_old + n
             offset = n_old
-            eta = float(self._user_stepsizes(schedule, t0, 1)[0]) if user and n else 0.0
             if n:
                 code, row = _k.sgd_storage(new["store_X"][:n_old + n], new["store_y"][:n_old + n],
                                            n_old, new["w"], new["wbar"], st, params, eta)
         if code != 0:
+            if self.mode == "storage" and in_place:     # leave the spare room as it was
+                new["store_X"][n_old:n_old + n] = 0.0
+                new["store_y"][n_old:n_old + n] = 0.0
             self._raise(code, row, X, y, offset)
         self._commit(new, d)
         self._n_received_ = getattr(self, "_n_received_", 0) + n
