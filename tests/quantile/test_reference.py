@@ -45,19 +45,13 @@ def median_abs(r):
 
 
 def sparsity(r, tau):
-    # Siddiqui's quotient on order statistics klo < khi of r
+    # Siddiqui's quotient on order statistics 0 <= klo < khi <= n - 1 of r
     n = len(r)
+    if n < 2:
+        return NAN              # no spacing: no estimate
     h = min(0.1, 0.5 * tau, 0.5 * (1.0 - tau))
-    klo = int((tau - h) * n)
-    khi = min(int((tau + h) * n), n - 1)
-    if khi <= klo:
-        khi = klo + 1
-    if khi > n - 1:
-        # the kernel's rule gives khi = n here (tau near 1, or n < 2) and reads
-        # one past the residuals; the estimate must use order statistics of r
-        if n < 2:
-            return 0.0          # no spacing: no estimate
-        klo, khi = n - 2, n - 1
+    khi = max(min(int((tau + h) * n), n - 1), 1)
+    klo = max(min(int((tau - h) * n), khi - 1), 0)
     part = np.partition(r, (klo, khi))
     return (part[khi] - part[klo]) * n / (khi - klo)
 
@@ -137,7 +131,9 @@ class Reference:
             loss, g = 0.5 * r * r, -r
         else:
             loss = r * (p.tau - 1.0) if r < 0 else r * p.tau
-            g = (1.0 if r <= 0 else 0.0) - p.tau
+            g = (1.0 if r <= 0 else 0.0) - p.tau   # 1{y <= x'b} - tau: ties count as below
+            if r == 0:
+                self.events.add("r == 0")
         if count:
             self.s.loss += loss
             self.s.n_seen += 1
@@ -433,11 +429,10 @@ def data(loss, n, d=5, tau=0.3, seed=0):
 
 
 def chunks(n, seed=1):
-    # uneven chunk boundaries, including empty and one-row chunks (the first
-    # call has two rows: see test_sparsity_quotient_stays_inside_the_residuals)
+    # uneven chunk boundaries, including empty and one-row chunks
     rng = np.random.default_rng(seed)
-    cuts = np.sort(rng.integers(3, n, 12))
-    return [0, 0, 2, 3, *cuts.tolist(), n - 1, n]
+    cuts = np.sort(rng.integers(2, n, 12))
+    return [0, 0, 1, 2, *cuts.tolist(), n - 1, n]
 
 
 def feed(est, X, y, bounds):
@@ -466,16 +461,17 @@ def test_inv_mad_is_the_normal_mad_constant():
     assert INV_MAD == pytest.approx(1.0 / stats.norm.ppf(0.75), rel=1e-15)
 
 
-@pytest.mark.parametrize("tau", [0.05, 0.3, 0.5, 0.9])
-def test_order_statistics_helpers(tau):
-    # the oracle's own order statistics agree with sorting
-    r = np.random.default_rng(0).standard_normal(64)
+@pytest.mark.parametrize("n", [2, 3, 5, 16, 64])
+@pytest.mark.parametrize("tau", [0.01, 0.05, 0.3, 0.5, 0.9, 0.99])
+def test_order_statistics_helpers(tau, n):
+    # the oracle's own order statistics agree with sorting, and stay in range
+    r = np.random.default_rng(0).standard_normal(n)
     srt = np.sort(r)
-    assert median_abs(r) == np.sort(np.abs(r))[32]
-    h = min(0.1, tau / 2, (1 - tau) / 2)
-    klo, khi = int((tau - h) * 64), min(int((tau + h) * 64), 63)
-    khi = max(khi, klo + 1)
-    assert sparsity(r, tau) == (srt[khi] - srt[klo]) * 64 / (khi - klo)
+    assert median_abs(r) == np.sort(np.abs(r))[n // 2]
+    quotient = sparsity(r, tau)
+    spacings = {(srt[j] - srt[i]) * n / (j - i) for i in range(n) for j in range(i + 1, n)}
+    assert quotient in spacings and quotient > 0
+    assert math.isnan(sparsity(r[:1], tau))
 
 
 # -- single mode: every schedule, loss, averaging and intercept setting ------------------
@@ -616,7 +612,10 @@ BLOCK_VARIANTS = {
         "batch", 0.3, 8, True, dict(eta0_scale=1.0, decay=0.1, window=32),
         {"first block", "geometric", "phase1->3", "t^-avg_power"}),
     "batch-t_switch": (
-        "batch", 0.7, 32, True, dict(eta0_scale=5.0, decay=0.1, t_switch=10, C0=1.0),
+        "batch", 0.7, 32, True, dict(eta0_scale=0.3, decay=0.1, t_switch=10, C0=1.0),
+        {"first block", "geometric", "phase1->2"}),
+    "batch-capped": (
+        "batch", 0.5, 32, False, dict(eta0_scale=5.0, decay=0.1, C0=1.0),
         {"first block", "geometric", "geometric capped", "phase1->2"}),
     "storage": (
         "storage", 0.3, 25, True, dict(eta0_scale=1.0, decay=0.1),
@@ -643,18 +642,35 @@ def test_statistical_blocks_match_reference(variant):
 
 
 @pytest.mark.parametrize("mode, tau, n_rows", [
-    ("single", 0.99, 3000),     # warm-up of 50: klo = 49, the kernel's khi = 50
-    ("single", 0.9, 5),         # n_warmup = 5 (the smallest allowed): khi = 5
-    ("storage", 0.3, 1),        # a first call of one row: khi = 1
-    ("storage", 0.9, 6),        # six rows: khi = 6
+    ("single", 0.99, 3000),     # warm-up of 50 and windows of 64: (tau + h) n >= n - 1
+    ("single", 0.9, 5),         # n_warmup = 5 (the smallest allowed): int((tau - h) n) = 4
+    ("storage", 0.3, 1),        # a first call of one row: no spacing at all
+    ("storage", 0.9, 6),        # six rows: int((tau - h) n) = 5 = n - 1
+    ("storage", 0.5, 3),        # three rows: int((tau - h) n) = int((tau + h) n) = 1
 ])
 def test_sparsity_quotient_stays_inside_the_residuals(mode, tau, n_rows):
-    # Extreme tau or few residuals push the upper order statistic to index n;
-    # the estimate must still come from the residuals (see `sparsity`).
+    # Extreme tau or few residuals put the quantile spacing's order statistics
+    # at or past index n - 1; the estimate must come from the residuals alone
+    # (the kernel once read r[n], past the buffer: garbage b0, up to 3e15).
     X, y = data("check", 3000, tau=tau, seed=5)
     sched = statistical(n_warmup=5) if tau == 0.9 and mode == "single" else statistical()
     est = OnlineQuantileRegressor(tau=tau, mode=mode, batch_size=25, schedule=sched)
     est.partial_fit(X[:n_rows], y[:n_rows])
     ref = Reference(est, X.shape[1]).partial_fit(X[:n_rows], y[:n_rows])
     np.testing.assert_allclose(est.schedule_state_["b0"], ref.s.b0, rtol=RTOL[np.float64])
+    assert_matches(est, ref)
+
+
+@pytest.mark.parametrize("mode", ["single", "batch", "storage"])
+def test_exact_ties_count_as_below(mode):
+    # Integer data and a stepsize of 1/4 leave many residuals exactly 0: the
+    # sub-gradient there is 1{y <= x'b} - tau = 1 - tau (and the loss 0).
+    rng = np.random.default_rng(7)
+    X = rng.integers(-1, 2, (400, 3)).astype(float)
+    y = X @ np.array([1.0, -2.0, 0.0]) + rng.integers(-1, 2, 400)
+    y[:4] = 0.0         # ties at the start, beta = 0, in every mode
+    est = OnlineQuantileRegressor(tau=0.5, mode=mode, batch_size=4,
+                                  schedule=ConstantSchedule(0.25)).fit(X, y)
+    ref = Reference(est, 3).fit(X, y)
+    assert "r == 0" in ref.events
     assert_matches(est, ref)
