@@ -141,56 +141,66 @@ class StatisticalSchedule(Schedule):
     """The paper's statistically guided stepsizes, with no oracle input.
 
     Shen, Xia & Zhou (2025) give one schedule per setting; d below counts the
-    intercept too.
+    intercept too, tau*^2 = 4 max(tau, 1 - tau)^2 (1 at the median).
 
-    - ``mode="single"`` (Theorem 1): geometric, eta_t = (1 - decay/d)^t eta0,
-      then eta_t = (b0 / Cl) Ca / (t - t1 + Cb d).
-    - ``mode="batch"`` (Theorem 5): geometric eta_t = (1 - decay)^t eta0, then the
-      constant eta_const b0 / Cl, then (b0 / Cl) Ca / (t - t2 + Cb).
-    - ``mode="storage"`` (Theorem 8): geometric, then the constant eta_const b0 / Cl.
+    - ``mode="single"`` (Theorem 1): geometric, eta_t = (1 - decay/(d tau*^2))^t
+      eta0, then eta_t = (b0 / Cl) Ca / (t - t1 + Cb d).
+    - ``mode="batch"`` (Theorem 5): geometric eta_t = (1 - decay)^t eta0 (capped
+      at b0 / Cl), then the constant eta_const b0 / Cl, then
+      (b0 / Cl) Ca / (t - t2 + Cb). Theorem 5 needs batches of at least
+      C0 tau*^2 d / 4 rows for the constant phase; smaller batches go from phase
+      one straight to the 1/t phase (the constant step's one-batch error
+      b0 sqrt(tau (1 - tau) d / n) would exceed phase one's).
+    - ``mode="storage"`` (Theorem 8): geometric (capped at b0 / Cl), then the
+      constant eta_const b0 / Cl.
     - least squares (Section 3.1): constant eta0 = eta0_scale / (d Cl), then
-      Ca / (Cl (t - t1) + Ca / eta0).
+      Ca / (Cl (t - t1) + Ca / eta0), continuous at t1.
 
     With ``average=True`` on the estimator the last phase's 1/t decay becomes
-    (.)^-avg_power (Polyak-Ruppert averaging needs steps decaying slower than
-    1/t) and the average runs over the last phase.
+    (1 + (t - t1)/scale)^-avg_power: Polyak-Ruppert averaging needs steps that
+    decay more slowly than 1/t. The power is re-evaluated whenever t - t1 has
+    grown by scale/64 (a stepsize change of at most ~1%), not every step.
 
-    **What is estimated from the stream** (every estimate can be overridden by
+    **What is estimated from the stream** (each estimate is overridden by
     giving the constant):
 
     - ``Cl``: the mean eigenvalue of E[x x'], mean ||x||^2 / d over the
       warm-up (single) or the first batch;
-    - ``eta0`` = eta0_scale * D0 / (d Cl) (single) or eta0_scale * D0 / Cl
+    - ``eta0`` = eta0_scale * D0 / (d Cl tau*^2) (single) or eta0_scale * D0 / Cl
       (batch, storage), with D0 = median |y - x'beta_0| / 0.6745: for
       ||beta_0 - beta*|| large, x'(beta_0 - beta*) is nearly Gaussian, so this
       is its standard deviation, ||beta_0 - beta*||_Sigma. The median, not the
-      mean, because the noise may have no mean (t_1.1 has none to speak of).
-      Single-sample mode takes no updates during the first ``n_warmup``
-      samples (they are scored and used only for these estimates);
+      mean, because the noise may have no mean to speak of (t_1.1). Single
+      mode takes no updates during the first ``n_warmup`` samples: they are
+      scored and used for these estimates only;
     - ``b0``: Koenker's sparsity 1/f(Q(tau)), by Siddiqui's difference quotient
-      (Q(tau+h) - Q(tau-h)) / 2h, h = min(0.1, tau/2, (1-tau)/2), on the last
-      ``window`` residuals (single) or the batch / all residuals (batch,
-      storage). Residuals of the current iterate are noise plus x'(beta -
-      beta*), so far from beta* this is the inverse curvature of the expected
-      loss (a Newton scale), and near it the noise's sparsity; in phase two the
-      single-sample estimate is an exponential average (weight ``ema``) over
-      windows;
-    - the phase switches: phase one ends when its stepsize falls to the next
-      phase's starting value (the paper's continuity rule; for least squares,
-      when the window median of |r| stops falling by more than a factor
-      ``plateau``); batch phase two ends when the squared batch sub-gradient
-      norm falls to twice its value at beta*, 2 tau (1 - tau) d Cl / n.
+      (Q(tau+h) - Q(tau-h)) / 2h, h = min(0.1, tau/2, (1-tau)/2), on each full
+      window of ``window`` residuals (all residuals in storage mode). Residuals
+      are noise plus x'(beta - beta*), so the estimate is biased up by the
+      error: it is taken as is in phase one, then averaged over windows
+      (weight ``ema``) and capped at its value at the end of phase one, so
+      that a larger error never buys larger steps;
+    - the end of phase one (the paper: "once the error is at the noise
+      level"): the window median of |residual| falls while the error
+      dominates the residuals and levels off at the noise. A window makes
+      progress when its median is below ``plateau`` times the best so far;
+      ``patience`` windows in a row without progress end the phase. The same
+      test ends batch phase two, and in the last phase starts the average
+      (which so leaves out the transient). After that ("settled") only b0
+      still learns from the windows, from every fourth residual. With ``b0``
+      given, single mode instead uses the paper's continuity rule: phase one
+      ends when its stepsize falls to phase two's starting value.
 
     Parameters
     ----------
     eta0 : float or None
         First stepsize; None estimates it as above.
     eta0_scale : float or None
-        C in eta0 = C D0 / (d Cl); None: 2 (single), 1 (batch, storage), 0.5
-        (least squares, where eta0 = C / (d Cl)).
+        C in eta0 = C D0 / (d Cl tau*^2); None: 2 (single), 1 (batch, storage),
+        0.5 (least squares, where eta0 = C / (d Cl)).
     decay : float or None
-        Geometric rate: single (1 - decay/d), default 0.5 (Section 3.1); batch and
-        storage (1 - decay), default 0.1.
+        Geometric rate: single (1 - decay/(d tau*^2)), default 0.5 (Section 3.1);
+        batch and storage (1 - decay), default 0.1.
     Ca, Cb : float or None
         Last-phase constants; None: Ca = 20, Cb = 30 (Section 3.1) for the check
         loss, Ca = 2 for least squares (Cb is then set by continuity).
@@ -201,15 +211,19 @@ class StatisticalSchedule(Schedule):
     n_warmup : int
         Single-sample warm-up length.
     window : int or None
-        Residual window (single mode); None: max(256, 2 d).
+        Residual window (single and batch modes); None: max(64, 2.5 d).
     eta_const : float
         Batch/storage phase-two constant, in units of b0 / Cl.
     avg_power : float
         Decay exponent of the last phase when averaging, in (1/2, 1].
     plateau : float
-        Least squares phase-one end test, in (0, 1).
+        Progress threshold of the plateau test, in (0, 1).
+    patience : int
+        Windows without progress that make a plateau.
     ema : float
-        Weight of a new window's b0 estimate in phase two, in (0, 1].
+        Weight of a new window's b0 estimate after phase one, in (0, 1].
+    C0 : float
+        Batch-size constant of Theorem 5 for the constant phase.
 
     Examples
     --------
