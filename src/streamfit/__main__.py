@@ -3,15 +3,17 @@ print their tables.
 
     python -m streamfit            # the quick run (about a minute)
     python -m streamfit --full     # the paper's sizes and 50 replications
+    python -m streamfit --plots out/   # also save Figure 4's curves (needs matplotlib)
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 from .experiments import (format_table, least_squares_comparison, offline_comparison,
-                          stepsize_comparison)
+                          plot_paths, stepsize_comparison, stepsize_paths)
 
 EXPERIMENTS = ("stepsizes", "offline", "least-squares")
 
@@ -26,6 +28,9 @@ def main(argv=None):
                         help="replications per setting (default 2 quick, 50 full)")
     parser.add_argument("--only", choices=EXPERIMENTS, action="append",
                         help="run only this experiment (repeatable)")
+    parser.add_argument("--plots", metavar="DIR", default=None,
+                        help="save Figure 4's error curves as PNG files in DIR "
+                             "(needs matplotlib: pip install 'streamfit[plot]')")
     args = parser.parse_args(argv)
     n_seeds = args.seeds or (50 if args.full else 2)
     seeds = tuple(range(n_seeds))
@@ -39,6 +44,13 @@ def main(argv=None):
         print(format_table(table, "Figure 4 -- final relative error ||b - b*|| / ||b*||, "
                                   "d = 100, T = 1e5, t_1.1 noise, tau = 0.5, beta_0 = 0; "
                                   "best_* = best point of a 16-point grid (in hindsight)"))
+        if args.plots:
+            os.makedirs(args.plots, exist_ok=True)
+            for snr in (20.0, 200.0):
+                paths = stepsize_paths(snr=snr)
+                out = os.path.join(args.plots, f"figure4_snr{int(snr)}.png")
+                plot_paths(paths, out, f"Figure 4: d = 100, t_1.1 noise, SNR {snr:g}")
+                print(f"saved {out}")
         print(f"[{time.perf_counter() - t0:.1f} s]\n")
     if "offline" in todo:
         t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """The paper experiments, one function each; ``python -m streamfit`` runs them."""
 from .quantile import (format_table, least_squares_comparison, offline_comparison,
-                       stepsize_comparison)
+                       plot_paths, stepsize_comparison, stepsize_paths)
 
-__all__ = ["stepsize_comparison", "offline_comparison", "least_squares_comparison",
-           "format_table"]
+__all__ = ["stepsize_comparison", "stepsize_paths", "offline_comparison",
+           "least_squares_comparison", "format_table", "plot_paths"]

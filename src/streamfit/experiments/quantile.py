@@ -16,8 +16,9 @@ from ..quantile import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
 from ..schedules import ConstantSchedule, InverseTimeSchedule
 from ..simulate import make_linear_stream
 
-__all__ = ["stepsize_comparison", "offline_comparison", "least_squares_comparison",
-           "format_table", "CONSTANT_GRID", "INVERSE_TIME_GRID"]
+__all__ = ["stepsize_comparison", "stepsize_paths", "offline_comparison",
+           "least_squares_comparison", "format_table", "plot_paths", "CONSTANT_GRID",
+           "INVERSE_TIME_GRID"]
 
 # Log-spaced grids, 3 points a decade, wide enough that the best point is
 # inside for both signal-to-noise ratios (unit-variance features).
@@ -76,6 +77,65 @@ def stepsize_comparison(n_samples=100_000, n_features=100, *, snrs=(20.0, 200.0)
             for k, v in row.items():
                 table[k].append(v)
     return table
+
+
+def error_path(est, X, y, beta, checkpoints):
+    """Relative error of ``est`` after each checkpoint (rows seen), fed as a
+    stream in blocks; inf from the point where it diverges."""
+    out, start = [], 0
+    for c in checkpoints:
+        try:
+            est.partial_fit(X[start:c], y[start:c])
+            out.append(_relerr(est.coef_, beta))
+        except FloatingPointError:
+            out.extend([float("inf")] * (len(checkpoints) - len(out)))
+            break
+        start = c
+    return out
+
+
+def stepsize_paths(n_samples=100_000, n_features=100, *, snr=20.0, tau=0.5, seed=0,
+                   constant_eta=None, inverse_time_c=None, n_points=40):
+    """Figure 4's curves: relative error against t for the statistical
+    schedule (plain and averaged), a constant stepsize and c/(t+1). The
+    comparators' constants default to the best of their grids at this size
+    (from :func:`stepsize_comparison` on the same data)."""
+    if constant_eta is None or inverse_time_c is None:
+        best = stepsize_comparison(n_samples, n_features, snrs=(snr,), tau=tau, seeds=(seed,))
+        constant_eta = constant_eta or best["best_constant_eta"][0]
+        inverse_time_c = inverse_time_c or best["best_inverse_time_c"][0]
+    X, y, beta = make_linear_stream(n_samples, n_features, tau=tau, snr=snr, random_state=seed)
+    ts = np.unique(np.geomspace(n_features, n_samples, n_points).astype(int))
+    make = lambda **kw: OnlineQuantileRegressor(tau, fit_intercept=False, **kw)  # noqa: E731
+    return {
+        "t": ts.tolist(),
+        "statistical": error_path(make(), X, y, beta, ts),
+        "statistical_avg": error_path(make(average=True), X, y, beta, ts),
+        f"constant({constant_eta:.2g})": error_path(
+            make(schedule=ConstantSchedule(constant_eta)), X, y, beta, ts),
+        f"c/(t+1), c={inverse_time_c:.3g}": error_path(
+            make(schedule=InverseTimeSchedule(inverse_time_c)), X, y, beta, ts),
+    }
+
+
+def plot_paths(table, path, title):
+    """Save a log-log plot of a paths table (column "t" against the others);
+    needs matplotlib (``pip install 'streamfit[plot]'``)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, values in table.items():
+        if name != "t":
+            ax.loglog(table["t"], values, label=name)
+    ax.set_xlabel("t (samples)")
+    ax.set_ylabel("relative error")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def offline_comparison(sizes=(20_000, 50_000), n_features=100, *, taus=(0.25, 0.75),
@@ -157,14 +217,8 @@ def least_squares_comparison(n_samples=100_000, n_features=100, *, noises=("gaus
                         OnlineLeastSquaresRegressor(fit_intercept=False),
                         OnlineLeastSquaresRegressor(fit_intercept=False, average=True))
                 for name, est in zip(names, ests):
-                    start = 0
-                    for c in checkpoints:
-                        try:
-                            est.partial_fit(X[start:c], y[start:c])
-                            res[name][c].append(_relerr(est.coef_, beta))
-                        except FloatingPointError:
-                            res[name][c].append(float("inf"))
-                        start = c
+                    for c, err in zip(checkpoints, error_path(est, X, y, beta, checkpoints)):
+                        res[name][c].append(err)
             for c in checkpoints:
                 table["noise"].append(noise)
                 table["E|xi|"].append(level)
