@@ -1,7 +1,7 @@
 # The one door to BLAS/LAPACK: every kernel calls these wrappers, nothing else
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
-from scipy.linalg.cython_blas cimport ddot, daxpy, dscal, dgemv, dnrm2
+from scipy.linalg.cython_blas cimport ddot, daxpy, dgemv
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -17,17 +17,6 @@ cdef inline void axpy(blas_int n, double a, const double *x, double *y) noexcept
     # y += a * x
     cdef blas_int one = 1
     daxpy(&n, &a, <double *> x, &one, y, &one)
-
-
-cdef inline void scal(blas_int n, double a, double *x) noexcept nogil:
-    # x *= a
-    cdef blas_int one = 1
-    dscal(&n, &a, x, &one)
-
-
-cdef inline double nrm2(blas_int n, const double *x) noexcept nogil:
-    cdef blas_int one = 1
-    return dnrm2(&n, <double *> x, &one)
 
 
 cdef inline void gemv_rows(blas_int m, blas_int n, double alpha, const double *A,

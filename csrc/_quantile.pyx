@@ -6,12 +6,12 @@
 # estimator pickles as plain NumPy arrays and resumes bit-identically.
 #
 # Paper: Shen, Xia & Zhou, "Online Quantile Regression", JMLR 26 (2025).
-from libc.math cimport fabs, sqrt, pow, isnan, NAN
+from libc.math cimport fabs, pow, isnan, NAN
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from _blas cimport dot, axpy, gemv_rows, gemv_rows_t
+from _blas cimport blas_int, dot, axpy, gemv_rows, gemv_rows_t
 
 cdef extern from "_dense.h" nogil:
     double sf_dot(Py_ssize_t n, const double *x, const double *w)
@@ -26,7 +26,7 @@ STATE_FIELDS = (
     "t", "n_seen", "intercept", "intercept_avg", "loss", "phase", "eta_geo",
     "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq", "fill", "n_avg",
     "min_med", "last_eta", "eta_start", "n_windows", "avg_on", "n_flat", "b0_cap",
-    "block", "k_pow", "eta_pow",
+    "block", "k_pow", "eta_pow", "cu",
 )
 PARAM_FIELDS = (
     "tau", "loss", "kind", "c", "eta0", "eta0_scale", "decay", "Ca", "Cb",
@@ -55,6 +55,7 @@ cpdef enum:
     ERR_NOMEM = -1
     ERR_NONFINITE = -2      # the iterate diverged
     ERR_BADINPUT = -3       # a row whose residual is not finite (NaN/inf in X or y)
+    ERR_WINDOW = -4         # the caller's window buffer is too small for the block
 
 cdef enum:
     SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
@@ -89,6 +90,7 @@ cdef struct SGDState:
     double block          # rows per update of the last block update
     double k_pow          # last-phase step index of the cached eta_pow (-1: none)
     double eta_pow        # cached eta_start (1 + k / scale)^-avg_power
+    double cu             # largest eigenvalue of E[x x'] (batch / storage modes)
 
 
 cdef struct SGDParams:
@@ -150,6 +152,21 @@ cdef double median_abs(const double *r, Py_ssize_t n, double *work) noexcept nog
     for i in range(n):
         work[i] = fabs(r[i])
     return select_kth(work, n, n // 2)
+
+
+cdef double error_scale(const double *r, Py_ssize_t n, double *work) noexcept nogil:
+    # D0 = median |r| / 0.6745, the standard deviation of x'(beta_0 - beta*)
+    # when it dominates; with more than half the residuals exactly 0 (e.g.
+    # zero-inflated y) the mean |r| stands in, and 1 if all are 0.
+    cdef Py_ssize_t i
+    cdef double d0 = median_abs(r, n, work) * INV_MAD, acc = 0.0
+    if d0 > 0:
+        return d0
+    for i in range(n):
+        acc += fabs(r[i])
+    if acc > 0:
+        return acc / n * 1.2533141373155003     # sqrt(pi / 2) mean |r|
+    return 1.0
 
 
 cdef double sparsity(const double *r, Py_ssize_t n, double tau, double *work) noexcept nogil:
@@ -259,16 +276,73 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     return s.eta_start * scale / (scale + k)
 
 
+cdef double top_eigenvalue(const double *X, Py_ssize_t m, Py_ssize_t d,
+                           bint fit_b) noexcept nogil:
+    # Largest eigenvalue of [X 1]'[X 1] / m (the 1 column with an intercept) by
+    # 30 power iterations from the all-ones vector: once, at the first update.
+    # Returns -1 if it cannot allocate its scratch space.
+    cdef Py_ssize_t i, j, it
+    cdef double lam = -1.0, nv, vb = 1.0, sb, nold
+    cdef double *u = <double *> malloc((m + 2 * d) * sizeof(double))
+    cdef double *v
+    cdef double *av
+    if u == NULL:
+        return -1.0
+    v = u + m
+    av = v + d
+    for j in range(d):
+        v[j] = 1.0
+    if not fit_b:
+        vb = 0.0
+    for it in range(30):
+        nold = vb * vb + dot(d, v, v)
+        # u = X v + vb 1;  av = X' u / m;  sb = 1' u / m
+        for i in range(m):
+            u[i] = vb
+        gemv_rows(<blas_int> m, <blas_int> d, 1.0, X, v, 1.0, u)
+        gemv_rows_t(<blas_int> m, <blas_int> d, 1.0 / m, X, u, 0.0, av)
+        sb = 0.0
+        if fit_b:
+            for i in range(m):
+                sb += u[i]
+            sb /= m
+        nv = sb * sb + dot(d, av, av)
+        if not (nv > 0 and nold > 0):
+            break
+        lam = (nv / nold) ** 0.5          # ||A v|| / ||v|| -> lambda_max
+        nv = nv ** 0.5
+        for j in range(d):
+            v[j] = av[j] / nv
+        vb = sb / nv
+    free(u)
+    return lam
+
+
+cdef inline double block_ratio(const SGDState *s, Py_ssize_t d) noexcept nogil:
+    # min(1, rows per update / d). The batch schedules are written for blocks
+    # of at least ~d rows; a block of m < d rows is m single-sample steps
+    # rolled into one, so its stepsizes and decay shrink by m / d (at m = 1,
+    # single-sample scales).
+    return s.block / d if s.block < d else 1.0
+
+
 cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
                                    Py_ssize_t d, double phase) noexcept nogil:
+    cdef double const
     # Stepsize at the start of phase 2 or 3, from the current sparsity estimate.
     if p.loss == LOSS_SQUARED:
         return s.eta_geo                              # continuous at t1
     if p.mode == MODE_SINGLE:
         return s.b0 * p.Ca / (s.cl * p.Cb * d)        # (b0/Cl) Ca / (Cb d)
+    # Batch and storage: a step on a block's mean gradient is stable only
+    # below 2 / (f Cu), Cu the block's top eigenvalue (the paper's
+    # (Cl / Cu^2) b1^2 / b0 scale; for blocks of m < d rows Cu grows like
+    # ||x||^2 / m, which covers the small block), and the 1/t phase starts
+    # no higher than the constant phase.
+    const = p.eta_const * s.b0 / s.cu
     if phase == 2:
-        return p.eta_const * s.b0 / s.cl              # batch / storage constant
-    return p.Ca * s.b0 / (s.cl * p.Cb)                # batch phase three
+        return const
+    return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
 
 
 cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
@@ -295,7 +369,9 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     flat = s.n_flat >= p.patience
     if p.loss == LOSS_CHECK and isnan(p.b0):
         est = sparsity(r, n, p.tau, work)
-        if est > 0:
+        # ties at the quantile (exact fits, discrete y) give a 0 spacing: such
+        # a window says nothing about the density
+        if est > 1e-9 * s.d0:
             if s.phase >= 2 and p.mode != MODE_STORAGE:    # storage: all data, no need
                 s.b0 += p.ema * (est - s.b0)
             else:
@@ -345,10 +421,10 @@ cdef void warmup_done(SGDState *s, const SGDParams *p, double *win, double *work
         s.cl = 1.0
     s.min_med = median_abs(win, n, work)
     if p.loss == LOSS_CHECK:
-        s.d0 = s.min_med * INV_MAD
+        s.d0 = error_scale(win, n, work)
         s.b0 = p.b0 if not isnan(p.b0) else sparsity(win, n, p.tau, work)
-        if not (s.b0 > 0):
-            s.b0 = s.d0 if s.d0 > 0 else 1.0
+        if not (s.b0 > 1e-9 * s.d0):
+            s.b0 = s.d0
         if not isnan(p.eta0):
             s.eta_geo = p.eta0
         else:
@@ -415,6 +491,8 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
     cdef Py_ssize_t bad = -1
     if n == 0:
         return OK, -1
+    if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
+        return ERR_WINDOW, -1
     work = <double *> malloc(wcap * sizeof(double))
     if work == NULL:
         return ERR_NOMEM, -1
@@ -492,11 +570,13 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef double gsum = 0.0, g, eta, dummy = 0.0
     cdef double inv_m = 1.0 / m
+    cdef const double *r0
+    cdef Py_ssize_t n0
     cdef int kind = <int> p.kind
     s.block = m
     # resid = y - X w - b
     memcpy(resid, y, m * sizeof(double))
-    gemv_rows(<int> m, <int> d, -1.0, X, w, 1.0, resid)
+    gemv_rows(<blas_int> m, <blas_int> d, -1.0, X, w, 1.0, resid)
     for i in range(m):
         resid[i] -= s.intercept
         if not (fabs(resid[i]) <= DBL_MAX):
@@ -509,27 +589,43 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
         work[i] = g * inv_m
         gsum += g * inv_m
     # grad = X^T (g / m)
-    gemv_rows_t(<int> m, <int> d, 1.0, X, work, 0.0, grad)
+    gemv_rows_t(<blas_int> m, <blas_int> d, 1.0, X, work, 0.0, grad)
 
     if kind == KIND_STATISTICAL:
         if s.phase == 0:
-            # first block: Cl, D0 and eta0 from it
-            s.sumsq = 0
+            # warm-up: Cl, D0 and b0 from the first n_warmup rows (all rows
+            # in storage mode); blocks before that are scored, not learnt from
             for i in range(m):
-                s.sumsq += dot(d, &X[i * d], &X[i * d])
-            s.n_sumsq = m
-            s.cl = (s.sumsq + (m if fit_b else 0)) / (m * <double> da)
+                s.sumsq += dot(d, &X[i * d], &X[i * d]) + (1.0 if fit_b else 0.0)
+            s.n_sumsq += m
+            if p.mode == MODE_STORAGE:
+                r0 = resid
+                n0 = m
+            else:
+                memcpy(win + <Py_ssize_t> s.fill, resid, m * sizeof(double))
+                s.fill += m
+                if s.fill < p.n_warmup:
+                    return -1
+                r0 = win
+                n0 = <Py_ssize_t> s.fill
+                s.fill = 0
+            s.cl = s.sumsq / (s.n_sumsq * <double> da)
             if not (s.cl > 0):
                 s.cl = 1.0
-            s.d0 = median_abs(resid, m, work) * INV_MAD
-            s.b0 = p.b0 if not isnan(p.b0) else sparsity(resid, m, p.tau, work)
-            if not (s.b0 > 0):
-                s.b0 = s.d0 if s.d0 > 0 else 1.0
-            s.eta_geo = p.eta0_scale * s.d0 / s.cl if isnan(p.eta0) else p.eta0
+            s.cu = top_eigenvalue(X, m, d, fit_b)
+            if not (s.cu >= s.cl):
+                s.cu = s.cl
+            s.d0 = error_scale(r0, n0, work)
+            s.min_med = s.d0 / INV_MAD
+            s.b0 = p.b0 if not isnan(p.b0) else sparsity(r0, n0, p.tau, work)
+            if not (s.b0 > 1e-9 * s.d0):
+                s.b0 = s.d0
+            s.eta_geo = p.eta0_scale * s.d0 * block_ratio(s, da) / s.cl \
+                if isnan(p.eta0) else p.eta0
             if not (s.eta_geo > 0):
                 s.eta_geo = 1e-12
             s.phase = 1
-        if p.mode == MODE_STORAGE:
+        elif p.mode == MODE_STORAGE:
             # all residuals at the current iterate form the window
             window_done(s, p, resid, m, work, da)
         else:
@@ -540,7 +636,7 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
             eta = s.eta_geo
             if eta > phase_start_eta(s, p, da, 2):
                 eta = phase_start_eta(s, p, da, 2)
-            s.eta_geo *= 1.0 - p.decay
+            s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
             if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
                 s.b0_cap = s.b0
                 start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
@@ -548,7 +644,7 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
         elif s.phase == 2:
             eta = s.eta_start
         else:
-            eta = last_phase_eta(s, p, p.Cb)
+            eta = last_phase_eta(s, p, p.Cb / block_ratio(s, da))
     elif kind == KIND_CONSTANT:
         eta = p.c
     elif kind == KIND_INVERSE_TIME:
@@ -556,7 +652,7 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
     else:
         eta = eta_user
     # w -= eta * grad
-    axpy(<int> d, -eta, grad, w)
+    axpy(<blas_int> d, -eta, grad, w)
     if fit_b:
         s.intercept -= eta * gsum
     s.t += 1
@@ -572,7 +668,8 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     """One update per consecutive block of ``block`` rows (batch mode).
 
     ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
-    ``params.window + block`` values. Returns (code, row) as ``sgd_single``.
+    max(window fill, n_warmup, params.window) + block values (checked).
+    Returns (code, row) as ``sgd_single``.
     """
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb
     cdef SGDState *s = <SGDState *> &state[0]
@@ -583,6 +680,10 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     cdef Py_ssize_t bad = -1
     if n == 0:
         return OK, -1
+    if block < 1 or n % block != 0 or \
+            <Py_ssize_t> s.fill + block > window.shape[0] or \
+            <Py_ssize_t> p.n_warmup + block > window.shape[0]:
+        return ERR_WINDOW, -1
     nb = n // block
     resid = <double *> malloc(block * sizeof(double))
     # work holds a block's gradient weights or a window's order statistics
@@ -644,4 +745,4 @@ def predict(const double[:, ::1] X, const double[::1] w, double intercept,
     with nogil:
         for i in range(n):
             out[i] = intercept
-        gemv_rows(<int> n, <int> d, 1.0, &X[0, 0], &w[0], 1.0, &out[0])
+        gemv_rows(<blas_int> n, <blas_int> d, 1.0, &X[0, 0], &w[0], 1.0, &out[0])

@@ -38,7 +38,12 @@ class BaseEstimator:
             else:
                 setattr(self, name, value)
         for name, sub_params in nested.items():
-            getattr(self, name).set_params(**sub_params)
+            target = getattr(self, name)
+            if not hasattr(target, "set_params"):
+                raise ValueError(f"{name}__... parameters need {name} to be an object with "
+                                 f"parameters, got {target!r}; pass e.g. "
+                                 f"{name}=StatisticalSchedule(...) instead")
+            target.set_params(**sub_params)
         return self
 
     def __repr__(self):

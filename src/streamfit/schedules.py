@@ -145,14 +145,19 @@ class StatisticalSchedule(Schedule):
 
     - ``mode="single"`` (Theorem 1): geometric, eta_t = (1 - decay/(d tau*^2))^t
       eta0, then eta_t = (b0 / Cl) Ca / (t - t1 + Cb d).
-    - ``mode="batch"`` (Theorem 5): geometric eta_t = (1 - decay)^t eta0 (capped
-      at b0 / Cl), then the constant eta_const b0 / Cl, then
-      (b0 / Cl) Ca / (t - t2 + Cb). Theorem 5 needs batches of at least
-      C0 tau*^2 d / 4 rows for the constant phase; smaller batches go from phase
-      one straight to the 1/t phase (the constant step's one-batch error
-      b0 sqrt(tau (1 - tau) d / n) would exceed phase one's).
-    - ``mode="storage"`` (Theorem 8): geometric (capped at b0 / Cl), then the
-      constant eta_const b0 / Cl.
+    - ``mode="batch"`` (Theorem 5): geometric eta_t = (1 - decay)^t eta0, then
+      the constant eta_const b0 / Cu, then (b0 / Cl) Ca / (t - t2 + Cb), never
+      above the constant. Theorem 5 needs batches of at least C0 tau*^2 d / 4
+      rows for the constant phase; smaller batches go from phase one straight
+      to the 1/t phase (the constant step's one-batch error
+      b0 sqrt(tau (1 - tau) d / n) would exceed phase one's). Blocks of m < d
+      rows are m single-sample steps in one: eta0, the decay and the 1/t
+      phase's Ca / Cb scale by m / d (Cb by d / m).
+    - ``mode="storage"`` (Theorem 8): geometric, then the constant
+      eta_const b0 / Cu.
+    - In both, no step exceeds the constant phase's: a step on a block's mean
+      gradient is stable only below 2 / (f Cu), with Cu the block's largest
+      eigenvalue of E[x x'] (the paper's Cl / Cu^2 scaling).
     - least squares (Section 3.1): constant eta0 = eta0_scale / (d Cl), then
       Ca / (Cl (t - t1) + Ca / eta0), continuous at t1.
 
@@ -165,31 +170,36 @@ class StatisticalSchedule(Schedule):
     giving the constant):
 
     - ``Cl``: the mean eigenvalue of E[x x'], mean ||x||^2 / d over the
-      warm-up (single) or the first batch;
+      warm-up: the first ``n_warmup`` rows (single, batch; blocks that end
+      before it only warm up, with no update) or the first call (storage);
+      ``Cu`` (batch, storage): the largest eigenvalue, by power iteration
+      on the block that ends the warm-up;
     - ``eta0`` = eta0_scale * D0 / (d Cl tau*^2) (single) or eta0_scale * D0 / Cl
       (batch, storage), with D0 = median |y - x'beta_0| / 0.6745: for
       ||beta_0 - beta*|| large, x'(beta_0 - beta*) is nearly Gaussian, so this
       is its standard deviation, ||beta_0 - beta*||_Sigma. The median, not the
-      mean, because the noise may have no mean to speak of (t_1.1). Single
-      mode takes no updates during the first ``n_warmup`` samples: they are
-      scored and used for these estimates only;
+      mean, because the noise may have no mean to speak of (t_1.1); if more
+      than half the residuals are exactly 0 the mean stands in;
     - ``b0``: Koenker's sparsity 1/f(Q(tau)), by Siddiqui's difference quotient
       (Q(tau+h) - Q(tau-h)) / 2h, h = min(0.1, tau/2, (1-tau)/2), on each full
       window of ``window`` residuals (all residuals in storage mode). Residuals
       are noise plus x'(beta - beta*), so the estimate is biased up by the
       error: it is taken as is in phase one, then averaged over windows
-      (weight ``ema``) and capped at its value at the end of phase one, so
-      that a larger error never buys larger steps;
+      (weight ``ema``; storage mode takes each step's estimate on all data)
+      and capped at its value at the end of phase one, so that a larger error
+      never buys larger steps;
     - the end of phase one (the paper: "once the error is at the noise
       level"): the window median of |residual| falls while the error
       dominates the residuals and levels off at the noise. A window makes
       progress when its median is below ``plateau`` times the best so far;
       ``patience`` windows in a row without progress end the phase. The same
-      test ends batch phase two, and in the last phase starts the average
-      (which so leaves out the transient). After that ("settled") only b0
-      still learns from the windows, from every fourth residual. With ``b0``
-      given, single mode instead uses the paper's continuity rule: phase one
-      ends when its stepsize falls to phase two's starting value.
+      test ends batch phase two, and in the last phase of single and storage
+      modes starts the average (which so leaves out the transient; batch mode
+      averages from the start of phase three, itself reached by a plateau).
+      Once settled, single mode fills its windows with every fourth residual
+      (only b0 still learns from them). With ``b0`` given, single mode uses
+      the paper's continuity rule instead: phase one ends when its stepsize
+      falls to phase two's starting value.
 
     Parameters
     ----------
@@ -213,7 +223,8 @@ class StatisticalSchedule(Schedule):
     window : int or None
         Residual window (single and batch modes); None: max(64, 2.5 d).
     eta_const : float
-        Batch/storage phase-two constant, in units of b0 / Cl.
+        Batch/storage phase-two constant, in units of b0 / Cu; the default
+        0.5, half a Newton step, is stable for b0 estimates up to 4x too large.
     avg_power : float
         Decay exponent of the last phase when averaging, in (1/2, 1].
     plateau : float
@@ -227,6 +238,7 @@ class StatisticalSchedule(Schedule):
 
     Examples
     --------
+    >>> import numpy as np
     >>> from streamfit import OnlineQuantileRegressor
     >>> from streamfit.schedules import StatisticalSchedule
     >>> from streamfit.simulate import make_linear_stream
@@ -240,7 +252,7 @@ class StatisticalSchedule(Schedule):
     _kind = _k.KIND_STATISTICAL
 
     def __init__(self, *, eta0=None, eta0_scale=None, decay=None, Ca=None, Cb=None,
-                 b0=None, t_switch=None, n_warmup=50, window=None, eta_const=1.0,
+                 b0=None, t_switch=None, n_warmup=50, window=None, eta_const=0.5,
                  avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3, C0=10.0):
         self.eta0 = eta0
         self.eta0_scale = eta0_scale

@@ -74,6 +74,7 @@ def make_linear_stream(n_samples, n_features, *, tau=0.5, noise="t", df=1.1, snr
 
     Examples
     --------
+    >>> import numpy as np
     >>> from streamfit.simulate import make_linear_stream
     >>> X, y, beta = make_linear_stream(1000, 5, tau=0.25, random_state=0)
     >>> X.shape, y.shape, round(float(np.linalg.norm(beta)), 2)

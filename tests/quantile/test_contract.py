@@ -504,3 +504,17 @@ def test_finite_results(make, stream):
     est = make().fit(X, y)
     assert np.isfinite(est.coef_).all() and math.isfinite(est.intercept_)
     assert math.isfinite(est.cumulative_loss_) and est.n_samples_seen_ == 400
+
+
+def test_window_shrunk_mid_stream_with_larger_batches_is_safe():
+    # the residual window keeps what it holds when `window` is lowered; the
+    # buffer must still take the next (larger) block (once a heap overflow)
+    from streamfit.schedules import StatisticalSchedule
+    from streamfit.simulate import make_linear_stream
+    X, y, beta = make_linear_stream(12_000, 5, random_state=0)
+    est = OnlineQuantileRegressor(mode="batch", batch_size=10,
+                                  schedule=StatisticalSchedule(window=4000))
+    est.partial_fit(X[:3990], y[:3990])
+    est.set_params(schedule__window=16, batch_size=8000)
+    est.partial_fit(X[3990:11990], y[3990:11990])
+    assert np.isfinite(est.coef_).all() and est.n_samples_seen_ == 11990

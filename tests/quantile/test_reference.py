@@ -56,6 +56,33 @@ def sparsity(r, tau):
     return (part[khi] - part[klo]) * n / (khi - klo)
 
 
+def error_scale(r):
+    # D0: median |r| / 0.6745; the mean |r| sqrt(pi / 2) if that is 0; else 1
+    d0 = median_abs(r) * INV_MAD
+    if d0 > 0:
+        return d0
+    acc = float(np.sum(np.abs(r)))
+    return acc / len(r) * 1.2533141373155003 if acc > 0 else 1.0
+
+
+def top_eigenvalue(X, fit_intercept):
+    # 30 power iterations on [X 1]'[X 1] / m from the all-ones vector
+    m, d = X.shape
+    v, vb, lam = np.ones(d), 1.0 if fit_intercept else 0.0, -1.0
+    for _ in range(30):
+        nold = vb * vb + v @ v
+        u = X @ v + vb
+        av = X.T @ u / m
+        sb = u.sum() / m if fit_intercept else 0.0
+        nv = sb * sb + av @ av
+        if not (nv > 0 and nold > 0):
+            break
+        lam = (nv / nold) ** 0.5
+        nv = nv ** 0.5
+        v, vb = av / nv, sb / nv
+    return lam
+
+
 def tau_star2(tau):
     ts = tau if tau > 0.5 else 1.0 - tau
     return 4.0 * ts * ts
@@ -104,7 +131,7 @@ class Reference:
             t=0.0, n_seen=0.0, intercept=0.0, intercept_avg=0.0, loss=0.0, phase=0.0,
             eta_geo=0.0, t_switch=0.0, d0=0.0, b0=0.0, cl=0.0, sumsq=0.0, n_sumsq=0.0,
             n_avg=0.0, min_med=0.0, last_eta=0.0, eta_start=0.0, n_windows=0.0,
-            avg_on=0.0, n_flat=0.0, b0_cap=0.0, block=0.0, k_pow=0.0, eta_pow=0.0)
+            avg_on=0.0, n_flat=0.0, b0_cap=0.0, block=0.0, k_pow=0.0, eta_pow=0.0, cu=0.0)
         self.win = []                               # residuals of the current window
         self.pending_X, self.pending_y = np.zeros((0, d)), np.zeros(0)
         self.store_X, self.store_y = np.zeros((0, d)), np.zeros(0)
@@ -177,9 +204,13 @@ class Reference:
             return s.eta_geo
         if p.mode == "single":
             return s.b0 * p.Ca / (s.cl * p.Cb * self.da)
+        const = p.eta_const * s.b0 / s.cu
         if phase == 2:
-            return p.eta_const * s.b0 / s.cl
-        return p.Ca * s.b0 / (s.cl * p.Cb)
+            return const
+        return min(const, p.Ca * s.b0 * self.block_ratio() / (s.cl * p.Cb))
+
+    def block_ratio(self):
+        return self.s.block / self.da if self.s.block < self.da else 1.0
 
     def window_done(self, r):
         s, p = self.s, self.p
@@ -196,7 +227,7 @@ class Reference:
             self.events.add("plateau")
         if not p.squared and math.isnan(p.b0):
             est = sparsity(r, p.tau)
-            if est > 0:
+            if est > 1e-9 * s.d0:
                 if s.phase >= 2 and p.mode != "storage":
                     self.events.add("b0 ema")
                     s.b0 += p.ema * (est - s.b0)
@@ -231,10 +262,10 @@ class Reference:
             s.cl = 1.0
         s.min_med = median_abs(win)
         if not p.squared:
-            s.d0 = s.min_med * INV_MAD
+            s.d0 = error_scale(win)
             s.b0 = sparsity(win, p.tau) if math.isnan(p.b0) else p.b0
-            if not s.b0 > 0:
-                s.b0 = s.d0 if s.d0 > 0 else 1.0
+            if not s.b0 > 1e-9 * s.d0:
+                s.b0 = s.d0
             s.eta_geo = p.eta0_scale * s.d0 / (s.cl * da * tau_star2(p.tau)) \
                 if math.isnan(p.eta0) else p.eta0
         else:
@@ -313,23 +344,37 @@ class Reference:
         grad = X.T @ weights                            # X' g / m
         if p.kind == "statistical":
             if s.phase == 0:
+                # warm-up over the first n_warmup rows (all rows in storage mode)
                 self.events.add("first block")
-                s.sumsq = 0.0
                 for x in X:
-                    s.sumsq += x @ x
-                s.n_sumsq = float(m)
-                s.cl = (s.sumsq + (m if p.fit_intercept else 0)) / (m * self.da)
+                    s.sumsq += x @ x + (1.0 if p.fit_intercept else 0.0)
+                s.n_sumsq += m
+                if p.mode == "storage":
+                    r0 = resid
+                else:
+                    self.win.extend(resid)
+                    if len(self.win) < p.n_warmup:
+                        self.events.add("warm-up block")
+                        return
+                    r0 = np.array(self.win)
+                    self.win = []
+                s.cl = s.sumsq / (s.n_sumsq * self.da)
                 if not s.cl > 0:
                     s.cl = 1.0
-                s.d0 = median_abs(resid) * INV_MAD
-                s.b0 = sparsity(resid, p.tau) if math.isnan(p.b0) else p.b0
-                if not s.b0 > 0:
-                    s.b0 = s.d0 if s.d0 > 0 else 1.0
-                s.eta_geo = p.eta0_scale * s.d0 / s.cl if math.isnan(p.eta0) else p.eta0
+                s.cu = top_eigenvalue(X, p.fit_intercept)
+                if not s.cu >= s.cl:
+                    s.cu = s.cl
+                s.d0 = error_scale(r0)
+                s.min_med = s.d0 / INV_MAD
+                s.b0 = sparsity(r0, p.tau) if math.isnan(p.b0) else p.b0
+                if not s.b0 > 1e-9 * s.d0:
+                    s.b0 = s.d0
+                s.eta_geo = p.eta0_scale * s.d0 * self.block_ratio() / s.cl \
+                    if math.isnan(p.eta0) else p.eta0
                 if not s.eta_geo > 0:
                     s.eta_geo = 1e-12
                 s.phase = 1.0
-            if p.mode == "storage":
+            elif p.mode == "storage":
                 self.window_done(resid)                 # all residuals are the window
             else:
                 self.win.extend(resid)
@@ -341,7 +386,7 @@ class Reference:
                 eta = min(s.eta_geo, self.phase_start_eta(2))
                 if eta < s.eta_geo:
                     self.events.add("geometric capped")
-                s.eta_geo *= 1.0 - p.decay
+                s.eta_geo *= 1.0 - p.decay * self.block_ratio()
                 if not math.isnan(p.t_switch) and s.t + 1 >= p.t_switch:
                     s.b0_cap = s.b0
                     self.start_phase(2, self.phase_start_eta(2), False)
@@ -349,7 +394,7 @@ class Reference:
             elif s.phase == 2:
                 eta = s.eta_start
             else:
-                eta = self.last_phase_eta(p.Cb)
+                eta = self.last_phase_eta(p.Cb / self.block_ratio())
         elif p.kind == "constant":
             eta = p.c
         elif p.kind == "inverse_time":
@@ -594,7 +639,10 @@ def test_block_modes_match_reference(mode, schedule, average, fit_intercept):
         ref.partial_fit(X[a:b], y[a:b])
     assert_matches(est, ref)
     if mode == "batch":
-        assert est.n_samples_seen_ == len(y) and est.n_updates_ == len(y) // 24
+        # statistical: blocks that end before n_warmup = 50 rows only warm up
+        skipped = -(-50 // 24) - 1 if schedule == "statistical" else 0
+        assert est.n_samples_seen_ == len(y)
+        assert est.n_updates_ == len(y) // 24 - skipped
         # chunks or one call: the same blocks, bit-identical
         assert_identical(est, OnlineQuantileRegressor(**est.get_params(deep=False))
                          .partial_fit(X, y))

@@ -26,6 +26,7 @@ def offline_quantile_regression(X, y, tau=0.5, *, fit_intercept=False, method="h
 
     Examples
     --------
+    >>> import numpy as np
     >>> from streamfit import offline_quantile_regression
     >>> from streamfit.simulate import make_linear_stream
     >>> X, y, beta = make_linear_stream(500, 3, random_state=0)

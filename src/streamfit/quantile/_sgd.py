@@ -11,8 +11,8 @@ import numpy as np
 
 from .._base import BaseEstimator
 from .._kernels import _quantile as _k
-from .._validation import (check_fitted, check_matrix, check_n_features, check_scalar,
-                           check_vector)
+from .._validation import (check_fitted, check_matrix, check_n_features, check_random_state,
+                           check_scalar, check_vector)
 from ..schedules import Schedule, resolve_schedule
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
@@ -22,6 +22,7 @@ _PARAM = {name: i for i, name in enumerate(_k.PARAM_FIELDS)}
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _ERRORS = {
     _k.ERR_NOMEM: (MemoryError, "the kernel could not allocate its work space"),
+    _k.ERR_WINDOW: (RuntimeError, "internal error: residual window too small"),
     _k.ERR_NONFINITE: (FloatingPointError, "the iterate diverged (it is no longer finite); "
                        "the schedule's stepsizes are too large for this data. "
                        "The estimator was left as it was before this call"),
@@ -32,10 +33,10 @@ class _OnlineLinearSGD(BaseEstimator):
     """Shared state handling of the online linear estimators."""
 
     _loss = _k.LOSS_CHECK
+    # least squares has no tau, mode or batch_size parameters
     mode = "single"
     tau = 0.5
     batch_size = None
-    average = False
 
     # -- parameters ---------------------------------------------------------
     def _check_params(self):
@@ -47,6 +48,9 @@ class _OnlineLinearSGD(BaseEstimator):
         for name in ("average", "fit_intercept"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        random_state = getattr(self, "random_state", None)
+        if random_state is not None:
+            check_random_state(random_state)
         return resolve_schedule(self.schedule)
 
     def _params_vector(self, schedule, d):
@@ -54,7 +58,6 @@ class _OnlineLinearSGD(BaseEstimator):
         p[_PARAM["tau"]] = self.tau
         p[_PARAM["loss"]] = self._loss
         p[_PARAM["average"]] = float(bool(self.average))
-        p[_PARAM["avg_power"]] = 1.0
         p[_PARAM["fit_intercept"]] = float(bool(self.fit_intercept))
         p[_PARAM["mode"]] = _MODES[self.mode]
         if isinstance(schedule, Schedule):
@@ -67,9 +70,11 @@ class _OnlineLinearSGD(BaseEstimator):
 
     # -- state ----------------------------------------------------------------
     @staticmethod
-    def _window_size(params, block):
-        # the residual window plus room for one block (see push_residuals)
-        return int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]], 1)) + block
+    def _window_size(params, block, state):
+        # the residual window (or what it already holds, if the window was
+        # made smaller mid-stream) plus room for one block (push_residuals)
+        return int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]],
+                       state[_STATE["fill"]], 1)) + block + 1
 
     def _fresh_state(self, d):
         return {
@@ -115,8 +120,8 @@ class _OnlineLinearSGD(BaseEstimator):
     def _user_stepsizes(schedule, start, count):
         etas = np.ascontiguousarray(schedule.stepsizes(int(start), int(count)), dtype=np.float64)
         if etas.shape != (count,) or not (np.isfinite(etas).all() and (etas > 0).all()):
-            raise ValueError(f"schedule.stepsizes({start}, {count}) must return {count} finite, "
-                             f"positive stepsizes")
+            raise ValueError(f"schedule.stepsizes({int(start)}, {count}) must return {count} "
+                             f"finite, positive stepsizes")
         return etas
 
     # -- fitting --------------------------------------------------------------
@@ -203,7 +208,7 @@ class _OnlineLinearSGD(BaseEstimator):
         code, row, offset = 0, -1, 0
         if self.mode == "single":
             etas = self._user_stepsizes(schedule, t0, n) if user else np.zeros(0)
-            self._grow_window(new, self._window_size(params, 0))
+            self._grow_window(new, self._window_size(params, 0, st))
             code, row = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"],
                                       etas)
         elif self.mode == "batch":
@@ -221,7 +226,7 @@ class _OnlineLinearSGD(BaseEstimator):
             check_vector(ya[waiting:], ya.shape[0] - waiting, "y")
             etas = self._user_stepsizes(schedule, t0, n_full // block) if user and n_full \
                 else np.zeros(0)
-            self._grow_window(new, self._window_size(params, block))
+            self._grow_window(new, self._window_size(params, block, st))
             if n_full:
                 code, row = _k.sgd_blocks(Xa[:n_full], ya[:n_full], block, new["w"],
                                           new["wbar"], st, params, new["window"], etas)
@@ -377,9 +382,11 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
 
     The gradient of (y - x'beta)^2 / 2 is -(y - x'beta) x. The statistical
     schedule is the two-phase one the paper derives for least squares: a
-    constant eta = 0.5 / (d Cl) until the errors stop falling (window median
-    of |residual| no longer drops by 10%), then Ca / (Cl (t - t1) + Ca / eta),
-    an O(1/(t + d)) decay continuous at the switch.
+    constant eta = 0.5 / (d Cl) until the errors stop falling (the window
+    median of |residual| has not dropped 10% below its best for 3 windows),
+    then Ca / (Cl (t - t1) + Ca / eta), an O(1/(t + d)) decay continuous at
+    the switch. ``average=True`` (beyond the paper) averages the iterates
+    from the next plateau on, under a t^-2/3 decay.
 
     Parameters
     ----------
