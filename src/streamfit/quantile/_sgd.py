@@ -349,6 +349,13 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     coef_, intercept_, n_samples_seen_, n_updates_, cumulative_loss_,
     schedule_state_, n_features_in_
 
+    Notes
+    -----
+    The paper's stepsizes are scalars tuned to E[x x'] with eigenvalues in
+    [Cl, Cu] of one order: standardize features on very different scales,
+    or the small ones learn slowly (the schedule stays stable, it is not a
+    preconditioner). With an intercept, center the features too.
+
     Examples
     --------
     >>> import numpy as np
