@@ -56,6 +56,7 @@ cpdef enum:
     ERR_NONFINITE = -2      # the iterate diverged
     ERR_BADINPUT = -3       # a row whose residual is not finite (NaN/inf in X or y)
     ERR_WINDOW = -4         # the caller's window buffer is too small for the block
+    ERR_SCALE = -5          # ||x||^2 overflows: the features need rescaling
 
 cdef enum:
     SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
@@ -524,6 +525,9 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
                     s.n_sumsq += 1
                     if s.fill >= p.n_warmup:
                         warmup_done(s, p, win, work, da)
+                        if not (s.cl <= DBL_MAX):
+                            bad = -2
+                            break
                     continue
                 if s.fill >= p.window:
                     window_done(s, p, win, <Py_ssize_t> s.fill, work, da)
@@ -548,6 +552,8 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
             if avg and (s.avg_on != 0 or not stat):
                 average_step(d, &w[0], &wbar[0], s)
     free(work)
+    if bad == -2:
+        return ERR_SCALE, -1
     if bad >= 0:
         return ERR_BADINPUT, bad
     return check_finite(&w[0], d, s), -1
@@ -564,7 +570,8 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
                        double *work) noexcept nogil:
     # One update on rows [0, m); rows >= score_from are new: they add to the
     # prequential loss and (batch mode) to the residual window. Returns -1, or
-    # the first row whose residual is not finite (nothing is updated then).
+    # the first row whose residual is not finite, or -2 if ||x||^2 overflows
+    # (nothing is updated then).
     cdef Py_ssize_t i
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
@@ -610,6 +617,8 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
                 n0 = <Py_ssize_t> s.fill
                 s.fill = 0
             s.cl = s.sumsq / (s.n_sumsq * <double> da)
+            if not (s.cl <= DBL_MAX):
+                return -2             # ||x||^2 overflows: nothing updated
             if not (s.cl > 0):
                 s.cl = 1.0
             s.cu = top_eigenvalue(X, m, d, fit_b)
@@ -697,10 +706,14 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
             bad = block_step(&X[b * block, 0], &y[b * block], block, d, 0, &w[0], &wbar[0],
                              s, p, etas[b] if etas.shape[0] > b else 0.0, &window[0],
                              resid, grad, work)
+            if bad == -2:
+                break
             if bad >= 0:
                 bad += b * block
                 break
     free(resid); free(work); free(grad)
+    if bad == -2:
+        return ERR_SCALE, -1
     if bad >= 0:
         return ERR_BADINPUT, bad
     return check_finite(&w[0], d, s), -1
@@ -731,6 +744,8 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, Py_ssize_t score_fr
         bad = block_step(&X[0, 0], &y[0], n, d, score_from, &w[0], &wbar[0], s, p,
                          eta_user, NULL, resid, grad, work)
     free(resid); free(work); free(grad)
+    if bad == -2:
+        return ERR_SCALE, -1
     if bad >= 0:
         return ERR_BADINPUT, bad
     return check_finite(&w[0], d, s), -1

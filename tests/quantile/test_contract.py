@@ -518,3 +518,16 @@ def test_window_shrunk_mid_stream_with_larger_batches_is_safe():
     est.set_params(schedule__window=16, batch_size=8000)
     est.partial_fit(X[3990:11990], y[3990:11990])
     assert np.isfinite(est.coef_).all() and est.n_samples_seen_ == 11990
+
+
+@pytest.mark.parametrize("mode", ["single", "batch", "storage"])
+def test_features_too_large_for_float64_are_rejected(mode):
+    # ||x||^2 overflows: the statistical schedule's scale is inf, which would
+    # silently freeze learning; it is reported instead, state unchanged
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 4)) * 1e160
+    y = rng.standard_normal(400)
+    est = OnlineQuantileRegressor(mode=mode, batch_size=100)
+    with pytest.raises(ValueError, match="X is too large"):
+        est.fit(X, y)
+    assert not hasattr(est, "n_features_in_")

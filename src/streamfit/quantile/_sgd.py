@@ -23,6 +23,8 @@ _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_S
 _ERRORS = {
     _k.ERR_NOMEM: (MemoryError, "the kernel could not allocate its work space"),
     _k.ERR_WINDOW: (RuntimeError, "internal error: residual window too small"),
+    _k.ERR_SCALE: (ValueError, "X is too large for float64 arithmetic: ||x||^2 overflows. "
+                   "Rescale (standardize) the features"),
     _k.ERR_NONFINITE: (FloatingPointError, "the iterate diverged (it is no longer finite); "
                        "the schedule's stepsizes are too large for this data. "
                        "The estimator was left as it was before this call"),
