@@ -39,45 +39,38 @@ def main(argv=None):
     print(f"streamfit: online quantile regression experiments "
           f"(Shen, Xia & Zhou 2025), {n_seeds} seed(s) per setting\n")
 
-    if "stepsizes" in todo:
+    offline_seeds = seeds if args.full else seeds[:max(1, n_seeds // 2)]
+    runs = {
+        "stepsizes": (lambda: stepsize_comparison(seeds=seeds),
+                      "Figure 4 -- final relative error ||b - b*|| / ||b*||, d = 100, T = 1e5, "
+                      "t_1.1 noise, tau = 0.5, beta_0 = 0; best_* = best point of a 16-point "
+                      "grid (in hindsight)"),
+        "offline": (lambda: offline_comparison(seeds=offline_seeds),
+                    "Figures 5/6 -- online vs offline quantile regression (HiGHS LP), d = 100, "
+                    "t_1.1 noise: median relative errors and seconds"),
+        "least-squares": (lambda: least_squares_comparison(seeds=seeds),
+                          "Figure 7 -- online quantile regression vs online least squares, "
+                          "d = 100, tau = 0.5, ||b*|| = 1000: relative errors"),
+        "sensitivity": (lambda: parameter_sensitivity(seeds=seeds),
+                        "Figure 8 -- final relative error as one schedule constant varies "
+                        "(defaults decay 0.5, Ca 20, Cb 30), d = 100, T = 1e5, SNR 20"),
+        "regret": (regret_dynamics,
+                   "Figure 9 / Theorem 4 -- prequential regret against beta*, statistical "
+                   "schedule vs the best constant, d = 100, SNR 20"),
+    }
+    for name in EXPERIMENTS:
+        if name not in todo:
+            continue
         t0 = time.perf_counter()
-        table = stepsize_comparison(seeds=seeds)
-        print(format_table(table, "Figure 4 -- final relative error ||b - b*|| / ||b*||, "
-                                  "d = 100, T = 1e5, t_1.1 noise, tau = 0.5, beta_0 = 0; "
-                                  "best_* = best point of a 16-point grid (in hindsight)"))
-        if args.plots:
+        run, title = runs[name]
+        print(format_table(run(), title))
+        if name == "stepsizes" and args.plots:
             os.makedirs(args.plots, exist_ok=True)
             for snr in (20.0, 200.0):
-                paths = stepsize_paths(snr=snr)
                 out = os.path.join(args.plots, f"figure4_snr{int(snr)}.png")
-                plot_paths(paths, out, f"Figure 4: d = 100, t_1.1 noise, SNR {snr:g}")
+                plot_paths(stepsize_paths(snr=snr), out,
+                           f"Figure 4: d = 100, t_1.1 noise, SNR {snr:g}")
                 print(f"saved {out}")
-        print(f"[{time.perf_counter() - t0:.1f} s]\n")
-    if "offline" in todo:
-        t0 = time.perf_counter()
-        table = offline_comparison(seeds=seeds[:max(1, n_seeds // 2)] if not args.full else seeds)
-        print(format_table(table, "Figures 5/6 -- online vs offline quantile regression "
-                                  "(HiGHS LP), d = 100, t_1.1 noise: median relative errors "
-                                  "and seconds"))
-        print(f"[{time.perf_counter() - t0:.1f} s]\n")
-    if "least-squares" in todo:
-        t0 = time.perf_counter()
-        table = least_squares_comparison(seeds=seeds)
-        print(format_table(table, "Figure 7 -- online quantile regression vs online least "
-                                  "squares, d = 100, tau = 0.5, ||b*|| = 1000: relative errors"))
-        print(f"[{time.perf_counter() - t0:.1f} s]\n")
-    if "sensitivity" in todo:
-        t0 = time.perf_counter()
-        table = parameter_sensitivity(seeds=seeds)
-        print(format_table(table, "Figure 8 -- final relative error as one schedule constant "
-                                  "varies (defaults decay 0.5, Ca 20, Cb 30), d = 100, "
-                                  "T = 1e5, SNR 20"))
-        print(f"[{time.perf_counter() - t0:.1f} s]\n")
-    if "regret" in todo:
-        t0 = time.perf_counter()
-        table = regret_dynamics()
-        print(format_table(table, "Figure 9 / Theorem 4 -- prequential regret against beta*, "
-                                  "statistical schedule vs the best constant, d = 100, SNR 20"))
         print(f"[{time.perf_counter() - t0:.1f} s]\n")
     return 0
 

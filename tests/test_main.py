@@ -1,0 +1,10 @@
+"""The main job's entry point runs and prints its tables."""
+from streamfit.__main__ import main
+
+
+def test_main_job_prints_a_table(capsys):
+    assert main(["--only", "regret", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Figure 9" in out and "statistical_regret" in out
+    # five checkpoints, each a row of numbers
+    assert sum(line.strip().startswith(("1000 ", "100000 ")) for line in out.splitlines()) == 2
