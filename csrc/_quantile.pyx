@@ -25,7 +25,7 @@ cdef extern from "_dense.h" nogil:
 STATE_FIELDS = (
     "t", "n_seen", "intercept", "intercept_avg", "loss", "phase", "eta_geo",
     "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq", "fill", "n_avg",
-    "min_med", "last_eta", "eta_start", "n_windows", "avg_on", "n_flat", "b0_cap",
+    "min_med", "last_eta", "eta_start", "avg_on", "n_flat", "b0_cap",
     "block", "k_pow", "eta_pow", "cu",
 )
 PARAM_FIELDS = (
@@ -60,6 +60,7 @@ cpdef enum:
 
 cdef enum:
     SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
+    ROW_SCALE = -2        # block_step / the single loop: ||x||^2 overflowed
 
 # 1 / Phi^{-1}(3/4): median |N(0, s^2)| = 0.6745 s.
 cdef double INV_MAD = 1.482602218505602
@@ -84,7 +85,6 @@ cdef struct SGDState:
     double min_med        # smallest window median |r| so far (plateau test)
     double last_eta       # stepsize of the last update
     double eta_start      # stepsize at the start of the last phase
-    double n_windows      # windows completed in the current phase
     double avg_on         # 1 once settled in the last phase: the average runs
     double n_flat         # consecutive windows without progress
     double b0_cap         # b0 at the end of phase one: later estimates stay below
@@ -100,19 +100,19 @@ cdef struct SGDParams:
     double kind
     double c              # constant / inverse_time coefficient
     double eta0           # NaN: estimate from the stream
-    double eta0_scale     # C in eta0 = C * D0 / (d * Cl)
-    double decay          # single: eta *= 1 - decay / d; batch: eta *= 1 - decay
+    double eta0_scale     # C in eta0 = C D0 / (d Cl tau*^2) (single), C D0 m/d / Cl (blocks)
+    double decay          # single: eta *= 1 - decay / (d tau*^2); blocks: 1 - decay m/d
     double Ca
     double Cb
     double b0             # NaN: estimate from the stream
     double t_switch       # NaN: switch by the rule; else the update index
-    double n_warmup       # single-sample warm-up (no updates) for D0 and Cl
-    double window         # residual window for b0 / plateau estimates
+    double n_warmup       # warm-up rows (no updates) for D0, b0, Cl (single, batch)
+    double window         # residual window for b0 and the plateau test
     double average        # 1: Polyak-Ruppert averaging over the last phase
     double avg_power      # alpha of the t^-alpha last phase used with averaging
     double fit_intercept
-    double plateau        # LS: window-median ratio above which phase one ends
-    double eta_const      # batch/storage phase two: eta = eta_const * b0 / Cl
+    double plateau        # a window makes progress below plateau * best median |r|
+    double eta_const      # batch/storage phase two: eta = eta_const * b0 / Cu
     double ema            # weight of a new window's b0 in phase two
     double patience       # windows without progress that make a plateau
     double mode           # MODE_SINGLE, MODE_BATCH or MODE_STORAGE
@@ -230,7 +230,6 @@ cdef inline void start_phase(SGDState *s, double phase, double eta_start,
     s.phase = phase
     s.t_switch = s.t
     s.eta_start = eta_start
-    s.n_windows = 0
     s.n_avg = 0        # averaging restarts with the last phase
     s.avg_on = avg_on
     s.n_flat = 0       # the next plateau is counted afresh
@@ -247,6 +246,26 @@ cdef int check_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept
         if not (fabs(w[j]) < 1e300):
             return ERR_NONFINITE
     return OK
+
+
+cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
+                             double eta_user) noexcept nogil:
+    # The stepsize of the data-free schedules: constant, c / (t + 1), or the
+    # user schedule's precomputed value.
+    if p.kind == KIND_CONSTANT:
+        return p.c
+    if p.kind == KIND_INVERSE_TIME:
+        return p.c / (s.t + 1.0)
+    return eta_user
+
+
+cdef tuple finish(Py_ssize_t bad, const double *w, Py_ssize_t d, const SGDState *s):
+    # The kernels' (code, row) result from a loop's outcome.
+    if bad == ROW_SCALE:
+        return ERR_SCALE, -1
+    if bad >= 0:
+        return ERR_BADINPUT, bad
+    return check_finite(w, d, s), -1
 
 
 # ----------------------------------------------------------------------------
@@ -359,7 +378,6 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     # the sparsity estimate b0.
     cdef double est, med
     cdef bint flat
-    s.n_windows += 1
     med = median_abs(r, n, work)
     if s.min_med <= 0 or med < p.plateau * s.min_med:
         s.n_flat = 0
@@ -526,19 +544,15 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
                     if s.fill >= p.n_warmup:
                         warmup_done(s, p, win, work, da)
                         if not (s.cl <= DBL_MAX):
-                            bad = -2
+                            bad = ROW_SCALE
                             break
                     continue
                 if s.fill >= p.window:
                     window_done(s, p, win, <Py_ssize_t> s.fill, work, da)
                     s.fill = 0
                 eta = single_eta(s, p, da)
-            elif kind == KIND_CONSTANT:
-                eta = p.c
-            elif kind == KIND_INVERSE_TIME:
-                eta = p.c / (s.t + 1.0)
             else:
-                eta = etas[i]
+                eta = fixed_eta(s, p, etas[i] if kind == KIND_ARRAY else 0.0)
             # w -= eta * g * x (and the next row's x'w in the same pass)
             if i + 1 < n:
                 xw = sf_axpy_dot(d, -eta * g, x, &w[0], x + d)
@@ -552,11 +566,7 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
             if avg and (s.avg_on != 0 or not stat):
                 average_step(d, &w[0], &wbar[0], s)
     free(work)
-    if bad == -2:
-        return ERR_SCALE, -1
-    if bad >= 0:
-        return ERR_BADINPUT, bad
-    return check_finite(&w[0], d, s), -1
+    return finish(bad, &w[0], d, s)
 
 
 # ----------------------------------------------------------------------------
@@ -570,8 +580,8 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
                        double *work) noexcept nogil:
     # One update on rows [0, m); rows >= score_from are new: they add to the
     # prequential loss and (batch mode) to the residual window. Returns -1, or
-    # the first row whose residual is not finite, or -2 if ||x||^2 overflows
-    # (nothing is updated then).
+    # the first row whose residual is not finite, or ROW_SCALE if ||x||^2
+    # overflows (nothing is updated then).
     cdef Py_ssize_t i
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
@@ -618,7 +628,7 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
                 s.fill = 0
             s.cl = s.sumsq / (s.n_sumsq * <double> da)
             if not (s.cl <= DBL_MAX):
-                return -2             # ||x||^2 overflows: nothing updated
+                return ROW_SCALE      # ||x||^2 overflows: nothing updated
             if not (s.cl > 0):
                 s.cl = 1.0
             s.cu = top_eigenvalue(X, m, d, fit_b)
@@ -640,11 +650,9 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
         else:
             push_residuals(s, p, resid, m, win, work, da)
         if s.phase == 1:
-            # geometric, but never above phase two's constant: a sub-gradient
-            # step longer than the local Newton scale b0 / Cl overshoots
-            eta = s.eta_geo
-            if eta > phase_start_eta(s, p, da, 2):
-                eta = phase_start_eta(s, p, da, 2)
+            # geometric, but never above phase two's constant eta_const b0 / Cu:
+            # a longer step on the block's mean gradient overshoots
+            eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
             s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
             if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
                 s.b0_cap = s.b0
@@ -654,12 +662,8 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
             eta = s.eta_start
         else:
             eta = last_phase_eta(s, p, p.Cb / block_ratio(s, da))
-    elif kind == KIND_CONSTANT:
-        eta = p.c
-    elif kind == KIND_INVERSE_TIME:
-        eta = p.c / (s.t + 1.0)
     else:
-        eta = eta_user
+        eta = fixed_eta(s, p, eta_user)
     # w -= eta * grad
     axpy(<blas_int> d, -eta, grad, w)
     if fit_b:
@@ -689,9 +693,10 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
     cdef Py_ssize_t bad = -1
     if n == 0:
         return OK, -1
+    # a block is appended to a window holding fewer than max(fill,
+    # n_warmup, window) residuals
     if block < 1 or n % block != 0 or \
-            <Py_ssize_t> s.fill + block > window.shape[0] or \
-            <Py_ssize_t> p.n_warmup + block > window.shape[0]:
+            max(s.fill, p.n_warmup, p.window) + block > window.shape[0]:
         return ERR_WINDOW, -1
     nb = n // block
     resid = <double *> malloc(block * sizeof(double))
@@ -706,17 +711,12 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
             bad = block_step(&X[b * block, 0], &y[b * block], block, d, 0, &w[0], &wbar[0],
                              s, p, etas[b] if etas.shape[0] > b else 0.0, &window[0],
                              resid, grad, work)
-            if bad == -2:
-                break
             if bad >= 0:
                 bad += b * block
+            if bad != -1:
                 break
     free(resid); free(work); free(grad)
-    if bad == -2:
-        return ERR_SCALE, -1
-    if bad >= 0:
-        return ERR_BADINPUT, bad
-    return check_finite(&w[0], d, s), -1
+    return finish(bad, &w[0], d, s)
 
 
 def sgd_storage(const double[:, ::1] X, const double[::1] y, Py_ssize_t score_from,
@@ -744,11 +744,7 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, Py_ssize_t score_fr
         bad = block_step(&X[0, 0], &y[0], n, d, score_from, &w[0], &wbar[0], s, p,
                          eta_user, NULL, resid, grad, work)
     free(resid); free(work); free(grad)
-    if bad == -2:
-        return ERR_SCALE, -1
-    if bad >= 0:
-        return ERR_BADINPUT, bad
-    return check_finite(&w[0], d, s), -1
+    return finish(bad, &w[0], d, s)
 
 
 def predict(const double[:, ::1] X, const double[::1] w, double intercept,

@@ -63,13 +63,19 @@ def main(argv=None):
             continue
         t0 = time.perf_counter()
         run, title = runs[name]
-        print(format_table(run(), title))
+        table = run()
+        print(format_table(table, title))
         if name == "stepsizes" and args.plots:
             os.makedirs(args.plots, exist_ok=True)
-            for snr in (20.0, 200.0):
+            for i, (snr, seed) in enumerate(zip(table["snr"], table["seed"])):
+                if seed != seeds[0]:
+                    continue
+                # the comparators' best constants from the table just run
+                paths = stepsize_paths(snr=snr, seed=seed,
+                                       constant_eta=table["best_constant_eta"][i],
+                                       inverse_time_c=table["best_inverse_time_c"][i])
                 out = os.path.join(args.plots, f"figure4_snr{int(snr)}.png")
-                plot_paths(stepsize_paths(snr=snr), out,
-                           f"Figure 4: d = 100, t_1.1 noise, SNR {snr:g}")
+                plot_paths(paths, out, f"Figure 4: d = 100, t_1.1 noise, SNR {snr:g}")
                 print(f"saved {out}")
         print(f"[{time.perf_counter() - t0:.1f} s]\n")
     return 0

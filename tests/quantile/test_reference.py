@@ -130,7 +130,7 @@ class Reference:
         self.s = SimpleNamespace(
             t=0.0, n_seen=0.0, intercept=0.0, intercept_avg=0.0, loss=0.0, phase=0.0,
             eta_geo=0.0, t_switch=0.0, d0=0.0, b0=0.0, cl=0.0, sumsq=0.0, n_sumsq=0.0,
-            n_avg=0.0, min_med=0.0, last_eta=0.0, eta_start=0.0, n_windows=0.0,
+            n_avg=0.0, min_med=0.0, last_eta=0.0, eta_start=0.0,
             avg_on=0.0, n_flat=0.0, b0_cap=0.0, block=0.0, k_pow=0.0, eta_pow=0.0, cu=0.0)
         self.win = []                               # residuals of the current window
         self.pending_X, self.pending_y = np.zeros((0, d)), np.zeros(0)
@@ -166,6 +166,15 @@ class Reference:
             self.s.n_seen += 1
         return g
 
+    def fixed_eta(self):
+        # the data-free schedules: constant, c / (t + 1), a user schedule
+        p, t = self.p, self.s.t
+        if p.kind == "constant":
+            return p.c
+        if p.kind == "inverse_time":
+            return p.c / (t + 1.0)
+        return float(p.user.stepsizes(int(t), 1)[0])
+
     def average_step(self):
         s = self.s
         s.n_avg += 1.0
@@ -177,7 +186,7 @@ class Reference:
         s = self.s
         self.events.add(f"phase{int(s.phase)}->{phase}")
         s.phase, s.t_switch, s.eta_start = float(phase), s.t, eta_start
-        s.n_windows = s.n_avg = s.n_flat = 0.0
+        s.n_avg = s.n_flat = 0.0
         s.avg_on = float(avg_on)
         s.k_pow = -1.0
 
@@ -214,7 +223,6 @@ class Reference:
 
     def window_done(self, r):
         s, p = self.s, self.p
-        s.n_windows += 1
         med = median_abs(r)
         if s.min_med <= 0 or med < p.plateau * s.min_med:
             s.n_flat = 0.0
@@ -315,12 +323,8 @@ class Reference:
                     self.window_done(np.array(self.win))
                     self.win = []
                 eta = self.single_eta()
-            elif p.kind == "constant":
-                eta = p.c
-            elif p.kind == "inverse_time":
-                eta = p.c / (s.t + 1.0)
             else:
-                eta = float(p.user.stepsizes(int(s.t), 1)[0])
+                eta = self.fixed_eta()
             self.w = self.w + (-eta * g) * x           # w -= eta * g * x
             if p.fit_intercept:
                 s.intercept -= eta * g
@@ -395,12 +399,8 @@ class Reference:
                 eta = s.eta_start
             else:
                 eta = self.last_phase_eta(p.Cb / self.block_ratio())
-        elif p.kind == "constant":
-            eta = p.c
-        elif p.kind == "inverse_time":
-            eta = p.c / (s.t + 1.0)
         else:
-            eta = float(p.user.stepsizes(int(s.t), 1)[0])
+            eta = self.fixed_eta()
         self.w = self.w + (-eta) * grad                 # w -= eta * grad
         if p.fit_intercept:
             s.intercept -= eta * gsum

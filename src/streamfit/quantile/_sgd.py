@@ -214,27 +214,42 @@ class _OnlineLinearSGD(BaseEstimator):
             code, row = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"],
                                       etas)
         elif self.mode == "batch":
-            offset = new["pending_X"].shape[0]
-            Xa, ya = X, y
-            if offset:
-                Xa = np.concatenate([new["pending_X"], X])
-                ya = np.concatenate([new["pending_y"], y])
-            block = batch_size or Xa.shape[0]
-            n_full = (Xa.shape[0] // block) * block if Xa.shape[0] else 0
-            tail_X, tail_y = Xa[n_full:], ya[n_full:]
-            # new rows left waiting for a full batch: the kernel has not seen them
-            waiting = max(n_full, offset)
-            check_matrix(Xa[waiting:], "X")
-            check_vector(ya[waiting:], ya.shape[0] - waiting, "y")
-            etas = self._user_stepsizes(schedule, t0, n_full // block) if user and n_full \
+            # Rows waiting from the last call first complete their batch with
+            # the head of X; the rest of X goes down as it is (no copy of X).
+            k = new["pending_X"].shape[0]
+            block = batch_size or k + n
+            parts, start = [], 0          # (X rows, y rows, index of their first row in X)
+            if k:
+                start = min(block - k, n)
+                head_X = np.concatenate([new["pending_X"], X[:start]])
+                head_y = np.concatenate([new["pending_y"], y[:start]])
+                if head_X.shape[0] == block:
+                    parts.append((head_X, head_y, -k))
+                    new["pending_X"], new["pending_y"] = np.zeros((0, d)), np.zeros(0)
+            n_full = (n - start) // block * block
+            if n_full:
+                parts.append((X[start:start + n_full], y[start:start + n_full], start))
+            head_waits = k and not parts  # X joined the pending rows, still short
+            waiting = 0 if head_waits else start + n_full   # X rows the kernel skips
+            check_matrix(X[waiting:], "X")
+            check_vector(y[waiting:], n - waiting, "y")
+            if head_waits:
+                new["pending_X"], new["pending_y"] = head_X, head_y
+            else:
+                new["pending_X"] = np.concatenate([new["pending_X"], X[waiting:]])
+                new["pending_y"] = np.concatenate([new["pending_y"], y[waiting:]])
+            n_updates = sum(part[0].shape[0] for part in parts) // block
+            etas = self._user_stepsizes(schedule, t0, n_updates) if user and n_updates \
                 else np.zeros(0)
             self._grow_window(new, self._window_size(params, block, st))
-            if n_full:
-                code, row = _k.sgd_blocks(Xa[:n_full], ya[:n_full], block, new["w"],
-                                          new["wbar"], st, params, new["window"], etas)
-            # copies: a view would tie the state to the caller's array
-            new["pending_X"] = np.array(tail_X, order="C")
-            new["pending_y"] = np.array(tail_y)
+            for X_part, y_part, first in parts:
+                nb = X_part.shape[0] // block
+                code, row = _k.sgd_blocks(X_part, y_part, block, new["w"], new["wbar"], st,
+                                          params, new["window"], etas[:nb])
+                etas = etas[nb:]
+                if code != 0:
+                    offset = -first
+                    break
         else:
             # All data so far, in arrays with spare capacity (amortised appends).
             # Rows are checked before they are written: a step costs O(N d)
@@ -262,7 +277,6 @@ class _OnlineLinearSGD(BaseEstimator):
                 new["store_y"][n_old:n_old + n] = 0.0
             self._raise(code, row, X, y, offset)
         self._commit(new, d)
-        self._n_received_ = getattr(self, "_n_received_", 0) + n
 
     # -- learnt attributes ----------------------------------------------------
     def _averaged(self):
@@ -284,7 +298,7 @@ class _OnlineLinearSGD(BaseEstimator):
     def n_samples_seen_(self):
         """Rows received so far (including rows waiting for a full batch)."""
         check_fitted(self, "_state_")
-        return int(self._n_received_)
+        return int(self._state_[_STATE["n_seen"]]) + self._pending_X_.shape[0]
 
     @property
     def n_updates_(self):
