@@ -1,7 +1,8 @@
 # The one door to BLAS/LAPACK: every kernel calls these wrappers, nothing else
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
-from scipy.linalg.cython_blas cimport ddot, daxpy, dgemv
+from scipy.linalg.cython_blas cimport ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dscal, dnrm2, dtrsm
+from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dpotrf
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -33,3 +34,99 @@ cdef inline void gemv_rows_t(blas_int m, blas_int n, double alpha, const double 
     cdef char trans = b'N'
     cdef blas_int one = 1
     dgemv(&trans, &n, &m, &alpha, <double *> A, &n, <double *> x, &one, &beta, y, &one)
+
+
+# --- Level 3 and LAPACK, column-major. A C-order (b, n) array is a column-major
+# n x b matrix with leading dimension n, so the PCA kernels keep their blocks of
+# vectors as C-order rows and pass them here unchanged. Symmetric matrices are
+# stored full size with only one triangle valid: the column-major upper one,
+# which is the row-major lower one (row i holds columns 0..i, contiguously).
+
+cdef inline void scal(blas_int n, double a, double *x) noexcept nogil:
+    # x *= a
+    cdef blas_int one = 1
+    dscal(&n, &a, x, &one)
+
+
+cdef inline double nrm2(blas_int n, const double *x) noexcept nogil:
+    cdef blas_int one = 1
+    return dnrm2(&n, <double *> x, &one)
+
+
+cdef inline void gemm(char transa, char transb, blas_int m, blas_int n, blas_int k,
+                      double alpha, const double *A, blas_int lda, const double *B,
+                      blas_int ldb, double beta, double *C, blas_int ldc) noexcept nogil:
+    # C = alpha * op(A) @ op(B) + beta * C
+    dgemm(&transa, &transb, &m, &n, &k, &alpha, <double *> A, &lda, <double *> B, &ldb,
+          &beta, C, &ldc)
+
+
+cdef inline void symm_upper(blas_int n, blas_int m, double alpha, const double *A,
+                            blas_int lda, const double *B, double beta,
+                            double *C) noexcept nogil:
+    # C (n x m) = alpha * A @ B + beta * C, A symmetric n x n read from its upper
+    # triangle, B and C with leading dimension n
+    cdef char side = b'L'
+    cdef char uplo = b'U'
+    dsymm(&side, &uplo, &n, &m, &alpha, <double *> A, &lda, <double *> B, &n, &beta,
+          C, &n)
+
+
+cdef inline void syr_upper(blas_int n, double alpha, const double *x, double *A,
+                           blas_int lda) noexcept nogil:
+    # A += alpha * x x^T on the upper triangle only
+    cdef char uplo = b'U'
+    cdef blas_int one = 1
+    dsyr(&uplo, &n, &alpha, <double *> x, &one, A, &lda)
+
+
+cdef inline blas_int geqrf(blas_int m, blas_int n, double *A, blas_int lda, double *tau,
+                           double *work, blas_int lwork) noexcept nogil:
+    # Householder QR in place; lwork = -1 queries the workspace into work[0]
+    cdef blas_int info = 0
+    dgeqrf(&m, &n, A, &lda, tau, work, &lwork, &info)
+    return info
+
+
+cdef inline blas_int orgqr(blas_int m, blas_int n, double *A, blas_int lda,
+                           const double *tau, double *work, blas_int lwork) noexcept nogil:
+    # the first n columns of Q from geqrf's reflectors, in place
+    cdef blas_int info = 0
+    dorgqr(&m, &n, &n, A, &lda, <double *> tau, work, &lwork, &info)
+    return info
+
+
+cdef inline blas_int potrf_upper(blas_int n, double *A, blas_int lda) noexcept nogil:
+    # Cholesky of the upper triangle in place; info > 0: not positive definite
+    cdef char uplo = b'U'
+    cdef blas_int info = 0
+    dpotrf(&uplo, &n, A, &lda, &info)
+    return info
+
+
+cdef inline blas_int syevr_top(blas_int n, double *A, blas_int lda, blas_int m,
+                               double *w, double *Z, blas_int ldz, blas_int *isuppz,
+                               double *work, blas_int lwork, blas_int *iwork,
+                               blas_int liwork) noexcept nogil:
+    # The m largest eigenpairs of the symmetric A (upper triangle; destroyed),
+    # ascending in w[0..m-1] and Z's columns. lwork = liwork = -1 queries the
+    # workspace into work[0] and iwork[0].
+    cdef char jobz = b'V'
+    cdef char rng = b'I'
+    cdef char uplo = b'U'
+    cdef double vl = 0.0, vu = 0.0, abstol = 0.0
+    cdef blas_int il = n - m + 1, iu = n, found = 0, info = 0
+    dsyevr(&jobz, &rng, &uplo, &n, A, &lda, &vl, &vu, &il, &iu, &abstol, &found, w, Z,
+           &ldz, isuppz, work, &lwork, iwork, &liwork, &info)
+    return info
+
+
+cdef inline void trsm_right_upper(blas_int m, blas_int n, const double *A, blas_int lda,
+                                  double *B, blas_int ldb) noexcept nogil:
+    # B (m x n) := B @ inv(A), A upper triangular n x n
+    cdef char side = b'R'
+    cdef char uplo = b'U'
+    cdef char trans = b'N'
+    cdef char diag = b'N'
+    cdef double one = 1.0
+    dtrsm(&side, &uplo, &trans, &diag, &m, &n, &one, <double *> A, &lda, B, &ldb)

@@ -1,5 +1,9 @@
 """Synthetic streams for the paper experiments.
 
+``make_spiked_stream`` and ``make_ftl_adversary`` are online PCA streams
+(Kotlowski & Warmuth): a stochastic spiked model, and a sequence on which
+Follow the Leader gains nothing.
+
 ``make_linear_stream`` draws the linear quantile model of Shen, Xia & Zhou
 (2025): y = x' beta* + xi with x ~ N(0, I_d) and noise xi whose tau-quantile is
 zero, so that beta* is the tau-th conditional quantile coefficient.
@@ -13,7 +17,8 @@ from scipy import special, stats
 
 from ._validation import check_random_state, check_scalar
 
-__all__ = ["make_linear_stream", "noise_mean_abs", "noise_sparsity"]
+__all__ = ["make_linear_stream", "noise_mean_abs", "noise_sparsity", "make_spiked_stream",
+           "make_ftl_adversary", "make_dense_stream"]
 
 _NOISES = ("t", "gaussian")
 
@@ -103,3 +108,90 @@ def make_linear_stream(n_samples, n_features, *, tau=0.5, noise="t", df=1.1, snr
     eps -= _dist(noise, df).ppf(tau)
     y = X @ beta + noise_scale * eps
     return X, y, beta
+
+
+def make_spiked_stream(n_trials, n_features, *, n_spikes=10, strength=5.0, normalize=True,
+                       random_state=None):
+    """Rows x_t = U (sqrt(lambda) * z_t) + e_t, with U a random orthonormal
+    n x n_spikes basis, spike variances lambda linearly from 2 * strength down to
+    strength, z_t ~ N(0, I) and isotropic noise e_t ~ N(0, I_n); by default each
+    row is scaled to unit norm (the paper's ||x|| <= 1).
+
+    Examples
+    --------
+    >>> from streamfit.simulate import make_spiked_stream
+    >>> X = make_spiked_stream(100, 20, n_spikes=2, random_state=0)
+    >>> X.shape, round(float((X ** 2).sum(axis=1).max()), 12)
+    ((100, 20), 1.0)
+    """
+    check_scalar(n_trials, "n_trials", kind=numbers.Integral, low=0)
+    check_scalar(n_features, "n_features", kind=numbers.Integral, low=1)
+    check_scalar(n_spikes, "n_spikes", kind=numbers.Integral, low=0, high=n_features)
+    check_scalar(strength, "strength", low=0)
+    rng = check_random_state(random_state)
+    U = np.linalg.qr(rng.standard_normal((n_features, max(n_spikes, 1))))[0][:, :n_spikes]
+    lam = strength * np.linspace(2.0, 1.0, n_spikes) if n_spikes > 1 else \
+        np.full(n_spikes, float(strength))
+    X = rng.standard_normal((n_trials, n_features))
+    if n_spikes:
+        X += (rng.standard_normal((n_trials, n_spikes)) * np.sqrt(lam)) @ U.T
+    if normalize:
+        X /= np.maximum(np.linalg.norm(X, axis=1, keepdims=True), np.finfo(float).tiny)
+    return X
+
+
+def make_ftl_adversary(n_trials, n_features, n_components=1):
+    """A vector sequence on which Follow the Leader gains (almost) nothing.
+
+    A preamble of n - 1 trials x = sqrt(i / (2n)) e_i (i = 1..n-1) gives the
+    coordinates the distinct offsets o_i = i / (2n) in [0, 1/2); then the unit
+    vectors e_0, e_1, ..., e_{n-1} repeat cyclically. Before e_j is shown, its
+    count m + o_j is the unique minimum of the diagonal cumulative matrix (the
+    ones already shown this cycle have m + 1 + o_i, the later ones a larger
+    offset), so the leader's top-k (k < n) never contains e_j: after the
+    preamble FTL gains 0 while the best rank-k projection gains about k T / n,
+    regret linear in T. Rows have norm <= 1.
+
+    Examples
+    --------
+    >>> from streamfit.simulate import make_ftl_adversary
+    >>> make_ftl_adversary(6, 3)
+    array([[0.        , 0.40824829, 0.        ],
+           [0.        , 0.        , 0.57735027],
+           [1.        , 0.        , 0.        ],
+           [0.        , 1.        , 0.        ],
+           [0.        , 0.        , 1.        ],
+           [1.        , 0.        , 0.        ]])
+    """
+    check_scalar(n_trials, "n_trials", kind=numbers.Integral, low=0)
+    check_scalar(n_features, "n_features", kind=numbers.Integral, low=2)
+    check_scalar(n_components, "n_components", kind=numbers.Integral, low=1,
+                 high=n_features - 1)
+    n = int(n_features)
+    X = np.zeros((int(n_trials), n))
+    pre = min(n - 1, int(n_trials))
+    idx = np.arange(1, pre + 1)
+    X[np.arange(pre), idx] = np.sqrt(idx / (2.0 * n))
+    rest = np.arange(int(n_trials) - pre)
+    X[pre + rest, rest % n] = 1.0
+    return X
+
+
+def make_dense_stream(n_trials, n_features, *, rank=5, n_spikes=3, strength=5.0,
+                      random_state=None):
+    """Dense PSD instances: the second-moment matrix of a mini-batch of ``rank``
+    rows of :func:`make_spiked_stream`, divided by ``rank`` (eigenvalues <= 1).
+
+    Examples
+    --------
+    >>> from streamfit.simulate import make_dense_stream
+    >>> Xs = make_dense_stream(4, 10, random_state=0)
+    >>> Xs.shape, bool(np.linalg.eigvalsh(Xs).max() <= 1 + 1e-12)
+    ((4, 10, 10), True)
+    """
+    check_scalar(rank, "rank", kind=numbers.Integral, low=1)
+    X = make_spiked_stream(int(n_trials) * int(rank), n_features, n_spikes=n_spikes,
+                           strength=strength, random_state=random_state)
+    B = X.reshape(int(n_trials), int(rank), int(n_features))
+    Xs = np.einsum("tri,trj->tij", B, B) / rank
+    return (Xs + Xs.transpose(0, 2, 1)) / 2

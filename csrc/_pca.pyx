@@ -1,0 +1,570 @@
+# Online PCA by Follow the (Perturbed) Leader: the whole trial loop -- play,
+# gain, rank-one (or dense) update, noise update, warm-started top-k -- runs here
+# without the GIL. Python validates input and owns the state arrays.
+#
+# Paper: Kotlowski & Warmuth, "PCA with Gaussian perturbations".
+#
+# Layout. Symmetric n x n matrices (S, N, C, a dense instance) are C-order
+# arrays whose row-major lower triangle is the valid one: row i holds columns
+# 0..i contiguously, which BLAS sees as the column-major upper triangle ('U').
+# Blocks of vectors are C-order (b, n) arrays: each row a vector, which BLAS
+# sees as a column-major n x b matrix with leading dimension n.
+from libc.math cimport sqrt, fabs, INFINITY
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
+from cpython.pycapsule cimport PyCapsule_GetPointer
+
+from _blas cimport (blas_int, dot, axpy, gemv_rows, gemm, symm_upper, syr_upper,
+                    geqrf, orgqr, syevr_top, trsm_right_upper)
+
+cdef extern from "numpy/random/bitgen.h":
+    ctypedef struct bitgen_t:
+        pass
+
+cdef extern from "numpy/random/distributions.h" nogil:
+    # numpy's ziggurat, the same one Generator.standard_normal uses
+    void random_standard_normal_fill(bitgen_t *state, Py_ssize_t count, double *out)
+
+# Field names, in memory order, of the state struct below; Python reads these
+# so the layout has one source of truth.
+STATE_FIELDS = (
+    "t", "sigma", "s", "scale", "max_trsq", "gain", "tol", "gap", "products",
+    "fallbacks", "solves", "max_gap_ratio", "theta_k",
+)
+
+cpdef enum:
+    INSTANCE_VECTOR = 0
+    INSTANCE_DENSE = 1
+
+cpdef enum:
+    NOISE_NONE = 0          # Follow the Leader
+    NOISE_FIXED = 1         # one N per run, S_t = X_<t + sqrt(t) sigma N
+    NOISE_RANDOM_WALK = 2   # N_t = N_{t-1} + a fresh GOE increment
+    NOISE_INDEPENDENT = 3   # a fresh sqrt(t) sigma N every trial
+
+cpdef enum:
+    SOLVER_EXACT = 0        # LAPACK dsyevr (top b) every trial
+    SOLVER_KRYLOV = 1       # warm-started block Krylov, dsyevr as fallback
+
+cpdef enum:
+    OK = 0
+    ERR_NOMEM = -1
+    ERR_LAPACK = -2
+
+cdef enum:
+    TILE = 32
+
+cdef double SQRT_2_OVER_PI = 0.7978845608028654
+cdef double INV_SQRT2 = 0.7071067811865476
+
+ctypedef struct PCAState:
+    double t            # trials played so far
+    double sigma        # sigma_{t+1}, the noise scale of the next decision
+    double s            # sqrt(t+1) * sigma_{t+1}: N's coefficient in S (fixed noise)
+    double scale        # vector: max ||x||^2; dense: max of an upper bound on ||X||_2
+    double max_trsq     # max tr(X^2)
+    double gain         # cumulative gain
+    double tol          # gap tolerance of the last solve
+    double gap          # estimated objective gap of the last solve (0 if exact)
+    double products     # S @ block products, all solves
+    double fallbacks    # solves that fell back to LAPACK
+    double solves
+    double max_gap_ratio  # max over Krylov solves of estimated gap / tolerance
+    double theta_k      # sum of the top-k Ritz values of the last solve
+
+
+cdef struct Ctx:
+    int n, k, b, kind, noise, solver, sigma_auto, maxiter
+    double sigma_value, tol
+    double *S
+    double *N
+    double *C
+    double *V
+    PCAState *st
+    bitgen_t *rng
+    # workspaces
+    double *bas      # n x 2b basis [V, W]
+    double *sbas     # S @ bas
+    double *tmp      # n x 2b
+    double *G        # 2b x 2b projected matrix
+    double *Y        # 2b x 2b Ritz vectors
+    double *theta    # 2b Ritz values, descending
+    double *w        # 2b (or n for the fallback) eigenvalues, ascending
+    double *R        # b x b
+    double *tau      # 2b
+    double *row      # n
+    double *work
+    blas_int lwork
+    blas_int *iwork
+    blas_int liwork
+    blas_int *isuppz
+    double *Sx       # n x n copy for the LAPACK fallback (lazily allocated)
+    double *Zx       # n x b eigenvectors from the fallback
+
+
+# --- GOE noise --------------------------------------------------------------
+
+cdef inline void goe_row(bitgen_t *rng, Py_ssize_t i, double *out) noexcept nogil:
+    # row i of a unit GOE lower triangle: N_ij ~ N(0, 1/2) for j < i, N_ii ~ N(0, 1),
+    # i.e. (G + G^T)/2 with G_ij ~ N(0, 1), drawing only the independent entries
+    cdef Py_ssize_t j
+    random_standard_normal_fill(rng, i + 1, out)
+    for j in range(i):
+        out[j] *= INV_SQRT2
+
+
+cdef void goe_lower_rows(bitgen_t *rng, Py_ssize_t n, Py_ssize_t i0, Py_ssize_t i1,
+                         double sigma, double *A) noexcept nogil:
+    # rows i0..i1-1 of the lower triangle of sigma * (unit GOE)
+    cdef Py_ssize_t i, j
+    for i in range(i0, i1):
+        goe_row(rng, i, A + i * n)
+        if sigma != 1.0:
+            for j in range(i + 1):
+                A[i * n + j] *= sigma
+
+
+cdef inline void goe_lower(bitgen_t *rng, Py_ssize_t n, double sigma, double *A) noexcept nogil:
+    goe_lower_rows(rng, n, 0, n, sigma, A)
+
+
+cdef void goe_full(bitgen_t *rng, Py_ssize_t n, double sigma, double *A) noexcept nogil:
+    # A full GOE matrix: draw TILE rows of the lower triangle, then scale and
+    # mirror them into the upper triangle while they are still in cache (the
+    # writes are contiguous runs of TILE doubles, the strided reads hit the tile)
+    cdef Py_ssize_t ib = 0, i, j, iend
+    cdef double off = sigma * INV_SQRT2, v
+    while ib < n:
+        iend = min(ib + TILE, n)
+        for i in range(ib, iend):
+            random_standard_normal_fill(rng, i + 1, A + i * n)
+            A[i * n + i] *= sigma
+        for j in range(iend):
+            for i in range(max(ib, j + 1), iend):
+                v = A[i * n + j] * off
+                A[i * n + j] = v
+                A[j * n + i] = v
+        ib += TILE
+
+
+def goe(double[:, ::1] out, double sigma, object capsule):
+    """Fill ``out`` (n, n) with a GOE matrix (G + G^T)/2, G_ij ~ N(0, sigma^2),
+    drawing only the n(n+1)/2 independent entries, in row order of the lower
+    triangle, from the bit generator behind ``capsule``. The caller holds the
+    bit generator's lock."""
+    cdef bitgen_t *rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
+    cdef Py_ssize_t n = out.shape[0]
+    if n == 0:
+        return
+    with nogil:
+        goe_full(rng, n, sigma, &out[0, 0])
+
+
+# --- symmetric eigen-solvers -------------------------------------------------
+
+cdef int ritz_top(Ctx *c, double *G, int m, int keep) noexcept nogil:
+    # the `keep` largest eigenpairs of the m x m symmetric G (destroyed), into
+    # c.theta (descending) and c.Y (m x keep, column j <-> theta[j])
+    cdef blas_int info
+    cdef int j
+    info = syevr_top(m, G, m, keep, c.w, c.tmp, m, c.isuppz, c.work, c.lwork,
+                     c.iwork, c.liwork)
+    if info != 0:
+        return ERR_LAPACK
+    for j in range(keep):
+        c.theta[j] = c.w[keep - 1 - j]
+        memcpy(c.Y + j * m, c.tmp + (keep - 1 - j) * m, m * sizeof(double))
+    return OK
+
+
+cdef int solve_exact(Ctx *c) noexcept nogil:
+    # top-b eigenvectors of S by LAPACK dsyevr on a copy
+    cdef int n = c.n, b = c.b, j
+    cdef blas_int info
+    if c.Sx == NULL:
+        c.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
+        c.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
+        if c.Sx == NULL or c.Zx == NULL:
+            return ERR_NOMEM
+    memcpy(c.Sx, c.S, <size_t> n * n * sizeof(double))
+    info = syevr_top(n, c.Sx, n, b, c.w, c.Zx, n, c.isuppz, c.work, c.lwork,
+                     c.iwork, c.liwork)
+    if info != 0:
+        return ERR_LAPACK
+    c.st.theta_k = 0.0
+    for j in range(b):
+        c.theta[j] = c.w[b - 1 - j]
+        memcpy(c.V + j * n, c.Zx + (b - 1 - j) * n, n * sizeof(double))
+        if j < c.k:
+            c.st.theta_k += c.theta[j]
+    c.st.gap = 0.0
+    c.st.solves += 1
+    return OK
+
+
+cdef inline double gap_estimate(double d, double dprev) noexcept nogil:
+    # Remaining objective gap after an iteration that raised the captured
+    # objective by d: with linear convergence at rate rho the rest sums to
+    # d rho / (1 - rho). rho comes from the last two increases; after the first
+    # iteration there is no ratio, so assume rho = 2/3 (a factor 2).
+    cdef double rho
+    if dprev < 0.0:
+        return 2.0 * d
+    if d <= 0.0:
+        return 0.0
+    if dprev <= 0.0:
+        return 2.0 * d
+    rho = d / dprev
+    if rho > 0.95:
+        rho = 0.95
+    if rho < 0.2:
+        rho = 0.2
+    return d * rho / (1.0 - rho)
+
+
+cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
+    # Warm-started block Krylov: Rayleigh-Ritz on span[V, S V] (2b vectors), keep
+    # the top b Ritz vectors, repeat until the captured objective sum(theta[:k])
+    # has (by the estimate above) less than tol_t left to gain. One product S @ block
+    # per iteration: S @ V is carried along through the rotations.
+    cdef int n = c.n, b = c.b, k = c.k, b2 = 2 * c.b, j, it, code
+    cdef Py_ssize_t i
+    cdef double *bas = c.bas
+    cdef double *sbas = c.sbas
+    cdef double f, fnew, d, dprev = -1.0, est = INFINITY
+    cdef blas_int info
+    # S V and Rayleigh-Ritz on the warm start. V is orthonormal to rounding: it
+    # comes from LAPACK or from the last iteration's [V, W] Y, with [V, W] from a
+    # Householder QR and Y from dsyevr, so no re-orthonormalisation is needed.
+    memcpy(bas, c.V, <size_t> n * b * sizeof(double))
+    symm_upper(n, b, 1.0, c.S, n, bas, 0.0, sbas)
+    c.st.products += 1
+    gemm(b'T', b'N', b, b, n, 1.0, bas, n, sbas, n, 0.0, c.G, b)
+    code = ritz_top(c, c.G, b, b)
+    if code != OK:
+        return code
+    gemm(b'N', b'N', n, b, b, 1.0, bas, n, c.Y, b, 0.0, c.tmp, n)
+    memcpy(bas, c.tmp, <size_t> n * b * sizeof(double))
+    gemm(b'N', b'N', n, b, b, 1.0, sbas, n, c.Y, b, 0.0, c.tmp, n)
+    memcpy(sbas, c.tmp, <size_t> n * b * sizeof(double))
+    f = 0.0
+    for j in range(k):
+        f += c.theta[j]
+    for it in range(c.maxiter):
+        # block residual W = S V - V diag(theta) as the new directions
+        for j in range(b):
+            for i in range(n):
+                bas[(b + j) * n + i] = sbas[j * n + i] - c.theta[j] * bas[j * n + i]
+        # QR of the whole [V, W], so W's basis is orthogonal to V even when W is
+        # at rounding level; V = Q1 R11, so S Q1 = (S V) R11^{-1}
+        info = geqrf(n, b2, bas, n, c.tau, c.work, c.lwork)
+        if info != 0:
+            return ERR_LAPACK
+        for j in range(b):
+            memcpy(c.R + j * b, bas + j * n, b * sizeof(double))
+        info = orgqr(n, b2, bas, n, c.tau, c.work, c.lwork)
+        if info != 0:
+            return ERR_LAPACK
+        trsm_right_upper(n, b, c.R, b, sbas, n)
+        symm_upper(n, b, 1.0, c.S, n, bas + b * n, 0.0, sbas + b * n)
+        c.st.products += 1
+        gemm(b'T', b'N', b2, b2, n, 1.0, bas, n, sbas, n, 0.0, c.G, b2)
+        code = ritz_top(c, c.G, b2, b)
+        if code != OK:
+            return code
+        gemm(b'N', b'N', n, b, b2, 1.0, bas, n, c.Y, b2, 0.0, c.tmp, n)
+        memcpy(bas, c.tmp, <size_t> n * b * sizeof(double))
+        gemm(b'N', b'N', n, b, b2, 1.0, sbas, n, c.Y, b2, 0.0, c.tmp, n)
+        memcpy(sbas, c.tmp, <size_t> n * b * sizeof(double))
+        fnew = 0.0
+        for j in range(k):
+            fnew += c.theta[j]
+        d = fnew - f
+        if d < 0.0:
+            d = 0.0     # rounding: Rayleigh-Ritz on a larger space cannot lose
+        f = fnew
+        est = gap_estimate(d, dprev)
+        dprev = d
+        if est <= tol_t:
+            break
+    c.st.solves += 1
+    if est > tol_t:
+        c.st.fallbacks += 1
+        return solve_exact_counted(c)
+    memcpy(c.V, bas, <size_t> n * b * sizeof(double))
+    c.st.theta_k = f
+    c.st.gap = est
+    if tol_t > 0.0 and est / tol_t > c.st.max_gap_ratio:
+        c.st.max_gap_ratio = est / tol_t
+    return OK
+
+
+cdef int solve_exact_counted(Ctx *c) noexcept nogil:
+    # the fallback: an exact solve that does not count as a second solve
+    cdef int code = solve_exact(c)
+    c.st.solves -= 1
+    return code
+
+
+# --- the trial loop ------------------------------------------------------------
+
+cdef inline double bound_a(Ctx *c) noexcept nogil:
+    # the data term of the paper's bound R <= a/sigma + b sigma (per sqrt(T)):
+    # vector: r sqrt(2M/pi) = L * L sqrt(2/pi), L = max ||x||^2 (r = L, M = L^2);
+    # dense: r = k Lambda, M = max tr(X^2)
+    if c.kind == INSTANCE_VECTOR:
+        return c.st.scale * c.st.scale * SQRT_2_OVER_PI
+    return c.k * c.st.scale * sqrt(c.st.max_trsq) * SQRT_2_OVER_PI
+
+
+cdef inline double next_sigma(Ctx *c) noexcept nogil:
+    cdef double a, bb
+    if c.noise == NOISE_NONE:
+        return 0.0
+    if not c.sigma_auto:
+        return c.sigma_value
+    a = bound_a(c)
+    bb = c.k * sqrt(<double> c.n)
+    return sqrt(a / bb)
+
+
+cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
+    # tol times the bound's per-trial increment c(sigma) / (2 sqrt(t)), where
+    # R_T <= c(sigma) sqrt(T); Follow the Leader uses the "auto" sigma's c
+    cdef double a = bound_a(c), bb = c.k * sqrt(<double> c.n), sig = c.st.sigma, cc
+    if a <= 0.0:
+        return 0.0
+    if sig <= 0.0:
+        cc = 2.0 * sqrt(a * bb)
+    else:
+        cc = a / sig + bb * sig
+    return c.tol * cc / (2.0 * sqrt(t_next))
+
+
+cdef void add_lower(Py_ssize_t n, double a, const double *X, double *S) noexcept nogil:
+    # S += a X on the row-major lower triangle
+    cdef Py_ssize_t i
+    for i in range(n):
+        axpy(<blas_int> (i + 1), a, X + i * n, S + i * n)
+
+
+cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
+    # move S from N-coefficient st.s to s_new (fixed), or add the matching fresh
+    # GOE increment (random walk), or redraw it (independent); C is X_<=t there
+    cdef Py_ssize_t n = c.n, i, j
+    cdef double a
+    if c.noise == NOISE_FIXED:
+        if s_new != c.st.s:
+            add_lower(n, s_new - c.st.s, c.N, c.S)
+    elif c.noise == NOISE_RANDOM_WALK:
+        a = s_new * s_new - c.st.s * c.st.s
+        if a > 0.0:
+            a = sqrt(a)
+            for i in range(n):
+                goe_row(c.rng, i, c.row)
+                axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
+    elif c.noise == NOISE_INDEPENDENT:
+        for i in range(n):
+            goe_row(c.rng, i, c.row)
+            for j in range(i + 1):
+                c.S[i * n + j] = c.C[i * n + j] + s_new * c.row[j]
+    c.st.s = s_new
+
+
+cdef int after_trial(Ctx *c) noexcept nogil:
+    # the next decision: sigma_{t+1}, noise, and the top-k of S_{t+1}
+    cdef double sig = next_sigma(c)
+    c.st.t += 1
+    c.st.sigma = sig
+    noise_update(c, sqrt(c.st.t + 1.0) * sig)
+    c.st.tol = tolerance(c, c.st.t + 1.0)
+    if c.solver == SOLVER_EXACT:
+        return solve_exact(c)
+    return solve_krylov(c, c.st.tol)
+
+
+cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] params,
+               double[:, ::1] S, double[:, ::1] N, double[:, ::1] C, double[:, ::1] V,
+               object capsule) except? -9:
+    cdef blas_int info, lw, liw, q
+    cdef double wq
+    cdef blas_int iq
+    memset(c, 0, sizeof(Ctx))
+    c.n = n
+    c.k = k
+    c.b = b
+    c.kind = <int> params[0]
+    c.noise = <int> params[1]
+    c.solver = <int> params[2]
+    c.sigma_auto = <int> params[3]
+    c.sigma_value = params[4]
+    c.tol = params[5]
+    c.maxiter = <int> params[6]
+    c.st = <PCAState *> &state[0]
+    c.S = &S[0, 0]
+    c.N = &N[0, 0] if N.shape[0] > 0 else NULL
+    c.C = &C[0, 0] if C.shape[0] > 0 else NULL
+    c.V = &V[0, 0]
+    c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
+    q = 2 * b
+    c.bas = <double *> malloc(<size_t> n * q * sizeof(double))
+    c.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
+    c.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
+    c.G = <double *> malloc(<size_t> q * q * sizeof(double))
+    c.Y = <double *> malloc(<size_t> q * q * sizeof(double))
+    c.theta = <double *> malloc(<size_t> (q + 1) * sizeof(double))
+    c.w = <double *> malloc(<size_t> (n + q) * sizeof(double))
+    c.R = <double *> malloc(<size_t> b * b * sizeof(double))
+    c.tau = <double *> malloc(<size_t> q * sizeof(double))
+    c.row = <double *> malloc(<size_t> n * sizeof(double))
+    c.isuppz = <blas_int *> malloc(<size_t> 2 * (n + q) * sizeof(blas_int))
+    if (c.bas == NULL or c.sbas == NULL or c.tmp == NULL or c.G == NULL or c.Y == NULL
+            or c.theta == NULL or c.w == NULL or c.R == NULL or c.tau == NULL
+            or c.row == NULL or c.isuppz == NULL):
+        return ERR_NOMEM
+    # workspace queried once per call, for the largest problem each routine sees
+    lw = 1
+    liw = 1
+    with nogil:
+        info = geqrf(n, q if q <= n else n, c.bas, n, c.tau, &wq, -1)
+        lw = max(lw, <blas_int> wq)
+        info = orgqr(n, q if q <= n else n, c.bas, n, c.tau, &wq, -1)
+        lw = max(lw, <blas_int> wq)
+        info = syevr_top(n, c.S, n, b, c.w, c.tmp, n, c.isuppz, &wq, -1, &iq, -1)
+        lw = max(lw, <blas_int> wq)
+        liw = max(liw, iq)
+        if q <= n:
+            info = syevr_top(q, c.G, q, b, c.w, c.tmp, q, c.isuppz, &wq, -1, &iq, -1)
+            lw = max(lw, <blas_int> wq)
+            liw = max(liw, iq)
+    c.lwork = lw
+    c.liwork = liw
+    c.work = <double *> malloc(<size_t> lw * sizeof(double))
+    c.iwork = <blas_int *> malloc(<size_t> liw * sizeof(blas_int))
+    if c.work == NULL or c.iwork == NULL:
+        return ERR_NOMEM
+    return OK
+
+
+cdef void teardown(Ctx *c) noexcept:
+    free(c.bas); free(c.sbas); free(c.tmp); free(c.G); free(c.Y); free(c.theta)
+    free(c.w); free(c.R); free(c.tau); free(c.row); free(c.isuppz); free(c.work)
+    free(c.iwork); free(c.Sx); free(c.Zx)
+
+
+def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
+               double[:, ::1] N, double[:, ::1] C, double[:, ::1] V, object capsule):
+    """The first decision, before any data: S_1 = s_1 G for a unit GOE draw G
+    (s_1 = sigma for a given sigma; 0 for "auto", whose scale is unknown until
+    data arrive) and V = top-b of G, a uniformly random subspace whatever the
+    scale. Follow the Leader starts from S = 0 and the first b coordinate axes.
+    For fixed noise G is kept in N. The caller holds the bit generator's lock."""
+    cdef Ctx c
+    cdef int n = S.shape[0], b = V.shape[0], j, code
+    cdef int k = <int> params[7]
+    cdef double s1
+    code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
+    try:
+        if code != OK:
+            return code
+        with nogil:
+            memset(c.S, 0, <size_t> n * n * sizeof(double))
+            memset(c.V, 0, <size_t> n * b * sizeof(double))
+            if c.C != NULL:
+                memset(c.C, 0, <size_t> n * n * sizeof(double))
+            if c.noise == NOISE_NONE:
+                for j in range(b):
+                    c.V[j * n + j] = 1.0
+                c.st.sigma = 0.0
+                c.st.s = 0.0
+                code = OK
+            else:
+                s1 = 0.0 if c.sigma_auto else c.sigma_value
+                c.st.sigma = s1
+                # G goes to S first (solved there), then S becomes s1 G
+                goe_lower(c.rng, n, 1.0, c.S)
+                code = solve_exact(&c)
+                if c.noise == NOISE_FIXED:
+                    memcpy(c.N, c.S, <size_t> n * n * sizeof(double))
+                for j in range(n * n):
+                    c.S[j] *= s1
+                c.st.s = s1
+                c.st.solves = 0
+        return code
+    finally:
+        teardown(&c)
+
+
+def run_vector(const double[:, ::1] X, const double[::1] sqnorm, double[::1] state,
+               double[::1] params, double[:, ::1] S, double[:, ::1] N, double[:, ::1] C,
+               double[:, ::1] V, object capsule):
+    """Play len(X) trials with vector instances x_t (rows of X; sqnorm[t] =
+    ||x_t||^2): gain ||V_k x_t||^2, S += x_t x_t^T (dsyr, one triangle), noise,
+    next top-k. Returns 0 or a negative error code. The caller holds the bit
+    generator's lock."""
+    cdef Ctx c
+    cdef int n = S.shape[0], b = V.shape[0], code
+    cdef int k = <int> params[7]
+    cdef Py_ssize_t t, T = X.shape[0], j
+    cdef double g
+    code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
+    try:
+        if code != OK:
+            return code
+        with nogil:
+            for t in range(T):
+                gemv_rows(k, n, 1.0, c.V, &X[t, 0], 0.0, c.row)
+                g = 0.0
+                for j in range(k):
+                    g += c.row[j] * c.row[j]
+                c.st.gain += g
+                if sqnorm[t] > c.st.scale:
+                    c.st.scale = sqnorm[t]
+                c.st.max_trsq = c.st.scale * c.st.scale
+                syr_upper(n, 1.0, &X[t, 0], c.S, n)
+                if c.C != NULL:
+                    syr_upper(n, 1.0, &X[t, 0], c.C, n)
+                code = after_trial(&c)
+                if code != OK:
+                    break
+        return code
+    finally:
+        teardown(&c)
+
+
+def run_dense(const double[:, :, ::1] Xs, const double[::1] spec, const double[::1] trsq,
+              double[::1] state, double[::1] params, double[:, ::1] S, double[:, ::1] N,
+              double[:, ::1] C, double[:, ::1] V, object capsule):
+    """Play len(Xs) trials with dense symmetric PSD instances X_t: gain
+    tr(V_k^T X_t V_k), S += X_t on one triangle, noise, next top-k. spec[t] is an
+    upper bound on ||X_t||_2, trsq[t] = tr(X_t^2). The caller holds the bit
+    generator's lock."""
+    cdef Ctx c
+    cdef int n = S.shape[0], b = V.shape[0], code
+    cdef int k = <int> params[7]
+    cdef Py_ssize_t t, T = Xs.shape[0], j
+    cdef double g
+    code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
+    try:
+        if code != OK:
+            return code
+        with nogil:
+            for t in range(T):
+                symm_upper(n, k, 1.0, &Xs[t, 0, 0], n, c.V, 0.0, c.tmp)
+                g = 0.0
+                for j in range(k):
+                    g += dot(n, c.V + j * n, c.tmp + j * n)
+                c.st.gain += g
+                if spec[t] > c.st.scale:
+                    c.st.scale = spec[t]
+                if trsq[t] > c.st.max_trsq:
+                    c.st.max_trsq = trsq[t]
+                add_lower(n, 1.0, &Xs[t, 0, 0], c.S)
+                if c.C != NULL:
+                    add_lower(n, 1.0, &Xs[t, 0, 0], c.C)
+                code = after_trial(&c)
+                if code != OK:
+                    break
+        return code
+    finally:
+        teardown(&c)

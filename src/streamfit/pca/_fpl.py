@@ -1,0 +1,540 @@
+"""Online PCA by Follow the Perturbed Leader with Gaussian (GOE) noise, and
+Follow the Leader.
+
+Python validates and owns the state; ``streamfit._kernels._pca`` runs the whole
+trial loop (play, gain, update, top-k) without the GIL.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.linalg
+
+from .._base import BaseEstimator
+from .._kernels import _pca as _k
+from .._validation import _as_float64, _check_finite, check_fitted, check_random_state, check_scalar
+
+__all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
+           "auto_sigma"]
+
+_STATE = {name: i for i, name in enumerate(_k.STATE_FIELDS)}
+_NOISE = {"fixed": _k.NOISE_FIXED, "random_walk": _k.NOISE_RANDOM_WALK,
+          "independent": _k.NOISE_INDEPENDENT}
+_SOLVERS = ("auto", "krylov", "exact")
+_KINDS = {"vector": _k.INSTANCE_VECTOR, "dense": _k.INSTANCE_DENSE}
+# Krylov iterations per trial before the solve falls back to LAPACK: about the
+# cost ratio of a subset eigh to one S @ block product at n = 1000.
+_MAXITER = 30
+
+
+def _block_size(n, k):
+    # a few vectors beyond k, so that a near-tie at lambda_k does not stall the
+    # captured objective (ALGORITHMS.md: block 15 for k = 10)
+    return min(n, k + max(5, k // 2))
+
+
+def goe_matrix(n, sigma=1.0, random_state=None):
+    """A GOE matrix N = (G + G^T)/2 with G_ij ~ N(0, sigma^2).
+
+    Only the n(n+1)/2 independent entries are drawn (diagonal N(0, sigma^2),
+    off-diagonal N(0, sigma^2/2)), row by row along the lower triangle, with
+    the ziggurat of ``numpy.random.Generator.standard_normal`` from the given
+    generator's bit generator; the matrix is then symmetrised in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.pca import goe_matrix
+    >>> N = goe_matrix(500, sigma=2.0, random_state=0)
+    >>> bool(np.array_equal(N, N.T))
+    True
+    >>> round(float(np.var(np.diag(N))) / 4, 1), round(float(np.var(N[np.tril_indices(500, -1)])) / 2, 1)
+    (1.0, 1.0)
+    """
+    check_scalar(n, "n", kind=numbers.Integral, low=0)
+    check_scalar(sigma, "sigma", low=0)
+    rng = check_random_state(random_state)
+    out = np.empty((int(n), int(n)))
+    with rng.bit_generator.lock:
+        _k.goe(out, float(sigma), rng.bit_generator.capsule)
+    return out
+
+
+def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_trace_sq=None):
+    """The sigma that minimises the paper's final bound
+    R <= r sqrt(2 T M / (pi sigma^2)) + k sqrt(n T sigma^2).
+
+    ``instances="vector"``: x_t x_t^T with ||x_t||^2 <= scale (r = scale, M = scale^2),
+    sigma^2 = scale^2 sqrt(2/pi) / (k sqrt(n)).
+    ``instances="dense"``: PSD X_t with ||X_t||_2 <= scale and tr(X_t^2) <= max_trace_sq
+    (default n scale^2, the paper's worst case), r = k scale,
+    sigma^2 = scale sqrt(2 M / pi) / sqrt(n).
+    """
+    a, b = _bound_terms(n_features, n_components, instances, scale, max_trace_sq)
+    return float(np.sqrt(a / b))
+
+
+def regret_bound(n_trials, n_features, n_components, sigma, *, instances="vector",
+                 scale=1.0, max_trace_sq=None):
+    """The paper's regret bound a sqrt(T) / sigma + b sqrt(T) sigma for a given sigma
+    (see :func:`auto_sigma` for the terms); at the auto sigma it is 2 sqrt(a b T)."""
+    a, b = _bound_terms(n_features, n_components, instances, scale, max_trace_sq)
+    return float(np.sqrt(n_trials) * (a / sigma + b * sigma))
+
+
+def _bound_terms(n, k, instances, scale, max_trace_sq):
+    if instances == "vector":
+        a = scale * scale * np.sqrt(2 / np.pi)
+    elif instances == "dense":
+        m = n * scale * scale if max_trace_sq is None else max_trace_sq
+        a = k * scale * np.sqrt(2 * m / np.pi)
+    else:
+        raise ValueError(f"instances must be 'vector' or 'dense', got {instances!r}")
+    return a, k * np.sqrt(n)
+
+
+class _LeaderPCA(BaseEstimator):
+    """State handling shared by Follow the (Perturbed) Leader."""
+
+    _noise_code = _k.NOISE_FIXED
+
+    # -- parameters -------------------------------------------------------------
+    def _check_params(self, n):
+        k = self.n_components
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"n_components must be an integer, got {k!r}")
+        if not 1 <= k <= n:
+            raise ValueError(f"n_components must be in [1, n_features] = [1, {n}], got {k}")
+        if self.solver not in _SOLVERS:
+            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
+        check_scalar(self.tol, "tol", low=0, low_open=True)
+        b = _block_size(n, k)
+        if self.solver == "krylov" and 2 * b > n:
+            raise ValueError(f"solver='krylov' needs n_features >= 2 * (n_components + "
+                             f"{b - k}) = {2 * b}, got {n}; use solver='auto' or 'exact'")
+        use_krylov = self.solver == "krylov" or (self.solver == "auto" and 4 * b <= n)
+        return k, b, (_k.SOLVER_KRYLOV if use_krylov else _k.SOLVER_EXACT)
+
+    def _sigma_params(self):
+        return 0.0, 0.0             # (auto, value): overridden by FPL
+
+    def _params(self, n, kind):
+        k, b, solver = self._check_params(n)
+        auto, value = self._sigma_params()
+        return np.array([_KINDS[kind], self._noise_code, solver, auto, value, self.tol,
+                         _MAXITER, k], dtype=np.float64), b
+
+    # -- state ------------------------------------------------------------------
+    def _initialize(self, n, kind):
+        params, b = self._params(n, kind)
+        rng = check_random_state(getattr(self, "random_state", None))
+        state = np.zeros(len(_k.STATE_FIELDS))
+        S = np.zeros((n, n))
+        N = np.zeros((n, n)) if self._noise_code == _k.NOISE_FIXED else np.zeros((0, 0))
+        keep_c = self._noise_code in (_k.NOISE_RANDOM_WALK, _k.NOISE_INDEPENDENT)
+        C = np.zeros((n, n)) if keep_c else np.zeros((0, 0))
+        V = np.zeros((b, n))
+        with rng.bit_generator.lock:
+            code = _k.initialize(state, params, S, N, C, V, rng.bit_generator.capsule)
+        self._raise_for(code)
+        self._rng = rng
+        self.n_features_in_ = n
+        self.instances_ = kind
+        self.state_ = state
+        self.perturbed_ = S
+        self.noise_ = N
+        self.cumulative_ = C
+        self.block_ = V
+        self._regret_cache = None
+
+    @staticmethod
+    def _raise_for(code):
+        if code == _k.ERR_NOMEM:
+            raise MemoryError("the PCA kernel could not allocate its work space")
+        if code != _k.OK:
+            raise RuntimeError(f"LAPACK failed in the top-k solve (code {code}); "
+                               "the estimator was left as it was before this call")
+
+    def _prepare(self, n, kind):
+        """Check the call against the fitted state; return (params, fresh)."""
+        if not hasattr(self, "state_"):
+            self._check_params(n)
+            return None
+        if n != self.n_features_in_:
+            name = "X" if kind == "vector" else "Xs"
+            raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
+                             f"fitted with {self.n_features_in_} features")
+        if kind != self.instances_:
+            raise ValueError(f"this {type(self).__name__} was fitted with {self.instances_} "
+                             f"instances; use partial_fit{'' if self.instances_ == 'vector' else '_dense'}"
+                             f" (one estimator per instance type)")
+        params, b = self._params(n, kind)
+        if b != self.block_.shape[0]:
+            raise ValueError("n_components changed since the first call; "
+                             "refit a new estimator")
+        return params
+
+    def _run(self, kind, args):
+        n = args[0].shape[-1]
+        params = self._prepare(n, kind)
+        if params is None:
+            self._initialize(n, kind)
+            params = self._params(n, kind)[0]
+        if args[0].shape[0] == 0:
+            return self
+        # the kernel works on copies, so a failure leaves the estimator as it was
+        state = self.state_.copy()
+        S = self.perturbed_.copy()
+        C = self.cumulative_.copy()
+        V = self.block_.copy()
+        rng = self._rng
+        with rng.bit_generator.lock:
+            saved = rng.bit_generator.state
+            if kind == "vector":
+                code = _k.run_vector(*args, state, params, S, self.noise_, C, V,
+                                     rng.bit_generator.capsule)
+            else:
+                code = _k.run_dense(*args, state, params, S, self.noise_, C, V,
+                                    rng.bit_generator.capsule)
+            if code != _k.OK:
+                rng.bit_generator.state = saved
+        self._raise_for(code)
+        self.state_, self.perturbed_, self.cumulative_, self.block_ = state, S, C, V
+        self._regret_cache = None
+        return self
+
+    # -- public API ---------------------------------------------------------------
+    def partial_fit(self, X, y=None):
+        """Play one trial per row of X (vector instances x_t x_t^T): gain
+        ||P_t x_t||^2 with the current components, then update.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_trials, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = _as_float64(X, "X")
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-dimensional (n_trials, n_features), got an array "
+                             f"of shape {X.shape}")
+        if X.shape[1] == 0:
+            raise ValueError(f"X must have at least one feature, got shape {X.shape}")
+        _check_finite(X, "X")
+        self._prepare(X.shape[1], "vector")
+        sqnorm = np.einsum("ij,ij->i", X, X)
+        if not np.isfinite(sqnorm).all():
+            raise ValueError("X is too large for float64 arithmetic: ||x||^2 overflows; "
+                             "rescale the data")
+        return self._run("vector", (X, sqnorm))
+
+    def partial_fit_dense(self, Xs, *, check_psd=True):
+        """Play one trial per matrix of Xs (dense PSD instances X_t): gain
+        tr(P_t X_t), then update.
+
+        Parameters
+        ----------
+        Xs : array-like of shape (n_trials, n_features, n_features)
+            Symmetric positive semidefinite matrices.
+        check_psd : bool, default True
+            Verify each X_t is PSD by a Cholesky factorisation of X_t + eps I
+            (O(n^3) per instance). Symmetry and finiteness are always checked
+            in O(n^2); pass False when the instances are PSD by construction
+            (covariances of mini-batches, say) to keep trials O(k n^2).
+
+        Returns
+        -------
+        self
+        """
+        Xs = _as_float64(Xs, "Xs")
+        if Xs.ndim == 2 and Xs.shape[0] == Xs.shape[1] and Xs.shape[0] > 0:
+            raise ValueError(f"Xs must be 3-dimensional (n_trials, n_features, n_features), "
+                             f"got shape {Xs.shape}; pass Xs[None] for a single instance")
+        if Xs.ndim != 3 or Xs.shape[1] != Xs.shape[2]:
+            raise ValueError(f"Xs must have shape (n_trials, n_features, n_features), "
+                             f"got {Xs.shape}")
+        if Xs.shape[1] == 0:
+            raise ValueError(f"Xs must have at least one feature, got shape {Xs.shape}")
+        _check_finite(Xs, "Xs")
+        self._prepare(Xs.shape[1], "dense")
+        amax = np.abs(Xs).max(axis=(1, 2)) if Xs.shape[0] else np.zeros(0)
+        asym = np.abs(Xs - Xs.transpose(0, 2, 1)).max(axis=(1, 2)) if Xs.shape[0] else amax
+        bad = np.flatnonzero(asym > 1e-10 * amax)
+        if bad.size:
+            raise ValueError(f"Xs[{bad[0]}] is not symmetric (max |X - X^T| = "
+                             f"{asym[bad[0]]:.3g}); instances must be symmetric PSD matrices")
+        trsq = np.einsum("tij,tij->t", Xs, Xs)
+        if not np.isfinite(trsq).all():
+            raise ValueError("Xs is too large for float64 arithmetic: tr(X^2) overflows; "
+                             "rescale the data")
+        diag = np.diagonal(Xs, axis1=1, axis2=2)
+        neg = np.flatnonzero((diag < -1e-12 * np.maximum(amax, 1e-300)).any(axis=1))
+        if neg.size:
+            raise ValueError(f"Xs[{neg[0]}] is not positive semidefinite (a negative diagonal "
+                             f"entry); instances must be symmetric PSD matrices")
+        if check_psd:
+            n = Xs.shape[1]
+            for t in range(Xs.shape[0]):
+                eps = 1e-10 * max(float(np.trace(Xs[t])) / n, float(amax[t]), 1e-300)
+                try:
+                    scipy.linalg.cholesky(Xs[t] + eps * np.eye(n), lower=True,
+                                          check_finite=False)
+                except np.linalg.LinAlgError:
+                    raise ValueError(f"Xs[{t}] is not positive semidefinite; instances must "
+                                     f"be symmetric PSD matrices") from None
+        # a cheap upper bound on the spectral norm of a PSD matrix, for sigma="auto"
+        spec = np.minimum(np.sqrt(trsq), np.abs(Xs).sum(axis=2).max(axis=1)) \
+            if Xs.shape[0] else np.zeros(0)
+        return self._run("dense", (Xs, np.ascontiguousarray(spec), trsq))
+
+    def fit(self, X, y=None):
+        """Start afresh and play every row of X as one trial."""
+        self._reset()
+        return self.partial_fit(X)
+
+    def fit_dense(self, Xs, *, check_psd=True):
+        """Start afresh and play every matrix of Xs as one trial."""
+        self._reset()
+        return self.partial_fit_dense(Xs, check_psd=check_psd)
+
+    def _reset(self):
+        for name in ("state_", "perturbed_", "noise_", "cumulative_", "block_",
+                     "n_features_in_", "instances_", "_rng", "_regret_cache"):
+            self.__dict__.pop(name, None)
+
+    def transform(self, X):
+        """Project rows of X onto the current components: X @ components_.T
+        (uncentered, as the online PCA gain ||P x||^2 is)."""
+        check_fitted(self, "state_")
+        X = _as_float64(X, "X")
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have shape (n_samples, {self.n_features_in_}), "
+                             f"got {X.shape}")
+        _check_finite(X, "X")
+        return X @ self.components_.T
+
+    # -- attributes -----------------------------------------------------------------
+    def _scalar(self, name):
+        check_fitted(self, "state_")
+        return float(self.state_[_STATE[name]])
+
+    @property
+    def components_(self):
+        """(k, n) orthonormal rows: the subspace the next trial plays."""
+        check_fitted(self, "state_")
+        return self.block_[:self.n_components].copy()
+
+    @property
+    def n_trials_(self):
+        return int(self._scalar("t"))
+
+    @property
+    def cumulative_gain_(self):
+        """Sum over trials of the gain tr(P_t X_t) received."""
+        return self._scalar("gain")
+
+    @property
+    def sigma_(self):
+        """The noise scale the next decision uses (0 for Follow the Leader)."""
+        return self._scalar("sigma")
+
+    @property
+    def gap_tolerance_(self):
+        """The objective-gap tolerance of the last top-k solve."""
+        return self._scalar("tol")
+
+    @property
+    def solver_stats_(self):
+        """Top-k solver counters: solves, products S @ block, LAPACK fallbacks, the
+        last estimated gap and the largest estimated gap / tolerance."""
+        check_fitted(self, "state_")
+        s = self.state_
+        return {"solves": int(s[_STATE["solves"]]), "products": int(s[_STATE["products"]]),
+                "fallbacks": int(s[_STATE["fallbacks"]]), "last_gap": float(s[_STATE["gap"]]),
+                "max_gap_ratio": float(s[_STATE["max_gap_ratio"]])}
+
+    def cumulative_matrix(self):
+        """sum_t X_t, the unperturbed cumulative instance matrix (full, symmetric)."""
+        check_fitted(self, "state_")
+        if self._noise_code == _k.NOISE_FIXED:
+            low = self.perturbed_ - self.state_[_STATE["s"]] * self.noise_
+        elif self._noise_code == _k.NOISE_NONE:
+            low = self.perturbed_
+        else:
+            low = self.cumulative_
+        low = np.tril(low)
+        return low + np.tril(low, -1).T
+
+    def perturbed_matrix(self):
+        """S = X_<t + N_t, the matrix whose top-k eigenvectors are played next."""
+        check_fitted(self, "state_")
+        low = np.tril(self.perturbed_)
+        return low + np.tril(low, -1).T
+
+    @property
+    def best_gain_(self):
+        """lambda_{1:k}(sum_t X_t): the gain of the best fixed rank-k projection in
+        hindsight."""
+        check_fitted(self, "state_")
+        cache = getattr(self, "_regret_cache", None)
+        t = self.n_trials_
+        if cache is None or cache[0] != t:
+            n, k = self.n_features_in_, self.n_components
+            if t == 0:
+                best = 0.0
+            else:
+                w = scipy.linalg.eigh(self.cumulative_matrix(), eigvals_only=True,
+                                      subset_by_index=[n - k, n - 1], check_finite=False)
+                best = float(w.sum())
+            cache = (t, best)
+            self._regret_cache = cache
+        return cache[1]
+
+    @property
+    def regret_(self):
+        """lambda_{1:k}(sum_t X_t) - cumulative_gain_."""
+        return self.best_gain_ - self.cumulative_gain_
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_regret_cache", None)
+        return state
+
+
+class PerturbedLeaderPCA(_LeaderPCA):
+    """Online PCA by Follow the Perturbed Leader with Gaussian (GOE) noise
+    (Kotlowski & Warmuth).
+
+    At trial t it plays the projection P_t onto the top-k eigenvectors of
+    S_t = X_<t + sqrt(t) N, N = (G + G^T)/2, G_ij ~ N(0, sigma^2), then sees X_t
+    (x_t x_t^T for rows of ``partial_fit``, a PSD matrix for ``partial_fit_dense``)
+    and gains tr(P_t X_t). Regret O(n^{1/4} sqrt(k T)) for vector instances and
+    O(k sqrt(n T)) for dense ones; a trial costs O(k n^2): a rank-one (dsyr) or
+    dense update, O(n^2) noise work, and a warm-started block Krylov top-k solve.
+
+    Parameters
+    ----------
+    n_components : int
+        k, the rank of the projections played.
+    sigma : "auto" or float, default "auto"
+        Noise scale. "auto" minimises the paper's final bound
+        R <= r sqrt(2 T M / (pi sigma^2)) + k sqrt(n T sigma^2), scaled to the
+        data seen so far: for vector instances sigma^2 = L^2 sqrt(2/pi) / (k sqrt n)
+        with L = max ||x_s||^2 (the paper's r = 1, M = 1 when ||x|| <= 1); for dense
+        ones sigma^2 = Lambda sqrt(2 M / pi) / sqrt(n) with M = max tr(X_s^2) and
+        Lambda = max min(||X_s||_F, max row sum |X_s|), an upper bound on the
+        eigenvalues (the paper's sqrt(2/pi) when eigenvalues <= 1 and M = n).
+        The scale at trial t uses trials before t only, so rescaling the data by
+        c rescales sigma by c (vector: c^2 for x -> c x) and leaves every decision
+        unchanged. The first trial plays the top-k of a unit GOE draw: a uniformly
+        random subspace, whatever the scale.
+    noise : {"fixed", "random_walk", "independent"}, default "fixed"
+        "fixed": one N per run (the paper; against oblivious adversaries);
+        S_{t+1} = S_t + X_t + (sqrt(t+1) sigma_{t+1} - sqrt(t) sigma_t) N is kept
+        incrementally. "random_walk": a fresh GOE increment each trial, with the
+        same marginal sqrt(t) sigma N. "independent": a fresh sqrt(t) N each trial
+        (for adaptive adversaries); both draw n(n+1)/2 normals per trial.
+    solver : {"auto", "krylov", "exact"}, default "auto"
+        "krylov": warm-started block Krylov (block k + max(5, k // 2), Rayleigh-Ritz
+        on [V, S V]) with a LAPACK fallback; "exact": LAPACK dsyevr every trial;
+        "auto": Krylov when n >= 4 * block, else exact.
+    tol : float, default 0.01
+        The Krylov solve stops when its estimate of the objective gap
+        lambda_{1:k}(S_t) - tr(V^T S_t V) is below tol * c / (2 sqrt(t)), where
+        R_T <= c sqrt(T) is the paper's bound at the sigma in use: the gaps then
+        add at most tol times the bound over the run (Lemma 1 with an approximate
+        leader). The estimate extrapolates the last two objective increases.
+    random_state : None, int or numpy Generator
+        Seeds the noise; the same seed gives the same decisions.
+
+    Attributes
+    ----------
+    components_ : (k, n) array, the subspace the next trial plays
+    cumulative_gain_, best_gain_, regret_ : float
+    n_trials_ : int
+    sigma_ : float, the noise scale of the next decision
+    solver_stats_ : dict, Krylov iterations, fallbacks and gap estimates
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit import PerturbedLeaderPCA
+    >>> from streamfit.simulate import make_spiked_stream
+    >>> X = make_spiked_stream(2000, 50, n_spikes=3, random_state=0)
+    >>> fpl = PerturbedLeaderPCA(3, random_state=0).partial_fit(X)
+    >>> fpl.components_.shape, fpl.n_trials_
+    ((3, 50), 2000)
+    >>> bool(0 < fpl.regret_ < 0.1 * fpl.best_gain_)
+    True
+    """
+
+    _noise_code = _k.NOISE_FIXED
+
+    def __init__(self, n_components, *, sigma="auto", noise="fixed", solver="auto",
+                 tol=0.01, random_state=None):
+        self.n_components = n_components
+        self.sigma = sigma
+        self.noise = noise
+        self.solver = solver
+        self.tol = tol
+        self.random_state = random_state
+
+    @property
+    def _noise_code(self):
+        if self.noise not in _NOISE:
+            raise ValueError(f"noise must be one of {tuple(_NOISE)}, got {self.noise!r}")
+        return _NOISE[self.noise]
+
+    def _check_params(self, n):
+        out = super()._check_params(n)
+        self._sigma_params()
+        self._noise_code  # noqa: B018 - validates noise
+        if self.random_state is not None:
+            check_random_state(self.random_state)
+        if hasattr(self, "state_") and self._noise_code != self._fitted_noise():
+            raise ValueError("noise changed since the first call; refit a new estimator")
+        return out
+
+    def _fitted_noise(self):
+        if self.noise_.shape[0]:
+            return _k.NOISE_FIXED
+        return self._noise_code if self.cumulative_.shape[0] else _k.NOISE_NONE
+
+    def _sigma_params(self):
+        if isinstance(self.sigma, str):
+            if self.sigma != "auto":
+                raise ValueError(f"sigma must be 'auto' or a positive float, got {self.sigma!r}")
+            return 1.0, 0.0
+        check_scalar(self.sigma, "sigma", low=0, low_open=True)
+        return 0.0, float(self.sigma)
+
+
+class FollowTheLeaderPCA(_LeaderPCA):
+    """Online PCA by Follow the Leader: play the top-k eigenvectors of X_<t.
+
+    The paper's deterministic baseline (FPL with sigma = 0). Good on i.i.d.
+    streams; an adversary can force regret linear in T (see
+    :func:`streamfit.simulate.make_ftl_adversary`). Same solver, attributes and
+    methods as :class:`PerturbedLeaderPCA`; the Krylov tolerance uses the bound
+    of the "auto" sigma. The first trial plays the first k coordinate axes.
+
+    Examples
+    --------
+    >>> from streamfit import FollowTheLeaderPCA
+    >>> from streamfit.simulate import make_ftl_adversary
+    >>> X = make_ftl_adversary(3000, 10, n_components=2)
+    >>> ftl = FollowTheLeaderPCA(2).partial_fit(X)
+    >>> round(ftl.cumulative_gain_, 2), round(ftl.regret_ / ftl.n_trials_, 2)
+    (0.0, 0.2)
+    """
+
+    _noise_code = _k.NOISE_NONE
+
+    def __init__(self, n_components, *, solver="auto", tol=0.01):
+        self.n_components = n_components
+        self.solver = solver
+        self.tol = tol
