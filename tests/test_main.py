@@ -8,3 +8,11 @@ def test_main_job_prints_a_table(capsys):
     assert "Figure 9" in out and "statistical_regret" in out
     # five checkpoints, each a row of numbers
     assert sum(line.strip().startswith(("1000 ", "100000 ")) for line in out.splitlines()) == 2
+
+
+def test_main_job_runs_a_pca_experiment(capsys):
+    assert main(["--only", "pca-dense", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "dense instances" in out and "fpl_regret" in out
+    # one seed, three checkpoints
+    assert sum(line.split()[:1] == ["0"] for line in out.splitlines()) == 3

@@ -1,7 +1,7 @@
 """The main job: run the paper experiments on built-in synthetic data and
 print their tables.
 
-    python -m streamfit            # the quick run (about a minute and a half)
+    python -m streamfit            # the quick run (about two minutes)
     python -m streamfit --full     # the paper's sizes and 50 replications
     python -m streamfit --plots out/   # also save Figure 4's curves (needs matplotlib)
 """
@@ -12,11 +12,13 @@ import os
 import sys
 import time
 
-from .experiments import (format_table, least_squares_comparison, offline_comparison,
-                          parameter_sensitivity, plot_paths, regret_dynamics,
-                          stepsize_comparison, stepsize_paths)
+from .experiments import (adversarial_regret, dense_regret, format_table,
+                          least_squares_comparison, noise_comparison, offline_comparison,
+                          parameter_sensitivity, pca_trial_time, plot_paths, regret_dynamics,
+                          stepsize_comparison, stepsize_paths, stochastic_regret)
 
-EXPERIMENTS = ("stepsizes", "offline", "least-squares", "sensitivity", "regret")
+EXPERIMENTS = ("pca-regret", "pca-noise", "pca-stochastic", "pca-dense", "pca-time",
+               "stepsizes", "offline", "least-squares", "sensitivity", "regret")
 
 
 def main(argv=None):
@@ -36,11 +38,28 @@ def main(argv=None):
     n_seeds = args.seeds or (50 if args.full else 2)
     seeds = tuple(range(n_seeds))
     todo = args.only or EXPERIMENTS
-    print(f"streamfit: online quantile regression experiments "
-          f"(Shen, Xia & Zhou 2025), {n_seeds} seed(s) per setting\n")
+    print(f"streamfit: online PCA (Kotlowski & Warmuth) and online quantile regression "
+          f"(Shen, Xia & Zhou 2025) experiments, {n_seeds} seed(s) per setting\n")
 
     offline_seeds = seeds if args.full else seeds[:max(1, n_seeds // 2)]
+    pca_seeds = tuple(range(max(3, n_seeds) if not args.full else max(10, n_seeds)))
     runs = {
+        "pca-regret": (lambda: adversarial_regret(seeds=pca_seeds),
+                       "Online PCA -- regret on the adversarial sequence for Follow the Leader "
+                       "(make_ftl_adversary), n = 10, k = 2: FTL vs FPL (auto sigma, fixed "
+                       "noise; mean/sd over seeds) vs the paper's bound; log-log slopes"),
+        "pca-noise": (lambda: noise_comparison(seeds=pca_seeds),
+                      "Online PCA -- FPL's noise processes on the same sequence, T = 20,000"),
+        "pca-stochastic": (lambda: stochastic_regret(seeds=seeds),
+                           "Online PCA -- i.i.d. spiked stream, n = 50, k = 3: FTL vs FPL "
+                           "regret"),
+        "pca-dense": (lambda: dense_regret(seeds=seeds),
+                      "Online PCA -- dense instances (mini-batch second moments), n = 30, "
+                      "k = 3: regret vs the dense bound"),
+        "pca-time": (lambda: pca_trial_time(sizes=(250, 500, 1000, 2000) if args.full
+                                            else (250, 500, 1000)),
+                     "Online PCA -- milliseconds per FPL trial (k = 10, spiked stream) vs one "
+                     "scipy eigh of the same matrix (top-k only and full); slopes vs n"),
         "stepsizes": (lambda: stepsize_comparison(seeds=seeds),
                       "Figure 4 -- final relative error ||b - b*|| / ||b*||, d = 100, T = 1e5, "
                       "t_1.1 noise, tau = 0.5, beta_0 = 0; best_* = best point of a 16-point "

@@ -1,0 +1,155 @@
+"""Online PCA experiments (Kotlowski & Warmuth, "PCA with Gaussian perturbations").
+
+Each function returns a table: a dict of equal-length lists, rendered by
+``format_table``. ``python -m streamfit`` runs them.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg
+
+from ..pca import FollowTheLeaderPCA, PerturbedLeaderPCA, auto_sigma, regret_bound
+from ..simulate import make_dense_stream, make_ftl_adversary, make_spiked_stream
+
+__all__ = ["adversarial_regret", "noise_comparison", "stochastic_regret", "dense_regret",
+           "pca_trial_time", "loglog_slope"]
+
+
+def loglog_slope(x, y):
+    """Least-squares slope of log y against log x."""
+    return float(np.polyfit(np.log(np.asarray(x, float)), np.log(np.asarray(y, float)), 1)[0])
+
+
+def _regret_path(est, X, checkpoints, dense=False):
+    out, prev = [], 0
+    for T in checkpoints:
+        if dense:
+            est.partial_fit_dense(X[prev:T], check_psd=False)
+        else:
+            est.partial_fit(X[prev:T])
+        prev = T
+        out.append(est.regret_)
+    return out
+
+
+def adversarial_regret(n_features=10, n_components=2, checkpoints=(1000, 3000, 10_000,
+                                                                     30_000, 100_000),
+                       seeds=(0, 1, 2, 3, 4)):
+    """Regret on :func:`~streamfit.simulate.make_ftl_adversary`: Follow the Leader
+    (linear in T) against FPL with the "auto" sigma and fixed noise (mean and
+    standard deviation over seeds), beside the paper's bound at that sigma.
+    The table's ``slope_*`` columns repeat the log-log slopes of the whole path."""
+    n, k = n_features, n_components
+    checkpoints = [int(T) for T in checkpoints]
+    X = make_ftl_adversary(checkpoints[-1], n, k)
+    ftl = _regret_path(FollowTheLeaderPCA(k), X, checkpoints)
+    fpl = np.array([_regret_path(PerturbedLeaderPCA(k, random_state=s), X, checkpoints)
+                    for s in seeds])
+    sigma = auto_sigma(n, k)
+    bound = [regret_bound(T, n, k, sigma) for T in checkpoints]
+    mean = fpl.mean(axis=0)
+    return {
+        "T": checkpoints,
+        "ftl_regret": [float(r) for r in ftl],
+        "fpl_regret_mean": [float(r) for r in mean],
+        "fpl_regret_sd": [float(r) for r in fpl.std(axis=0)],
+        "bound": bound,
+        "fpl/bound": [float(m / b) for m, b in zip(mean, bound)],
+        "slope_ftl": [loglog_slope(checkpoints, ftl)] * len(checkpoints),
+        "slope_fpl": [loglog_slope(checkpoints, mean)] * len(checkpoints),
+    }
+
+
+def noise_comparison(n_features=10, n_components=2, n_trials=20_000, seeds=(0, 1, 2)):
+    """FPL's three noise processes on the adversarial sequence, regret mean over
+    seeds: fixed N, a Gaussian random walk, independent draws."""
+    n, k = n_features, n_components
+    X = make_ftl_adversary(n_trials, n, k)
+    rows = {"noise": [], "regret_mean": [], "regret_sd": [], "bound": []}
+    sigma = auto_sigma(n, k)
+    for noise in ("fixed", "random_walk", "independent"):
+        r = [PerturbedLeaderPCA(k, noise=noise, random_state=s).partial_fit(X).regret_
+             for s in seeds]
+        rows["noise"].append(noise)
+        rows["regret_mean"].append(float(np.mean(r)))
+        rows["regret_sd"].append(float(np.std(r)))
+        rows["bound"].append(regret_bound(n_trials, n, k, sigma))
+    return rows
+
+
+def stochastic_regret(n_features=50, n_components=3, checkpoints=(500, 2000, 8000),
+                      seeds=(0, 1, 2)):
+    """An i.i.d. spiked stream (unit-norm rows): here Follow the Leader is good
+    and FPL pays for its noise, still within its bound."""
+    n, k = n_features, n_components
+    rows = {"seed": [], "T": [], "ftl_regret": [], "fpl_regret": [], "bound": []}
+    sigma = auto_sigma(n, k)
+    for s in seeds:
+        X = make_spiked_stream(checkpoints[-1], n, n_spikes=k, random_state=100 + s)
+        ftl = _regret_path(FollowTheLeaderPCA(k), X, checkpoints)
+        fpl = _regret_path(PerturbedLeaderPCA(k, random_state=s), X, checkpoints)
+        for i, T in enumerate(checkpoints):
+            rows["seed"].append(s)
+            rows["T"].append(T)
+            rows["ftl_regret"].append(float(ftl[i]))
+            rows["fpl_regret"].append(float(fpl[i]))
+            rows["bound"].append(regret_bound(T, n, k, sigma))
+    return rows
+
+
+def dense_regret(n_features=30, n_components=3, checkpoints=(250, 1000, 4000), seeds=(0, 1, 2)):
+    """Dense instances (second-moment matrices of 5-row mini-batches, eigenvalues
+    <= 1): FPL's regret against the dense bound at its final sigma."""
+    n, k = n_features, n_components
+    rows = {"seed": [], "T": [], "ftl_regret": [], "fpl_regret": [], "bound": []}
+    for s in seeds:
+        Xs = make_dense_stream(checkpoints[-1], n, n_spikes=k, random_state=200 + s)
+        ftl = _regret_path(FollowTheLeaderPCA(k), Xs, checkpoints, dense=True)
+        est = PerturbedLeaderPCA(k, random_state=s)
+        fpl = _regret_path(est, Xs, checkpoints, dense=True)
+        spec = np.linalg.eigvalsh(Xs)[:, -1].max()
+        trsq = float(np.einsum("tij,tij->t", Xs, Xs).max())
+        for i, T in enumerate(checkpoints):
+            rows["seed"].append(s)
+            rows["T"].append(T)
+            rows["ftl_regret"].append(float(ftl[i]))
+            rows["fpl_regret"].append(float(fpl[i]))
+            rows["bound"].append(regret_bound(T, n, k, est.sigma_, instances="dense",
+                                              scale=float(spec), max_trace_sq=trsq))
+    return rows
+
+
+def pca_trial_time(sizes=(250, 500, 1000), n_components=10, n_trials=None, seed=0):
+    """Seconds per FPL trial (fixed noise, "auto" solver) on a spiked stream,
+    beside one scipy eigh of the same perturbed matrix, full and top-k only, and
+    the fitted log-log slopes against n. BLAS threads as configured."""
+    k = n_components
+    rows = {"n": [], "fpl_ms": [], "eigh_topk_ms": [], "eigh_full_ms": [],
+            "topk/fpl": [], "full/fpl": [], "krylov_products_per_trial": []}
+    for n in sizes:
+        T = n_trials or max(20, 40_000 // n)
+        X = make_spiked_stream(T + 5, n, n_spikes=k, random_state=seed)
+        est = PerturbedLeaderPCA(k, random_state=seed).partial_fit(X[:5])
+        before = est.solver_stats_["products"]
+        t0 = time.perf_counter()
+        est.partial_fit(X[5:])
+        fpl = (time.perf_counter() - t0) / T
+        S = est.perturbed_matrix()
+        t0 = time.perf_counter()
+        scipy.linalg.eigh(S, subset_by_index=[n - k, n - 1])
+        topk = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        scipy.linalg.eigh(S)
+        full = time.perf_counter() - t0
+        rows["n"].append(n)
+        rows["fpl_ms"].append(fpl * 1e3)
+        rows["eigh_topk_ms"].append(topk * 1e3)
+        rows["eigh_full_ms"].append(full * 1e3)
+        rows["topk/fpl"].append(topk / fpl)
+        rows["full/fpl"].append(full / fpl)
+        rows["krylov_products_per_trial"].append((est.solver_stats_["products"] - before) / T)
+    for name in ("fpl_ms", "eigh_topk_ms", "eigh_full_ms"):
+        rows[f"slope_{name[:-3]}"] = [loglog_slope(rows["n"], rows[name])] * len(sizes)
+    return rows
