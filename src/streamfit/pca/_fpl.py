@@ -166,9 +166,11 @@ class _LeaderPCA(BaseEstimator):
             raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
                              f"fitted with {self.n_features_in_} features")
         if kind != self.instances_:
-            raise ValueError(f"this {type(self).__name__} was fitted with {self.instances_} "
-                             f"instances; use partial_fit{'' if self.instances_ == 'vector' else '_dense'}"
-                             f" (one estimator per instance type)")
+            name = "X" if kind == "vector" else "Xs"
+            method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
+            raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
+                             f"was fitted with {self.instances_} instances ({method}); "
+                             f"use one estimator per instance type")
         params, b = self._params(n, kind)
         if b != self.block_.shape[0]:
             raise ValueError("n_components changed since the first call; "
@@ -250,6 +252,10 @@ class _LeaderPCA(BaseEstimator):
         -------
         self
         """
+        # PSD is checked up to the rounding of the caller's dtype: a float32
+        # covariance of a low-rank batch has eigenvalues of -1e-8 relative
+        eps_in = np.finfo(Xs.dtype).eps if isinstance(Xs, np.ndarray) and \
+            np.issubdtype(Xs.dtype, np.floating) else np.finfo(np.float64).eps
         Xs = _as_float64(Xs, "Xs")
         if Xs.ndim == 2 and Xs.shape[0] == Xs.shape[1] and Xs.shape[0] > 0:
             raise ValueError(f"Xs must be 3-dimensional (n_trials, n_features, n_features), "
@@ -272,14 +278,15 @@ class _LeaderPCA(BaseEstimator):
             raise ValueError("Xs is too large for float64 arithmetic: tr(X^2) overflows; "
                              "rescale the data")
         diag = np.diagonal(Xs, axis1=1, axis2=2)
-        neg = np.flatnonzero((diag < -1e-12 * np.maximum(amax, 1e-300)[:, None]).any(axis=1))
+        slack = 10 * Xs.shape[1] * max(float(eps_in), 1e-12)
+        neg = np.flatnonzero((diag < -slack * np.maximum(amax, 1e-300)[:, None]).any(axis=1))
         if neg.size:
             raise ValueError(f"Xs[{neg[0]}] is not positive semidefinite (a negative diagonal "
                              f"entry); instances must be symmetric PSD matrices")
         if check_psd:
             n = Xs.shape[1]
             for t in range(Xs.shape[0]):
-                eps = 1e-10 * max(float(np.trace(Xs[t])) / n, float(amax[t]), 1e-300)
+                eps = slack * max(float(amax[t]), 1e-300)
                 try:
                     scipy.linalg.cholesky(Xs[t] + eps * np.eye(n), lower=True,
                                           check_finite=False)
@@ -293,18 +300,26 @@ class _LeaderPCA(BaseEstimator):
 
     def fit(self, X, y=None):
         """Start afresh and play every row of X as one trial."""
-        self._reset()
-        return self.partial_fit(X)
+        return self._refit(lambda: self.partial_fit(X))
 
     def fit_dense(self, Xs, *, check_psd=True):
         """Start afresh and play every matrix of Xs as one trial."""
-        self._reset()
-        return self.partial_fit_dense(Xs, check_psd=check_psd)
+        return self._refit(lambda: self.partial_fit_dense(Xs, check_psd=check_psd))
 
-    def _reset(self):
-        for name in ("state_", "perturbed_", "noise_", "cumulative_", "block_",
-                     "n_features_in_", "instances_", "_rng", "_regret_cache"):
-            self.__dict__.pop(name, None)
+    _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "block_",
+                    "n_features_in_", "instances_", "_rng", "_regret_cache")
+
+    def _refit(self, play):
+        # a rejected fit leaves the old state in place
+        saved = {name: self.__dict__.pop(name) for name in self._STATE_NAMES
+                 if name in self.__dict__}
+        try:
+            return play()
+        except BaseException:
+            for name in self._STATE_NAMES:
+                self.__dict__.pop(name, None)
+            self.__dict__.update(saved)
+            raise
 
     def transform(self, X):
         """Project rows of X onto the current components: X @ components_.T
@@ -349,12 +364,16 @@ class _LeaderPCA(BaseEstimator):
 
     @property
     def solver_stats_(self):
-        """Top-k solver counters: solves, products S @ block, LAPACK fallbacks, the
-        last estimated gap and the largest estimated gap / tolerance."""
+        """Top-k solver counters: solves (one per trial), products S @ block,
+        fallbacks (Krylov solves that ran out of iterations and went to LAPACK),
+        direct (solves sent straight to LAPACK after fallbacks: a back-off that
+        doubles while Krylov keeps failing), the last estimated gap and the
+        largest estimated gap / tolerance."""
         check_fitted(self, "state_")
         s = self.state_
         return {"solves": int(s[_STATE["solves"]]), "products": int(s[_STATE["products"]]),
-                "fallbacks": int(s[_STATE["fallbacks"]]), "last_gap": float(s[_STATE["gap"]]),
+                "fallbacks": int(s[_STATE["fallbacks"]]), "direct": int(s[_STATE["direct"]]),
+                "last_gap": float(s[_STATE["gap"]]),
                 "max_gap_ratio": float(s[_STATE["max_gap_ratio"]])}
 
     def cumulative_matrix(self):
