@@ -17,6 +17,10 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from _blas cimport (blas_int, dot, axpy, gemv_rows, gemm, symm_upper, syr_upper,
                     geqrf, orgqr, syevr_top, trsm_right_upper)
 
+cdef extern from "_goe.h" nogil:
+    void sf_mirror_rows(Py_ssize_t n, double *A, Py_ssize_t ib, Py_ssize_t iend)
+    void sf_store_fence()
+
 cdef extern from "numpy/random/bitgen.h":
     ctypedef struct bitgen_t:
         pass
@@ -132,22 +136,20 @@ cdef inline void goe_lower(bitgen_t *rng, Py_ssize_t n, double sigma, double *A)
 
 
 cdef void goe_full(bitgen_t *rng, Py_ssize_t n, double sigma, double *A) noexcept nogil:
-    # A full GOE matrix: draw TILE rows of the lower triangle, then scale and
-    # mirror them into the upper triangle while they are still in cache (the
-    # writes are contiguous runs of TILE doubles, the strided reads hit the tile)
+    # A full GOE matrix: draw TILE rows of the lower triangle, scale them, then
+    # mirror them into the upper triangle while they are still in cache
     cdef Py_ssize_t ib = 0, i, j, iend
-    cdef double off = sigma * INV_SQRT2, v
+    cdef double off = sigma * INV_SQRT2
     while ib < n:
         iend = min(ib + TILE, n)
         for i in range(ib, iend):
             random_standard_normal_fill(rng, i + 1, A + i * n)
+            for j in range(i):
+                A[i * n + j] *= off
             A[i * n + i] *= sigma
-        for j in range(iend):
-            for i in range(max(ib, j + 1), iend):
-                v = A[i * n + j] * off
-                A[i * n + j] = v
-                A[j * n + i] = v
+        sf_mirror_rows(n, A, ib, iend)
         ib += TILE
+    sf_store_fence()
 
 
 def goe(double[:, ::1] out, double sigma, object capsule):

@@ -55,7 +55,12 @@ def goe_matrix(n, sigma=1.0, random_state=None):
     check_scalar(n, "n", kind=numbers.Integral, low=0)
     check_scalar(sigma, "sigma", low=0)
     rng = check_random_state(random_state)
-    out = np.empty((int(n), int(n)))
+    n = int(n)
+    # rows start on 64-byte boundaries (when 8 divides n), so the kernel can
+    # write the mirrored triangle in whole cache lines
+    buf = np.empty(n * n + 8)
+    start = (-buf.ctypes.data % 64) // 8
+    out = buf[start:start + n * n].reshape(n, n)
     with rng.bit_generator.lock:
         _k.goe(out, float(sigma), rng.bit_generator.capsule)
     return out
