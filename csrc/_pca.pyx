@@ -14,7 +14,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from _blas cimport (blas_int, dot, axpy, gemv_rows, gemm, symm_upper, syr_upper,
+from _blas cimport (blas_int, dot, axpy, nrm2, gemv_rows, gemm, symm_upper, syr_upper,
                     geqrf, orgqr, syevr_top, trsm_right_upper)
 
 cdef extern from "_goe.h" nogil:
@@ -90,14 +90,16 @@ cdef struct Ctx:
     PCAState *st
     bitgen_t *rng
     # workspaces
-    double *bas      # n x 2b basis [V, W]
+    double *bas      # n x 3b basis [V, W, P]
     double *sbas     # S @ bas
-    double *tmp      # n x 2b
-    double *G        # 2b x 2b projected matrix
-    double *Y        # 2b x 2b Ritz vectors
-    double *theta    # 2b Ritz values, descending
-    double *w        # 2b (or n for the fallback) eigenvalues, ascending
-    double *R        # b x b
+    double *tmp      # n x 3b
+    double *G        # 3b x 3b projected matrix
+    double *Y        # 3b x b Ritz vectors
+    double *theta    # 3b Ritz values, descending
+    double *w        # 3b (or n for the fallback) eigenvalues, ascending
+    double *R        # up to 3b x 3b, the QR's triangle
+    double *P        # n x b, the previous step (LOBPCG)
+    double *SP       # S @ P
     double *tau      # 2b
     double *row      # n
     double *work
@@ -262,19 +264,23 @@ cdef inline double gap_estimate(double d, double d1, double d2, int it) noexcept
 
 
 cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
-    # Warm-started block Krylov: Rayleigh-Ritz on span[V, S V] (2b vectors), keep
-    # the top b Ritz vectors, repeat until the captured objective sum(theta[:k])
-    # has (by the estimate above) less than tol_t left to gain. One product S @ block
-    # per iteration: S @ V is carried along through the rotations.
-    cdef int n = c.n, b = c.b, k = c.k, b2 = 2 * c.b, j, it, code
+    # Warm-started block Krylov in the LOBPCG form: Rayleigh-Ritz on
+    # span[V, W, P] -- the current block V, its residual W = S V - V Theta and
+    # the previous step P (its non-V part) -- keeping the top b Ritz vectors,
+    # until the captured objective sum(theta[:k]) has (by gap_estimate) less than
+    # tol_t left to gain. One product S @ block per iteration: S V and S P are
+    # carried along through the rotations. Without room for 3b vectors (n < 3b)
+    # the basis is [V, W].
+    cdef int n = c.n, b = c.b, k = c.k, b2 = 2 * c.b, m, j, it, code
+    cdef bint use_p = 3 * b <= n, have_p = False
     cdef Py_ssize_t i
     cdef double *bas = c.bas
     cdef double *sbas = c.sbas
-    cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY
+    cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin, rmax
     cdef blas_int info
     # S V and Rayleigh-Ritz on the warm start. V is orthonormal to rounding: it
-    # comes from LAPACK or from the last iteration's [V, W] Y, with [V, W] from a
-    # Householder QR and Y from dsyevr, so no re-orthonormalisation is needed.
+    # comes from LAPACK or from the last iteration's basis @ Y, with the basis
+    # from a Householder QR and Y from dsyevr, so no re-orthonormalisation.
     memcpy(bas, c.V, <size_t> n * b * sizeof(double))
     symm_upper(n, b, 1.0, c.S, n, bas, 0.0, sbas)
     c.st.products += 1
@@ -294,26 +300,60 @@ cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
         for j in range(b):
             for i in range(n):
                 bas[(b + j) * n + i] = sbas[j * n + i] - c.theta[j] * bas[j * n + i]
-        # QR of the whole [V, W], so W's basis is orthogonal to V even when W is
-        # at rounding level; V = Q1 R11, so S Q1 = (S V) R11^{-1}
-        info = geqrf(n, b2, bas, n, c.tau, c.work, c.lwork)
+        m = b2
+        if have_p:
+            # the previous step, columns scaled to unit norm (with S P alike) so
+            # that R33 below measures how independent of [V, W] it is
+            for j in range(b):
+                nrm = nrm2(n, c.P + j * n)
+                if nrm == 0.0:
+                    have_p = False
+                    break
+                for i in range(n):
+                    bas[(b2 + j) * n + i] = c.P[j * n + i] / nrm
+                    c.SP[j * n + i] /= nrm
+            if have_p:
+                m = 3 * b
+        # QR of the whole basis, so the new directions are orthogonal to V even
+        # at rounding level. [V, W, P] = Q R: S Q1 = (S V) R11^-1, S Q2 is the
+        # product, S Q3 = (S P - S Q1 R13 - S Q2 R23) R33^-1.
+        info = geqrf(n, m, bas, n, c.tau, c.work, c.lwork)
         if info != 0:
             return ERR_LAPACK
-        for j in range(b):
-            memcpy(c.R + j * b, bas + j * n, b * sizeof(double))
-        info = orgqr(n, b2, bas, n, c.tau, c.work, c.lwork)
+        for j in range(m):
+            memcpy(c.R + j * m, bas + j * n, (j + 1) * sizeof(double))
+        info = orgqr(n, m, bas, n, c.tau, c.work, c.lwork)
         if info != 0:
             return ERR_LAPACK
-        trsm_right_upper(n, b, c.R, b, sbas, n)
+        trsm_right_upper(n, b, c.R, m, sbas, n)
         symm_upper(n, b, 1.0, c.S, n, bas + b * n, 0.0, sbas + b * n)
         c.st.products += 1
-        gemm(b'T', b'N', b2, b2, n, 1.0, bas, n, sbas, n, 0.0, c.G, b2)
-        code = ritz_top(c, c.G, b2, b)
+        if m > b2:
+            rmin = INFINITY
+            for j in range(b2, m):
+                if fabs(c.R[j * m + j]) < rmin:
+                    rmin = fabs(c.R[j * m + j])
+            if rmin < 1e-6:
+                m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
+            else:
+                memcpy(sbas + b2 * n, c.SP, <size_t> n * b * sizeof(double))
+                gemm(b'N', b'N', n, b, b, -1.0, sbas, n, c.R + b2 * m, m, 1.0,
+                     sbas + b2 * n, n)
+                gemm(b'N', b'N', n, b, b, -1.0, sbas + b * n, n, c.R + b2 * m + b, m, 1.0,
+                     sbas + b2 * n, n)
+                trsm_right_upper(n, b, c.R + b2 * m + b2, m, sbas + b2 * n, n)
+        gemm(b'T', b'N', m, m, n, 1.0, bas, n, sbas, n, 0.0, c.G, m)
+        code = ritz_top(c, c.G, m, b)
         if code != OK:
             return code
-        gemm(b'N', b'N', n, b, b2, 1.0, bas, n, c.Y, b2, 0.0, c.tmp, n)
+        if use_p:
+            # the step just taken, without its V part: the next P and S P
+            gemm(b'N', b'N', n, b, m - b, 1.0, bas + b * n, n, c.Y + b, m, 0.0, c.P, n)
+            gemm(b'N', b'N', n, b, m - b, 1.0, sbas + b * n, n, c.Y + b, m, 0.0, c.SP, n)
+            have_p = True
+        gemm(b'N', b'N', n, b, m, 1.0, bas, n, c.Y, m, 0.0, c.tmp, n)
         memcpy(bas, c.tmp, <size_t> n * b * sizeof(double))
-        gemm(b'N', b'N', n, b, b2, 1.0, sbas, n, c.Y, b2, 0.0, c.tmp, n)
+        gemm(b'N', b'N', n, b, m, 1.0, sbas, n, c.Y, m, 0.0, c.tmp, n)
         memcpy(sbas, c.tmp, <size_t> n * b * sizeof(double))
         fnew = 0.0
         for j in range(k):
@@ -457,7 +497,7 @@ cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] param
     c.C = &C[0, 0] if C.shape[0] > 0 else NULL
     c.V = &V[0, 0]
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    q = 2 * b
+    q = 3 * b if 3 * b <= n else 2 * b
     c.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     c.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     c.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
@@ -465,13 +505,15 @@ cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] param
     c.Y = <double *> malloc(<size_t> q * q * sizeof(double))
     c.theta = <double *> malloc(<size_t> (q + 1) * sizeof(double))
     c.w = <double *> malloc(<size_t> (n + q) * sizeof(double))
-    c.R = <double *> malloc(<size_t> b * b * sizeof(double))
+    c.R = <double *> malloc(<size_t> q * q * sizeof(double))
+    c.P = <double *> malloc(<size_t> n * b * sizeof(double))
+    c.SP = <double *> malloc(<size_t> n * b * sizeof(double))
     c.tau = <double *> malloc(<size_t> q * sizeof(double))
     c.row = <double *> malloc(<size_t> n * sizeof(double))
     c.isuppz = <blas_int *> malloc(<size_t> 2 * (n + q) * sizeof(blas_int))
     if (c.bas == NULL or c.sbas == NULL or c.tmp == NULL or c.G == NULL or c.Y == NULL
             or c.theta == NULL or c.w == NULL or c.R == NULL or c.tau == NULL
-            or c.row == NULL or c.isuppz == NULL):
+            or c.row == NULL or c.isuppz == NULL or c.P == NULL or c.SP == NULL):
         return ERR_NOMEM
     # workspace queried once per call, for the largest problem each routine sees
     lw = 1
@@ -499,7 +541,7 @@ cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] param
 
 cdef void teardown(Ctx *c) noexcept:
     free(c.bas); free(c.sbas); free(c.tmp); free(c.G); free(c.Y); free(c.theta)
-    free(c.w); free(c.R); free(c.tau); free(c.row); free(c.isuppz); free(c.work)
+    free(c.w); free(c.R); free(c.P); free(c.SP); free(c.tau); free(c.row); free(c.isuppz); free(c.work)
     free(c.iwork); free(c.Sx); free(c.Zx)
 
 
