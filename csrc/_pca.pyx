@@ -209,11 +209,6 @@ cdef int solve_exact(Ctx *c) noexcept nogil:
     # top-b eigenvectors of S by LAPACK dsyevr on a copy
     cdef int n = c.n, b = c.b, j
     cdef blas_int info
-    if c.Sx == NULL:
-        c.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
-        c.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
-        if c.Sx == NULL or c.Zx == NULL:
-            return ERR_NOMEM
     cdef double sc = pow2_scale(n, c.S, n)
     cdef Py_ssize_t i
     for i in range(<Py_ssize_t> n * n):
@@ -263,7 +258,66 @@ cdef inline double gap_estimate(double d, double d1, double d2, int it) noexcept
     return d * f
 
 
-cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
+cdef int rayleigh_ritz(Ctx *c, int m) noexcept nogil:
+    # Ritz pairs of S on the orthonormal basis bas[:, :m] (sbas = S bas): the top
+    # b into c.theta / c.Y; for m == b the block is rotated onto them at once
+    gemm(b'T', b'N', m, m, c.n, 1.0, c.bas, c.n, c.sbas, c.n, 0.0, c.G, m)
+    cdef int code = ritz_top(c, c.G, m, c.b)
+    if code == OK and m == c.b:
+        rotate(c, m)
+    return code
+
+
+cdef void rotate(Ctx *c, int m) noexcept nogil:
+    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y
+    cdef int n = c.n, b = c.b
+    gemm(b'N', b'N', n, b, m, 1.0, c.bas, n, c.Y, m, 0.0, c.tmp, n)
+    memcpy(c.bas, c.tmp, <size_t> n * b * sizeof(double))
+    gemm(b'N', b'N', n, b, m, 1.0, c.sbas, n, c.Y, m, 0.0, c.tmp, n)
+    memcpy(c.sbas, c.tmp, <size_t> n * b * sizeof(double))
+
+
+cdef inline unsigned long long splitmix64(unsigned long long *x) noexcept nogil:
+    cdef unsigned long long z
+    x[0] += 0x9E3779B97F4A7C15ULL
+    z = x[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef void seed_directions(Ctx *c, const double *hint) noexcept nogil:
+    # The first iteration's new directions are the residual W = S V - V Theta.
+    # If V spans an invariant subspace of S (Follow the Leader on axis-aligned
+    # data: W = 0 exactly) no Krylov step can leave it, even when S's top-k lies
+    # elsewhere -- say, along a direction the data just started to use. So the
+    # weakest residual column is replaced by this trial's data direction
+    # (`hint`: x_t, or a column of a dense X_t), and any residual column at
+    # rounding level by a pseudo-random one (splitmix64 on the trial count:
+    # deterministic, and the estimator's generator is left alone).
+    cdef int n = c.n, b = c.b, j, jmin = 0
+    cdef Py_ssize_t i
+    cdef double nrm, nmin = INFINITY, scale = 0.0
+    cdef double *w
+    cdef unsigned long long state
+    for j in range(b):
+        if fabs(c.theta[j]) > scale:
+            scale = fabs(c.theta[j])
+    for j in range(b):
+        w = c.bas + (b + j) * n
+        nrm = nrm2(n, w)
+        if nrm < nmin:
+            nmin = nrm
+            jmin = j
+        if nrm <= 1e-12 * scale or nrm == 0.0:
+            state = (<unsigned long long> c.st.t) * 1000003ULL + <unsigned long long> j
+            for i in range(n):
+                w[i] = (<double> (splitmix64(&state) >> 11)) * (2.0 / 9007199254740992.0) - 1.0
+    if hint != NULL:
+        memcpy(c.bas + (b + jmin) * n, hint, n * sizeof(double))
+
+
+cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
     # Warm-started block Krylov in the LOBPCG form: Rayleigh-Ritz on
     # span[V, W, P] -- the current block V, its residual W = S V - V Theta and
     # the previous step P (its non-V part) -- keeping the top b Ritz vectors,
@@ -284,14 +338,9 @@ cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
     memcpy(bas, c.V, <size_t> n * b * sizeof(double))
     symm_upper(n, b, 1.0, c.S, n, bas, 0.0, sbas)
     c.st.products += 1
-    gemm(b'T', b'N', b, b, n, 1.0, bas, n, sbas, n, 0.0, c.G, b)
-    code = ritz_top(c, c.G, b, b)
+    code = rayleigh_ritz(c, b)
     if code != OK:
         return code
-    gemm(b'N', b'N', n, b, b, 1.0, bas, n, c.Y, b, 0.0, c.tmp, n)
-    memcpy(bas, c.tmp, <size_t> n * b * sizeof(double))
-    gemm(b'N', b'N', n, b, b, 1.0, sbas, n, c.Y, b, 0.0, c.tmp, n)
-    memcpy(sbas, c.tmp, <size_t> n * b * sizeof(double))
     f = 0.0
     for j in range(k):
         f += c.theta[j]
@@ -300,6 +349,8 @@ cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
         for j in range(b):
             for i in range(n):
                 bas[(b + j) * n + i] = sbas[j * n + i] - c.theta[j] * bas[j * n + i]
+        if it == 0:
+            seed_directions(c, hint)
         m = b2
         if have_p:
             # the previous step, columns scaled to unit norm (with S P alike) so
@@ -342,8 +393,7 @@ cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
                 gemm(b'N', b'N', n, b, b, -1.0, sbas + b * n, n, c.R + b2 * m + b, m, 1.0,
                      sbas + b2 * n, n)
                 trsm_right_upper(n, b, c.R + b2 * m + b2, m, sbas + b2 * n, n)
-        gemm(b'T', b'N', m, m, n, 1.0, bas, n, sbas, n, 0.0, c.G, m)
-        code = ritz_top(c, c.G, m, b)
+        code = rayleigh_ritz(c, m)
         if code != OK:
             return code
         if use_p:
@@ -351,10 +401,7 @@ cdef int solve_krylov(Ctx *c, double tol_t) noexcept nogil:
             gemm(b'N', b'N', n, b, m - b, 1.0, bas + b * n, n, c.Y + b, m, 0.0, c.P, n)
             gemm(b'N', b'N', n, b, m - b, 1.0, sbas + b * n, n, c.Y + b, m, 0.0, c.SP, n)
             have_p = True
-        gemm(b'N', b'N', n, b, m, 1.0, bas, n, c.Y, m, 0.0, c.tmp, n)
-        memcpy(bas, c.tmp, <size_t> n * b * sizeof(double))
-        gemm(b'N', b'N', n, b, m, 1.0, sbas, n, c.Y, m, 0.0, c.tmp, n)
-        memcpy(sbas, c.tmp, <size_t> n * b * sizeof(double))
+        rotate(c, m)
         fnew = 0.0
         for j in range(k):
             fnew += c.theta[j]
@@ -450,6 +497,13 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
             for i in range(n):
                 goe_row(c.rng, i, c.row)
                 axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
+        elif a < 0.0:
+            # a smaller sigma set mid-stream: shrink the walk so far,
+            # S = C + (s_new / s) (S - C); no increment can lower a variance
+            a = s_new / c.st.s
+            for i in range(n):
+                for j in range(i + 1):
+                    c.S[i * n + j] = c.C[i * n + j] + a * (c.S[i * n + j] - c.C[i * n + j])
     elif c.noise == NOISE_INDEPENDENT:
         for i in range(n):
             goe_row(c.rng, i, c.row)
@@ -458,7 +512,7 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     c.st.s = s_new
 
 
-cdef int after_trial(Ctx *c) noexcept nogil:
+cdef int after_trial(Ctx *c, const double *hint) noexcept nogil:
     # the next decision: sigma_{t+1}, noise, and the top-k of S_{t+1}
     cdef double sig = next_sigma(c)
     c.st.t += 1
@@ -471,7 +525,7 @@ cdef int after_trial(Ctx *c) noexcept nogil:
         c.st.skip -= 1.0
         c.st.direct += 1.0
         return solve_exact(c)
-    return solve_krylov(c, c.st.tol)
+    return solve_krylov(c, c.st.tol, hint)
 
 
 cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] params,
@@ -511,9 +565,15 @@ cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] param
     c.tau = <double *> malloc(<size_t> q * sizeof(double))
     c.row = <double *> malloc(<size_t> n * sizeof(double))
     c.isuppz = <blas_int *> malloc(<size_t> 2 * (n + q) * sizeof(blas_int))
+    # everything a trial may need is allocated here, before any state changes,
+    # so a call fails for lack of memory up front or not at all (untouched pages
+    # of the LAPACK copy cost nothing while the Krylov solver keeps up)
+    c.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
+    c.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
     if (c.bas == NULL or c.sbas == NULL or c.tmp == NULL or c.G == NULL or c.Y == NULL
             or c.theta == NULL or c.w == NULL or c.R == NULL or c.tau == NULL
-            or c.row == NULL or c.isuppz == NULL or c.P == NULL or c.SP == NULL):
+            or c.row == NULL or c.isuppz == NULL or c.P == NULL or c.SP == NULL
+            or c.Sx == NULL or c.Zx == NULL):
         return ERR_NOMEM
     # workspace queried once per call, for the largest problem each routine sees
     lw = 1
@@ -555,6 +615,7 @@ def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
     cdef Ctx c
     cdef int n = S.shape[0], b = V.shape[0], j, code
     cdef int k = <int> params[7]
+    cdef Py_ssize_t i
     cdef double s1
     code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
     try:
@@ -579,8 +640,8 @@ def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
                 code = solve_exact(&c)
                 if c.noise == NOISE_FIXED:
                     memcpy(c.N, c.S, <size_t> n * n * sizeof(double))
-                for j in range(n * n):
-                    c.S[j] *= s1
+                for i in range(<Py_ssize_t> n * n):
+                    c.S[i] *= s1
                 c.st.s = s1
                 c.st.solves = 0
         return code
@@ -617,7 +678,7 @@ def run_vector(const double[:, ::1] X, const double[::1] sqnorm, double[::1] sta
                 syr_upper(n, 1.0, &X[t, 0], c.S, n)
                 if c.C != NULL:
                     syr_upper(n, 1.0, &X[t, 0], c.C, n)
-                code = after_trial(&c)
+                code = after_trial(&c, &X[t, 0])
                 if code != OK:
                     break
         return code
@@ -635,7 +696,7 @@ def run_dense(const double[:, :, ::1] Xs, const double[::1] spec, const double[:
     cdef Ctx c
     cdef int n = S.shape[0], b = V.shape[0], code
     cdef int k = <int> params[7]
-    cdef Py_ssize_t t, T = Xs.shape[0], j
+    cdef Py_ssize_t t, T = Xs.shape[0], j, jmax
     cdef double g
     code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
     try:
@@ -655,7 +716,12 @@ def run_dense(const double[:, :, ::1] Xs, const double[::1] spec, const double[:
                 add_lower(n, 1.0, &Xs[t, 0, 0], c.S)
                 if c.C != NULL:
                     add_lower(n, 1.0, &Xs[t, 0, 0], c.C)
-                code = after_trial(&c)
+                # X_t's column of largest diagonal: a direction of its range
+                jmax = 0
+                for j in range(n):
+                    if Xs[t, j, j] > Xs[t, jmax, jmax]:
+                        jmax = j
+                code = after_trial(&c, &Xs[t, jmax, 0])
                 if code != OK:
                     break
         return code

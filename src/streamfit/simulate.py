@@ -150,7 +150,9 @@ def make_ftl_adversary(n_trials, n_features, n_components=1):
     ones already shown this cycle have m + 1 + o_i, the later ones a larger
     offset), so the leader's top-k (k < n) never contains e_j: after the
     preamble FTL gains 0 while the best rank-k projection gains about k T / n,
-    regret linear in T. Rows have norm <= 1.
+    regret linear in T. Rows have norm <= 1. The sequence is the same for
+    every k < n (``n_components`` is only checked against n): the best rank-k
+    projection gains about k T / n of it.
 
     Examples
     --------

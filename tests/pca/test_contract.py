@@ -638,3 +638,81 @@ def test_cumulative_gain_is_sum_of_projections_dense(noise):
         gain += float(np.trace(V @ Xt @ V.T))
         est.partial_fit_dense(Xt[None])
     np.testing.assert_allclose(est.cumulative_gain_, gain, rtol=1e-10)
+
+
+# -- parameters changed mid-stream, noise bookkeeping, failures ------------------------
+
+def test_n_components_change_is_rejected_even_when_the_block_size_is_clamped():
+    # at n = 10 the block is clamped to n for k = 5 and k = 8 alike
+    est = PerturbedLeaderPCA(5, random_state=0).partial_fit(spiked(50, n=10))
+    before = snapshot(est)
+    with pytest.raises(ValueError, match="n_components"):
+        est.set_params(n_components=8).partial_fit(spiked(50, n=10, seed=1))
+    assert_unchanged(est, before)
+    assert est.set_params(n_components=5).components_.shape == (5, 10)
+
+
+def test_switch_between_random_walk_and_independent_is_rejected():
+    est = PerturbedLeaderPCA(2, noise="random_walk", random_state=0).partial_fit(spiked(30))
+    before = snapshot(est)
+    with pytest.raises(ValueError, match="noise"):
+        est.set_params(noise="independent").partial_fit(spiked(30, seed=1))
+    assert_unchanged(est, before)
+
+
+@pytest.mark.parametrize("noise", ["random_walk", "independent"])
+def test_noise_in_S_has_the_papers_variance(noise):
+    # S - C = sqrt(t + 1) sigma N for the next decision: variance (t + 1) sigma^2 on
+    # the diagonal and (t + 1) sigma^2 / 2 off it; n = 200 gives 200 and 19,900
+    # samples, and the bounds are 5 standard errors wide
+    n, sigma, T = 200, 0.3, 50
+    est = PerturbedLeaderPCA(2, noise=noise, sigma=sigma, random_state=0)
+    est.partial_fit(spiked(T, n=n))
+    E = est.perturbed_matrix() - est.cumulative_matrix()
+    var = (T + 1) * sigma ** 2
+    d, off = np.diag(E), E[np.tril_indices(n, -1)]
+    assert abs(np.var(d) / var - 1) < 5 * np.sqrt(2 / n)
+    assert abs(np.var(off) / (var / 2) - 1) < 5 * np.sqrt(2 / off.size)
+
+
+def test_lowering_sigma_mid_stream_shrinks_the_random_walk():
+    n = 200
+    est = PerturbedLeaderPCA(2, noise="random_walk", sigma=1.0, random_state=0)
+    est.partial_fit(spiked(100, n=n))
+    est.set_params(sigma=0.01).partial_fit(spiked(100, n=n, seed=1))
+    E = est.perturbed_matrix() - est.cumulative_matrix()
+    # sqrt(201) * 0.01 = 0.14, not the ~10 the walk had reached
+    assert np.std(E[np.tril_indices(n, -1)]) * np.sqrt(2) == pytest.approx(
+        np.sqrt(201) * 0.01, rel=0.05)
+
+
+def test_overflow_of_the_cumulative_matrix_is_rejected():
+    est = make().partial_fit(spiked(5))
+    before = snapshot(est)
+    with pytest.raises(ValueError, match="X is too large"):
+        est.partial_fit(np.full((100, 20), 1e153))
+    assert_unchanged(est, before)
+
+
+def test_float16_dense_instances_still_get_a_psd_check():
+    Xs = _indefinite(dense(5, n=120)).astype(np.float16)
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        make().partial_fit_dense(Xs)
+
+
+@pytest.mark.parametrize("kind", ["vector", "dense"])
+def test_lapack_failure_resets_the_estimator(monkeypatch, kind):
+    from streamfit.pca import _fpl
+
+    est = make().partial_fit(spiked(10)) if kind == "vector" else \
+        make().partial_fit_dense(dense(10))
+    name = "run_vector" if kind == "vector" else "run_dense"
+    monkeypatch.setattr(_fpl._k, name, lambda *args: _fpl._k.ERR_LAPACK)
+    with pytest.raises(RuntimeError, match="reset"):
+        if kind == "vector":
+            est.partial_fit(spiked(3, seed=1))
+        else:
+            est.partial_fit_dense(dense(3, seed=1))
+    assert not hasattr(est, "state_")
+    with pytest.raises(AttributeError, match="not fitted"):
+        est.components_

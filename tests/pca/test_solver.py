@@ -62,6 +62,8 @@ def test_krylov_gain_matches_exact(spiked_stream):
     print(f"\n[n=200 k=5 T=2000] exact gain {exact.cumulative_gain_:.6f}, krylov gain "
           f"{krylov.cumulative_gain_:.6f}, |difference| / exact regret = "
           f"{diff / exact.regret_:.2e}")
+    # (a solver that stops after one iteration also passes this; the per-trial
+    # true-gap checks below are the sharp ones)
     assert diff <= 0.01 * exact.regret_
     # and the comparator is the same matrix sum, whichever the solver
     np.testing.assert_allclose(krylov.best_gain_, exact.best_gain_, rtol=1e-12)
@@ -151,9 +153,8 @@ def test_krylov_solver_stats(kind):
     n = est.n_features_in_
     assert stats["solves"] <= stats["products"] <= (1 + _max_iter(n, 8)) * stats["solves"]
     assert 0 <= stats["fallbacks"] <= stats["solves"]
-    # the solver's own estimate never exceeds the tolerance it stops at
+    # the solver stopped on its estimate at least once (max_gap_ratio > 0)
     assert 0 < stats["max_gap_ratio"] <= 1
-    assert 0 <= stats["last_gap"] <= est.gap_tolerance_
 
 
 def test_fallbacks_counted():
@@ -187,3 +188,21 @@ def test_fallbacks_counted():
         prev = stats
     assert n_fallbacks > 0
     assert est.solver_stats_["fallbacks"] == n_fallbacks
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_krylov_finds_a_direction_orthogonal_to_its_warm_start(dense):
+    # Follow the Leader on axis data: the block holds e_0 exactly (an invariant
+    # subspace of the diagonal S, residual 0); then the data move to e_39 and
+    # the leader must follow once e_39's count exceeds e_0's. No ties: 1.5^2 m
+    # never equals 100.
+    X = np.zeros((400, 40))
+    X[:100, 0] = 1.0
+    X[100:, 39] = 1.5
+    data = np.einsum("ti,tj->tij", X, X) if dense else X
+    fit = "partial_fit_dense" if dense else "partial_fit"
+    exact = getattr(FollowTheLeaderPCA(1, solver="exact"), fit)(data)
+    krylov = getattr(FollowTheLeaderPCA(1, solver="krylov"), fit)(data)
+    assert krylov.regret_ == pytest.approx(exact.regret_, abs=1e-9)
+    np.testing.assert_allclose(np.abs(krylov.components_), np.abs(exact.components_),
+                               atol=1e-12)

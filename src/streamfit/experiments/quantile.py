@@ -285,7 +285,9 @@ def format_table(table, title=None):
 
     def fmt(v):
         if isinstance(v, float):
-            if v == 0 or np.isinf(v) or 1e-3 <= abs(v) < 1e5:
+            if 1e4 <= abs(v) < 1e9:
+                return f"{v:.0f}"
+            if v == 0 or np.isinf(v) or 1e-3 <= abs(v) < 1e4:
                 return f"{v:.4g}"
             return f"{v:.3e}"
         return str(v)

@@ -28,9 +28,10 @@ def _max_iter(n, b):
     """Krylov iterations per solve before it falls back to LAPACK: about the
     flop ratio of a top-b dsyevr (tridiagonalisation, 4/3 n^3) to one LOBPCG
     iteration (the product S @ block, 2 n^2 b, plus QR, projection and
-    rotations of the n x 3b basis, ~30 n b^2), within [3, 30]. Measured at
-    n = 200, b = 10: 7.6 by the model, ~7 by the clock."""
-    ratio = (4 / 3 * n ** 3) / (2 * n * n * b + 30 * n * b * b)
+    rotations of the n x 3b basis, ~80 n b^2 at BLAS-2 speeds, counted as
+    100 n b^2), within [3, 30]. At n = 1000, b = 15: 25 by the model, 24 by
+    the clock (85 ms for dsyevr, 3.5 ms an iteration)."""
+    ratio = (4 / 3 * n ** 3) / (2 * n * n * b + 100 * n * b * b)
     return int(min(30, max(3, round(ratio))))
 
 
@@ -81,6 +82,14 @@ def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_t
     ``instances="dense"``: PSD X_t with ||X_t||_2 <= scale and tr(X_t^2) <= max_trace_sq
     (default n scale^2, the paper's worst case), r = k scale,
     sigma^2 = scale sqrt(2 M / pi) / sqrt(n).
+
+    Examples
+    --------
+    >>> from streamfit.pca import auto_sigma
+    >>> round(auto_sigma(100, 4), 4)                     # (sqrt(2/pi) / 40) ** 0.5
+    0.1412
+    >>> round(auto_sigma(100, 4, instances="dense"), 4)  # (2/pi) ** 0.25
+    0.8932
     """
     a, b = _bound_terms(n_features, n_components, instances, scale, max_trace_sq)
     return float(np.sqrt(a / b))
@@ -89,7 +98,17 @@ def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_t
 def regret_bound(n_trials, n_features, n_components, sigma, *, instances="vector",
                  scale=1.0, max_trace_sq=None):
     """The paper's regret bound a sqrt(T) / sigma + b sqrt(T) sigma for a given sigma
-    (see :func:`auto_sigma` for the terms); at the auto sigma it is 2 sqrt(a b T)."""
+    (see :func:`auto_sigma` for the terms); at the auto sigma it is 2 sqrt(a b T).
+
+    Examples
+    --------
+    >>> from streamfit.pca import auto_sigma, regret_bound
+    >>> s = auto_sigma(100, 4)
+    >>> round(regret_bound(10_000, 100, 4, s))     # 2 (2/pi)^(1/4) sqrt(k) n^(1/4) sqrt(T)
+    1130
+    >>> regret_bound(10_000, 100, 4, 2 * s) > regret_bound(10_000, 100, 4, s)
+    True
+    """
     a, b = _bound_terms(n_features, n_components, instances, scale, max_trace_sq)
     return float(np.sqrt(n_trials) * (a / sigma + b * sigma))
 
@@ -124,7 +143,11 @@ class _LeaderPCA(BaseEstimator):
         if self.solver == "krylov" and 2 * b > n:
             raise ValueError(f"solver='krylov' needs n_features >= 2 * (n_components + "
                              f"{b - k}) = {2 * b}, got {n}; use solver='auto' or 'exact'")
-        use_krylov = self.solver == "krylov" or (self.solver == "auto" and 4 * b <= n)
+        # "auto": Krylov when the block is small against n -- except with
+        # independent noise, whose top-k jumps every trial, so that a warm start
+        # costs more than it saves (measured at n = 500 and 1000)
+        use_krylov = self.solver == "krylov" or (
+            self.solver == "auto" and 4 * b <= n and self._noise_code != _k.NOISE_INDEPENDENT)
         return k, b, (_k.SOLVER_KRYLOV if use_krylov else _k.SOLVER_EXACT)
 
     def _sigma_params(self):
@@ -134,24 +157,31 @@ class _LeaderPCA(BaseEstimator):
         k, b, solver = self._check_params(n)
         auto, value = self._sigma_params()
         return np.array([_KINDS[kind], self._noise_code, solver, auto, value, self.tol,
-                         _max_iter(n, b), k], dtype=np.float64), b
+                         _max_iter(n, b), k], dtype=np.float64)
 
     # -- state ------------------------------------------------------------------
-    def _initialize(self, n, kind):
-        params, b = self._params(n, kind)
+    def _initialize(self, n, kind, params):
+        noise = self._noise_code
+        k = int(params[7])
+        b = _block_size(n, k)
         rng = check_random_state(getattr(self, "random_state", None))
         state = np.zeros(len(_k.STATE_FIELDS))
         S = np.zeros((n, n))
-        N = np.zeros((n, n)) if self._noise_code == _k.NOISE_FIXED else np.zeros((0, 0))
-        keep_c = self._noise_code in (_k.NOISE_RANDOM_WALK, _k.NOISE_INDEPENDENT)
+        N = np.zeros((n, n)) if noise == _k.NOISE_FIXED else np.zeros((0, 0))
+        keep_c = noise in (_k.NOISE_RANDOM_WALK, _k.NOISE_INDEPENDENT)
         C = np.zeros((n, n)) if keep_c else np.zeros((0, 0))
         V = np.zeros((b, n))
         with rng.bit_generator.lock:
+            saved = rng.bit_generator.state
             code = _k.initialize(state, params, S, N, C, V, rng.bit_generator.capsule)
-        self._raise_for(code)
+            if code != _k.OK:
+                rng.bit_generator.state = saved
+        self._raise_for(code, fresh=True)
         self._rng = rng
         self.n_features_in_ = n
+        self.n_components_ = k
         self.instances_ = kind
+        self._fitted_noise = noise
         self.state_ = state
         self.perturbed_ = S
         self.noise_ = N
@@ -159,61 +189,69 @@ class _LeaderPCA(BaseEstimator):
         self.block_ = V
         self._regret_cache = None
 
-    @staticmethod
-    def _raise_for(code):
+    def _raise_for(self, code, fresh=False):
+        if code == _k.OK:
+            return
         if code == _k.ERR_NOMEM:
-            raise MemoryError("the PCA kernel could not allocate its work space")
-        if code != _k.OK:
-            raise RuntimeError(f"LAPACK failed in the top-k solve (code {code}); "
-                               "the estimator was left as it was before this call")
+            raise MemoryError("the PCA kernel could not allocate its work space; "
+                              "the estimator was left as it was before this call")
+        if not fresh:
+            # S and C are updated in place (copying them per call would cost as
+            # much as a trial); a LAPACK failure mid-call leaves them ahead of the
+            # rest of the state, so the estimator starts over rather than lie
+            self._forget()
+        raise RuntimeError(f"LAPACK failed in the top-k solve (code {code}); the estimator "
+                           f"was reset: fit it again")
 
     def _prepare(self, n, kind):
-        """Check the call against the fitted state; return (params, fresh)."""
+        """Check the call against the parameters and the fitted state; return the
+        kernel's parameter vector."""
+        params = self._params(n, kind)
         if not hasattr(self, "state_"):
-            self._check_params(n)
-            return None
+            return params
+        name = "X" if kind == "vector" else "Xs"
         if n != self.n_features_in_:
-            name = "X" if kind == "vector" else "Xs"
             raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
                              f"fitted with {self.n_features_in_} features")
         if kind != self.instances_:
-            name = "X" if kind == "vector" else "Xs"
             method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
             raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
                              f"was fitted with {self.instances_} instances ({method}); "
                              f"use one estimator per instance type")
-        params, b = self._params(n, kind)
-        if b != self.block_.shape[0]:
-            raise ValueError("n_components changed since the first call; "
-                             "refit a new estimator")
+        if int(params[7]) != self.n_components_:
+            raise ValueError(f"n_components changed from {self.n_components_} to "
+                             f"{self.n_components} since the first call; refit a new estimator")
+        if self._noise_code != self._fitted_noise:
+            raise ValueError("noise changed since the first call; refit a new estimator")
         return params
 
-    def _run(self, kind, args):
+    def _run(self, kind, args, params):
         n = args[0].shape[-1]
-        params = self._prepare(n, kind)
-        if params is None:
-            self._initialize(n, kind)
-            params = self._params(n, kind)[0]
+        if not hasattr(self, "state_"):
+            self._initialize(n, kind, params)
         if args[0].shape[0] == 0:
             return self
-        # the kernel works on copies, so a failure leaves the estimator as it was
+        # float64 cannot hold the cumulative matrix: |C_ij| <= tr C <= (t + T) L
+        T = args[0].shape[0]
+        top = max(float(self.state_[_STATE["scale"]]), float(args[1].max()))
+        if top > 1e300 / (4.0 * (self.state_[_STATE["t"]] + T)):
+            name = "X" if kind == "vector" else "Xs"
+            raise ValueError(f"{name} is too large for float64 arithmetic: the cumulative "
+                             f"matrix would overflow; rescale the data")
+        # S and C are updated in place; the small state is updated on copies and
+        # swapped in on success
         state = self.state_.copy()
-        S = self.perturbed_.copy()
-        C = self.cumulative_.copy()
         V = self.block_.copy()
         rng = self._rng
         with rng.bit_generator.lock:
-            saved = rng.bit_generator.state
             if kind == "vector":
-                code = _k.run_vector(*args, state, params, S, self.noise_, C, V,
-                                     rng.bit_generator.capsule)
+                code = _k.run_vector(*args, state, params, self.perturbed_, self.noise_,
+                                     self.cumulative_, V, rng.bit_generator.capsule)
             else:
-                code = _k.run_dense(*args, state, params, S, self.noise_, C, V,
-                                    rng.bit_generator.capsule)
-            if code != _k.OK:
-                rng.bit_generator.state = saved
+                code = _k.run_dense(*args, state, params, self.perturbed_, self.noise_,
+                                    self.cumulative_, V, rng.bit_generator.capsule)
         self._raise_for(code)
-        self.state_, self.perturbed_, self.cumulative_, self.block_ = state, S, C, V
+        self.state_, self.block_ = state, V
         self._regret_cache = None
         return self
 
@@ -238,12 +276,12 @@ class _LeaderPCA(BaseEstimator):
         if X.shape[1] == 0:
             raise ValueError(f"X must have at least one feature, got shape {X.shape}")
         _check_finite(X, "X")
-        self._prepare(X.shape[1], "vector")
+        params = self._prepare(X.shape[1], "vector")
         sqnorm = np.einsum("ij,ij->i", X, X)
         if not np.isfinite(sqnorm).all():
             raise ValueError("X is too large for float64 arithmetic: ||x||^2 overflows; "
                              "rescale the data")
-        return self._run("vector", (X, sqnorm))
+        return self._run("vector", (X, sqnorm), params)
 
     def partial_fit_dense(self, Xs, *, check_psd=True):
         """Play one trial per matrix of Xs (dense PSD instances X_t): gain
@@ -263,10 +301,12 @@ class _LeaderPCA(BaseEstimator):
         -------
         self
         """
-        # PSD is checked up to the rounding of the caller's dtype: a float32
-        # covariance of a low-rank batch has eigenvalues of -1e-8 relative
-        eps_in = np.finfo(Xs.dtype).eps if isinstance(Xs, np.ndarray) and \
-            np.issubdtype(Xs.dtype, np.floating) else np.finfo(np.float64).eps
+        # PSD is checked up to the rounding of the caller's dtype (at least
+        # float32's): a float32 covariance of a low-rank batch has eigenvalues
+        # of -1e-8 relative
+        eps_in = np.finfo(np.float64).eps
+        if isinstance(Xs, np.ndarray) and np.issubdtype(Xs.dtype, np.floating):
+            eps_in = min(float(np.finfo(Xs.dtype).eps), float(np.finfo(np.float32).eps))
         Xs = _as_float64(Xs, "Xs")
         if Xs.ndim == 2 and Xs.shape[0] == Xs.shape[1] and Xs.shape[0] > 0:
             raise ValueError(f"Xs must be 3-dimensional (n_trials, n_features, n_features), "
@@ -277,37 +317,49 @@ class _LeaderPCA(BaseEstimator):
         if Xs.shape[1] == 0:
             raise ValueError(f"Xs must have at least one feature, got shape {Xs.shape}")
         _check_finite(Xs, "Xs")
-        self._prepare(Xs.shape[1], "dense")
-        amax = np.abs(Xs).max(axis=(1, 2)) if Xs.shape[0] else np.zeros(0)
-        asym = np.abs(Xs - Xs.transpose(0, 2, 1)).max(axis=(1, 2)) if Xs.shape[0] else amax
-        bad = np.flatnonzero(asym > 1e-10 * amax)
-        if bad.size:
-            raise ValueError(f"Xs[{bad[0]}] is not symmetric (max |X - X^T| = "
-                             f"{asym[bad[0]]:.3g}); instances must be symmetric PSD matrices")
-        trsq = np.einsum("tij,tij->t", Xs, Xs)
-        if not np.isfinite(trsq).all():
-            raise ValueError("Xs is too large for float64 arithmetic: tr(X^2) overflows; "
-                             "rescale the data")
-        diag = np.diagonal(Xs, axis1=1, axis2=2)
-        slack = 10 * Xs.shape[1] * max(float(eps_in), 1e-12)
-        neg = np.flatnonzero((diag < -slack * np.maximum(amax, 1e-300)[:, None]).any(axis=1))
-        if neg.size:
-            raise ValueError(f"Xs[{neg[0]}] is not positive semidefinite (a negative diagonal "
-                             f"entry); instances must be symmetric PSD matrices")
-        if check_psd:
-            n = Xs.shape[1]
-            for t in range(Xs.shape[0]):
-                eps = slack * max(float(amax[t]), 1e-300)
+        T, n = Xs.shape[0], Xs.shape[1]
+        params = self._prepare(n, "dense")
+        slack = 10 * n * eps_in
+        spec, trsq = np.empty(T), np.empty(T)
+        # in chunks of ~32 MB, so the temporaries stay small whatever T is
+        step = max(1, (1 << 22) // (n * n))
+        for a in range(0, T, step):
+            B = Xs[a:a + step]
+            absB = np.abs(B)
+            amax = absB.max(axis=(1, 2))
+            asym = np.abs(B - B.transpose(0, 2, 1)).max(axis=(1, 2))
+            bad = np.flatnonzero(asym > 1e-10 * amax)
+            if bad.size:
+                raise ValueError(f"Xs[{a + bad[0]}] is not symmetric (max |X - X^T| = "
+                                 f"{asym[bad[0]]:.3g}); instances must be symmetric PSD "
+                                 f"matrices")
+            tr2 = np.einsum("tij,tij->t", B, B)
+            if not np.isfinite(tr2).all():
+                raise ValueError("Xs is too large for float64 arithmetic: tr(X^2) overflows; "
+                                 "rescale the data")
+            diag = np.diagonal(B, axis1=1, axis2=2)
+            floor = -slack * np.maximum(amax, 1e-300)[:, None]
+            neg = np.flatnonzero((diag < floor).any(axis=1))
+            if neg.size:
+                raise ValueError(f"Xs[{a + neg[0]}] is not positive semidefinite (a negative "
+                                 f"diagonal entry); instances must be symmetric PSD matrices")
+            if check_psd:
+                shifted = B + (slack * np.maximum(amax, 1e-300))[:, None, None] * np.eye(n)
                 try:
-                    scipy.linalg.cholesky(Xs[t] + eps * np.eye(n), lower=True,
-                                          check_finite=False)
+                    np.linalg.cholesky(shifted)
                 except np.linalg.LinAlgError:
-                    raise ValueError(f"Xs[{t}] is not positive semidefinite; instances must "
-                                     f"be symmetric PSD matrices") from None
-        # a cheap upper bound on the spectral norm of a PSD matrix, for sigma="auto"
-        spec = np.minimum(np.sqrt(trsq), np.abs(Xs).sum(axis=2).max(axis=1)) \
-            if Xs.shape[0] else np.zeros(0)
-        return self._run("dense", (Xs, np.ascontiguousarray(spec), trsq))
+                    for t in range(len(B)):
+                        try:
+                            np.linalg.cholesky(shifted[t])
+                        except np.linalg.LinAlgError:
+                            raise ValueError(f"Xs[{a + t}] is not positive semidefinite; "
+                                             f"instances must be symmetric PSD "
+                                             f"matrices") from None
+                    raise   # pragma: no cover - the batch failed, no single one did
+            trsq[a:a + step] = tr2
+            # a cheap upper bound on the spectral norm of a PSD matrix, for sigma="auto"
+            spec[a:a + step] = np.minimum(np.sqrt(tr2), absB.sum(axis=2).max(axis=1))
+        return self._run("dense", (Xs, spec, trsq), params)
 
     def fit(self, X, y=None):
         """Start afresh and play every row of X as one trial."""
@@ -318,7 +370,12 @@ class _LeaderPCA(BaseEstimator):
         return self._refit(lambda: self.partial_fit_dense(Xs, check_psd=check_psd))
 
     _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "block_",
-                    "n_features_in_", "instances_", "_rng", "_regret_cache")
+                    "n_features_in_", "n_components_", "instances_", "_fitted_noise",
+                    "_rng", "_regret_cache")
+
+    def _forget(self):
+        for name in self._STATE_NAMES:
+            self.__dict__.pop(name, None)
 
     def _refit(self, play):
         # a rejected fit leaves the old state in place
@@ -327,8 +384,7 @@ class _LeaderPCA(BaseEstimator):
         try:
             return play()
         except BaseException:
-            for name in self._STATE_NAMES:
-                self.__dict__.pop(name, None)
+            self._forget()
             self.__dict__.update(saved)
             raise
 
@@ -352,7 +408,7 @@ class _LeaderPCA(BaseEstimator):
     def components_(self):
         """(k, n) orthonormal rows: the subspace the next trial plays."""
         check_fitted(self, "state_")
-        return self.block_[:self.n_components].copy()
+        return self.block_[:self.n_components_].copy()
 
     @property
     def n_trials_(self):
@@ -413,7 +469,7 @@ class _LeaderPCA(BaseEstimator):
         cache = getattr(self, "_regret_cache", None)
         t = self.n_trials_
         if cache is None or cache[0] != t:
-            n, k = self.n_features_in_, self.n_components
+            n, k = self.n_features_in_, self.n_components_
             if t == 0:
                 best = 0.0
             else:
@@ -487,6 +543,8 @@ class PerturbedLeaderPCA(_LeaderPCA):
     ----------
     components_ : (k, n) array, the subspace the next trial plays
     cumulative_gain_, best_gain_, regret_ : float
+        best_gain_ and regret_ need lambda_{1:k} of the cumulative matrix: one
+        O(n^3) LAPACK call on first access after a call (then cached).
     n_trials_ : int
     sigma_ : float, the noise scale of the next decision
     solver_stats_ : dict, Krylov iterations, fallbacks and gap estimates
@@ -523,19 +581,15 @@ class PerturbedLeaderPCA(_LeaderPCA):
         return _NOISE[self.noise]
 
     def _check_params(self, n):
+        self._noise_code  # noqa: B018 - validates noise before it is used
         out = super()._check_params(n)
         self._sigma_params()
-        self._noise_code  # noqa: B018 - validates noise
-        if self.random_state is not None:
-            check_random_state(self.random_state)
-        if hasattr(self, "state_") and self._noise_code != self._fitted_noise():
-            raise ValueError("noise changed since the first call; refit a new estimator")
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, (np.random.Generator, np.random.SeedSequence))
+                or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
+            raise TypeError(f"random_state must be None, an int or a numpy Generator, "
+                            f"got {rs!r}")
         return out
-
-    def _fitted_noise(self):
-        if self.noise_.shape[0]:
-            return _k.NOISE_FIXED
-        return self._noise_code if self.cumulative_.shape[0] else _k.NOISE_NONE
 
     def _sigma_params(self):
         if isinstance(self.sigma, str):
@@ -554,6 +608,16 @@ class FollowTheLeaderPCA(_LeaderPCA):
     :func:`streamfit.simulate.make_ftl_adversary`). Same solver, attributes and
     methods as :class:`PerturbedLeaderPCA`; the Krylov tolerance uses the bound
     of the "auto" sigma. The first trial plays the first k coordinate axes.
+
+    Parameters
+    ----------
+    n_components : int
+        k, the rank of the projections played.
+    solver : {"auto", "krylov", "exact"}, default "auto"
+        As for :class:`PerturbedLeaderPCA`.
+    tol : float, default 0.01
+        As for :class:`PerturbedLeaderPCA`, with c the bound's constant at the
+        "auto" sigma.
 
     Examples
     --------
