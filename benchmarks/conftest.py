@@ -66,6 +66,20 @@ def bench_report(request):
     return request.config.stash.setdefault(_REPORTS, []).append
 
 
+@pytest.fixture(scope="session")
+def publish_table(request, bench_report, timed):
+    """publish_table(text, filename): show a suite's ratio table in the terminal
+    summary and, on timed runs, write it to .benchmarks/<filename> (a smoke run
+    does not overwrite the last measured table)."""
+    def publish(text, filename):
+        if timed:
+            out = Path(request.config.rootpath) / ".benchmarks" / filename
+            out.parent.mkdir(exist_ok=True)
+            out.write_text(text + "\n")
+        bench_report(text)
+    return publish
+
+
 def pytest_terminal_summary(terminalreporter, config):
     for text in config.stash.get(_REPORTS, []):
         terminalreporter.write_sep("-", "benchmark ratios")

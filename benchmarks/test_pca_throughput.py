@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -342,18 +341,13 @@ def ratio_table(results, timed):
 
 
 @pytest.fixture(scope="module", autouse=True)
-def ratio_report(results, timed, request, bench_report):
+def ratio_report(results, timed, publish_table):
     """After the module: the ratio table, in the terminal summary and (timed
     runs) in .benchmarks/pca_ratios.txt."""
     yield
     if not any(name in ("fpl", "goe") for name, _ in results):
         return
-    table = ratio_table(results, timed)
-    if timed:       # a smoke run does not overwrite the last measured table
-        out = Path(request.config.rootpath) / ".benchmarks" / "pca_ratios.txt"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text(table + "\n")
-    bench_report(table)
+    publish_table(ratio_table(results, timed), "pca_ratios.txt")
 
 
 def test_throughput_floors(results, timed):

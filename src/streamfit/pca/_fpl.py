@@ -563,8 +563,6 @@ class PerturbedLeaderPCA(_LeaderPCA):
     True
     """
 
-    _noise_code = _k.NOISE_FIXED
-
     def __init__(self, n_components, *, sigma="auto", noise="fixed", solver="auto",
                  tol=0.01, random_state=None):
         self.n_components = n_components
