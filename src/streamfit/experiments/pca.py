@@ -121,10 +121,21 @@ def dense_regret(n_features=30, n_components=3, checkpoints=(250, 1000, 4000), s
     return rows
 
 
+def _best_time(run, repeats):
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def pca_trial_time(sizes=(250, 500, 1000), n_components=10, n_trials=None, seed=0):
     """Seconds per FPL trial (fixed noise, "auto" solver) on a spiked stream,
     beside one scipy eigh of the same perturbed matrix, full and top-k only, and
-    the fitted log-log slopes against n. BLAS threads as configured."""
+    the fitted log-log slopes against n (best of 3 eighs for n <= 500). BLAS
+    threads as configured; ``pytest benchmarks`` pins one thread and interleaves
+    rounds, for the ratios quoted in the README."""
     k = n_components
     rows = {"n": [], "fpl_ms": [], "eigh_topk_ms": [], "eigh_full_ms": [],
             "topk/fpl": [], "full/fpl": [], "krylov_products_per_trial": []}
@@ -137,12 +148,10 @@ def pca_trial_time(sizes=(250, 500, 1000), n_components=10, n_trials=None, seed=
         est.partial_fit(X[5:])
         fpl = (time.perf_counter() - t0) / T
         S = est.perturbed_matrix()
-        t0 = time.perf_counter()
-        scipy.linalg.eigh(S, subset_by_index=[n - k, n - 1])
-        topk = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        scipy.linalg.eigh(S)
-        full = time.perf_counter() - t0
+        repeats = 3 if n <= 500 else 1
+        topk = _best_time(lambda: scipy.linalg.eigh(S, subset_by_index=[n - k, n - 1]),
+                          repeats)
+        full = _best_time(lambda: scipy.linalg.eigh(S), repeats)
         rows["n"].append(n)
         rows["fpl_ms"].append(fpl * 1e3)
         rows["eigh_topk_ms"].append(topk * 1e3)
