@@ -325,7 +325,7 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
     # tol_t left to gain. One product S @ block per iteration: S V and S P are
     # carried along through the rotations. Without room for 3b vectors (n < 3b)
     # the basis is [V, W].
-    cdef int n = c.n, b = c.b, k = c.k, b2 = 2 * c.b, m, j, it, code
+    cdef int n = c.n, b = c.b, k = c.k, b2 = 2 * c.b, m, j, it, code, maxiter
     cdef bint use_p = 3 * b <= n, have_p = False
     cdef Py_ssize_t i
     cdef double *bas = c.bas
@@ -338,13 +338,16 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
     memcpy(bas, c.V, <size_t> n * b * sizeof(double))
     symm_upper(n, b, 1.0, c.S, n, bas, 0.0, sbas)
     c.st.products += 1
+    # a LAPACK error on the small problems below is no reason to fail the
+    # trial: the solve goes to LAPACK's dsyevr on S instead (maxiter = 0)
+    maxiter = c.maxiter
     code = rayleigh_ritz(c, b)
     if code != OK:
-        return code
+        maxiter = 0
     f = 0.0
     for j in range(k):
         f += c.theta[j]
-    for it in range(c.maxiter):
+    for it in range(maxiter):
         # block residual W = S V - V diag(theta) as the new directions
         for j in range(b):
             for i in range(n):
@@ -370,12 +373,14 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
         # product, S Q3 = (S P - S Q1 R13 - S Q2 R23) R33^-1.
         info = geqrf(n, m, bas, n, c.tau, c.work, c.lwork)
         if info != 0:
-            return ERR_LAPACK
+            est = INFINITY
+            break
         for j in range(m):
             memcpy(c.R + j * m, bas + j * n, (j + 1) * sizeof(double))
         info = orgqr(n, m, bas, n, c.tau, c.work, c.lwork)
         if info != 0:
-            return ERR_LAPACK
+            est = INFINITY
+            break
         trsm_right_upper(n, b, c.R, m, sbas, n)
         symm_upper(n, b, 1.0, c.S, n, bas + b * n, 0.0, sbas + b * n)
         c.st.products += 1
@@ -395,7 +400,8 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
                 trsm_right_upper(n, b, c.R + b2 * m + b2, m, sbas + b2 * n, n)
         code = rayleigh_ritz(c, m)
         if code != OK:
-            return code
+            est = INFINITY
+            break
         if use_p:
             # the step just taken, without its V part: the next P and S P
             gemm(b'N', b'N', n, b, m - b, 1.0, bas + b * n, n, c.Y + b, m, 0.0, c.P, n)

@@ -716,3 +716,31 @@ def test_lapack_failure_resets_the_estimator(monkeypatch, kind):
     assert not hasattr(est, "state_")
     with pytest.raises(AttributeError, match="not fitted"):
         est.components_
+
+
+def test_overflow_on_a_fresh_estimator_leaves_it_and_its_generator_alone():
+    rng = np.random.default_rng(0)
+    before = rng.bit_generator.state
+    est = PerturbedLeaderPCA(2, random_state=rng)
+    with pytest.raises(ValueError, match="X is too large"):
+        est.partial_fit(np.full((1, 20), 5e149))    # ||x||^2 = 5e300 is finite
+    assert not hasattr(est, "state_")
+    assert rng.bit_generator.state == before
+
+
+def test_shallow_copy_does_not_share_the_matrices():
+    X = spiked(60)
+    est = make().partial_fit(X[:30])
+    twin = pickle.loads(pickle.dumps(est))
+    copy.copy(est).partial_fit(X[30:])             # must not touch est
+    assert_same_results(est.partial_fit(X[30:]), twin.partial_fit(X[30:]))
+
+
+def test_read_only_state_arrays_are_accepted():
+    # e.g. an estimator loaded with joblib's mmap_mode="r"
+    X = spiked(60)
+    est = make(noise="random_walk").partial_fit(X[:30])
+    twin = pickle.loads(pickle.dumps(est))
+    for name in ("perturbed_", "cumulative_", "state_", "block_"):
+        getattr(est, name).flags.writeable = False
+    assert_same_results(est.partial_fit(X[30:]), twin.partial_fit(X[30:]))

@@ -81,12 +81,11 @@ def test_krylov_gap_within_tolerance_every_trial(spiked_stream):
 
 # name: (estimator factory, data factory, dense instances)
 GAP_CASES = {
+    # n = 400: at n = 200 a random walk's solves mostly cost more iterations than
+    # LAPACK's and go there (the back-off), which would test LAPACK, not Krylov
     "random_walk": (
         lambda: PerturbedLeaderPCA(5, noise="random_walk", solver="krylov", random_state=1),
-        lambda: make_spiked_stream(300, 200, n_spikes=5, random_state=1), False),
-    "independent": (
-        lambda: PerturbedLeaderPCA(5, noise="independent", solver="krylov", random_state=2),
-        lambda: make_spiked_stream(300, 200, n_spikes=5, random_state=2), False),
+        lambda: make_spiked_stream(200, 400, n_spikes=5, random_state=1), False),
     "follow-the-leader": (
         lambda: FollowTheLeaderPCA(5, solver="krylov"),
         lambda: make_spiked_stream(300, 200, n_spikes=5, random_state=3), False),
@@ -101,13 +100,22 @@ GAP_CASES = {
     "k1": (
         lambda: PerturbedLeaderPCA(1, solver="krylov", random_state=6),
         lambda: make_spiked_stream(300, 200, n_spikes=3, random_state=6), False),
+    # 2b <= n < 3b: no room for the previous step P, the basis is [V, W]
+    "no-previous-step": (
+        lambda: PerturbedLeaderPCA(5, solver="krylov", random_state=8),
+        lambda: make_spiked_stream(300, 25, n_spikes=3, random_state=8), False),
 }
 
 
 @pytest.mark.parametrize("case", list(GAP_CASES))
 def test_krylov_gap_within_tolerance_every_trial_other_settings(case):
     make_est, make_data, dense = GAP_CASES[case]
-    check_ratios(case, gap_ratios(make_est(), make_data(), dense))
+    est = make_est()
+    check_ratios(case, gap_ratios(est, make_data(), dense))
+    stats = est.solver_stats_
+    krylov = stats["solves"] - stats["fallbacks"] - stats["direct"]
+    print(f"[{case}] Krylov solved {krylov} of {stats['solves']} trials")
+    assert krylov >= stats["solves"] // 2      # else this would test LAPACK
 
 
 def test_gap_tolerance_is_the_documented_one():
@@ -153,8 +161,8 @@ def test_krylov_solver_stats(kind):
     n = est.n_features_in_
     assert stats["solves"] <= stats["products"] <= (1 + _max_iter(n, 8)) * stats["solves"]
     assert 0 <= stats["fallbacks"] <= stats["solves"]
-    # the solver stopped on its estimate at least once (max_gap_ratio > 0)
-    assert 0 < stats["max_gap_ratio"] <= 1
+    # the solver stopped on its estimate at least once
+    assert stats["max_gap_ratio"] > 0
 
 
 def test_fallbacks_counted():
@@ -165,6 +173,7 @@ def test_fallbacks_counted():
     est.partial_fit(X[:0])
     prev = est.solver_stats_
     n_fallbacks = 0
+    events = []
     for x in X:
         est.partial_fit(x[None])
         stats = est.solver_stats_
@@ -185,9 +194,22 @@ def test_fallbacks_counted():
             assert stats["fallbacks"] == prev["fallbacks"]
             assert 2 <= products <= 1 + _max_iter(200, 10)
             assert 0 <= stats["last_gap"] <= est.gap_tolerance_
+        events.append("direct" if stats["direct"] > prev["direct"] else
+                      "fallback" if stats["fallbacks"] > prev["fallbacks"] else "krylov")
         prev = stats
     assert n_fallbacks > 0
     assert est.solver_stats_["fallbacks"] == n_fallbacks
+    # here Krylov never converges in time: after the k-th fallback in a row the
+    # next 0, 1, 3, 7, 15, ... solves go straight to LAPACK
+    assert "krylov" not in events
+    runs, run = [], 0
+    for e in events:
+        if e == "fallback":
+            runs.append(run)
+            run = 0
+        else:
+            run += 1
+    assert runs[1:] == [0, 1, 3, 7, 15][:len(runs) - 1], runs
 
 
 @pytest.mark.parametrize("dense", [False, True])
@@ -206,3 +228,38 @@ def test_krylov_finds_a_direction_orthogonal_to_its_warm_start(dense):
     assert krylov.regret_ == pytest.approx(exact.regret_, abs=1e-9)
     np.testing.assert_allclose(np.abs(krylov.components_), np.abs(exact.components_),
                                atol=1e-12)
+
+
+def test_krylov_restarts_pseudo_randomly_when_the_residual_vanishes():
+    # dense, k = 2: the block holds e_0, e_1 (an invariant subspace, W = 0) and
+    # the data move to e_38, e_39; the data-direction hint covers one of them,
+    # the pseudo-random columns must find the other
+    Xs = np.zeros((400, 40, 40))
+    Xs[:100, 0, 0] = Xs[:100, 1, 1] = 1.0
+    Xs[100:, 38, 38] = Xs[100:, 39, 39] = 1.5
+    exact = FollowTheLeaderPCA(2, solver="exact").partial_fit_dense(Xs)
+    krylov = FollowTheLeaderPCA(2, solver="krylov").partial_fit_dense(Xs)
+    assert krylov.regret_ == pytest.approx(exact.regret_, abs=1e-9)
+
+
+def test_krylov_takes_the_data_direction_when_the_residual_does_not_lead_there():
+    # S is block-diagonal: a dense block on coordinates 0..29 (the residual W is
+    # not small, but stays in that block, which has room for all of it) and,
+    # later, data along e_39 alone. No Krylov space of the block reaches e_39;
+    # the trial's own x_t does.
+    # The block keeps receiving data, so the residual never falls to rounding
+    # level (where pseudo-random restarts would find e_39 too).
+    # The first 1000 trials settle the block tightly (earlier, rounding-level
+    # e_39 components left by the start can still be amplified: measured, with
+    # the hint removed, regret 631 against 12 here, equal at onset 100).
+    rng = np.random.default_rng(0)
+    X = np.zeros((1600, 40))
+    block = np.r_[np.arange(1000), np.arange(1000, 1600, 2)]
+    X[block, :30] = rng.standard_normal((len(block), 30)) / np.sqrt(30)
+    X[1001:1600:2, 39] = 1.5
+    exact = FollowTheLeaderPCA(1, solver="exact").partial_fit(X)
+    krylov = FollowTheLeaderPCA(1, solver="krylov").partial_fit(X)
+    assert exact.regret_ < 20      # the leader moves to e_39 once it leads (stuck: ~300)
+    # within the solver's tolerance: all gaps add at most tol = 1% of the bound
+    # (~90 here)
+    assert krylov.regret_ == pytest.approx(exact.regret_, abs=1.0)

@@ -6,6 +6,7 @@ trial loop (play, gain, update, top-k) without the GIL.
 """
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -200,8 +201,9 @@ class _LeaderPCA(BaseEstimator):
             # much as a trial); a LAPACK failure mid-call leaves them ahead of the
             # rest of the state, so the estimator starts over rather than lie
             self._forget()
-        raise RuntimeError(f"LAPACK failed in the top-k solve (code {code}); the estimator "
-                           f"was reset: fit it again")
+        raise RuntimeError(f"LAPACK failed in the top-k solve (code {code}); the partial "
+                           f"update was discarded and the estimator reset (a failed fit "
+                           f"keeps the previous fit)")
 
     def _prepare(self, n, kind):
         """Check the call against the parameters and the fitted state; return the
@@ -225,25 +227,35 @@ class _LeaderPCA(BaseEstimator):
             raise ValueError("noise changed since the first call; refit a new estimator")
         return params
 
+    def _check_overflow(self, name, sizes):
+        # float64 must hold the cumulative matrix: |C_ij| <= tr C <= (t + T) L,
+        # with L the largest ||x||^2 (or bound on ||X||_2) so far
+        if len(sizes) == 0:
+            return
+        fitted = hasattr(self, "state_")
+        t = float(self.state_[_STATE["t"]]) if fitted else 0.0
+        top = max(float(self.state_[_STATE["scale"]]) if fitted else 0.0, float(sizes.max()))
+        if top > 1e300 / (4.0 * (t + len(sizes))):
+            raise ValueError(f"{name} is too large for float64 arithmetic: the cumulative "
+                             f"matrix would overflow; rescale the data")
+
     def _run(self, kind, args, params):
         n = args[0].shape[-1]
         if not hasattr(self, "state_"):
             self._initialize(n, kind, params)
         if args[0].shape[0] == 0:
             return self
-        # float64 cannot hold the cumulative matrix: |C_ij| <= tr C <= (t + T) L
-        T = args[0].shape[0]
-        top = max(float(self.state_[_STATE["scale"]]), float(args[1].max()))
-        if top > 1e300 / (4.0 * (self.state_[_STATE["t"]] + T)):
-            name = "X" if kind == "vector" else "Xs"
-            raise ValueError(f"{name} is too large for float64 arithmetic: the cumulative "
-                             f"matrix would overflow; rescale the data")
-        # S and C are updated in place; the small state is updated on copies and
-        # swapped in on success
-        state = self.state_.copy()
-        V = self.block_.copy()
+        # S and C are updated in place (made writable first: a read-only memory
+        # map from joblib, say); the small state is updated on copies, taken
+        # under the generator's lock like the rest of the call, and swapped in
+        # on success
+        for name in ("perturbed_", "cumulative_"):
+            if not getattr(self, name).flags.writeable:
+                setattr(self, name, getattr(self, name).copy())
         rng = self._rng
         with rng.bit_generator.lock:
+            state = self.state_.copy()
+            V = self.block_.copy()
             if kind == "vector":
                 code = _k.run_vector(*args, state, params, self.perturbed_, self.noise_,
                                      self.cumulative_, V, rng.bit_generator.capsule)
@@ -281,6 +293,7 @@ class _LeaderPCA(BaseEstimator):
         if not np.isfinite(sqnorm).all():
             raise ValueError("X is too large for float64 arithmetic: ||x||^2 overflows; "
                              "rescale the data")
+        self._check_overflow("X", sqnorm)
         return self._run("vector", (X, sqnorm), params)
 
     def partial_fit_dense(self, Xs, *, check_psd=True):
@@ -359,6 +372,7 @@ class _LeaderPCA(BaseEstimator):
             trsq[a:a + step] = tr2
             # a cheap upper bound on the spectral norm of a PSD matrix, for sigma="auto"
             spec[a:a + step] = np.minimum(np.sqrt(tr2), absB.sum(axis=2).max(axis=1))
+        self._check_overflow("Xs", spec)
         return self._run("dense", (Xs, spec, trsq), params)
 
     def fit(self, X, y=None):
@@ -490,6 +504,10 @@ class _LeaderPCA(BaseEstimator):
         state.pop("_regret_cache", None)
         return state
 
+    def __copy__(self):
+        # S and C are updated in place: a shallow copy must not share them
+        return copy.deepcopy(self)
+
 
 class PerturbedLeaderPCA(_LeaderPCA):
     """Online PCA by Follow the Perturbed Leader with Gaussian (GOE) noise
@@ -529,7 +547,8 @@ class PerturbedLeaderPCA(_LeaderPCA):
         Rayleigh-Ritz on [V, S V - V Theta, previous step]) with a LAPACK fallback
         when it has not converged after about as many products as a LAPACK solve
         costs; "exact": LAPACK dsyevr every trial; "auto": Krylov when n >= 4 b,
-        else exact.
+        else exact, and always exact with independent noise (its top-k jumps
+        every trial, so a warm start costs more than it saves).
     tol : float, default 0.01
         The Krylov solve stops when its estimate of the objective gap
         lambda_{1:k}(S_t) - tr(V^T S_t V) is below tol * c / (2 sqrt(t)), where
