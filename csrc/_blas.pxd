@@ -2,7 +2,7 @@
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
 from scipy.linalg.cython_blas cimport ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dscal, dnrm2, dtrsm
-from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dpotrf
+from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dpotrf, dtrcon
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -130,3 +130,16 @@ cdef inline void trsm_right_upper(blas_int m, blas_int n, const double *A, blas_
     cdef char diag = b'N'
     cdef double one = 1.0
     dtrsm(&side, &uplo, &trans, &diag, &m, &n, &one, <double *> A, &lda, B, &ldb)
+
+
+cdef inline double trcon_upper(blas_int n, const double *A, blas_int lda, double *work,
+                               blas_int *iwork) noexcept nogil:
+    # reciprocal condition number (1-norm estimate) of the upper triangular A;
+    # work holds 3n doubles, iwork n ints; 0 if LAPACK fails
+    cdef char norm = b'1'
+    cdef char uplo = b'U'
+    cdef char diag = b'N'
+    cdef double rcond = 0.0
+    cdef blas_int info = 0
+    dtrcon(&norm, &uplo, &diag, &n, <double *> A, &lda, &rcond, work, iwork, &info)
+    return rcond if info == 0 else 0.0

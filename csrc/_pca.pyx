@@ -15,6 +15,7 @@ from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 from _blas cimport (blas_int, dot, axpy, nrm2, gemv_rows, gemm, symm_upper, syr_upper,
+                    trcon_upper,
                     geqrf, orgqr, syevr_top, trsm_right_upper)
 
 cdef extern from "_goe.h" nogil:
@@ -330,7 +331,7 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
     cdef Py_ssize_t i
     cdef double *bas = c.bas
     cdef double *sbas = c.sbas
-    cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin, rmax
+    cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin
     cdef blas_int info
     # S V and Rayleigh-Ritz on the warm start. V is orthonormal to rounding: it
     # comes from LAPACK or from the last iteration's basis @ Y, with the basis
@@ -385,10 +386,10 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
         symm_upper(n, b, 1.0, c.S, n, bas + b * n, 0.0, sbas + b * n)
         c.st.products += 1
         if m > b2:
-            rmin = INFINITY
-            for j in range(b2, m):
-                if fabs(c.R[j * m + j]) < rmin:
-                    rmin = fabs(c.R[j * m + j])
+            # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned
+            # (P's columns have unit norm): a condition estimate, not just the
+            # diagonal, which can hide an ill-conditioned triangle
+            rmin = trcon_upper(b, c.R + b2 * m + b2, m, c.work, c.iwork)
             if rmin < 1e-6:
                 m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
             else:
@@ -596,10 +597,10 @@ cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] param
             info = syevr_top(q, c.G, q, b, c.w, c.tmp, q, c.isuppz, &wq, -1, &iq, -1)
             lw = max(lw, <blas_int> wq)
             liw = max(liw, iq)
-    c.lwork = lw
-    c.liwork = liw
-    c.work = <double *> malloc(<size_t> lw * sizeof(double))
-    c.iwork = <blas_int *> malloc(<size_t> liw * sizeof(blas_int))
+    c.lwork = max(lw, <blas_int> (3 * b))     # dtrcon needs 3b, b
+    c.liwork = max(liw, <blas_int> b)
+    c.work = <double *> malloc(<size_t> c.lwork * sizeof(double))
+    c.iwork = <blas_int *> malloc(<size_t> c.liwork * sizeof(blas_int))
     if c.work == NULL or c.iwork == NULL:
         return ERR_NOMEM
     return OK
