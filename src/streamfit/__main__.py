@@ -59,7 +59,9 @@ def main(argv=None):
         "pca-time": (lambda: pca_trial_time(sizes=(250, 500, 1000, 2000) if args.full
                                             else (250, 500, 1000)),
                      "Online PCA -- milliseconds per FPL trial (k = 10, spiked stream) vs one "
-                     "scipy eigh of the same matrix (top-k only and full); slopes vs n"),
+                     "scipy eigh of the same matrix (top-k only and full); slopes vs n. BLAS "
+                     "threads as configured: eigh gains from threads, one trial much less; "
+                     "pytest benchmarks compares them on one thread"),
         "stepsizes": (lambda: stepsize_comparison(seeds=seeds),
                       "Figure 4 -- final relative error ||b - b*|| / ||b*||, d = 100, T = 1e5, "
                       "t_1.1 noise, tau = 0.5, beta_0 = 0; best_* = best point of a 16-point "
