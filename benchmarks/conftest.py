@@ -66,12 +66,27 @@ def bench_report(request):
     return request.config.stash.setdefault(_REPORTS, []).append
 
 
+def blas_line():
+    """The BLAS libraries in use, their kernel and thread count (the numbers
+    depend on them)."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS: unknown (threadpoolctl not installed)"
+    libs = [f"{i['prefix']} {i['version']} {i.get('architecture') or ''} "
+            f"({i['num_threads']} thread{'s' if i['num_threads'] != 1 else ''})"
+            for i in threadpool_info() if i["user_api"] == "blas"]
+    return "BLAS: " + "; ".join(libs)
+
+
 @pytest.fixture(scope="session")
 def publish_table(request, bench_report, timed):
-    """publish_table(text, filename): show a suite's ratio table in the terminal
-    summary and, on timed runs, write it to .benchmarks/<filename> (a smoke run
-    does not overwrite the last measured table)."""
+    """publish_table(text, filename): show a suite's ratio table, headed by the
+    BLAS in use, in the terminal summary and, on timed runs, write it to
+    .benchmarks/<filename> (a smoke run does not overwrite the last measured
+    table)."""
     def publish(text, filename):
+        text = blas_line() + "\n\n" + text
         if timed:
             out = Path(request.config.rootpath) / ".benchmarks" / filename
             out.parent.mkdir(exist_ok=True)

@@ -232,17 +232,6 @@ def test_goe_matrix(benchmark, results, timed, goe_n):
 
 # -- ratios --------------------------------------------------------------------------
 
-def _blas_line():
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return "BLAS: unknown (threadpoolctl not installed)"
-    libs = [f"{i['prefix']} {i['version']} {i.get('architecture') or ''} "
-            f"({i['num_threads']} thread{'s' if i['num_threads'] != 1 else ''})"
-            for i in threadpool_info() if i["user_api"] == "blas"]
-    return "BLAS: " + "; ".join(libs)
-
-
 def _stat(results, name, n, stat):
     times = results.get((name, n))
     if not times:
@@ -332,12 +321,12 @@ def goe_table(results, how):
 def ratio_table(results, timed):
     how = "median of timed rounds" if timed else \
         "ONE round each under --benchmark-disable: indicative only"
-    lines = [_blas_line()]
+    lines = []
     if any(name == "fpl" for name, _ in results):
-        lines += [""] + fpl_table(results, how)
+        lines += fpl_table(results, how) + [""]
     if any(name == "goe" for name, _ in results):
-        lines += [""] + goe_table(results, how)
-    return "\n".join(lines)
+        lines += goe_table(results, how) + [""]
+    return "\n".join(lines[:-1])
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -285,17 +285,6 @@ def test_c_loop(benchmark, results, stream, reference, c_quantile_sgd):
 
 # -- ratios --------------------------------------------------------------------------
 
-def _blas_line():
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return "BLAS: unknown (threadpoolctl not installed)"
-    libs = [f"{i['prefix']} {i['version']} {i.get('architecture') or ''} "
-            f"({i['num_threads']} thread{'s' if i['num_threads'] != 1 else ''})"
-            for i in threadpool_info() if i["user_api"] == "blas"]
-    return "BLAS: " + "; ".join(libs)
-
-
 # Baselines timed on a prefix of the rows are compared with ours on that prefix.
 PREFIX_BASELINES = ("numpy", "river")
 
@@ -314,7 +303,7 @@ def ratio_table(results, timed):
     how = "median of timed rounds" if timed else \
         "ONE run each under --benchmark-disable: indicative only"
     lines = [f"Online quantile regression, single-sample updates: d={D}, float64, "
-             f"tau={TAU}, one pass ({how})", _blas_line(), "",
+             f"tau={TAU}, one pass ({how})", "",
              f"{'ns per sample':26s}{'rows':>8s}{'rounds':>8s}{'median':>10s}{'min':>10s}"]
     prefix = {f"{k}_prefix": f"{v}, prefix" for k, v in OURS.items()}
     for name, label in [*OURS.items(), *prefix.items(), *BASELINES.items()]:

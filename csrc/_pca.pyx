@@ -34,7 +34,7 @@ cdef extern from "numpy/random/distributions.h" nogil:
 # so the layout has one source of truth.
 STATE_FIELDS = (
     "t", "sigma", "s", "scale", "max_trsq", "gain", "tol", "gap", "products",
-    "fallbacks", "solves", "max_gap_ratio", "theta_k", "skip", "backoff", "direct",
+    "fallbacks", "solves", "max_gap_ratio", "skip", "backoff", "direct",
 )
 
 cpdef enum:
@@ -67,7 +67,7 @@ ctypedef struct PCAState:
     double sigma        # sigma_{t+1}, the noise scale of the next decision
     double s            # sqrt(t+1) * sigma_{t+1}: N's coefficient in S (fixed noise)
     double scale        # vector: max ||x||^2; dense: max of an upper bound on ||X||_2
-    double max_trsq     # max tr(X^2)
+    double max_trsq     # max tr(X^2) (dense; vector instances use scale^2)
     double gain         # cumulative gain
     double tol          # gap tolerance of the last solve
     double gap          # estimated objective gap of the last solve (0 if exact)
@@ -75,7 +75,6 @@ ctypedef struct PCAState:
     double fallbacks    # solves that fell back to LAPACK
     double solves
     double max_gap_ratio  # max over Krylov solves of estimated gap / tolerance
-    double theta_k      # sum of the top-k Ritz values of the last solve
     double skip         # solves left that go straight to LAPACK after fallbacks
     double backoff      # the next such run's length (doubles while Krylov fails)
     double direct       # solves sent straight to LAPACK that way
@@ -101,55 +100,39 @@ cdef struct Ctx:
     double *R        # up to 3b x 3b, the QR's triangle
     double *P        # n x b, the previous step (LOBPCG)
     double *SP       # S @ P
-    double *tau      # 2b
+    double *tau      # 3b (or 2b), the QR's reflectors
     double *row      # n
     double *work
     blas_int lwork
     blas_int *iwork
     blas_int liwork
     blas_int *isuppz
-    double *Sx       # n x n copy for the LAPACK fallback (lazily allocated)
+    double *Sx       # n x n copy for the LAPACK fallback
     double *Zx       # n x b eigenvectors from the fallback
 
 
 # --- GOE noise --------------------------------------------------------------
 
-cdef inline void goe_row(bitgen_t *rng, Py_ssize_t i, double *out) noexcept nogil:
-    # row i of a unit GOE lower triangle: N_ij ~ N(0, 1/2) for j < i, N_ii ~ N(0, 1),
-    # i.e. (G + G^T)/2 with G_ij ~ N(0, 1), drawing only the independent entries
+cdef inline void goe_row(bitgen_t *rng, Py_ssize_t i, double sigma, double *out) noexcept nogil:
+    # row i of the lower triangle of sigma (G + G^T)/2, G_ij ~ N(0, 1): N_ij ~
+    # N(0, sigma^2/2) for j < i, N_ii ~ N(0, sigma^2), drawing only the
+    # independent entries (i + 1 normals)
     cdef Py_ssize_t j
+    cdef double off = sigma * INV_SQRT2
     random_standard_normal_fill(rng, i + 1, out)
     for j in range(i):
-        out[j] *= INV_SQRT2
-
-
-cdef void goe_lower_rows(bitgen_t *rng, Py_ssize_t n, Py_ssize_t i0, Py_ssize_t i1,
-                         double sigma, double *A) noexcept nogil:
-    # rows i0..i1-1 of the lower triangle of sigma * (unit GOE)
-    cdef Py_ssize_t i, j
-    for i in range(i0, i1):
-        goe_row(rng, i, A + i * n)
-        if sigma != 1.0:
-            for j in range(i + 1):
-                A[i * n + j] *= sigma
-
-
-cdef inline void goe_lower(bitgen_t *rng, Py_ssize_t n, double sigma, double *A) noexcept nogil:
-    goe_lower_rows(rng, n, 0, n, sigma, A)
+        out[j] *= off
+    out[i] *= sigma
 
 
 cdef void goe_full(bitgen_t *rng, Py_ssize_t n, double sigma, double *A) noexcept nogil:
-    # A full GOE matrix: draw TILE rows of the lower triangle, scale them, then
-    # mirror them into the upper triangle while they are still in cache
-    cdef Py_ssize_t ib = 0, i, j, iend
-    cdef double off = sigma * INV_SQRT2
+    # A full GOE matrix: draw TILE rows of the lower triangle, then mirror them
+    # into the upper triangle while they are still in cache
+    cdef Py_ssize_t ib = 0, i, iend
     while ib < n:
         iend = min(ib + TILE, n)
         for i in range(ib, iend):
-            random_standard_normal_fill(rng, i + 1, A + i * n)
-            for j in range(i):
-                A[i * n + j] *= off
-            A[i * n + i] *= sigma
+            goe_row(rng, i, sigma, A + i * n)
         sf_mirror_rows(n, A, ib, iend)
         ib += TILE
     sf_store_fence()
@@ -218,12 +201,9 @@ cdef int solve_exact(Ctx *c) noexcept nogil:
                      c.iwork, c.liwork)
     if info != 0:
         return ERR_LAPACK
-    c.st.theta_k = 0.0
     for j in range(b):
         c.theta[j] = c.w[b - 1 - j] / sc
         memcpy(c.V + j * n, c.Zx + (b - 1 - j) * n, n * sizeof(double))
-        if j < c.k:
-            c.st.theta_k += c.theta[j]
     c.st.gap = 0.0
     c.st.solves += 1
     return OK
@@ -433,7 +413,6 @@ cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
         return solve_exact_counted(c)
     c.st.backoff = 0.0
     memcpy(c.V, bas, <size_t> n * b * sizeof(double))
-    c.st.theta_k = f
     c.st.gap = est
     if tol_t > 0.0 and est / tol_t > c.st.max_gap_ratio:
         c.st.max_gap_ratio = est / tol_t
@@ -502,7 +481,7 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
         if a > 0.0:
             a = sqrt(a)
             for i in range(n):
-                goe_row(c.rng, i, c.row)
+                goe_row(c.rng, i, 1.0, c.row)
                 axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
         elif a < 0.0:
             # a smaller sigma set mid-stream: shrink the walk so far,
@@ -513,9 +492,9 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
                     c.S[i * n + j] = c.C[i * n + j] + a * (c.S[i * n + j] - c.C[i * n + j])
     elif c.noise == NOISE_INDEPENDENT:
         for i in range(n):
-            goe_row(c.rng, i, c.row)
+            goe_row(c.rng, i, s_new, c.row)
             for j in range(i + 1):
-                c.S[i * n + j] = c.C[i * n + j] + s_new * c.row[j]
+                c.S[i * n + j] = c.C[i * n + j] + c.row[j]
     c.st.s = s_new
 
 
@@ -643,7 +622,8 @@ def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
                 s1 = 0.0 if c.sigma_auto else c.sigma_value
                 c.st.sigma = s1
                 # G goes to S first (solved there), then S becomes s1 G
-                goe_lower(c.rng, n, 1.0, c.S)
+                for i in range(n):
+                    goe_row(c.rng, i, 1.0, c.S + i * n)
                 code = solve_exact(&c)
                 if c.noise == NOISE_FIXED:
                     memcpy(c.N, c.S, <size_t> n * n * sizeof(double))
@@ -681,7 +661,6 @@ def run_vector(const double[:, ::1] X, const double[::1] sqnorm, double[::1] sta
                 c.st.gain += g
                 if sqnorm[t] > c.st.scale:
                     c.st.scale = sqnorm[t]
-                c.st.max_trsq = c.st.scale * c.st.scale
                 syr_upper(n, 1.0, &X[t, 0], c.S, n)
                 if c.C != NULL:
                     syr_upper(n, 1.0, &X[t, 0], c.C, n)

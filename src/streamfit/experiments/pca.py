@@ -79,46 +79,55 @@ def noise_comparison(n_features=10, n_components=2, n_trials=20_000, seeds=(0, 1
     return rows
 
 
+def _leader_rows(n_components, seeds, checkpoints, make_data, bound, dense=False):
+    """FTL's and FPL's regret at each checkpoint, one stream per seed
+    (make_data(seed) -> (data, facts)), beside bound(T, fpl, facts) for the FPL
+    estimator as it ended."""
+    k = n_components
+    rows = {"seed": [], "T": [], "ftl_regret": [], "fpl_regret": [], "bound": []}
+    for s in seeds:
+        data, facts = make_data(s)
+        ftl = _regret_path(FollowTheLeaderPCA(k), data, checkpoints, dense)
+        est = PerturbedLeaderPCA(k, random_state=s)
+        fpl = _regret_path(est, data, checkpoints, dense)
+        for T, r_ftl, r_fpl in zip(checkpoints, ftl, fpl):
+            rows["seed"].append(s)
+            rows["T"].append(T)
+            rows["ftl_regret"].append(float(r_ftl))
+            rows["fpl_regret"].append(float(r_fpl))
+            rows["bound"].append(bound(T, est, facts))
+    return rows
+
+
 def stochastic_regret(n_features=50, n_components=3, checkpoints=(500, 2000, 8000),
                       seeds=(0, 1, 2)):
     """An i.i.d. spiked stream (unit-norm rows): here Follow the Leader is good
     and FPL pays for its noise, still within its bound."""
     n, k = n_features, n_components
-    rows = {"seed": [], "T": [], "ftl_regret": [], "fpl_regret": [], "bound": []}
     sigma = auto_sigma(n, k)
-    for s in seeds:
-        X = make_spiked_stream(checkpoints[-1], n, n_spikes=k, random_state=100 + s)
-        ftl = _regret_path(FollowTheLeaderPCA(k), X, checkpoints)
-        fpl = _regret_path(PerturbedLeaderPCA(k, random_state=s), X, checkpoints)
-        for i, T in enumerate(checkpoints):
-            rows["seed"].append(s)
-            rows["T"].append(T)
-            rows["ftl_regret"].append(float(ftl[i]))
-            rows["fpl_regret"].append(float(fpl[i]))
-            rows["bound"].append(regret_bound(T, n, k, sigma))
-    return rows
+    return _leader_rows(
+        k, seeds, checkpoints,
+        lambda s: (make_spiked_stream(checkpoints[-1], n, n_spikes=k, random_state=100 + s),
+                   None),
+        lambda T, est, facts: regret_bound(T, n, k, sigma))
 
 
 def dense_regret(n_features=30, n_components=3, checkpoints=(250, 1000, 4000), seeds=(0, 1, 2)):
     """Dense instances (second-moment matrices of 5-row mini-batches, eigenvalues
     <= 1): FPL's regret against the dense bound at its final sigma."""
     n, k = n_features, n_components
-    rows = {"seed": [], "T": [], "ftl_regret": [], "fpl_regret": [], "bound": []}
-    for s in seeds:
-        Xs = make_dense_stream(checkpoints[-1], n, n_spikes=k, random_state=200 + s)
-        ftl = _regret_path(FollowTheLeaderPCA(k), Xs, checkpoints, dense=True)
-        est = PerturbedLeaderPCA(k, random_state=s)
-        fpl = _regret_path(est, Xs, checkpoints, dense=True)
-        spec = np.linalg.eigvalsh(Xs)[:, -1].max()
-        trsq = float(np.einsum("tij,tij->t", Xs, Xs).max())
-        for i, T in enumerate(checkpoints):
-            rows["seed"].append(s)
-            rows["T"].append(T)
-            rows["ftl_regret"].append(float(ftl[i]))
-            rows["fpl_regret"].append(float(fpl[i]))
-            rows["bound"].append(regret_bound(T, n, k, est.sigma_, instances="dense",
-                                              scale=float(spec), max_trace_sq=trsq))
-    return rows
+
+    def make_data(seed):
+        Xs = make_dense_stream(checkpoints[-1], n, n_spikes=k, random_state=200 + seed)
+        # the bound's eigenvalue scale and max tr(X^2), measured exactly
+        return Xs, (float(np.linalg.eigvalsh(Xs)[:, -1].max()),
+                    float(np.einsum("tij,tij->t", Xs, Xs).max()))
+
+    def bound(T, est, facts):
+        return regret_bound(T, n, k, est.sigma_, instances="dense", scale=facts[0],
+                            max_trace_sq=facts[1])
+
+    return _leader_rows(k, seeds, checkpoints, make_data, bound, dense=True)
 
 
 def _best_time(run, repeats):

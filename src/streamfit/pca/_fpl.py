@@ -36,6 +36,12 @@ def _max_iter(n, b):
     return int(min(30, max(3, round(ratio))))
 
 
+def _symmetric(lower):
+    # the full symmetric matrix of a kernel state array (row-major lower valid)
+    low = np.tril(lower)
+    return low + np.tril(low, -1).T
+
+
 def _block_size(n, k):
     # a few vectors beyond k, so that a near-tie at lambda_k does not stall the
     # captured objective (ALGORITHMS.md: block 15 for k = 10)
@@ -287,10 +293,11 @@ class _LeaderPCA(BaseEstimator):
                              f"of shape {X.shape}")
         if X.shape[1] == 0:
             raise ValueError(f"X must have at least one feature, got shape {X.shape}")
-        _check_finite(X, "X")
         params = self._prepare(X.shape[1], "vector")
         sqnorm = np.einsum("ij,ij->i", X, X)
         if not np.isfinite(sqnorm).all():
+            # one pass over X on the way in: NaN/inf in X shows up here
+            _check_finite(X, "X")
             raise ValueError("X is too large for float64 arithmetic: ||x||^2 overflows; "
                              "rescale the data")
         self._check_overflow("X", sqnorm)
@@ -329,7 +336,6 @@ class _LeaderPCA(BaseEstimator):
                              f"got {Xs.shape}")
         if Xs.shape[1] == 0:
             raise ValueError(f"Xs must have at least one feature, got shape {Xs.shape}")
-        _check_finite(Xs, "Xs")
         T, n = Xs.shape[0], Xs.shape[1]
         params = self._prepare(n, "dense")
         slack = 10 * n * eps_in
@@ -338,6 +344,12 @@ class _LeaderPCA(BaseEstimator):
         step = max(1, (1 << 22) // (n * n))
         for a in range(0, T, step):
             B = Xs[a:a + step]
+            tr2 = np.einsum("tij,tij->t", B, B)
+            if not np.isfinite(tr2).all():
+                # NaN/inf in Xs shows up here, before the checks it would fool
+                _check_finite(B, "Xs")
+                raise ValueError("Xs is too large for float64 arithmetic: tr(X^2) overflows; "
+                                 "rescale the data")
             absB = np.abs(B)
             amax = absB.max(axis=(1, 2))
             asym = np.abs(B - B.transpose(0, 2, 1)).max(axis=(1, 2))
@@ -346,10 +358,6 @@ class _LeaderPCA(BaseEstimator):
                 raise ValueError(f"Xs[{a + bad[0]}] is not symmetric (max |X - X^T| = "
                                  f"{asym[bad[0]]:.3g}); instances must be symmetric PSD "
                                  f"matrices")
-            tr2 = np.einsum("tij,tij->t", B, B)
-            if not np.isfinite(tr2).all():
-                raise ValueError("Xs is too large for float64 arithmetic: tr(X^2) overflows; "
-                                 "rescale the data")
             diag = np.diagonal(B, axis1=1, axis2=2)
             floor = -slack * np.maximum(amax, 1e-300)[:, None]
             neg = np.flatnonzero((diag < floor).any(axis=1))
@@ -460,20 +468,17 @@ class _LeaderPCA(BaseEstimator):
     def cumulative_matrix(self):
         """sum_t X_t, the unperturbed cumulative instance matrix (full, symmetric)."""
         check_fitted(self, "state_")
-        if self._noise_code == _k.NOISE_FIXED:
-            low = self.perturbed_ - self.state_[_STATE["s"]] * self.noise_
-        elif self._noise_code == _k.NOISE_NONE:
-            low = self.perturbed_
-        else:
-            low = self.cumulative_
-        low = np.tril(low)
-        return low + np.tril(low, -1).T
+        # by the noise fitted, not the (possibly since changed) parameter
+        if self._fitted_noise == _k.NOISE_FIXED:
+            return _symmetric(self.perturbed_ - self.state_[_STATE["s"]] * self.noise_)
+        if self._fitted_noise == _k.NOISE_NONE:
+            return _symmetric(self.perturbed_)
+        return _symmetric(self.cumulative_)
 
     def perturbed_matrix(self):
         """S = X_<t + N_t, the matrix whose top-k eigenvectors are played next."""
         check_fitted(self, "state_")
-        low = np.tril(self.perturbed_)
-        return low + np.tril(low, -1).T
+        return _symmetric(self.perturbed_)
 
     @property
     def best_gain_(self):
