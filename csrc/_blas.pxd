@@ -1,8 +1,9 @@
 # The one door to BLAS/LAPACK: every kernel calls these wrappers, nothing else
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
-from scipy.linalg.cython_blas cimport ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dscal, dnrm2, dtrsm
-from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dpotrf, dtrcon
+from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk, dscal,
+                                       dnrm2, dtrsm)
+from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dsyevd, dpotrf, dtrcon
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -80,6 +81,17 @@ cdef inline void syr_upper(blas_int n, double alpha, const double *x, double *A,
     dsyr(&uplo, &n, &alpha, <double *> x, &one, A, &lda)
 
 
+cdef inline void syrk_upper(blas_int n, blas_int r, double alpha, const double *A,
+                            double beta, double *C) noexcept nogil:
+    # C (n x n, upper triangle) = alpha * A @ A^T + beta * C, A column-major n x r
+    # with leading dimension n (a C-order (r, n) block of row vectors)
+    cdef char uplo = b'U'
+    cdef char trans = b'N'
+    if r == 0 and beta == 1.0:
+        return          # nothing to add
+    dsyrk(&uplo, &trans, &n, &r, &alpha, <double *> A, &n, &beta, C, &n)
+
+
 cdef inline blas_int geqrf(blas_int m, blas_int n, double *A, blas_int lda, double *tau,
                            double *work, blas_int lwork) noexcept nogil:
     # Householder QR in place; lwork = -1 queries the workspace into work[0]
@@ -118,6 +130,19 @@ cdef inline blas_int syevr_top(blas_int n, double *A, blas_int lda, blas_int m,
     cdef blas_int il = n - m + 1, iu = n, found = 0, info = 0
     dsyevr(&jobz, &rng, &uplo, &n, A, &lda, &vl, &vu, &il, &iu, &abstol, &found, w, Z,
            &ldz, isuppz, work, &lwork, iwork, &liwork, &info)
+    return info
+
+
+cdef inline blas_int syevd_all(blas_int n, double *A, blas_int lda, double *w,
+                               double *work, blas_int lwork, blas_int *iwork,
+                               blas_int liwork) noexcept nogil:
+    # All eigenpairs of the symmetric A (upper triangle) by divide and conquer:
+    # eigenvalues ascending in w, eigenvectors overwrite A's columns (C-order
+    # rows). lwork = liwork = -1 queries the workspace into work[0], iwork[0].
+    cdef char jobz = b'V'
+    cdef char uplo = b'U'
+    cdef blas_int info = 0
+    dsyevd(&jobz, &uplo, &n, A, &lda, w, work, &lwork, iwork, &liwork, &info)
     return info
 
 
