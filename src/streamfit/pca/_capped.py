@@ -64,7 +64,7 @@ def project_capped_simplex(v, k, *, divergence="euclidean"):
     --------
     >>> from streamfit.pca import project_capped_simplex
     >>> project_capped_simplex([0.2, 1.9, 0.5, 0.1], 2).round(3).tolist()
-    [0.0, 1.0, 0.65, 0.35]
+    [0.267, 1.0, 0.567, 0.167]
     >>> project_capped_simplex([1.0, 8.0, 2.0, 1.0], 2, divergence="entropy").tolist()
     [0.25, 1.0, 0.5, 0.25]
     """
