@@ -12,12 +12,13 @@ import os
 import sys
 import time
 
-from .experiments import (adversarial_regret, dense_regret, format_table,
+from .experiments import (adversarial_regret, comparator_regret, dense_regret, format_table,
                           least_squares_comparison, noise_comparison, offline_comparison,
                           parameter_sensitivity, pca_trial_time, plot_paths, regret_dynamics,
                           stepsize_comparison, stepsize_paths, stochastic_regret)
 
-EXPERIMENTS = ("pca-regret", "pca-noise", "pca-stochastic", "pca-dense", "pca-time",
+EXPERIMENTS = ("pca-regret", "pca-noise", "pca-stochastic", "pca-dense", "pca-compare",
+               "pca-time",
                "stepsizes", "offline", "least-squares", "sensitivity", "regret")
 
 
@@ -56,6 +57,12 @@ def main(argv=None):
         "pca-dense": (lambda: dense_regret(seeds=seeds),
                       "Online PCA -- dense instances (mini-batch second moments), n = 30, "
                       "k = 3: regret vs the dense bound"),
+        "pca-compare": (lambda: comparator_regret(seeds=pca_seeds),
+                        "Online PCA -- all four algorithms: FTL, FPL (auto sigma; mean over "
+                        "seeds), MEG and GD (eta 'auto'; expected regret, and *_sampled: the "
+                        "regret of the projections they sampled, one seed) beside their bounds, on "
+                        "the FTL adversary (n = 10, k = 2) and an i.i.d. spiked stream "
+                        "(n = 50, k = 3); log-log slopes per stream"),
         "pca-time": (lambda: pca_trial_time(sizes=(250, 500, 1000, 2000) if args.full
                                             else (250, 500, 1000)),
                      "Online PCA -- milliseconds per FPL trial (k = 10, spiked stream) vs one "
