@@ -66,7 +66,8 @@ def main(argv=None):
         "pca-time": (lambda: pca_trial_time(sizes=(250, 500, 1000, 2000) if args.full
                                             else (250, 500, 1000)),
                      "Online PCA -- milliseconds per FPL trial (k = 10, spiked stream) vs one "
-                     "scipy eigh of the same matrix (top-k only and full); slopes vs n. BLAS "
+                     "scipy eigh of the same matrix (top-k only and full) and a trial of MEG "
+                     "and of GD; slopes vs n. BLAS "
                      "threads as configured: eigh gains from threads, one trial much less; "
                      "pytest benchmarks compares them on one thread"),
         "stepsizes": (lambda: stepsize_comparison(seeds=seeds),

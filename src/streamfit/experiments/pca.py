@@ -192,13 +192,15 @@ def _best_time(run, repeats):
 
 def pca_trial_time(sizes=(250, 500, 1000), n_components=10, n_trials=None, seed=0):
     """Seconds per FPL trial (fixed noise, "auto" solver) on a spiked stream,
-    beside one scipy eigh of the same perturbed matrix, full and top-k only, and
-    the fitted log-log slopes against n (best of 3 eighs for n <= 500). BLAS
-    threads as configured; ``pytest benchmarks`` pins one thread and interleaves
-    rounds, for the ratios quoted in the README."""
+    beside one scipy eigh of the same perturbed matrix, full and top-k only, a
+    trial of MEG and of GD (each a full dsyevd), and the fitted log-log slopes
+    against n (best of 3 eighs for n <= 500). BLAS threads as configured;
+    ``pytest benchmarks`` pins one thread and interleaves rounds, for the
+    ratios quoted in the README."""
     k = n_components
-    rows = {"n": [], "fpl_ms": [], "eigh_topk_ms": [], "eigh_full_ms": [],
-            "topk/fpl": [], "full/fpl": [], "krylov_products_per_trial": []}
+    rows = {"n": [], "fpl_ms": [], "eigh_topk_ms": [], "eigh_full_ms": [], "meg_ms": [],
+            "gd_ms": [], "topk/fpl": [], "full/fpl": [], "meg/fpl": [], "gd/fpl": [],
+            "krylov_products_per_trial": []}
     for n in sizes:
         T = n_trials or max(20, 40_000 // n)
         X = make_spiked_stream(T + 5, n, n_spikes=k, random_state=seed)
@@ -219,6 +221,14 @@ def pca_trial_time(sizes=(250, 500, 1000), n_components=10, n_trials=None, seed=
         rows["topk/fpl"].append(topk / fpl)
         rows["full/fpl"].append(full / fpl)
         rows["krylov_products_per_trial"].append((est.solver_stats_["products"] - before) / T)
-    for name in ("fpl_ms", "eigh_topk_ms", "eigh_full_ms"):
+        for name, Est in (("meg", MatrixEGPCA), ("gd", MatrixGDPCA)):
+            # a few trials: each is a full eigendecomposition whatever the stream
+            m = 5 if n <= 500 else 2
+            comparator = Est(k, random_state=seed).partial_fit(X[:2])
+            t0 = time.perf_counter()
+            comparator.partial_fit(X[2:2 + m])
+            rows[f"{name}_ms"].append((time.perf_counter() - t0) / m * 1e3)
+            rows[f"{name}/fpl"].append(rows[f"{name}_ms"][-1] / (fpl * 1e3))
+    for name in ("fpl_ms", "eigh_topk_ms", "eigh_full_ms", "meg_ms", "gd_ms"):
         rows[f"slope_{name[:-3]}"] = [loglog_slope(rows["n"], rows[name])] * len(sizes)
     return rows

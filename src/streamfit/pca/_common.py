@@ -45,7 +45,8 @@ class _OnlinePCA(BaseEstimator):
     # -- public API ---------------------------------------------------------------
     def partial_fit(self, X, y=None):
         """Play one trial per row of X (vector instances x_t x_t^T): gain
-        ||P_t x_t||^2 with the current components, then update.
+        ||P_t x_t||^2 with the projection played (MEG and GD count its
+        expectation tr(W_t x_t x_t^T)), then update.
 
         Parameters
         ----------
@@ -74,7 +75,7 @@ class _OnlinePCA(BaseEstimator):
 
     def partial_fit_dense(self, Xs, *, check_psd=True):
         """Play one trial per matrix of Xs (dense PSD instances X_t): gain
-        tr(P_t X_t), then update.
+        tr(P_t X_t) (MEG and GD: its expectation tr(W_t X_t)), then update.
 
         Parameters
         ----------
@@ -191,14 +192,14 @@ class _OnlinePCA(BaseEstimator):
         check_fitted(self, "state_")
         return float(self.state_[self._STATE[name]])
 
-
     @property
     def n_trials_(self):
         return int(self._scalar("t"))
 
     @property
     def cumulative_gain_(self):
-        """Sum over trials of the gain tr(P_t X_t) received."""
+        """Sum over trials of the gain tr(P_t X_t) received (MEG and GD: of its
+        expectation tr(W_t X_t))."""
         return self._scalar("gain")
 
     @property
