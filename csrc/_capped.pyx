@@ -11,9 +11,9 @@
 # Layout as in _pca.pyx: symmetric n x n matrices are C-order with the
 # row-major lower triangle valid (BLAS's column-major 'U'); eigenvectors are
 # C-order rows (dsyevd's columns), ascending with their eigenvalues.
-from libc.math cimport sqrt, log, exp, frexp, ldexp, INFINITY
+from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, INFINITY
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 from _blas cimport (blas_int, dot, axpy, gemv_rows, syr_upper, syrk_upper, symm_upper,
@@ -28,7 +28,7 @@ cdef extern from "numpy/random/distributions.h" nogil:
     double random_standard_uniform(bitgen_t *state)
 
 # Field names, in memory order, of the state struct below.
-STATE_FIELDS = ("t", "eta", "scale", "max_trsq", "gain", "realized", "u", "restarts",
+STATE_FIELDS = ("t", "eta", "scale", "max_frob", "gain", "realized", "u", "restarts",
                 "rebuilds")
 
 cpdef enum:
@@ -48,7 +48,7 @@ ctypedef struct CappedState:
     double t            # trials played so far
     double eta          # the learning rate of the last update
     double scale        # L: vector max ||x||^2; dense max of a bound on ||X||_2
-    double max_trsq     # max tr(X^2) (||X||_F^2)
+    double max_frob     # G: max ||X||_F (vector: ||x||^2)
     double gain         # expected gain, sum_t tr(W_t X_t)
     double realized     # gain of the sampled projections, sum_t tr(P_t X_t)
     double u            # the uniform that samples the next trial's projection
@@ -58,14 +58,15 @@ ctypedef struct CappedState:
 
 # --- projections onto the capped simplex (eigenvalues, sorted ascending) -----
 
-cdef double euclid_theta(const double *v, int n, int k) noexcept nogil:
-    # theta with sum_i clip(v_i - theta, 0, 1) = k, v ascending. g(theta) is
-    # piecewise linear and non-increasing with breakpoints {v_i, v_i - 1}; walk
-    # them downwards by merging the two sorted lists (no sort needed), find the
-    # segment where g reaches k, and solve there. While walking, entries a+1..b
-    # are active (0 < v - theta < 1) and entries above b are capped at 1.
+cdef double euclid_theta(const double *v, int n, int k, int *seg) noexcept nogil:
+    # theta with sum_i clip(v_i - theta, 0, 1) = k, v ascending, 1 <= k < n.
+    # g(theta) is piecewise linear and non-increasing with breakpoints
+    # {v_i, v_i - 1}; walk them downwards by merging the two sorted lists (no
+    # sort needed), find the segment where g reaches k, and solve there. While
+    # walking, entries a+1..b are active (0 < v - theta < 1) and entries above
+    # b are capped at 1; seg returns (a, b).
     cdef int a = n - 1, b = n - 1, n_act = 0, n_cap = 0, i
-    cdef double sum_act = 0.0, beta
+    cdef double sum_act = 0.0, beta = 0.0
     cdef bint enter
     while b >= 0:
         enter = a >= 0 and v[a] >= v[b] - 1.0
@@ -81,13 +82,64 @@ cdef double euclid_theta(const double *v, int n, int k) noexcept nogil:
             n_act -= 1
             n_cap += 1
             b -= 1
+    seg[0] = a
+    seg[1] = b
     if n_act == 0:
-        return beta         # g is flat at k here (unreachable for 1 <= k <= n)
+        return beta         # g is flat at k here
     # the running sum steered the walk; the answer uses a fresh one
     sum_act = 0.0
     for i in range(a + 1, b + 1):
         sum_act += v[i]
     return (n_cap + sum_act - k) / n_act
+
+
+cdef double euclid_project(const double *v, int n, int k, double *u, double *w) noexcept nogil:
+    # The Euclidean projection of v (ascending) onto the capped simplex into w;
+    # returns theta (w = clip(v - theta, 0, 1)). The answer depends on
+    # differences only, and theta lies in [v_(k+1) - 1, v_(k)] (k largest
+    # values v_(1) >= ...): fewer than k positive entries, or more than k
+    # capped ones, cannot sum to k. So entries below v_(k+1) - 1 are 0 and
+    # above v_(k) + 1 are 1 whatever they are, and the walk runs on
+    # u = v - v_(k) clamped to that window, in [-2, 1]: no overflow, and no
+    # loss of the +-1 breakpoints at |v| > 2^53. Active entries take
+    # (k - n_cap) / n_act + (u_i - mean of active u), not u_i - theta, for the
+    # same reason.
+    cdef int i, a, b, n_act, seg[2]
+    cdef double hi, lo, theta, mean, share, wi
+    if k >= n:
+        for i in range(n):
+            w[i] = 1.0
+        return v[0] - 1.0   # every v - theta >= 1
+    hi = v[n - k]
+    lo = v[n - k - 1]
+    if hi - lo > 1.0:
+        # a gap wider than the box: the top k capped, the rest 0
+        for i in range(n):
+            w[i] = 1.0 if i >= n - k else 0.0
+        return hi - 1.0
+    for i in range(n):
+        if v[i] >= hi + 1.0:
+            u[i] = 1.0
+        elif v[i] <= lo - 1.0:
+            u[i] = (lo - hi) - 1.0
+        else:
+            u[i] = v[i] - hi
+    theta = euclid_theta(u, n, k, seg)
+    a = seg[0]
+    b = seg[1]
+    n_act = b - a
+    for i in range(n):
+        w[i] = 1.0 if i > b else 0.0
+    if n_act > 0:
+        mean = 0.0
+        for i in range(a + 1, b + 1):
+            mean += u[i]
+        mean /= n_act
+        share = (<double> (k - (n - 1 - b))) / n_act
+        for i in range(a + 1, b + 1):
+            wi = share + (u[i] - mean)
+            w[i] = 0.0 if wi < 0.0 else (1.0 if wi > 1.0 else wi)
+    return hi + theta
 
 
 cdef int entropy_cap(const double *mu, int n, int k, double *s, double *logc) noexcept nogil:
@@ -114,13 +166,14 @@ cdef int entropy_cap(const double *mu, int n, int k, double *s, double *logc) no
 
 def project_euclidean(const double[::1] v, int k, double[::1] out):
     """w = clip(v - theta, 0, 1) with sum w = k, for v sorted ascending; returns theta."""
-    cdef int n = v.shape[0], i
-    cdef double theta, wi
+    cdef int n = v.shape[0]
+    cdef double theta
+    cdef double *u = <double *> malloc(n * sizeof(double))
+    if u == NULL:
+        raise MemoryError()
     with nogil:
-        theta = euclid_theta(&v[0], n, k)
-        for i in range(n):
-            wi = v[i] - theta
-            out[i] = 0.0 if wi < 0.0 else (1.0 if wi > 1.0 else wi)
+        theta = euclid_project(&v[0], n, k, u, &out[0])
+    free(u)
     return theta
 
 
@@ -143,93 +196,180 @@ def project_entropy(const double[::1] logv, int k, double[::1] out):
 
 # --- mixture decomposition and sampling ------------------------------------
 
+# Double-double numbers (hi + lo, |lo| <= ulp(hi) / 2) for the decomposition:
+# its entries go through up to n rounds of subtractions, and entries that tie
+# in exact arithmetic must still tie, so it carries ~32 digits.
+
+ctypedef struct dd:
+    double hi
+    double lo
+
+
+cdef inline dd dd_norm(double s, double e) noexcept nogil:
+    # TwoSum (not Fast2Sum: after a cancellation |s| can be below |e|)
+    cdef dd r
+    cdef double v
+    r.hi = s + e
+    v = r.hi - s
+    r.lo = (s - (r.hi - v)) + (e - v)
+    return r
+
+
+cdef inline dd dd_sub(dd a, dd b) noexcept nogil:
+    # a - b (TwoSum on the high parts)
+    cdef double s = a.hi - b.hi
+    cdef double v = s - a.hi
+    cdef double e = (a.hi - (s - v)) + (-b.hi - v)
+    return dd_norm(s, e + (a.lo - b.lo))
+
+
+cdef inline dd dd_add(dd a, double b) noexcept nogil:
+    cdef double s = a.hi + b
+    cdef double v = s - a.hi
+    cdef double e = (a.hi - (s - v)) + (b - v)
+    return dd_norm(s, e + a.lo)
+
+
+cdef inline double dd_cmp(dd a, dd b) noexcept nogil:
+    # the sign of a - b
+    return dd_sub(a, b).hi
+
+
 def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1] weights,
             int[:, ::1] subsets):
     """Warmuth & Kuzmin's decomposition of w (0 <= w_i <= 1, sum w = k) into at
     most n + 1 corners (k-subsets) with weights summing to 1: returns their
-    number. ``order`` lists the positive entries of w in descending order.
+    number. ``order`` lists the indices of w in descending order of w.
 
     Each round takes S = {entries at the mean m = sum(w)/k} filled up with the
     largest others, p = min(min_S w, m - max_{not S} w), records (p, S) and
     takes p off S. Then either an entry of S hits 0 or the largest entry
     outside S reaches the new mean and stays in every later S, so there are at
     most n rounds of O(n) work: the entries outside the mean set are kept
-    sorted by merging the decreased chosen prefix with the untouched rest."""
-    cdef Py_ssize_t n_pos = order.shape[0], i, j, a, b, nr, nn
+    sorted by merging the decreased chosen prefix with the untouched rest.
+
+    Rounding: entries, the mean and p are double-double, and the entries that
+    set p move exactly (to 0, or to the mean, which is then set to their
+    value); entries within tol = 4 (n + 16) (rounds + 1) eps^2 m_0 (2e-25 at
+    n = 1000 after 1000 rounds) of the mean join the mean set, within as much
+    of 0 leave. In double precision the subtractions of ~n rounds left
+    ties a few ulps apart and the reconstruction 1e-12 off at n = 1000."""
+    cdef Py_ssize_t n = order.shape[0], i, j, a, b, nr, nn, nz = 0
     cdef int nt = 0, r, rounds = 0
-    cdef double total = 0.0, mean, p, s, l, tol
-    cdef double *val = <double *> malloc((2 * n_pos + 1) * sizeof(double))
-    cdef Py_ssize_t *idx = <Py_ssize_t *> malloc((2 * n_pos + 1) * sizeof(Py_ssize_t))
+    cdef dd total, mean, p, s, gap, zero
+    cdef double mean0, tol, rem
+    cdef bint to_mean
+    cdef dd *val = <dd *> malloc((2 * n + 1) * sizeof(dd))
+    cdef Py_ssize_t *idx = <Py_ssize_t *> malloc((3 * n + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t *tight = <Py_ssize_t *> malloc((k + 1) * sizeof(Py_ssize_t))
     if val == NULL or idx == NULL or tight == NULL:
         free(val); free(idx); free(tight)
         raise MemoryError()
-    cdef double *nval = val + n_pos
-    cdef Py_ssize_t *nidx = idx + n_pos
+    cdef dd *nval = val + n
+    cdef Py_ssize_t *nidx = idx + n
+    cdef Py_ssize_t *zeros = idx + 2 * n      # entries at 0, to fill a last corner
     with nogil:
-        for i in range(n_pos):
-            total += w[order[i]]
-        mean = total / k
-        # ties with the mean within rounding of the subtractions below
-        tol = 64.0 * 2.220446049250313e-16 * mean * (n_pos + 1)
+        zero.hi = 0.0
+        zero.lo = 0.0
+        total = zero
+        for i in range(n):
+            total = dd_add(total, w[order[i]])
+        mean.hi = total.hi / k
+        rem = fma(-mean.hi, <double> k, total.hi) + total.lo
+        mean = dd_norm(mean.hi, rem / k)
+        mean0 = mean.hi
+        # double-double rounding: ~eps^2 m_0 per subtraction, up to n a round
+        tol = 4.0 * (n + 16) * 4.93e-32 * mean0
         nr = 0
-        for i in range(n_pos):
-            if nt < k and w[order[i]] >= mean - tol:
+        for i in range(n):
+            # w itself carries its caller's rounding (sum w = k to ~n eps):
+            # entries that far from the mean (1, when sum w = k) are at it
+            if w[order[i]] <= 0.0:
+                zeros[nz] = order[i]
+                nz += 1
+            elif nt < k and w[order[i]] >= mean.hi * (1.0 - 4.0 * (n + 1) * 2.220446049250313e-16):
                 tight[nt] = order[i]
                 nt += 1
             else:
-                val[nr] = w[order[i]]
+                val[nr].hi = w[order[i]]
+                val[nr].lo = 0.0
                 idx[nr] = order[i]
                 nr += 1
-        while True:
+        # w sums to k only up to rounding (its caller's): the mean set gets
+        # the mean of what the others leave for it, so that they carry exactly
+        # r times the mean and no last corner comes up short; entries at or
+        # above that mean join the mean set too
+        b = 0
+        while nt < k and b < nr:
+            total = zero
+            for j in range(b, nr):
+                total = dd_add(dd_add(total, val[j].hi), val[j].lo)
+            mean.hi = total.hi / (k - nt)
+            rem = fma(-mean.hi, <double> (k - nt), total.hi) + total.lo
+            mean = dd_norm(mean.hi, rem / (k - nt))
+            if dd_cmp(val[b], mean) < -tol:
+                break
+            tight[nt] = idx[b]
+            nt += 1
+            b += 1
+        memmove(val, val + b, (nr - b) * sizeof(dd))
+        memmove(idx, idx + b, (nr - b) * sizeof(Py_ssize_t))
+        nr -= b
+        while mean.hi > tol:
             r = k - nt
-            if r <= 0 or nr <= r or mean <= tol:
-                # the last corner: the mean set (filled up if rounding left
-                # fewer than k entries there) takes what is left
-                if mean > tol:
-                    for j in range(nt):
-                        subsets[rounds, j] = <int> tight[j]
-                    for j in range(r):
-                        subsets[rounds, nt + j] = <int> idx[j] if j < nr else -1
-                    weights[rounds] = mean
-                    rounds += 1
+            if r == 0 or nr <= r:
+                # the last corner: the mean set and what is left (in exact
+                # arithmetic r == 0 here; rounding could leave entries of
+                # rounding size, filled up with entries at 0 if need be)
+                for j in range(nt):
+                    subsets[rounds, j] = <int> tight[j]
+                for j in range(r):
+                    if j < nr:
+                        subsets[rounds, nt + j] = <int> idx[j]
+                    elif j - nr < nz:
+                        subsets[rounds, nt + j] = <int> zeros[j - nr]
+                    else:
+                        subsets[rounds, nt + j] = -1
+                weights[rounds] = mean.hi + mean.lo
+                rounds += 1
                 break
             s = val[r - 1]
-            l = val[r]
-            p = s if s <= mean - l else mean - l
+            gap = dd_sub(mean, val[r])
+            to_mean = dd_cmp(gap, s) <= 0.0
+            p = gap if to_mean else s
             for j in range(nt):
                 subsets[rounds, j] = <int> tight[j]
             for j in range(r):
                 subsets[rounds, nt + j] = <int> idx[j]
-            weights[rounds] = p
+            weights[rounds] = p.hi + p.lo
             rounds += 1
-            mean -= p
+            tol = 4.0 * (n + 16) * 4.93e-32 * mean0 * (rounds + 1)
+            mean = val[r] if to_mean else dd_sub(mean, p)
             for j in range(r):
-                val[j] -= p
-            # the untouched rest: leaders that reached the new mean join the
-            # mean set
-            b = r
-            while b < nr and nt < k and val[b] >= mean - tol:
-                tight[nt] = idx[b]
-                nt += 1
-                b += 1
-            # merge chosen (0..r-1, dropping zeros) with the rest (b..nr-1)
+                val[j] = dd_sub(val[j], p)
+            # merge chosen (0..r-1) with the rest (r..nr-1); entries at 0
+            # leave, entries at the mean join the mean set
             a = 0
+            b = r
             nn = 0
             while a < r or b < nr:
-                if a < r and val[a] <= tol:
-                    a += 1
-                    continue
-                if b >= nr or (a < r and val[a] >= val[b]):
-                    nval[nn] = val[a]
-                    nidx[nn] = idx[a]
+                if b >= nr or (a < r and dd_cmp(val[a], val[b]) >= 0.0):
+                    i = a
                     a += 1
                 else:
-                    nval[nn] = val[b]
-                    nidx[nn] = idx[b]
+                    i = b
                     b += 1
-                nn += 1
-            memcpy(val, nval, nn * sizeof(double))
+                if val[i].hi <= tol:
+                    zeros[nz] = idx[i]
+                    nz += 1
+                elif nt < k and dd_cmp(val[i], mean) >= -tol:
+                    tight[nt] = idx[i]
+                    nt += 1
+                else:
+                    nval[nn] = val[i]
+                    nidx[nn] = idx[i]
+                    nn += 1
+            memcpy(val, nval, nn * sizeof(dd))
             memcpy(idx, nidx, nn * sizeof(Py_ssize_t))
             nr = nn
     free(val); free(idx); free(tight)
@@ -333,7 +473,7 @@ cdef double next_eta(Ctx *c) noexcept nogil:
         return c.eta_value
     if c.algo == ALGO_GD:
         d = sqrt(2.0 * (k if 2 * k <= n else n - k))
-        return d / (sqrt(c.st.max_trsq) * sqrt(t))
+        return d / (c.st.max_frob * sqrt(t))
     frexp(t, &e)
     epoch = ldexp(1.0, e - 1)          # 2^j <= t < 2^(j+1)
     tilde = sqrt(k * log((<double> n) / k) / ((1.0 if c.kind == INSTANCE_VECTOR else k) * epoch))
@@ -381,14 +521,13 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
             r = rows_scaled(c, c.w, 0, n, 1)
             syrk_upper(n, r, 1.0, c.B, 0.0, c.Wd)
     else:
-        theta = euclid_theta(c.mu, n, k)
+        theta = euclid_project(c.mu, n, k, c.s, c.w)
         npos = 0
         ncorr = 0
         for i in range(n):
-            wi = c.mu[i] - theta
-            wi = 0.0 if wi < 0.0 else (1.0 if wi > 1.0 else wi)
-            c.w[i] = wi
-            c.s[i] = c.mu[i] - theta - wi     # > 0 capped, < 0 clipped at 0
+            wi = c.w[i]
+            # > 0 capped, < 0 clipped at 0; active directions keep mu - theta
+            c.s[i] = c.mu[i] - theta - wi if (wi == 0.0 or wi == 1.0) else 0.0
             npos += wi > 0.0
             ncorr += c.s[i] != 0.0
         if npos <= ncorr:
@@ -408,7 +547,7 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
     return OK
 
 
-cdef int trials(Ctx *c, const double *X, const double *scale, const double *trsq,
+cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
                 Py_ssize_t T) noexcept nogil:
     cdef int n = c.n, k = c.k, i, j, code
     cdef int dense = c.kind == INSTANCE_DENSE
@@ -444,15 +583,15 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *trsq
         st.realized += realized
         if scale[t] > st.scale:
             st.scale = scale[t]
-        if trsq[t] > st.max_trsq:
-            st.max_trsq = trsq[t]
+        if frob[t] > st.max_frob:
+            st.max_frob = frob[t]
         # next decision
         mant = frexp(st.t + 1.0, &e)
         if c.algo == ALGO_MEG and c.eta_auto and mant == 0.5:
             # doubling trick: trial t + 1 = 2^j starts an epoch afresh
             reset(c)
             st.restarts += 1
-        elif trsq[t] > 0.0:
+        elif frob[t] > 0.0:
             eta = next_eta(c)
             code = update(c, eta, x, dense)
             if code != OK:
@@ -462,11 +601,12 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *trsq
     return OK
 
 
-def run(const double[:, ::1] X, const double[::1] scale, const double[::1] trsq,
+def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
         double[::1] state, const double[::1] params, double[:, ::1] M, double[:, ::1] U,
         double[::1] w, double[:, ::1] C, double[:, ::1] Wd, object capsule):
     """Play the trials of X: rows (vector instances) or, with params' kind
-    dense, X of shape (T, n*n) holding full symmetric matrices. params =
+    dense, X of shape (T, n*n) holding full symmetric matrices; scale and
+    frob are per trial the eigenvalue bound and ||X_t||_F. params =
     [algo, kind, eta_auto, eta_value, k]. State arrays are updated in place
     (the caller passes copies); returns OK or an error code."""
     cdef Ctx c
@@ -512,7 +652,7 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] trsq,
                 if c.work == NULL or c.iwork == NULL:
                     code = ERR_NOMEM
                 else:
-                    code = trials(&c, &X[0, 0], &scale[0], &trsq[0], X.shape[0])
+                    code = trials(&c, &X[0, 0], &scale[0], &frob[0], X.shape[0])
     finally:
         free(c.E); free(c.sel); free(c.work); free(c.iwork)
     return code

@@ -128,8 +128,7 @@ def mixture_decomposition(w, k):
     True
     """
     w, k = _check_capped(w, k)
-    order = np.argsort(-w, kind="stable")
-    order = np.ascontiguousarray(order[w[order] > 0], dtype=np.intp)
+    order = np.ascontiguousarray(np.argsort(-w, kind="stable"), dtype=np.intp)
     n = w.shape[0]
     weights = np.empty(n + 2)
     subsets = np.empty((n + 2, k), dtype=np.intc)
@@ -256,11 +255,13 @@ class _CappedSimplexPCA(_OnlinePCA):
         if T == 0:
             return self
         if kind == "vector":
+            # ||x x^T||_F = ||x||^2: squaring it could under- or overflow
             X, sqnorm = args
-            scale, trsq = sqnorm, sqnorm * sqnorm
+            scale = frob = sqnorm
         else:
             Xs, scale, trsq = args
             X = Xs.reshape(T, n * n)
+            frob = np.sqrt(trsq)
         # a trial costs O(n^3); copying the O(n^2) state per call is noise, and
         # a failed call then leaves the estimator exactly as it was
         rng = self._rng
@@ -268,7 +269,7 @@ class _CappedSimplexPCA(_OnlinePCA):
                                   self.eigenvalues_, self.cumulative_, self.dense_parameter_)]
         with rng.bit_generator.lock:
             saved = rng.bit_generator.state
-            code = _k.run(X, np.ascontiguousarray(scale), np.ascontiguousarray(trsq), new[0],
+            code = _k.run(X, np.ascontiguousarray(scale), np.ascontiguousarray(frob), new[0],
                           params, *new[1:], rng.bit_generator.capsule)
             if code != _k.OK:
                 rng.bit_generator.state = saved
@@ -353,7 +354,7 @@ class _CappedSimplexPCA(_OnlinePCA):
     def _bound_scale(self):
         check_fitted(self, "state_")
         L = self._scalar("scale")
-        G = float(np.sqrt(self._scalar("max_trsq")))
+        G = self._scalar("max_frob")
         B = 1.0 if self.instances_ == "vector" else float(self.n_components_)
         return L, G, B
 
@@ -422,6 +423,9 @@ class MatrixEGPCA(_CappedSimplexPCA):
 
     @property
     def n_restarts_(self):
+        """Epochs started afresh by the doubling trick (eta="auto"), counting
+        the one the next trial begins: after T trials, the powers of two in
+        [2, T + 1]."""
         return int(self._scalar("restarts"))
 
     def regret_bound(self, n_trials=None):
