@@ -104,7 +104,8 @@ cdef double euclid_project(const double *v, int n, int k, double *u, double *w) 
     # loss of the +-1 breakpoints at |v| > 2^53. Active entries take
     # (k - n_cap) / n_act + (u_i - mean of active u), not u_i - theta, for the
     # same reason.
-    cdef int i, a, b, n_act, seg[2]
+    cdef int i, a, b, n_act
+    cdef int seg[2]
     cdef double hi, lo, theta, mean, share, wi
     if k >= n:
         for i in range(n):
