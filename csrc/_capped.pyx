@@ -11,7 +11,7 @@
 # Layout as in _pca.pyx: symmetric n x n matrices are C-order with the
 # row-major lower triangle valid (BLAS's column-major 'U'); eigenvectors are
 # C-order rows (dsyevd's columns), ascending with their eigenvalues.
-from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, INFINITY
+from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
@@ -29,7 +29,7 @@ cdef extern from "numpy/random/distributions.h" nogil:
 
 # Field names, in memory order, of the state struct below.
 STATE_FIELDS = ("t", "eta", "scale", "max_frob", "gain", "realized", "u", "restarts",
-                "rebuilds")
+                "rebuilds", "segment", "scale_restarts")
 
 cpdef enum:
     ALGO_MEG = 0
@@ -52,8 +52,10 @@ ctypedef struct CappedState:
     double gain         # expected gain, sum_t tr(W_t X_t)
     double realized     # gain of the sampled projections, sum_t tr(P_t X_t)
     double u            # the uniform that samples the next trial's projection
-    double restarts     # MEG doubling-trick restarts
+    double restarts     # MEG doubling-trick restarts (epochs)
     double rebuilds     # GD updates that rebuilt W from its support, not corrected it
+    double segment      # MEG "auto": the scale Lambda this run of the epoch is tuned to
+    double scale_restarts   # MEG "auto": restarts because the scale passed 2 Lambda
 
 
 # --- projections onto the capped simplex (eigenvalues, sorted ascending) -----
@@ -106,7 +108,7 @@ cdef double euclid_project(const double *v, int n, int k, double *u, double *w) 
     # same reason.
     cdef int i, a, b, n_act
     cdef int seg[2]
-    cdef double hi, lo, theta, mean, share, wi
+    cdef double hi, lo, theta, mean, share, wi, d
     if k >= n:
         for i in range(n):
             w[i] = 1.0
@@ -119,12 +121,14 @@ cdef double euclid_project(const double *v, int n, int k, double *u, double *w) 
             w[i] = 1.0 if i >= n - k else 0.0
         return hi - 1.0
     for i in range(n):
-        if v[i] >= hi + 1.0:
+        # on differences: hi + 1 would round back to hi beyond 2^53
+        d = v[i] - hi
+        if d >= 1.0:
             u[i] = 1.0
-        elif v[i] <= lo - 1.0:
+        elif v[i] - lo <= -1.0:
             u[i] = (lo - hi) - 1.0
         else:
-            u[i] = v[i] - hi
+            u[i] = d
     theta = euclid_theta(u, n, k, seg)
     a = seg[0]
     b = seg[1]
@@ -258,7 +262,7 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
     cdef Py_ssize_t n = order.shape[0], i, j, a, b, nr, nn, nz = 0
     cdef int nt = 0, r, rounds = 0
     cdef dd total, mean, p, s, gap, zero
-    cdef double mean0, tol, rem
+    cdef double mean0, tol, rem, snap
     cdef bint to_mean
     cdef dd *val = <dd *> malloc((2 * n + 1) * sizeof(dd))
     cdef Py_ssize_t *idx = <Py_ssize_t *> malloc((3 * n + 1) * sizeof(Py_ssize_t))
@@ -281,14 +285,17 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
         mean0 = mean.hi
         # double-double rounding: ~eps^2 m_0 per subtraction, up to n a round
         tol = 4.0 * (n + 16) * 4.93e-32 * mean0
+        # w carries its caller's rounding: sum w = k + delta. Entries within
+        # |delta| (and 4 ulps) of the mean -- 1, when delta = 0 -- are at it.
+        gap = total
+        gap.hi -= k             # exact for |total - k| small against k
+        snap = mean.hi * 4.0 * 2.220446049250313e-16 + 2.0 * fabs(gap.hi + gap.lo) / k
         nr = 0
         for i in range(n):
-            # w itself carries its caller's rounding (sum w = k to ~n eps):
-            # entries that far from the mean (1, when sum w = k) are at it
             if w[order[i]] <= 0.0:
                 zeros[nz] = order[i]
                 nz += 1
-            elif nt < k and w[order[i]] >= mean.hi * (1.0 - 4.0 * (n + 1) * 2.220446049250313e-16):
+            elif nt < k and w[order[i]] >= mean.hi - snap:
                 tight[nt] = order[i]
                 nt += 1
             else:
@@ -399,7 +406,12 @@ cdef inline int systematic_pick(const double *w, int n, int k, double u,
             if out[j] == i:
                 break
         else:
-            out[cnt] = i
+            # insert i in order: the indices stay ascending
+            j = cnt
+            while j > 0 and out[j - 1] > i:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = i
             cnt += 1
         i -= 1
     return cnt
@@ -478,7 +490,8 @@ cdef double next_eta(Ctx *c) noexcept nogil:
     frexp(t, &e)
     epoch = ldexp(1.0, e - 1)          # 2^j <= t < 2^(j+1)
     tilde = sqrt(k * log((<double> n) / k) / ((1.0 if c.kind == INSTANCE_VECTOR else k) * epoch))
-    return (tilde if tilde < 1.0 else 1.0) / c.st.scale
+    # eta X's eigenvalues stay <= 2 tilde <= 1 while the scale is <= 2 Lambda
+    return (tilde if tilde < 0.5 else 0.5) / c.st.segment
 
 
 cdef int rows_scaled(Ctx *c, const double *coef, int lo, int hi, int sign) noexcept nogil:
@@ -556,6 +569,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
     cdef const double *x
     cdef double g, realized, eta, mant
     cdef int e
+    cdef bint meg_auto
     cdef CappedState *st = c.st
     for t in range(T):
         x = X + t * n * (n if dense else 1)
@@ -588,16 +602,30 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
             st.max_frob = frob[t]
         # next decision
         mant = frexp(st.t + 1.0, &e)
-        if c.algo == ALGO_MEG and c.eta_auto and mant == 0.5:
-            # doubling trick: trial t + 1 = 2^j starts an epoch afresh
+        meg_auto = c.algo == ALGO_MEG and c.eta_auto
+        if meg_auto and mant == 0.5:
+            # doubling trick: trial t + 1 = 2^j starts an epoch afresh, tuned
+            # to the scale seen so far
             reset(c)
             st.restarts += 1
+            st.segment = st.scale
         elif frob[t] > 0.0:
-            eta = next_eta(c)
-            code = update(c, eta, x, dense)
-            if code != OK:
-                return code
-            st.eta = eta
+            if meg_auto and st.segment == 0.0:
+                st.segment = scale[t]
+            if meg_auto and scale[t] > 2.0 * st.segment:
+                # a rate tuned to Lambda no longer bounds eta X: start this
+                # epoch afresh at the new scale (no update with X_t, which the
+                # old run played); the scales of such restarts more than
+                # double each time, so they cost O(L) regret in all
+                reset(c)
+                st.scale_restarts += 1
+                st.segment = scale[t]
+            else:
+                eta = next_eta(c)
+                code = update(c, eta, x, dense)
+                if code != OK:
+                    return code
+                st.eta = eta
         st.u = random_standard_uniform(c.rng)
     return OK
 
@@ -627,7 +655,8 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
     c.st = <CappedState *> &state[0]
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    c.E = <double *> malloc((2 * n * n + 3 * n + 2 * c.k * n) * sizeof(double))
+    c.E = <double *> malloc((2 * <size_t> n * n + 3 * <size_t> n + 2 * <size_t> c.k * n)
+                            * sizeof(double))
     c.sel = <int *> malloc(c.k * sizeof(int))
     c.work = NULL
     c.iwork = NULL

@@ -112,24 +112,36 @@ def reference(algo, data, k, eta, *, dense=False):
     V, w = np.eye(n), np.full(n, k / n)        # W = V diag(w) V^T
     logw = np.log(w)
     gain, L, G2, restarts, last = 0.0, 0.0, 0.0, 0, 0.0
+    lam = 0.0                                  # MEG "auto": the run's scale Lambda
     for t, inst in enumerate(data, 1):
         X = inst if dense else np.outer(inst, inst)
         gain += float(np.sum(((V * w) @ V.T) * X))
         trsq = float(np.sum(X * X))
-        L = max(L, dense_scale(X) if dense else float(inst @ inst))
+        scale = dense_scale(X) if dense else float(inst @ inst)
+        L = max(L, scale)
         G2 = max(G2, trsq)
         if algo == "meg" and auto and ((t + 1) & t) == 0:
-            # doubling trick: trial t + 1 = 2^j starts afresh
+            # doubling trick: trial t + 1 = 2^j starts afresh at the scale so far
             V, w = np.eye(n), np.full(n, k / n)
             logw = np.log(w)
             restarts += 1
+            lam = L
             continue
         if trsq == 0:
             continue                           # X = 0: the update is the identity
+        if algo == "meg" and auto:
+            lam = lam or scale
+            if scale > 2 * lam:
+                # the scale more than doubled: the epoch starts afresh at it
+                V, w = np.eye(n), np.full(n, k / n)
+                logw = np.log(w)
+                restarts += 1
+                lam = scale
+                continue
         if algo == "meg":
             if auto:
                 epoch = 2 ** int(np.floor(np.log2(t)))
-                e = min(1.0, np.sqrt(k * np.log(n / k) / (B * epoch))) / L
+                e = min(0.5, np.sqrt(k * np.log(n / k) / (B * epoch))) / lam
             else:
                 e = eta
             mu, V = np.linalg.eigh((V * logw) @ V.T + e * X)
@@ -1118,6 +1130,7 @@ def test_meg_auto_restarts_once_per_power_of_two(T):
     # started afresh are those beginning at 2, 4, ..., 2^j <= T + 1 (the reset
     # for trial T + 1 happens when trial T ends)
     X = vectors(T, 6, seed=6, zeros=())
+    X /= np.linalg.norm(X, axis=1, keepdims=True)     # one scale: epochs only
     est = make("meg", "auto").partial_fit(X)
     assert est.n_restarts_ == powers_of_two_between(2, T + 1)
 
@@ -1125,6 +1138,7 @@ def test_meg_auto_restarts_once_per_power_of_two(T):
 def test_meg_auto_restarts_reset_W():
     # trial 2^j is played with W = (k/n) I: its expected gain is (k/n) ||x||^2
     X = vectors(70, 6, seed=6, zeros=())
+    X /= np.linalg.norm(X, axis=1, keepdims=True)     # one scale: epochs only
     est = make("meg", "auto", k=2).partial_fit(X[:0])
     for t, x in enumerate(X, 1):
         before = est.cumulative_gain_
@@ -1332,3 +1346,136 @@ def test_gd_reaches_a_projection_dense():
     np.testing.assert_allclose(est.parameter_matrix(), P, rtol=0, atol=1e-12)
     np.testing.assert_allclose(est.sample_projection(), P, rtol=0, atol=1e-12)
     np.testing.assert_allclose(est.cumulative_gain_, 2 * 2 / 5 + 2, rtol=1e-12)
+
+
+# == 9. found in review ===================================================================
+
+@pytest.mark.parametrize("v, k, expected", [
+    ([1e17, 1e17, 1e17 + 16], 2, [0.5, 0.5, 1.0]),
+    ([2.0 ** 53, 2.0 ** 53, 2.0 ** 53 + 2, 0.0], 2, [0.5, 0.5, 1.0, 0.0]),
+    ([-1e300, 1e300, 1e300, 0.0], 1, [0.0, 0.5, 0.5, 0.0]),      # differences overflow
+])
+def test_euclidean_projection_ties_beyond_2_to_the_53(v, k, expected):
+    # hi + 1 rounds back to hi there: the window must be taken on differences
+    np.testing.assert_array_equal(project_capped_simplex(v, k), expected)
+
+
+def test_meg_auto_keeps_its_bound_when_the_scale_grows_inside_an_epoch():
+    # tiny instances then large ones inside one epoch: a rate that shrinks
+    # with the running max scale let W commit to the tiny direction (regret
+    # 486 against a "bound" of 178); a run tuned to a scale restarts when the
+    # scale more than doubles, and the bound holds
+    X = np.zeros((2047, 2))
+    X[:1535, 0] = np.sqrt(1e-3)
+    X[1535:, 1] = 1.0
+    est = MatrixEGPCA(1, random_state=0).partial_fit(X)
+    assert 0 < est.regret_ <= est.regret_bound()
+    assert est.regret_ < 50            # observed 26, as when the switch meets an epoch
+    epochs = powers_of_two_between(2, 2048)
+    assert est.n_restarts_ == epochs + 1       # one restart for the new scale
+    # the bound's extra term covers such restarts whatever the stream
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        Y = rng.normal(size=(600, 5)) * np.exp(rng.uniform(-8, 8, size=(600, 1)))
+        est = MatrixEGPCA(2, random_state=0).partial_fit(Y)
+        assert 0 < est.regret_ <= est.regret_bound()
+
+
+def test_concurrent_calls_serialise():
+    # the state copies are taken under the generator's lock: two threads
+    # feeding one estimator lose no trials
+    import threading
+    for _ in range(3):
+        est = MatrixGDPCA(2, random_state=0).partial_fit(np.ones((1, 6)))
+        blocks = [np.random.default_rng(i).normal(size=(100, 6)) for i in range(2)]
+        threads = [threading.Thread(target=est.partial_fit, args=(b,)) for b in blocks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert est.n_trials_ == 201
+
+
+@pytest.mark.parametrize("algo", ["meg", "gd"])
+def test_eta_change_mid_stream_rejected_and_fit_starts_afresh(algo):
+    X = spiked(60, 8, seed=1)
+    est = make(algo, 0.5).partial_fit(X[:30])
+    before = snapshot(est)
+    est.set_params(eta="auto")
+    with pytest.raises(ValueError, match=names("eta")):
+        est.partial_fit(X[30:])
+    assert_unchanged(est, before)
+    # a new fit may use the new rate, and its bound is the new rate's
+    est.fit(X)
+    fresh = make(algo, "auto").fit(X)
+    assert est.regret_bound() == fresh.regret_bound()
+    assert est.regret_ == fresh.regret_
+
+
+@pytest.mark.parametrize("algo", ["meg", "gd"])
+def test_failed_first_call_leaves_no_fit(algo, monkeypatch):
+    from streamfit.pca import _capped
+    # an eta that overflows with the data is refused up front, naming eta
+    est = make(algo, 1e300)
+    with pytest.raises(ValueError, match=names("eta")):
+        est.partial_fit(np.ones((3, 4)) * 1e5)
+    assert not hasattr(est, "state_")
+    # a kernel failure on a first call leaves the estimator unfitted; on a
+    # later call, as it was
+    est = make(algo, 0.5)
+    monkeypatch.setattr(_capped._k, "run", lambda *a: _capped._k.ERR_LAPACK)
+    with pytest.raises(RuntimeError, match="LAPACK"):
+        est.partial_fit(spiked(5, 6))
+    assert not hasattr(est, "state_") and not hasattr(est, "_rng")
+    monkeypatch.undo()
+    est.partial_fit(spiked(5, 6))
+    before = snapshot(est)
+    monkeypatch.setattr(_capped._k, "run", lambda *a: _capped._k.ERR_LAPACK)
+    with pytest.raises(RuntimeError, match="LAPACK"):
+        est.partial_fit(spiked(5, 6, seed=1))
+    assert_unchanged(est, before)
+
+
+@pytest.mark.parametrize("n", [1000, 2000, 4000])
+def test_mixture_decomposition_exact_input_at_large_n(n):
+    # an entry 1e-12 below 1 is not at the mean when w sums to k exactly:
+    # snapping it there would move it by 1e-12
+    w = np.zeros(n)
+    w[0], w[1], w[2] = 1 - 1e-12, 1e-12, 1.0
+    weights, subsets = mixture_decomposition(w, 2)
+    check_mixture(w, 2, weights, subsets)
+
+
+@pytest.mark.parametrize("algo", ["meg", "gd"])
+def test_regret_bound_arguments(algo):
+    est = make(algo).partial_fit(spiked(20, 6))
+    assert est.regret_bound() == est.regret_bound(20)
+    assert est.regret_bound(40) > est.regret_bound(20)
+    assert np.isfinite(est.regret_bound(10 ** 30))      # closed form: no O(T) memory
+    with pytest.raises(ValueError, match=names("n_trials")):
+        est.regret_bound(-5)
+    for bad in (2.7, True, "10"):
+        with pytest.raises(TypeError, match=names("n_trials")):
+            est.regret_bound(bad)
+
+
+@pytest.mark.parametrize("algo", ["meg", "gd"])
+def test_sample_projection_does_not_change_the_decisions(algo):
+    X = spiked(120, 8, seed=2)
+    a = make(algo).partial_fit(X[:60])
+    b = make(algo).partial_fit(X[:60])
+    for _ in range(5):
+        a.sample_projection()
+    a.partial_fit(X[60:])
+    b.partial_fit(X[60:])
+    assert_same_results(a, b)
+    # and it is reproducible from the seed
+    c = make(algo).partial_fit(X[:60])
+    d = make(algo).partial_fit(X[:60])
+    np.testing.assert_array_equal(c.sample_projection(), d.sample_projection())
+
+
+def test_too_many_features_refused():
+    est = MatrixGDPCA(1)
+    with pytest.raises(ValueError, match="n_features"):
+        est._params((1 << 15) + 1, "vector")

@@ -11,6 +11,7 @@ trial loop (gains, update, LAPACK dsyevd, projection, sampling) without the GIL.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -177,7 +178,9 @@ class _CappedSimplexPCA(_OnlinePCA):
     _STATE = _STATE
     _STATE_NAMES = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
                     "dense_parameter_", "n_features_in_", "n_components_", "instances_",
-                    "_rng", "_regret_cache")
+                    "_rng", "_sample_rng", "_fitted_eta", "_regret_cache")
+    # n x n float64 state, several copies: 2^15 is already 8 GB each
+    _MAX_FEATURES = 1 << 15
 
     def __init__(self, n_components, *, eta="auto", random_state=None):
         self.n_components = n_components
@@ -191,6 +194,10 @@ class _CappedSimplexPCA(_OnlinePCA):
             raise TypeError(f"n_components must be an integer, got {k!r}")
         if not 1 <= k <= n:
             raise ValueError(f"n_components must be in [1, n_features] = [1, {n}], got {k}")
+        if n > self._MAX_FEATURES:
+            raise ValueError(f"n_features = {n} is too large for {type(self).__name__}: it "
+                             f"keeps several n x n float64 matrices (at most "
+                             f"{self._MAX_FEATURES} features)")
         if isinstance(self.eta, str):
             if self.eta != "auto":
                 raise ValueError(f"eta must be 'auto' or a positive float, got {self.eta!r}")
@@ -223,6 +230,10 @@ class _CappedSimplexPCA(_OnlinePCA):
         if int(params[4]) != self.n_components_:
             raise ValueError(f"n_components changed from {self.n_components_} to "
                              f"{self.n_components} since the first call; refit a new estimator")
+        if self.eta != self._fitted_eta:
+            # the regret bound, and MEG's epochs, follow one rate policy per run
+            raise ValueError(f"eta changed from {self._fitted_eta!r} to {self.eta!r} since the "
+                             f"first call; refit a new estimator")
         return params
 
     # -- state -------------------------------------------------------------------------
@@ -236,6 +247,10 @@ class _CappedSimplexPCA(_OnlinePCA):
         _k.reset_state(params, M, U, w, Wd)
         state[_STATE["u"]] = rng.random()
         self._rng = rng
+        # sample_projection draws from its own stream, so that auditing W
+        # never changes the projections the trials play
+        self._sample_rng = np.random.default_rng(int(rng.integers(2 ** 63)))
+        self._fitted_eta = self.eta
         self.n_features_in_ = n
         self.n_components_ = int(params[4])
         self.instances_ = kind
@@ -249,7 +264,12 @@ class _CappedSimplexPCA(_OnlinePCA):
 
     def _run(self, kind, args, params):
         n = args[0].shape[-1]
-        if not hasattr(self, "state_"):
+        fresh = not hasattr(self, "state_")
+        top = float(np.max(args[1], initial=0.0))
+        if not params[2] and top > 0 and params[3] > 1e300 / top:
+            raise ValueError(f"eta = {self.eta!r} is too large for this data: eta times the "
+                             f"instances' scale overflows float64")
+        if fresh:
             self._initialize(n, kind, params)
         T = args[0].shape[0]
         if T == 0:
@@ -263,24 +283,29 @@ class _CappedSimplexPCA(_OnlinePCA):
             X = Xs.reshape(T, n * n)
             frob = np.sqrt(trsq)
         # a trial costs O(n^3); copying the O(n^2) state per call is noise, and
-        # a failed call then leaves the estimator exactly as it was
+        # a failed call then leaves the estimator exactly as it was. The copies
+        # are taken under the generator's lock, so concurrent calls serialise.
         rng = self._rng
-        new = [a.copy() for a in (self.state_, self.parameter_, self.eigenvectors_,
-                                  self.eigenvalues_, self.cumulative_, self.dense_parameter_)]
         with rng.bit_generator.lock:
+            new = [a.copy() for a in (self.state_, self.parameter_, self.eigenvectors_,
+                                      self.eigenvalues_, self.cumulative_,
+                                      self.dense_parameter_)]
             saved = rng.bit_generator.state
             code = _k.run(X, np.ascontiguousarray(scale), np.ascontiguousarray(frob), new[0],
                           params, *new[1:], rng.bit_generator.capsule)
             if code != _k.OK:
                 rng.bit_generator.state = saved
+            else:
+                (self.state_, self.parameter_, self.eigenvectors_, self.eigenvalues_,
+                 self.cumulative_, self.dense_parameter_) = new
+        if code != _k.OK and fresh:
+            self._forget()          # a first call that failed leaves no fit behind
         if code == _k.ERR_NOMEM:
             raise MemoryError("the MEG/GD kernel could not allocate its work space; the "
                               "estimator was left as it was before this call")
         if code != _k.OK:
             raise RuntimeError(f"LAPACK dsyevd failed (code {code}); the estimator was left "
                                f"as it was before this call")
-        (self.state_, self.parameter_, self.eigenvectors_, self.eigenvalues_,
-         self.cumulative_, self.dense_parameter_) = new
         self._regret_cache = None
         return self
 
@@ -330,16 +355,15 @@ class _CappedSimplexPCA(_OnlinePCA):
         return _symmetric(self.cumulative_)
 
     def sample_projection(self):
-        """A rank-k projection P (n x n) drawn from W: E[P] = W. Uses and
-        advances the estimator's random generator.
+        """A rank-k projection P (n x n) drawn from W: E[P] = W. Draws from a
+        generator of its own (seeded from random_state), so it never changes
+        the projections the trials play.
 
         The draw is systematic sampling on W's eigenvalues (O(n), exact
         inclusion probabilities); :meth:`mixture_decomposition` gives the
         explicit mixture instead."""
         check_fitted(self, "state_")
-        with self._rng.bit_generator.lock:
-            u = self._rng.random()
-        V = self._sample(u)
+        V = self._sample(self._sample_rng.random())
         return V.T @ V
 
     def mixture_decomposition(self):
@@ -350,6 +374,16 @@ class _CappedSimplexPCA(_OnlinePCA):
         check_fitted(self, "state_")
         weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
         return weights, self.eigenvectors_[subsets]
+
+    def _bound_args(self, n_trials):
+        check_fitted(self, "state_")
+        if n_trials is None:
+            return self.n_trials_
+        if isinstance(n_trials, bool) or not isinstance(n_trials, numbers.Integral):
+            raise TypeError(f"n_trials must be an integer, got {n_trials!r}")
+        if n_trials < 0:
+            raise ValueError(f"n_trials must be >= 0, got {n_trials}")
+        return int(n_trials)
 
     def _bound_scale(self):
         check_fitted(self, "state_")
@@ -385,11 +419,16 @@ class MatrixEGPCA(_CappedSimplexPCA):
     eta : "auto" or float, default "auto"
         A float is a fixed learning rate. "auto" needs no horizon: the doubling
         trick, with epochs [2^j, 2^(j+1)) that each start afresh at W = (k/n) I
-        with eta_j = min(1, sqrt(k ln(n/k) / (B 2^j))) / L_t, L_t the largest
-        scale seen so far. Its regret is at most the sum of the epochs' tuned
-        bounds, about 3.4 times the bound tuned for T (:meth:`regret_bound`).
-        (A rate decaying like 1/sqrt(t) keeps no guarantee for mirror descent
-        with an unbounded divergence, which is why MEG restarts; GD does not.)
+        with eta = tilde_j / Lambda, tilde_j = min(1/2, sqrt(k ln(n/k) / (B 2^j))),
+        Lambda the largest scale seen when the epoch started (or at its first
+        non-zero instance). The rate stays fixed within a run: an instance of
+        scale above 2 Lambda starts the epoch afresh at its scale instead (a
+        rate that shrank with a growing scale would lose the guarantee, and a
+        four-line stream shows it). Regret at most
+        2 sum_j L (k ln(n/k) / tilde_j + tilde_j B len_j) + 2 B L, about 7 times
+        the bound tuned for T and L (:meth:`regret_bound`). (A rate decaying
+        like 1/sqrt(t) keeps no guarantee for mirror descent with an unbounded
+        divergence either, which is why MEG restarts; GD does not.)
     random_state : None, int or numpy Generator
         Seeds the sampling of the played projections.
 
@@ -423,28 +462,32 @@ class MatrixEGPCA(_CappedSimplexPCA):
 
     @property
     def n_restarts_(self):
-        """Epochs started afresh by the doubling trick (eta="auto"), counting
-        the one the next trial begins: after T trials, the powers of two in
-        [2, T + 1]."""
-        return int(self._scalar("restarts"))
+        """Runs started afresh with eta="auto", counting the one the next trial
+        begins: the doubling trick's epochs (after T trials, the powers of two
+        in [2, T + 1]) plus the restarts of an epoch when the scale more than
+        doubled."""
+        return int(self._scalar("restarts") + self._scalar("scale_restarts"))
 
     def regret_bound(self, n_trials=None):
         """The regret bound for this estimator's eta after ``n_trials`` (default:
-        the trials so far), at the largest scale seen so far."""
+        the trials so far), at the largest scale L seen so far: with a fixed
+        eta, k ln(n/k) / eta + eta B L^2 T (a theorem while eta L <= 1.79,
+        where e^x <= 1 + x + x^2; inf beyond); with "auto", the doubling
+        trick's 2 sum_j L (k ln(n/k) / tilde_j + tilde_j B len_j) + 2 B L."""
+        T = self._bound_args(n_trials)
         L, _, B = self._bound_scale()
-        T = self.n_trials_ if n_trials is None else int(n_trials)
         n, k = self.n_features_in_, self.n_components_
         if T == 0 or k == n or L == 0:
             return 0.0
         D = k * np.log(n / k)
-        if not isinstance(self.eta, str):
-            eta = float(self.eta) * L          # in units of the scale
-            return float(L * (D / eta + eta * B * T))
-        total, j = 0.0, 0
+        if not isinstance(self._fitted_eta, str):
+            eta = float(self._fitted_eta) * L          # in units of the scale
+            return float(L * (D / eta + eta * B * T)) if eta <= 1.79 else float("inf")
+        total, j = 2.0 * B * L, 0
         while 2 ** j <= T:
             length = min(2 ** j, T - 2 ** j + 1)
-            tilde = min(1.0, np.sqrt(D / (B * 2 ** j)))
-            total += L * (D / tilde + tilde * B * length)
+            tilde = min(0.5, np.sqrt(D / (B * 2 ** j)))
+            total += 2.0 * L * (D / tilde + tilde * B * length)
             j += 1
         return float(total)
 
@@ -501,15 +544,17 @@ class MatrixGDPCA(_CappedSimplexPCA):
 
     def regret_bound(self, n_trials=None):
         """The regret bound for this estimator's eta after ``n_trials`` (default:
-        the trials so far), at the largest ||X_t||_F seen so far."""
+        the trials so far), at the largest ||X_t||_F = G seen so far: with a
+        fixed eta, D^2 / (2 eta) + eta G^2 T / 2; with "auto",
+        D G sqrt(T) / 2 + (D G / 2) sum_t 1/sqrt(t) <= D G (1.5 sqrt(T) - 0.5)."""
+        T = self._bound_args(n_trials)
         _, G, _ = self._bound_scale()
-        T = self.n_trials_ if n_trials is None else int(n_trials)
         n, k = self.n_features_in_, self.n_components_
         D = np.sqrt(2.0 * min(k, n - k))
         if T == 0 or G == 0 or D == 0:
             return 0.0
-        if not isinstance(self.eta, str):
-            eta = float(self.eta)
+        if not isinstance(self._fitted_eta, str):
+            eta = float(self._fitted_eta)
             return float(D * D / (2 * eta) + eta * G * G * T / 2)
-        harmonic = float(np.sum(1.0 / np.sqrt(np.arange(1, T + 1))))
-        return float(D * G * np.sqrt(T) / 2 + D * G * harmonic / 2)
+        # sum_{t <= T} t^(-1/2) <= 1 + integral_1^T t^(-1/2) dt = 2 sqrt(T) - 1
+        return float(D * G * (1.5 * math.sqrt(T) - 0.5))

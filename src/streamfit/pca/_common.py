@@ -30,7 +30,7 @@ class _OnlinePCA(BaseEstimator):
     _STATE_NAMES = ()
 
     def _check_overflow(self, name, sizes):
-        # float64 must hold the cumulative matrix: |C_ij| <= tr C <= (t + T) L,
+        # float64 must hold the cumulative matrix: |C_ij| <= ||C||_2 <= (t + T) L,
         # with L the largest ||x||^2 (or bound on ||X||_2) so far
         if len(sizes) == 0:
             return
@@ -85,7 +85,8 @@ class _OnlinePCA(BaseEstimator):
             Verify each X_t is PSD by a Cholesky factorisation of X_t + eps I
             (O(n^3) per instance). Symmetry and finiteness are always checked
             in O(n^2); pass False when the instances are PSD by construction
-            (covariances of mini-batches, say) to keep trials O(k n^2).
+            (covariances of mini-batches, say) to save the O(n^3) check (it
+            keeps FPL's trials O(k n^2)).
 
         Returns
         -------
