@@ -441,7 +441,11 @@ class MatrixEGPCA(_CappedSimplexPCA):
     parameter_eigenvalues_ : (n,) array, W's eigenvalues ascending
     n_trials_ : int
     eta_ : float, the last learning rate
-    n_restarts_ : int, epochs started afresh by the doubling trick
+    n_restarts_ : int, runs started afresh (doubling-trick epochs, scale jumps)
+    state_, parameter_, eigenvectors_, eigenvalues_, cumulative_, dense_parameter_ :
+        the kernel's state, pickled with the estimator (parameter_ holds log W
+        for MEG and W for GD, lower triangle only); read W through
+        parameter_matrix() and parameter_eigenvalues_
 
     Examples
     --------
