@@ -189,11 +189,7 @@ class _CappedSimplexPCA(_OnlinePCA):
 
     # -- parameters ------------------------------------------------------------------
     def _params(self, n, kind):
-        k = self.n_components
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"n_components must be an integer, got {k!r}")
-        if not 1 <= k <= n:
-            raise ValueError(f"n_components must be in [1, n_features] = [1, {n}], got {k}")
+        k = self._check_n_components(n)
         if n > self._MAX_FEATURES:
             raise ValueError(f"n_features = {n} is too large for {type(self).__name__}: it "
                              f"keeps several n x n float64 matrices (at most "
@@ -207,29 +203,13 @@ class _CappedSimplexPCA(_OnlinePCA):
             if not np.isfinite(self.eta):
                 raise ValueError(f"eta must be finite, got {self.eta!r}")
             auto, value = 0.0, float(self.eta)
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, (np.random.Generator, np.random.SeedSequence))
-                or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
-            raise TypeError(f"random_state must be None, an int or a numpy Generator, "
-                            f"got {rs!r}")
+        self._check_random_state()
         return np.array([self._algo, _KINDS[kind], auto, value, k], dtype=np.float64)
 
     def _prepare(self, n, kind):
         params = self._params(n, kind)
-        if not hasattr(self, "state_"):
+        if not self._check_continues(n, kind, int(params[4])):
             return params
-        name = "X" if kind == "vector" else "Xs"
-        if n != self.n_features_in_:
-            raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_} features")
-        if kind != self.instances_:
-            method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
-            raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
-                             f"was fitted with {self.instances_} instances ({method}); "
-                             f"use one estimator per instance type")
-        if int(params[4]) != self.n_components_:
-            raise ValueError(f"n_components changed from {self.n_components_} to "
-                             f"{self.n_components} since the first call; refit a new estimator")
         if self.eta != self._fitted_eta:
             # the regret bound, and MEG's epochs, follow one rate policy per run
             raise ValueError(f"eta changed from {self._fitted_eta!r} to {self.eta!r} since the "

@@ -9,6 +9,7 @@ kernel's state vector, with at least "t", "scale" and "gain"),
 from __future__ import annotations
 
 import copy
+import numbers
 
 import numpy as np
 import scipy.linalg
@@ -28,6 +29,41 @@ class _OnlinePCA(BaseEstimator):
 
     _STATE = {}
     _STATE_NAMES = ()
+
+    # -- checks shared by the families ------------------------------------------------
+    def _check_n_components(self, n):
+        k = self.n_components
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"n_components must be an integer, got {k!r}")
+        if not 1 <= k <= n:
+            raise ValueError(f"n_components must be in [1, n_features] = [1, {n}], got {k}")
+        return int(k)
+
+    def _check_random_state(self):
+        rs = self.random_state
+        if not (rs is None or isinstance(rs, (np.random.Generator, np.random.SeedSequence))
+                or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
+            raise TypeError(f"random_state must be None, an int or a numpy Generator, "
+                            f"got {rs!r}")
+
+    def _check_continues(self, n, kind, k):
+        """Whether the call continues a fit; if so, that it matches it: the same
+        n_features, instance type and n_components."""
+        if not hasattr(self, "state_"):
+            return False
+        name = "X" if kind == "vector" else "Xs"
+        if n != self.n_features_in_:
+            raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
+                             f"fitted with {self.n_features_in_} features")
+        if kind != self.instances_:
+            method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
+            raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
+                             f"was fitted with {self.instances_} instances ({method}); "
+                             f"use one estimator per instance type")
+        if k != self.n_components_:
+            raise ValueError(f"n_components changed from {self.n_components_} to "
+                             f"{self.n_components} since the first call; refit a new estimator")
+        return True
 
     def _check_overflow(self, name, sizes):
         # float64 must hold the cumulative matrix: |C_ij| <= ||C||_2 <= (t + T) L,

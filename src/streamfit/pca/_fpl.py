@@ -134,11 +134,7 @@ class _LeaderPCA(_OnlinePCA):
 
     # -- parameters -------------------------------------------------------------
     def _check_params(self, n):
-        k = self.n_components
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"n_components must be an integer, got {k!r}")
-        if not 1 <= k <= n:
-            raise ValueError(f"n_components must be in [1, n_features] = [1, {n}], got {k}")
+        k = self._check_n_components(n)
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         check_scalar(self.tol, "tol", low=0, low_open=True)
@@ -211,20 +207,8 @@ class _LeaderPCA(_OnlinePCA):
         """Check the call against the parameters and the fitted state; return the
         kernel's parameter vector."""
         params = self._params(n, kind)
-        if not hasattr(self, "state_"):
+        if not self._check_continues(n, kind, int(params[7])):
             return params
-        name = "X" if kind == "vector" else "Xs"
-        if n != self.n_features_in_:
-            raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_} features")
-        if kind != self.instances_:
-            method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
-            raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
-                             f"was fitted with {self.instances_} instances ({method}); "
-                             f"use one estimator per instance type")
-        if int(params[7]) != self.n_components_:
-            raise ValueError(f"n_components changed from {self.n_components_} to "
-                             f"{self.n_components} since the first call; refit a new estimator")
         if self._noise_code != self._fitted_noise:
             raise ValueError("noise changed since the first call; refit a new estimator")
         return params
@@ -394,11 +378,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
         self._noise_code  # noqa: B018 - validates noise before it is used
         out = super()._check_params(n)
         self._sigma_params()
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, (np.random.Generator, np.random.SeedSequence))
-                or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
-            raise TypeError(f"random_state must be None, an int or a numpy Generator, "
-                            f"got {rs!r}")
+        self._check_random_state()
         return out
 
     def _sigma_params(self):
