@@ -41,7 +41,6 @@ minutes on a shared 2-core machine, most of it at n = 2000).
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pytest
@@ -49,6 +48,8 @@ import pytest
 from streamfit import MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
 from streamfit.experiments.pca import loglog_slope
 from streamfit.simulate import make_spiked_stream
+
+from ._timing import clock, missed, ratio, seconds
 
 K = 10
 FLOOR_N = 1000
@@ -101,14 +102,6 @@ def results():
     Krylov products per trial and ("fpl_fallbacks", n) -> LAPACK fallbacks over
     the timed rounds."""
     return {}
-
-
-def clock(times, fn, *args, per=1, **kwargs):
-    """fn(*args, **kwargs), its wall time / per appended to times; returns None so
-    that no result stays alive into the next contender's run."""
-    start = time.perf_counter()
-    fn(*args, **kwargs)
-    times.append((time.perf_counter() - start) / per)
 
 
 # -- the stream, and MEG's restarts ---------------------------------------------------
@@ -286,19 +279,6 @@ def test_trial_group(benchmark, timed, contender):
 
 # -- the table -------------------------------------------------------------------------
 
-def _stat(results, name, n, stat="median"):
-    times = results.get((name, n))
-    if not times:
-        return None
-    return float(np.median(times)) if stat == "median" else float(np.min(times))
-
-
-def ratio(results, num, den, n, stat="median"):
-    """results[num] / results[den] at n (median or min times); None if either is missing."""
-    a, b = _stat(results, num, n, stat), _stat(results, den, n, stat)
-    return None if a is None or b is None else a / b
-
-
 def sizes_run(results):
     return sorted(key[1] for key in results if key[0] == "fpl" and len(key) == 2)
 
@@ -306,7 +286,7 @@ def sizes_run(results):
 def slope(results, name, sizes=SIZES):
     """loglog_slope of the median time per trial against n over sizes; None
     unless every size was run."""
-    times = [_stat(results, name, n) for n in sizes]
+    times = [seconds(results, name, n) for n in sizes]
     if len(sizes) < 2 or any(t is None for t in times):
         return None
     return loglog_slope(sizes, times)
@@ -326,13 +306,6 @@ def floor_checks(results):
         checks.append((f"log-log slope of {NAMES[name]}", s, CEILINGS[f"{name}_slope"], False))
     checks.append(("log-log slope of FPL", slope(results, "fpl"), CEILINGS["fpl_slope"], False))
     return checks
-
-
-def missed(checks):
-    return [f"{what}: {value:.2f}{'' if 'slope' in what else 'x'} "
-            f"{'<' if at_least else '>'} {bound:g}"
-            for what, value, bound, at_least in checks
-            if value is not None and (value < bound if at_least else value > bound)]
 
 
 def _x(r):
@@ -356,7 +329,7 @@ def comparator_table(results, timed):
              f"{'/trial':>9s}{'fallbacks':>10s}",
              f"{'':6s}{'rounds':>10s}{'rounds':>10s}{'median':>10s}{'median':>10s}{'median':>10s}"]
     for n in sizes:
-        med = {name: _stat(results, name, n) * 1e3 for name in NAMES}
+        med = {name: seconds(results, name, n) * 1e3 for name in NAMES}
         runs = {name: f"{results['trials', name, n]} x {len(results[name, n])}"
                 for name in ("meg", "fpl")}
         cells = [_x(ratio(results, name, "fpl", n, stat))

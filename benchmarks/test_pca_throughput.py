@@ -29,7 +29,6 @@ own table shows one partial_fit call of T trials (FPL) and one goe_matrix call
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import pytest
@@ -38,6 +37,8 @@ import scipy.linalg
 from streamfit import PerturbedLeaderPCA
 from streamfit.pca import goe_matrix
 from streamfit.simulate import make_spiked_stream
+
+from ._timing import clock, missed, ratio, seconds
 
 K = 10
 FLOOR_N = 1000
@@ -84,14 +85,6 @@ def results():
     also ("fpl_trials", n) -> trials per round, ("fpl_products", n) -> S @ block
     products per trial and ("fpl_fallbacks", n) -> LAPACK fallbacks over the timed rounds."""
     return {}
-
-
-def clock(times, fn, *args, per=1, **kwargs):
-    """fn(*args, **kwargs), its wall time / per appended to times; returns None so
-    that no result stays alive into the next contender's run."""
-    start = time.perf_counter()
-    fn(*args, **kwargs)
-    times.append((time.perf_counter() - start) / per)
 
 
 # -- FPL trial against a full solve ---------------------------------------------------
@@ -232,23 +225,10 @@ def test_goe_matrix(benchmark, results, timed, goe_n):
 
 # -- ratios --------------------------------------------------------------------------
 
-def _stat(results, name, n, stat):
-    times = results.get((name, n))
-    if not times:
-        return None
-    return float(np.median(times)) if stat == "median" else float(np.min(times))
-
-
-def ratio(results, num, den, n, stat="median"):
-    """results[num] / results[den] at n (median or min times); None if either is missing."""
-    a, b = _stat(results, num, n, stat), _stat(results, den, n, stat)
-    return None if a is None or b is None else a / b
-
-
 def slope(results, name, sizes=FPL_SIZES):
     """Least-squares slope of log(median time) against log(n) over sizes;
     None unless every size was run."""
-    times = [_stat(results, name, n, "median") for n in sizes]
+    times = [seconds(results, name, n) for n in sizes]
     if any(t is None for t in times):
         return None
     return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
@@ -269,9 +249,9 @@ def fpl_table(results, how):
              f"{'':6s}{'rounds':>10s}{'median':>10s}{'min':>10s}{'median':>12s}{'median':>11s}"
              f"{'/trial':>8s}{'fallbacks':>10s}"]
     for n in sizes:
-        med = {name: _stat(results, name, n, "median") * 1e3 for name in FPL}
+        med = {name: seconds(results, name, n) * 1e3 for name in FPL}
         runs = f"{results['fpl_trials', n]} x {len(results['fpl', n])}"
-        fastest = _stat(results, "fpl", n, "min") * 1e3
+        fastest = seconds(results, "fpl", n, "min") * 1e3
         lines.append(f"{n:6d}{runs:>10s}{med['fpl']:10.3f}{fastest:10.3f}"
                      f"{med['eigh_subset']:12.2f}{med['eigh_full']:11.2f}"
                      f"{results['fpl_products', n]:8.2f}{results['fpl_fallbacks', n]:10d}")
@@ -306,7 +286,7 @@ def goe_table(results, how):
              f"{'n':>6s}{'':8s}{'median':>12s}{'median':>18s}{'median':>17s}"
              f"{'(median)':>13s}{'(min)':>13s}{'(median)':>11s}{'(min)':>11s}"]
     for n in sizes:
-        med = {name: _stat(results, name, n, "median") * 1e3 for name in GOE}
+        med = {name: seconds(results, name, n) * 1e3 for name in GOE}
         lines.append(f"{n:6d}{len(results['goe', n]):8d}{med['goe']:12.3f}{med['normals']:18.3f}"
                      f"{med['numpy']:17.3f}"
                      f"{_x(ratio(results, 'goe', 'normals', n)):>13s}"
@@ -360,8 +340,5 @@ def test_throughput_floors(results, timed):
         (f"NumPy (G+G.T)/2 vs goe_matrix at n={n}", ratio(results, "numpy", "goe", n),
          FLOORS["numpy_vs_goe"], True),
     ]
-    missed = [f"{what}: {value:.2f}{'x' if 'slope' not in what else ''} "
-              f"{'<' if at_least else '>'} {bound:g}"
-              for what, value, bound, at_least in checks
-              if value is not None and (value < bound if at_least else value > bound)]
-    assert not missed, "throughput floors missed:\n" + "\n".join(missed)
+    miss = missed(checks)
+    assert not miss, "throughput floors missed:\n" + "\n".join(miss)

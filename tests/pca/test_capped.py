@@ -10,16 +10,19 @@ for the FPL estimators."""
 import copy
 import itertools
 import pickle
-import re
 
 import numpy as np
 import pytest
 
 from streamfit import MatrixEGPCA, MatrixGDPCA
-from streamfit._base import clone
 from streamfit.pca import mixture_decomposition, project_capped_simplex, systematic_sample
 from streamfit.pca._common import _symmetric
 from streamfit.simulate import make_dense_stream, make_ftl_adversary, make_spiked_stream
+
+from . import _cases
+from ._cases import (BAD_DENSE, REJECTED_FIT, VARIANTS, assert_unchanged, check_bad_data,
+                     check_bad_params, check_rejected_fit, check_same_seed_same_decisions,
+                     check_twin_and_clone, dense, names, snapshot, spiked, two_calls, variant_of)
 
 ALGOS = {"meg": MatrixEGPCA, "gd": MatrixGDPCA}
 # (algorithm, eta): every estimator configuration the contract tests run
@@ -175,10 +178,6 @@ def vectors(T=300, n=8, seed=0, n_spikes=2, zeros=(4,)):
     return X
 
 
-def dense(T=40, n=10, seed=0, rank=5):
-    return make_dense_stream(T, n, rank=rank, random_state=seed)
-
-
 def dense_mixed(T=150, n=6, seed=0):
     """Low-rank PSD instances and diagonal ones (whose L is the row sum, not
     ||X||_F), scaled up over the stream, with one zero instance."""
@@ -191,36 +190,11 @@ def dense_mixed(T=150, n=6, seed=0):
     return Xs
 
 
-def spiked(T=300, n=20, seed=0, n_spikes=3):
-    return make_spiked_stream(T, n, n_spikes=n_spikes, random_state=seed)
-
-
 def make(algo="meg", eta="auto", k=2, **kw):
     return ALGOS[algo](k, eta=eta, **{"random_state": 0, **kw})
 
 
-# -- state snapshots (as in test_contract.py) ------------------------------------------
-
-def snapshot(est):
-    """Copies of every attribute ending in "_" stored in __dict__ and of the rng state."""
-    attrs = {name: (value.copy() if isinstance(value, np.ndarray) else copy.deepcopy(value))
-             for name, value in vars(est).items() if name.endswith("_")}
-    rng = copy.deepcopy(est._rng.bit_generator.state) if hasattr(est, "_rng") else None
-    return attrs, rng
-
-
-def assert_unchanged(est, before):
-    attrs, rng = snapshot(est)
-    assert attrs.keys() == before[0].keys()
-    for name, old in before[0].items():
-        new = attrs[name]
-        if isinstance(old, np.ndarray):
-            assert new.dtype == old.dtype and new.shape == old.shape, name
-            assert np.array_equal(new, old), name
-        else:
-            assert new == old, name
-    assert rng == before[1]
-
+# -- state comparisons (snapshot and assert_unchanged are in _cases) ----------------
 
 def assert_same_state(a, b):
     assert_unchanged(b, snapshot(a))
@@ -234,17 +208,6 @@ def assert_same_results(a, b):
         assert getattr(a, name) == getattr(b, name), name
     if isinstance(a, MatrixEGPCA):
         assert a.n_restarts_ == b.n_restarts_
-
-
-def with_value(a, value, where=7):
-    a = a.copy()
-    a.flat[where] = value
-    return a
-
-
-def names(arg):
-    """A regex that matches a message naming `arg` as a word."""
-    return rf"(?<![\w.']){re.escape(arg)}(?![\w'])"
 
 
 # == 1. the projections =================================================================
@@ -774,94 +737,27 @@ def test_regret_below_the_bound_on_the_ftl_adversary(algo, eta):
 
 # == 6. the contract ============================================================================
 
-def _nonsymmetric(Xs):
-    Xs = Xs.copy()
-    Xs[3, 0, 1] += 0.1
-    return Xs
-
-
-def _negative_diagonal(Xs):
-    Xs = Xs.copy()
-    Xs[2] = np.diag(np.r_[1.0, -1.0, np.ones(Xs.shape[1] - 2)])
-    return Xs
-
-
-def _indefinite(Xs):
-    Xs = Xs.copy()
-    Xs[2] = np.eye(Xs.shape[1])
-    Xs[2, 0, 1] = Xs[2, 1, 0] = 2.0
-    return Xs
-
+# The cases both families share (BAD_VECTOR, BAD_DENSE, REJECTED_FIT, VARIANTS) and
+# their checks are in _cases; the ones below are this family's own.
 
 # name: (method, transform of the fresh data block, exception, argument named, detail)
 BAD_VECTOR = {
-    "X-nan": ("partial_fit", lambda X, Xs: with_value(X, np.nan), ValueError, "X", "NaN"),
-    "X-inf": ("partial_fit", lambda X, Xs: with_value(X, np.inf), ValueError, "X", "inf"),
-    "X-minus-inf": ("partial_fit", lambda X, Xs: with_value(X, -np.inf), ValueError, "X",
-                    "inf"),
-    "X-nan-last-row": ("partial_fit", lambda X, Xs: with_value(X, np.nan, -1), ValueError,
-                       "X", "NaN"),
-    "X-1d": ("partial_fit", lambda X, Xs: X[0], ValueError, "X", "2-dimensional"),
-    "X-3d": ("partial_fit", lambda X, Xs: X[:, :, None], ValueError, "X", "2-dimensional"),
-    "X-strings": ("partial_fit", lambda X, Xs: X.astype(str), TypeError, "X", "real numbers"),
+    **_cases.BAD_VECTOR,
     "X-complex": ("partial_fit", lambda X, Xs: X + 0j, TypeError, "X", "real numbers"),
-    "X-n-features": ("partial_fit", lambda X, Xs: X[:, :-1], ValueError, "X", "19 features"),
-    "X-too-large": ("partial_fit", lambda X, Xs: X * 1e160, ValueError, "X", "too large"),
-    "Xs-after-vectors": ("partial_fit_dense", lambda X, Xs: Xs, ValueError, "Xs", "vector"),
-}
-
-BAD_DENSE = {
-    "Xs-nan": ("partial_fit_dense", lambda X, Xs: with_value(Xs, np.nan), ValueError, "Xs",
-               "NaN"),
-    "Xs-inf": ("partial_fit_dense", lambda X, Xs: with_value(Xs, np.inf), ValueError, "Xs",
-               "inf"),
-    "Xs-2d": ("partial_fit_dense", lambda X, Xs: Xs[0], ValueError, "Xs", "3-dimensional"),
-    "Xs-not-square": ("partial_fit_dense", lambda X, Xs: Xs[:, :, :-1], ValueError, "Xs",
-                      "shape"),
-    "Xs-n-features": ("partial_fit_dense", lambda X, Xs: Xs[:, :-1, :-1], ValueError, "Xs",
-                      "9 features"),
-    "Xs-non-symmetric": ("partial_fit_dense", lambda X, Xs: _nonsymmetric(Xs), ValueError,
-                         "Xs[3]", "not symmetric"),
-    "Xs-negative-diagonal": ("partial_fit_dense", lambda X, Xs: _negative_diagonal(Xs),
-                             ValueError, "Xs[2]", "not positive semidefinite"),
-    "Xs-indefinite": ("partial_fit_dense", lambda X, Xs: _indefinite(Xs), ValueError,
-                      "Xs[2]", "not positive semidefinite"),
-    "Xs-too-large": ("partial_fit_dense", lambda X, Xs: Xs * 1e160, ValueError, "Xs",
-                     "too large"),
-    "X-after-dense": ("partial_fit", lambda X, Xs: X, ValueError, "X", "dense"),
 }
 
 
 def prefit(algo, eta, kind):
     """Two calls, so that the state and the rng exist and have moved."""
-    est = make(algo, eta)
-    if kind == "vector":
-        X = spiked(100, 20)
-        return est.partial_fit(X[:40]).partial_fit(X[40:100])
-    Xs = dense(30, 10)
-    return est.partial_fit_dense(Xs[:10]).partial_fit_dense(Xs[10:30])
+    return two_calls(make(algo, eta), kind)
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
 @pytest.mark.parametrize("kind, bad", [("vector", b) for b in sorted(BAD_VECTOR)]
                          + [("dense", b) for b in sorted(BAD_DENSE)])
 def test_bad_data_rejected_and_state_unchanged(algo, eta, kind, bad):
-    method, transform, exc, arg, detail = {**BAD_VECTOR, **BAD_DENSE}[bad]
-    est = prefit(algo, eta, kind)
-    before = snapshot(est)
-    n = est.n_features_in_
-    X, Xs = spiked(20, n, seed=1), dense(6, n, seed=1)
-    with pytest.raises(exc) as info:
-        getattr(est, method)(transform(X, Xs))
-    msg = str(info.value)
-    assert re.search(names(arg), msg), f"the message does not name {arg!r}: {msg!r}"
-    assert detail in msg
-    assert_unchanged(est, before)
-    # and it carries on as if the call had never happened
-    ref = prefit(algo, eta, kind)
-    for e in (est, ref):
-        e.partial_fit(spiked(30, n, seed=2)) if kind == "vector" else \
-            e.partial_fit_dense(dense(5, n, seed=2))
+    est, ref = check_bad_data(lambda kind: prefit(algo, eta, kind), kind,
+                              {**BAD_VECTOR, **BAD_DENSE}[bad])
     assert_same_results(est, ref)
     assert_same_state(est, ref)
 
@@ -891,22 +787,7 @@ BAD_PARAMS = {
 @pytest.mark.parametrize("bad", sorted(BAD_PARAMS))
 def test_bad_params_rejected_and_state_unchanged(algo, eta, kind, bad):
     params, exc, arg = BAD_PARAMS[bad]
-    est = prefit(algo, eta, kind)
-    before = snapshot(est)
-    good = est.get_params()
-    est.set_params(**params)
-    n = est.n_features_in_
-    with pytest.raises(exc, match=names(arg)):
-        if kind == "vector":
-            est.partial_fit(spiked(20, n, seed=1))
-        else:
-            est.partial_fit_dense(dense(6, n, seed=1))
-    assert_unchanged(est, before)
-    est.set_params(**good)
-    ref = prefit(algo, eta, kind)
-    for e in (est, ref):
-        e.partial_fit(spiked(30, n, seed=2)) if kind == "vector" else \
-            e.partial_fit_dense(dense(5, n, seed=2))
+    est, ref = check_bad_params(lambda kind: prefit(algo, eta, kind), kind, params, exc, arg)
     assert_same_results(est, ref)
 
 
@@ -945,25 +826,10 @@ def test_bad_data_leaves_fresh_estimator_unfitted(cls, bad):
     assert rng.bit_generator.state == state
 
 
-REJECTED_FIT = {
-    "fit-X-nan": ("fit", lambda X, Xs: with_value(X, np.nan), "X"),
-    "fit-X-1d": ("fit", lambda X, Xs: X[0], "X"),
-    "fit_dense-Xs-nan": ("fit_dense", lambda X, Xs: with_value(Xs, np.nan), "Xs"),
-    "fit_dense-Xs-indefinite": ("fit_dense", lambda X, Xs: _indefinite(Xs), "Xs"),
-}
-
-
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
 @pytest.mark.parametrize("bad", sorted(REJECTED_FIT))
 def test_rejected_fit_keeps_state(algo, eta, bad):
-    method, transform, arg = REJECTED_FIT[bad]
-    kind = "dense" if method == "fit_dense" else "vector"
-    est = prefit(algo, eta, kind)
-    before = snapshot(est)
-    n = est.n_features_in_
-    with pytest.raises(ValueError, match=names(arg)):
-        getattr(est, method)(transform(spiked(20, n, seed=1), dense(6, n, seed=1)))
-    assert_unchanged(est, before)
+    check_rejected_fit(lambda kind: prefit(algo, eta, kind), REJECTED_FIT[bad])
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
@@ -993,39 +859,13 @@ def test_not_fitted(cls):
             getattr(est, method)()
 
 
-def _readonly(a):
-    a = a.copy()
-    a.flags.writeable = False
-    return a
-
-
-def _strided_columns(a):
-    wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
-    wide[..., ::2] = a
-    return wide[..., ::2]
-
-
-VARIANTS = {
-    "float32": lambda a: (a.astype(np.float32), a.astype(np.float32).astype(np.float64)),
-    "read-only": lambda a: (_readonly(a), a),
-    "strided-rows": lambda a: (np.repeat(a, 2, axis=0)[::2], a),
-    "strided-columns": lambda a: (_strided_columns(a), a),
-    "fortran": lambda a: (np.asfortranarray(a), a),
-    "lists": lambda a: (a.tolist(), a),
-}
-
-
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
 @pytest.mark.parametrize("kind", ["vector", "dense"])
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_input_types_match_float64(algo, eta, variant, kind):
     # full-rank dense instances, so that float32 rounding keeps them PSD
     data = spiked(150, 12) if kind == "vector" else dense(40, 8, rank=12)
-    data_in, data_ref = VARIANTS[variant](data)
-    if variant.startswith("strided"):
-        assert not data_in.flags.c_contiguous and not data_in.flags.f_contiguous
-    if variant == "read-only":
-        assert not data_in.flags.writeable
+    data_in, data_ref = variant_of(variant, data)
     method = "partial_fit" if kind == "vector" else "partial_fit_dense"
     est, ref = make(algo, eta), make(algo, eta)
     getattr(est, method)(data_in)
@@ -1091,15 +931,8 @@ def test_chunking_invariance(algo, eta, kind):
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
 def test_same_seed_same_decisions(algo, eta):
     X = vectors(150, 10, seed=5)
-    a, b = make(algo, eta, k=3, random_state=7), make(algo, eta, k=3, random_state=7)
-    g = make(algo, eta, k=3, random_state=np.random.default_rng(7))
-    for lo, hi in ((0, 0), (0, 1), (1, 60), (60, 150)):
-        for est in (a, b, g):
-            est.partial_fit(X[lo:hi])
-        np.testing.assert_array_equal(a.components_, b.components_)
-        np.testing.assert_array_equal(a.components_, g.components_)
-    assert_same_results(a, b)
-    assert_same_results(a, g)
+    a = check_same_seed_same_decisions(
+        lambda seed: make(algo, eta, k=3, random_state=seed), X, assert_same_results)
     # another seed samples other projections from the very same W_t
     other = make(algo, eta, k=3, random_state=8).partial_fit(X)
     assert other.realized_gain_ != a.realized_gain_
@@ -1167,14 +1000,7 @@ def test_get_set_params_repr_clone():
 
     X = spiked(200, 12)
     for est in (MatrixEGPCA(3, random_state=1), MatrixGDPCA(3, eta=0.3, random_state=1)):
-        est.partial_fit(X[:100])
-        twin = type(est)(**est.get_params())
-        assert twin.get_params() == est.get_params() and not hasattr(twin, "state_")
-        copied = clone(est)
-        assert copied.get_params() == est.get_params() and not hasattr(copied, "state_")
-        est.fit(X)
-        assert_same_results(twin.fit(X), est)
-        assert_same_results(copied.partial_fit(X), est)
+        check_twin_and_clone(est, X, assert_same_results)
 
 
 def test_shallow_copy_does_not_share_the_state():

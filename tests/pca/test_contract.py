@@ -6,27 +6,22 @@ components; the GOE generator; and the protocol's bookkeeping (regret_ and
 cumulative_gain_) against NumPy oracles."""
 import copy
 import pickle
-import re
 
 import numpy as np
 import pytest
 
 from streamfit import FollowTheLeaderPCA, PerturbedLeaderPCA
-from streamfit._base import clone
 from streamfit.pca import goe_matrix
-from streamfit.simulate import make_dense_stream, make_ftl_adversary, make_spiked_stream
+from streamfit.simulate import make_ftl_adversary
+
+from ._cases import (BAD_DENSE, BAD_VECTOR, REJECTED_FIT, VARIANTS, assert_unchanged,
+                     check_bad_data, check_bad_params, check_rejected_fit,
+                     check_same_seed_same_decisions, check_twin_and_clone, dense, indefinite,
+                     names, snapshot, spiked, two_calls, variant_of)
 
 NOISES = ("fixed", "random_walk", "independent")
 # n = 80, k = 3: block 8, so both solvers are allowed ("auto" picks krylov)
 N_MID, K_MID = 80, 3
-
-
-def spiked(T=300, n=20, seed=0, n_spikes=3):
-    return make_spiked_stream(T, n, n_spikes=n_spikes, random_state=seed)
-
-
-def dense(T=40, n=10, seed=0, rank=5):
-    return make_dense_stream(T, n, rank=rank, random_state=seed)
 
 
 def make(noise="fixed", k=2, **kw):
@@ -40,29 +35,7 @@ def top_k_sum(A, k):
     return float(np.linalg.eigvalsh(A)[-k:].sum())
 
 
-# -- state snapshots -------------------------------------------------------------
-
-def snapshot(est):
-    """Copies of every attribute ending in "_" stored in __dict__ (the arrays
-    that are the state, n_features_in_, instances_) and of the rng state."""
-    attrs = {name: (value.copy() if isinstance(value, np.ndarray) else copy.deepcopy(value))
-             for name, value in vars(est).items() if name.endswith("_")}
-    rng = copy.deepcopy(est._rng.bit_generator.state) if hasattr(est, "_rng") else None
-    return attrs, rng
-
-
-def assert_unchanged(est, before):
-    attrs, rng = snapshot(est)
-    assert attrs.keys() == before[0].keys()
-    for name, old in before[0].items():
-        new = attrs[name]
-        if isinstance(old, np.ndarray):
-            assert new.dtype == old.dtype and new.shape == old.shape, name
-            assert np.array_equal(new, old), name
-        else:
-            assert new == old, name
-    assert rng == before[1]
-
+# -- state comparisons (snapshot and assert_unchanged are in _cases) ----------------
 
 def assert_same_state(a, b):
     """Two estimators in bit-identical states (arrays, counters, rng)."""
@@ -83,112 +56,22 @@ def assert_same_results(a, b):
     assert a.gap_tolerance_ == b.gap_tolerance_
 
 
-def with_value(a, value, where=7):
-    a = a.copy()
-    a.flat[where] = value
-    return a
-
-
-def names(arg):
-    """A regex that matches a message naming `arg` as a word."""
-    return rf"(?<![\w.']){re.escape(arg)}(?![\w'])"
-
-
 # -- bad input: a clear error naming the argument, state bit-identical -------------
 
-def _nonsymmetric(Xs):
-    Xs = Xs.copy()
-    Xs[3, 0, 1] += 0.1          # a later instance: the earlier ones are valid
-    return Xs
-
-
-def _negative_diagonal(Xs):
-    Xs = Xs.copy()
-    Xs[2] = np.diag(np.r_[1.0, -1.0, np.ones(Xs.shape[1] - 2)])
-    return Xs
-
-
-def _indefinite(Xs):
-    # positive diagonal, eigenvalues 3 and -1: only a factorisation can tell
-    Xs = Xs.copy()
-    Xs[2] = np.eye(Xs.shape[1])
-    Xs[2, 0, 1] = Xs[2, 1, 0] = 2.0
-    return Xs
-
-
-# name: (method, transform of the fresh data block, exception, argument named, detail)
-BAD_VECTOR = {
-    "X-nan": ("partial_fit", lambda X, Xs: with_value(X, np.nan), ValueError, "X", "NaN"),
-    "X-inf": ("partial_fit", lambda X, Xs: with_value(X, np.inf), ValueError, "X", "inf"),
-    "X-minus-inf": ("partial_fit", lambda X, Xs: with_value(X, -np.inf), ValueError, "X",
-                    "inf"),
-    "X-nan-last-row": ("partial_fit", lambda X, Xs: with_value(X, np.nan, -1), ValueError,
-                       "X", "NaN"),
-    "X-1d": ("partial_fit", lambda X, Xs: X[0], ValueError, "X", "2-dimensional"),
-    "X-3d": ("partial_fit", lambda X, Xs: X[:, :, None], ValueError, "X", "2-dimensional"),
-    "X-strings": ("partial_fit", lambda X, Xs: X.astype(str), TypeError, "X", "real numbers"),
-    "X-n-features": ("partial_fit", lambda X, Xs: X[:, :-1], ValueError, "X", "19 features"),
-    "X-too-large": ("partial_fit", lambda X, Xs: X * 1e160, ValueError, "X", "too large"),
-    # a fitted-with-vectors estimator given dense instances: the message should
-    # name the argument (Xs) and say what was expected (vector instances)
-    "Xs-after-vectors": ("partial_fit_dense", lambda X, Xs: Xs, ValueError, "Xs", "vector"),
-}
-
-BAD_DENSE = {
-    "Xs-nan": ("partial_fit_dense", lambda X, Xs: with_value(Xs, np.nan), ValueError, "Xs",
-               "NaN"),
-    "Xs-inf": ("partial_fit_dense", lambda X, Xs: with_value(Xs, np.inf), ValueError, "Xs",
-               "inf"),
-    "Xs-2d": ("partial_fit_dense", lambda X, Xs: Xs[0], ValueError, "Xs", "3-dimensional"),
-    "Xs-not-square": ("partial_fit_dense", lambda X, Xs: Xs[:, :, :-1], ValueError, "Xs",
-                      "shape"),
-    "Xs-n-features": ("partial_fit_dense", lambda X, Xs: Xs[:, :-1, :-1], ValueError, "Xs",
-                      "9 features"),
-    "Xs-non-symmetric": ("partial_fit_dense", lambda X, Xs: _nonsymmetric(Xs), ValueError,
-                         "Xs[3]", "not symmetric"),
-    "Xs-negative-diagonal": ("partial_fit_dense", lambda X, Xs: _negative_diagonal(Xs),
-                             ValueError, "Xs[2]", "not positive semidefinite"),
-    "Xs-indefinite": ("partial_fit_dense", lambda X, Xs: _indefinite(Xs), ValueError,
-                      "Xs[2]", "not positive semidefinite"),
-    "Xs-too-large": ("partial_fit_dense", lambda X, Xs: Xs * 1e160, ValueError, "Xs",
-                     "too large"),
-    # the mirror image: vector rows to an estimator fitted with dense instances
-    "X-after-dense": ("partial_fit", lambda X, Xs: X, ValueError, "X", "dense"),
-}
-
+# The cases (BAD_VECTOR, BAD_DENSE, REJECTED_FIT) and their checks are in _cases,
+# shared with test_capped.py; BAD_PARAMS below are those of the FPL family.
 
 def prefit(noise, kind):
     """Two calls, so the state, the rng and the Krylov warm start all exist."""
-    est = make(noise, solver="krylov") if kind == "vector" else make(noise)
-    if kind == "vector":
-        X = spiked(100, 20)
-        return est.partial_fit(X[:40]).partial_fit(X[40:100])
-    Xs = dense(30, 10)
-    return est.partial_fit_dense(Xs[:10]).partial_fit_dense(Xs[10:30])
+    return two_calls(make(noise, solver="krylov") if kind == "vector" else make(noise), kind)
 
 
 @pytest.mark.parametrize("noise", ["fixed", "independent", "ftl"])
 @pytest.mark.parametrize("kind, bad", [("vector", b) for b in sorted(BAD_VECTOR)]
                          + [("dense", b) for b in sorted(BAD_DENSE)])
 def test_bad_data_rejected_and_state_unchanged(noise, kind, bad):
-    method, transform, exc, arg, detail = {**BAD_VECTOR, **BAD_DENSE}[bad]
-    est = prefit(noise, kind)
-    before = snapshot(est)
-    # fresh blocks with the fitted n_features: rows of 20 / 10 x 10 instances
-    # for the fitted kind, and the other kind's shape for the mixing cases
-    n = est.n_features_in_
-    X, Xs = spiked(20, n, seed=1), dense(6, n, seed=1)
-    with pytest.raises(exc) as info:
-        getattr(est, method)(transform(X, Xs))
-    msg = str(info.value)
-    assert re.search(names(arg), msg), f"the message does not name {arg!r}: {msg!r}"
-    assert detail in msg
-    assert_unchanged(est, before)
-    # and the estimator carries on as if the call had never happened
-    ref = prefit(noise, kind)
-    more_X, more_Xs = spiked(30, n, seed=2), dense(5, n, seed=2)
-    for e in (est, ref):
-        e.partial_fit(more_X) if kind == "vector" else e.partial_fit_dense(more_Xs)
+    est, ref = check_bad_data(lambda kind: prefit(noise, kind), kind,
+                              {**BAD_VECTOR, **BAD_DENSE}[bad])
     assert_same_results(est, ref)
 
 
@@ -219,23 +102,7 @@ BAD_PARAMS = {
     if not (noise == "ftl" and BAD_PARAMS[bad][3])])     # FTL has no sigma, noise
 def test_bad_params_rejected_and_state_unchanged(noise, kind, bad):
     params, exc, arg, _ = BAD_PARAMS[bad]
-    est = prefit(noise, kind)
-    before = snapshot(est)
-    good = est.get_params()
-    est.set_params(**params)
-    n = est.n_features_in_
-    with pytest.raises(exc, match=names(arg)):
-        if kind == "vector":
-            est.partial_fit(spiked(20, n, seed=1))
-        else:
-            est.partial_fit_dense(dense(6, n, seed=1))
-    assert_unchanged(est, before)
-    # with the parameters put back it carries on as if nothing had happened
-    est.set_params(**good)
-    ref = prefit(noise, kind)
-    for e in (est, ref):
-        e.partial_fit(spiked(30, n, seed=2)) if kind == "vector" else \
-            e.partial_fit_dense(dense(5, n, seed=2))
+    est, ref = check_bad_params(lambda kind: prefit(noise, kind), kind, params, exc, arg)
     assert_same_results(est, ref)
 
 
@@ -270,28 +137,9 @@ def test_bad_data_leaves_fresh_estimator_unfitted(bad):
     assert not hasattr(est, "state_") and not hasattr(est, "_rng")
 
 
-# method, transform, argument named
-REJECTED_FIT = {
-    "fit-X-nan": ("fit", lambda X, Xs: with_value(X, np.nan), "X"),
-    "fit-X-1d": ("fit", lambda X, Xs: X[0], "X"),
-    "fit_dense-Xs-nan": ("fit_dense", lambda X, Xs: with_value(Xs, np.nan), "Xs"),
-    "fit_dense-Xs-indefinite": ("fit_dense", lambda X, Xs: _indefinite(Xs), "Xs"),
-}
-
-
 @pytest.mark.parametrize("bad", sorted(REJECTED_FIT))
 def test_rejected_fit_keeps_state(bad):
-    # DESIGN.md: "the estimator's state is unchanged after a rejected call";
-    # fit starts afresh, but only once its input has been accepted (as the
-    # quantile estimators' fit does)
-    method, transform, arg = REJECTED_FIT[bad]
-    kind = "dense" if method == "fit_dense" else "vector"
-    est = prefit("fixed", kind)
-    before = snapshot(est)
-    n = est.n_features_in_
-    with pytest.raises(ValueError, match=names(arg)):
-        getattr(est, method)(transform(spiked(20, n, seed=1), dense(6, n, seed=1)))
-    assert_unchanged(est, before)
+    check_rejected_fit(lambda kind: prefit("fixed", kind), REJECTED_FIT[bad])
 
 
 def test_fit_starts_afresh():
@@ -310,30 +158,7 @@ def test_not_fitted():
             getattr(est, name)
 
 
-# -- accepted input types ------------------------------------------------------------
-
-def _readonly(a):
-    a = a.copy()
-    a.flags.writeable = False
-    return a
-
-
-def _strided_columns(a):
-    # every other column of a wider buffer: neither C- nor F-contiguous
-    wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],))
-    wide[..., ::2] = a
-    return wide[..., ::2]
-
-
-VARIANTS = {
-    "float32": lambda a: (a.astype(np.float32), a.astype(np.float32).astype(np.float64)),
-    "read-only": lambda a: (_readonly(a), a),
-    "strided-rows": lambda a: (np.repeat(a, 2, axis=0)[::2], a),
-    "strided-columns": lambda a: (_strided_columns(a), a),
-    "fortran": lambda a: (np.asfortranarray(a), a),
-    "lists": lambda a: (a.tolist(), a),
-}
-
+# -- accepted input types (VARIANTS in _cases) -----------------------------------------
 
 @pytest.mark.parametrize("kind", ["vector", "dense"])
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -344,11 +169,7 @@ def test_input_types_match_float64(variant, kind):
     # eigenvalues of -5e-9, and is rightly rejected as indefinite (as is the
     # float64 array of the same values)
     data = spiked(150, N_MID, n_spikes=K_MID) if kind == "vector" else dense(40, 30, rank=40)
-    data_in, data_ref = VARIANTS[variant](data)
-    if variant.startswith("strided"):
-        assert not data_in.flags.c_contiguous and not data_in.flags.f_contiguous
-    if variant == "read-only":
-        assert not data_in.flags.writeable
+    data_in, data_ref = variant_of(variant, data)
     method = "partial_fit" if kind == "vector" else "partial_fit_dense"
     k = K_MID if kind == "vector" else 2
     est, ref = make(k=k), make(k=k)
@@ -431,16 +252,8 @@ def test_chunking_invariance_dense(noise):
 @pytest.mark.parametrize("noise", NOISES)
 def test_same_seed_same_decisions_other_seed_other_components(noise):
     X = spiked(150, N_MID, n_spikes=K_MID, seed=5)
-    a, b = make(noise, k=K_MID, random_state=7), make(noise, k=K_MID, random_state=7)
-    # a Generator seeded alike is the same source of randomness as the int seed
-    g = make(noise, k=K_MID, random_state=np.random.default_rng(7))
-    for lo, hi in ((0, 0), (0, 1), (1, 60), (60, 150)):
-        for est in (a, b, g):
-            est.partial_fit(X[lo:hi])
-        np.testing.assert_array_equal(a.components_, b.components_)
-        np.testing.assert_array_equal(a.components_, g.components_)
-    assert_same_results(a, b)
-    assert_same_results(a, g)
+    a = check_same_seed_same_decisions(
+        lambda seed: make(noise, k=K_MID, random_state=seed), X, assert_same_results)
     other = make(noise, k=K_MID, random_state=8).partial_fit(X)
     assert not np.array_equal(other.components_, a.components_)
     # not just another basis of the same subspace
@@ -495,14 +308,7 @@ def test_get_set_params_repr_clone():
     X = spiked(200, 40, n_spikes=K_MID)
     for est in (PerturbedLeaderPCA(K_MID, noise="random_walk", random_state=1),
                 FollowTheLeaderPCA(K_MID, solver="krylov")):
-        est.partial_fit(X[:100])
-        twin = type(est)(**est.get_params())
-        assert twin.get_params() == est.get_params() and not hasattr(twin, "state_")
-        copied = clone(est)
-        assert copied.get_params() == est.get_params() and not hasattr(copied, "state_")
-        est.fit(X)
-        assert_same_results(twin.fit(X), est)
-        assert_same_results(copied.partial_fit(X), est)
+        check_twin_and_clone(est, X, assert_same_results)
 
 
 # -- components ---------------------------------------------------------------------------
@@ -695,7 +501,7 @@ def test_overflow_of_the_cumulative_matrix_is_rejected():
 
 
 def test_float16_dense_instances_still_get_a_psd_check():
-    Xs = _indefinite(dense(5, n=120)).astype(np.float16)
+    Xs = indefinite(dense(5, n=120)).astype(np.float16)
     with pytest.raises(ValueError, match="positive semidefinite"):
         make().partial_fit_dense(Xs)
 
