@@ -1,9 +1,9 @@
 # The one door to BLAS/LAPACK: every kernel calls these wrappers, nothing else
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
-from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk, dscal,
+from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk,
                                        dnrm2, dtrsm)
-from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dsyevd, dpotrf, dtrcon
+from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dsyevd, dtrcon
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -43,12 +43,6 @@ cdef inline void gemv_rows_t(blas_int m, blas_int n, double alpha, const double 
 # stored full size with only one triangle valid: the column-major upper one,
 # which is the row-major lower one (row i holds columns 0..i, contiguously).
 
-cdef inline void scal(blas_int n, double a, double *x) noexcept nogil:
-    # x *= a
-    cdef blas_int one = 1
-    dscal(&n, &a, x, &one)
-
-
 cdef inline double nrm2(blas_int n, const double *x) noexcept nogil:
     cdef blas_int one = 1
     return dnrm2(&n, <double *> x, &one)
@@ -81,6 +75,25 @@ cdef inline void syr_upper(blas_int n, double alpha, const double *x, double *A,
     dsyr(&uplo, &n, &alpha, <double *> x, &one, A, &lda)
 
 
+cdef inline void axpy_upper(Py_ssize_t n, double a, const double *X, double *S) noexcept nogil:
+    # S += a X on the upper triangle of n x n arrays (the row-major lower one)
+    cdef Py_ssize_t i
+    for i in range(n):
+        axpy(<blas_int> (i + 1), a, X + i * n, S + i * n)
+
+
+cdef inline double quad_rows(blas_int n, blas_int m, const double *X, const double *Y,
+                             double *Z) noexcept nogil:
+    # sum_j y_j^T X y_j over the m rows of Y (a C-order (m, n) block), X
+    # symmetric n x n read from its upper triangle; Z holds m x n scratch
+    cdef blas_int j
+    cdef double acc = 0.0
+    symm_upper(n, m, 1.0, X, n, Y, 0.0, Z)
+    for j in range(m):
+        acc += dot(n, Z + j * n, Y + j * n)
+    return acc
+
+
 cdef inline void syrk_upper(blas_int n, blas_int r, double alpha, const double *A,
                             double beta, double *C) noexcept nogil:
     # C (n x n, upper triangle) = alpha * A @ A^T + beta * C, A column-major n x r
@@ -105,14 +118,6 @@ cdef inline blas_int orgqr(blas_int m, blas_int n, double *A, blas_int lda,
     # the first n columns of Q from geqrf's reflectors, in place
     cdef blas_int info = 0
     dorgqr(&m, &n, &n, A, &lda, <double *> tau, work, &lwork, &info)
-    return info
-
-
-cdef inline blas_int potrf_upper(blas_int n, double *A, blas_int lda) noexcept nogil:
-    # Cholesky of the upper triangle in place; info > 0: not positive definite
-    cdef char uplo = b'U'
-    cdef blas_int info = 0
-    dpotrf(&uplo, &n, A, &lda, &info)
     return info
 
 

@@ -16,8 +16,8 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from _blas cimport (blas_int, dot, axpy, gemv_rows, syr_upper, syrk_upper, symm_upper,
-                    syevd_all)
+from _blas cimport (blas_int, dot, gemv_rows, syr_upper, syrk_upper, syevd_all, axpy_upper,
+                    quad_rows)
 
 cdef extern from "numpy/random/bitgen.h":
     ctypedef struct bitgen_t:
@@ -60,13 +60,13 @@ ctypedef struct CappedState:
 
 # --- projections onto the capped simplex (eigenvalues, sorted ascending) -----
 
-cdef double euclid_theta(const double *v, int n, int k, int *seg) noexcept nogil:
+cdef double euclid_theta(const double *v, int n, int k) noexcept nogil:
     # theta with sum_i clip(v_i - theta, 0, 1) = k, v ascending, 1 <= k < n.
     # g(theta) is piecewise linear and non-increasing with breakpoints
     # {v_i, v_i - 1}; walk them downwards by merging the two sorted lists (no
     # sort needed), find the segment where g reaches k, and solve there. While
     # walking, entries a+1..b are active (0 < v - theta < 1) and entries above
-    # b are capped at 1; seg returns (a, b).
+    # b are capped at 1.
     cdef int a = n - 1, b = n - 1, n_act = 0, n_cap = 0, i
     cdef double sum_act = 0.0, beta = 0.0
     cdef bint enter
@@ -84,8 +84,6 @@ cdef double euclid_theta(const double *v, int n, int k, int *seg) noexcept nogil
             n_act -= 1
             n_cap += 1
             b -= 1
-    seg[0] = a
-    seg[1] = b
     if n_act == 0:
         return beta         # g is flat at k here
     # the running sum steered the walk; the answer uses a fresh one
@@ -103,12 +101,9 @@ cdef double euclid_project(const double *v, int n, int k, double *u, double *w) 
     # capped ones, cannot sum to k. So entries below v_(k+1) - 1 are 0 and
     # above v_(k) + 1 are 1 whatever they are, and the walk runs on
     # u = v - v_(k) clamped to that window, in [-2, 1]: no overflow, and no
-    # loss of the +-1 breakpoints at |v| > 2^53. Active entries take
-    # (k - n_cap) / n_act + (u_i - mean of active u), not u_i - theta, for the
-    # same reason.
-    cdef int i, a, b, n_act
-    cdef int seg[2]
-    cdef double hi, lo, theta, mean, share, wi, d
+    # loss of the +-1 breakpoints at |v| > 2^53.
+    cdef int i
+    cdef double hi, lo, theta, wi, d
     if k >= n:
         for i in range(n):
             w[i] = 1.0
@@ -129,21 +124,10 @@ cdef double euclid_project(const double *v, int n, int k, double *u, double *w) 
             u[i] = (lo - hi) - 1.0
         else:
             u[i] = d
-    theta = euclid_theta(u, n, k, seg)
-    a = seg[0]
-    b = seg[1]
-    n_act = b - a
+    theta = euclid_theta(u, n, k)
     for i in range(n):
-        w[i] = 1.0 if i > b else 0.0
-    if n_act > 0:
-        mean = 0.0
-        for i in range(a + 1, b + 1):
-            mean += u[i]
-        mean /= n_act
-        share = (<double> (k - (n - 1 - b))) / n_act
-        for i in range(a + 1, b + 1):
-            wi = share + (u[i] - mean)
-            w[i] = 0.0 if wi < 0.0 else (1.0 if wi > 1.0 else wi)
+        wi = u[i] - theta
+        w[i] = 0.0 if wi < 0.0 else (1.0 if wi > 1.0 else wi)
     return hi + theta
 
 
@@ -240,6 +224,12 @@ cdef inline double dd_cmp(dd a, dd b) noexcept nogil:
     return dd_sub(a, b).hi
 
 
+cdef inline dd dd_div(dd a, double m) noexcept nogil:
+    # a / m, the remainder exact by fma
+    cdef double q = a.hi / m
+    return dd_norm(q, (fma(-q, m, a.hi) + a.lo) / m)
+
+
 def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1] weights,
             int[:, ::1] subsets):
     """Warmuth & Kuzmin's decomposition of w (0 <= w_i <= 1, sum w = k) into at
@@ -262,7 +252,7 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
     cdef Py_ssize_t n = order.shape[0], i, j, a, b, nr, nn, nz = 0
     cdef int nt = 0, r, rounds = 0
     cdef dd total, mean, p, s, gap, zero
-    cdef double mean0, tol, rem, snap
+    cdef double mean0, tol, snap
     cdef bint to_mean
     cdef dd *val = <dd *> malloc((2 * n + 1) * sizeof(dd))
     cdef Py_ssize_t *idx = <Py_ssize_t *> malloc((3 * n + 1) * sizeof(Py_ssize_t))
@@ -279,9 +269,7 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
         total = zero
         for i in range(n):
             total = dd_add(total, w[order[i]])
-        mean.hi = total.hi / k
-        rem = fma(-mean.hi, <double> k, total.hi) + total.lo
-        mean = dd_norm(mean.hi, rem / k)
+        mean = dd_div(total, k)
         mean0 = mean.hi
         # double-double rounding: ~eps^2 m_0 per subtraction, up to n a round
         tol = 4.0 * (n + 16) * 4.93e-32 * mean0
@@ -312,9 +300,7 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
             total = zero
             for j in range(b, nr):
                 total = dd_add(dd_add(total, val[j].hi), val[j].lo)
-            mean.hi = total.hi / (k - nt)
-            rem = fma(-mean.hi, <double> (k - nt), total.hi) + total.lo
-            mean = dd_norm(mean.hi, rem / (k - nt))
+            mean = dd_div(total, k - nt)
             if dd_cmp(val[b], mean) < -tol:
                 break
             tight[nt] = idx[b]
@@ -438,7 +424,6 @@ cdef struct Ctx:
     double *Wd      # dense MEG: W_t itself, for tr(W_t X_t)
     CappedState *st
     bitgen_t *rng
-    double *E       # n x n: the next eigenvectors
     double *B       # n x n: scaled eigenvector rows for dsyrk
     double *z       # n
     double *mu      # n: eigenvalues of the updated matrix
@@ -495,14 +480,15 @@ cdef double next_eta(Ctx *c) noexcept nogil:
 
 
 cdef int rows_scaled(Ctx *c, const double *coef, int lo, int hi, int sign) noexcept nogil:
-    # B's rows = sqrt(|coef_i|) E_i for i in [lo, hi) with sign * coef_i > 0
+    # B's rows = sqrt(|coef_i|) U_i for i in [lo, hi) with sign * coef_i > 0
+    # (U: the eigenvectors of the update just decomposed)
     cdef int i, r = 0, j, n = c.n
     cdef double f
     for i in range(lo, hi):
         if sign * coef[i] > 0.0:
             f = sqrt(sign * coef[i])
             for j in range(n):
-                c.B[r * n + j] = f * c.E[i * n + j]
+                c.B[r * n + j] = f * c.U[i * n + j]
             r += 1
     return r
 
@@ -512,12 +498,12 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
     cdef int n = c.n, k = c.k, i, m, r, npos, ncorr
     cdef double logc = 0.0, theta, wi
     if dense:
-        for i in range(n):
-            axpy(i + 1, eta, x + i * n, c.M + i * n)
+        axpy_upper(n, eta, x, c.M)
     else:
         syr_upper(n, eta, x, c.M, n)
-    memcpy(c.E, c.M, n * n * sizeof(double))
-    if syevd_all(n, c.E, n, c.mu, c.work, c.lwork, c.iwork, c.liwork) != 0:
+    # W_t's eigenvectors have served (the trial is played): decompose in U
+    memcpy(c.U, c.M, n * n * sizeof(double))
+    if syevd_all(n, c.U, n, c.mu, c.work, c.lwork, c.iwork, c.liwork) != 0:
         return ERR_LAPACK
     if c.algo == ALGO_MEG:
         # log W_{t+1} = min(0, mu + log c) in the new eigenbasis, which is
@@ -557,7 +543,6 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
             syrk_upper(n, r, -1.0, c.B, 1.0, c.M)
             r = rows_scaled(c, c.s, 0, n, -1)
             syrk_upper(n, r, 1.0, c.B, 1.0, c.M)
-    memcpy(c.U, c.E, n * n * sizeof(double))
     return OK
 
 
@@ -581,11 +566,8 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
             g = trace_lower(c.Wd if c.algo == ALGO_MEG else c.M, x, n)
             for j in range(k):
                 memcpy(c.Y + j * n, c.U + c.sel[j] * n, n * sizeof(double))
-            symm_upper(n, k, 1.0, x, n, c.Y, 0.0, c.Z)
-            for j in range(k):
-                realized += dot(n, c.Z + j * n, c.Y + j * n)
-            for i in range(n):
-                axpy(i + 1, 1.0, x + i * n, c.C + i * n)
+            realized = quad_rows(n, k, x, c.Y, c.Z)
+            axpy_upper(n, 1.0, x, c.C)
         else:
             gemv_rows(n, n, 1.0, c.U, x, 0.0, c.z)
             for i in range(n):
@@ -655,15 +637,14 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
     c.st = <CappedState *> &state[0]
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    c.E = <double *> malloc((2 * <size_t> n * n + 3 * <size_t> n + 2 * <size_t> c.k * n)
+    c.B = <double *> malloc((<size_t> n * n + 3 * <size_t> n + 2 * <size_t> c.k * n)
                             * sizeof(double))
     c.sel = <int *> malloc(c.k * sizeof(int))
     c.work = NULL
     c.iwork = NULL
-    if c.E == NULL or c.sel == NULL:
-        free(c.E); free(c.sel)
+    if c.B == NULL or c.sel == NULL:
+        free(c.B); free(c.sel)
         return ERR_NOMEM
-    c.B = c.E + n * n
     c.z = c.B + n * n
     c.mu = c.z + n
     c.s = c.mu + n
@@ -672,7 +653,7 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     try:
         with nogil:
             # dsyevd's workspace, queried once per call
-            if syevd_all(n, c.E, n, c.mu, &wq, -1, &iwq, -1) != 0:
+            if syevd_all(n, c.U, n, c.mu, &wq, -1, &iwq, -1) != 0:
                 code = ERR_LAPACK
             else:
                 c.lwork = <blas_int> wq
@@ -684,7 +665,7 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
                 else:
                     code = trials(&c, &X[0, 0], &scale[0], &frob[0], X.shape[0])
     finally:
-        free(c.E); free(c.sel); free(c.work); free(c.iwork)
+        free(c.B); free(c.sel); free(c.work); free(c.iwork)
     return code
 
 

@@ -14,9 +14,8 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from _blas cimport (blas_int, dot, axpy, nrm2, gemv_rows, gemm, symm_upper, syr_upper,
-                    trcon_upper,
-                    geqrf, orgqr, syevr_top, trsm_right_upper)
+from _blas cimport (blas_int, axpy, axpy_upper, quad_rows, nrm2, gemv_rows, gemm, symm_upper,
+                    syr_upper, trcon_upper, geqrf, orgqr, syevr_top, trsm_right_upper)
 
 cdef extern from "_goe.h" nogil:
     void sf_mirror_rows(Py_ssize_t n, double *A, Py_ssize_t ib, Py_ssize_t iend)
@@ -170,40 +169,41 @@ cdef inline double pow2_scale(Py_ssize_t n, const double *A, Py_ssize_t lda) noe
     return ldexp(1.0, -e)
 
 
+cdef int top_pairs(Ctx *c, double *A, int m, int keep, double sc, double *Z,
+                   double *out) noexcept nogil:
+    # the `keep` largest eigenpairs of the m x m symmetric A, already scaled by
+    # sc (destroyed; Z: m x keep scratch), into c.theta (descending, unscaled)
+    # and the rows of out (row j <-> theta[j])
+    cdef int j
+    if syevr_top(m, A, m, keep, c.w, Z, m, c.isuppz, c.work, c.lwork, c.iwork,
+                 c.liwork) != 0:
+        return ERR_LAPACK
+    for j in range(keep):
+        c.theta[j] = c.w[keep - 1 - j] / sc
+        memcpy(out + j * m, Z + (keep - 1 - j) * m, m * sizeof(double))
+    return OK
+
+
 cdef int ritz_top(Ctx *c, double *G, int m, int keep) noexcept nogil:
     # the `keep` largest eigenpairs of the m x m symmetric G (destroyed), into
     # c.theta (descending) and c.Y (m x keep, column j <-> theta[j])
-    cdef blas_int info
     cdef int i, j
     cdef double sc = pow2_scale(m, G, m)
     for j in range(m):
         for i in range(j + 1):
             G[j * m + i] *= sc
-    info = syevr_top(m, G, m, keep, c.w, c.tmp, m, c.isuppz, c.work, c.lwork,
-                     c.iwork, c.liwork)
-    if info != 0:
-        return ERR_LAPACK
-    for j in range(keep):
-        c.theta[j] = c.w[keep - 1 - j] / sc
-        memcpy(c.Y + j * m, c.tmp + (keep - 1 - j) * m, m * sizeof(double))
-    return OK
+    return top_pairs(c, G, m, keep, sc, c.tmp, c.Y)
 
 
 cdef int solve_exact(Ctx *c) noexcept nogil:
     # top-b eigenvectors of S by LAPACK dsyevr on a copy
-    cdef int n = c.n, b = c.b, j
-    cdef blas_int info
+    cdef int n = c.n
     cdef double sc = pow2_scale(n, c.S, n)
     cdef Py_ssize_t i
     for i in range(<Py_ssize_t> n * n):
         c.Sx[i] = c.S[i] * sc
-    info = syevr_top(n, c.Sx, n, b, c.w, c.Zx, n, c.isuppz, c.work, c.lwork,
-                     c.iwork, c.liwork)
-    if info != 0:
+    if top_pairs(c, c.Sx, n, c.b, sc, c.Zx, c.V) != OK:
         return ERR_LAPACK
-    for j in range(b):
-        c.theta[j] = c.w[b - 1 - j] / sc
-        memcpy(c.V + j * n, c.Zx + (b - 1 - j) * n, n * sizeof(double))
     c.st.gap = 0.0
     c.st.solves += 1
     return OK
@@ -461,13 +461,6 @@ cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
     return c.tol * cc / (2.0 * sqrt(t_next))
 
 
-cdef void add_lower(Py_ssize_t n, double a, const double *X, double *S) noexcept nogil:
-    # S += a X on the row-major lower triangle
-    cdef Py_ssize_t i
-    for i in range(n):
-        axpy(<blas_int> (i + 1), a, X + i * n, S + i * n)
-
-
 cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     # move S from N-coefficient st.s to s_new (fixed), or add the matching fresh
     # GOE increment (random walk), or redraw it (independent); C is X_<=t there
@@ -475,7 +468,7 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     cdef double a
     if c.noise == NOISE_FIXED:
         if s_new != c.st.s:
-            add_lower(n, s_new - c.st.s, c.N, c.S)
+            axpy_upper(n, s_new - c.st.s, c.N, c.S)
     elif c.noise == NOISE_RANDOM_WALK:
         a = s_new * s_new - c.st.s * c.st.s
         if a > 0.0:
@@ -636,78 +629,55 @@ def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
         teardown(&c)
 
 
-def run_vector(const double[:, ::1] X, const double[::1] sqnorm, double[::1] state,
-               double[::1] params, double[:, ::1] S, double[:, ::1] N, double[:, ::1] C,
-               double[:, ::1] V, object capsule):
-    """Play len(X) trials with vector instances x_t (rows of X; sqnorm[t] =
-    ||x_t||^2): gain ||V_k x_t||^2, S += x_t x_t^T (dsyr, one triangle), noise,
-    next top-k. Returns 0 or a negative error code. The caller holds the bit
-    generator's lock."""
+def run(const double[:, ::1] X, const double[::1] scale, const double[::1] trsq,
+        double[::1] state, double[::1] params, double[:, ::1] S, double[:, ::1] N,
+        double[:, ::1] C, double[:, ::1] V, object capsule):
+    """Play len(X) trials. Vector instances: rows x_t of X, scale[t] = ||x_t||^2;
+    gain ||V_k x_t||^2, S += x_t x_t^T (dsyr, one triangle). Dense instances
+    (params' kind): rows of X are the n*n entries of symmetric PSD X_t, scale[t]
+    an upper bound on ||X_t||_2, trsq[t] = tr(X_t^2); gain tr(V_k^T X_t V_k),
+    S += X_t on one triangle. Then noise and the next top-k. Returns 0 or a
+    negative error code. The caller holds the bit generator's lock."""
     cdef Ctx c
     cdef int n = S.shape[0], b = V.shape[0], code
     cdef int k = <int> params[7]
-    cdef Py_ssize_t t, T = X.shape[0], j
+    cdef Py_ssize_t t, T = X.shape[0], j, jmax
     cdef double g
+    cdef const double *x
+    cdef const double *hint
     code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
     try:
         if code != OK:
             return code
         with nogil:
             for t in range(T):
-                gemv_rows(k, n, 1.0, c.V, &X[t, 0], 0.0, c.row)
-                g = 0.0
-                for j in range(k):
-                    g += c.row[j] * c.row[j]
+                x = &X[t, 0]
+                if c.kind == INSTANCE_DENSE:
+                    g = quad_rows(n, k, x, c.V, c.tmp)
+                    if trsq[t] > c.st.max_trsq:
+                        c.st.max_trsq = trsq[t]
+                    axpy_upper(n, 1.0, x, c.S)
+                    if c.C != NULL:
+                        axpy_upper(n, 1.0, x, c.C)
+                    # X_t's column of largest diagonal: a direction of its range
+                    jmax = 0
+                    for j in range(n):
+                        if x[j * n + j] > x[jmax * n + jmax]:
+                            jmax = j
+                    hint = x + jmax * n
+                else:
+                    gemv_rows(k, n, 1.0, c.V, x, 0.0, c.row)
+                    g = 0.0
+                    for j in range(k):
+                        g += c.row[j] * c.row[j]
+                    syr_upper(n, 1.0, x, c.S, n)
+                    if c.C != NULL:
+                        syr_upper(n, 1.0, x, c.C, n)
+                    hint = x
                 c.st.gain += g
-                if sqnorm[t] > c.st.scale:
-                    c.st.scale = sqnorm[t]
-                syr_upper(n, 1.0, &X[t, 0], c.S, n)
-                if c.C != NULL:
-                    syr_upper(n, 1.0, &X[t, 0], c.C, n)
-                code = after_trial(&c, &X[t, 0])
-                if code != OK:
-                    break
-        return code
-    finally:
-        teardown(&c)
-
-
-def run_dense(const double[:, :, ::1] Xs, const double[::1] spec, const double[::1] trsq,
-              double[::1] state, double[::1] params, double[:, ::1] S, double[:, ::1] N,
-              double[:, ::1] C, double[:, ::1] V, object capsule):
-    """Play len(Xs) trials with dense symmetric PSD instances X_t: gain
-    tr(V_k^T X_t V_k), S += X_t on one triangle, noise, next top-k. spec[t] is an
-    upper bound on ||X_t||_2, trsq[t] = tr(X_t^2). The caller holds the bit
-    generator's lock."""
-    cdef Ctx c
-    cdef int n = S.shape[0], b = V.shape[0], code
-    cdef int k = <int> params[7]
-    cdef Py_ssize_t t, T = Xs.shape[0], j, jmax
-    cdef double g
-    code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
-    try:
-        if code != OK:
-            return code
-        with nogil:
-            for t in range(T):
-                symm_upper(n, k, 1.0, &Xs[t, 0, 0], n, c.V, 0.0, c.tmp)
-                g = 0.0
-                for j in range(k):
-                    g += dot(n, c.V + j * n, c.tmp + j * n)
-                c.st.gain += g
-                if spec[t] > c.st.scale:
-                    c.st.scale = spec[t]
-                if trsq[t] > c.st.max_trsq:
-                    c.st.max_trsq = trsq[t]
-                add_lower(n, 1.0, &Xs[t, 0, 0], c.S)
-                if c.C != NULL:
-                    add_lower(n, 1.0, &Xs[t, 0, 0], c.C)
-                # X_t's column of largest diagonal: a direction of its range
-                jmax = 0
-                for j in range(n):
-                    if Xs[t, j, j] > Xs[t, jmax, jmax]:
-                        jmax = j
-                code = after_trial(&c, &Xs[t, jmax, 0])
+                if scale[t] > c.st.scale:
+                    c.st.scale = scale[t]
+                code = after_trial(&c, hint)
                 if code != OK:
                     break
         return code

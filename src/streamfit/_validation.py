@@ -5,7 +5,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_matrix", "check_vector", "check_n_features", "check_fitted",
+__all__ = ["check_matrix", "check_vector", "check_n_features", "check_fitted", "check_seed",
            "check_scalar", "check_random_state"]
 
 
@@ -46,24 +46,27 @@ def check_matrix(X, name="X", *, min_rows=0, finite=True):
 
 
 def check_vector(y, n, name="y", *, finite=True):
-    """Return y as a float64 vector of length n, checked finite unless
-    ``finite=False``."""
+    """Return y as a float64 vector of length n (with n None: of any length
+    but 0), checked finite unless ``finite=False``."""
     arr = _as_float64(y, name)
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = np.ascontiguousarray(arr[:, 0])
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-dimensional, got shape {arr.shape}")
-    if arr.shape[0] != n:
+    if n is None and arr.shape[0] == 0:
+        raise ValueError(f"{name} must not be empty")
+    if n is not None and arr.shape[0] != n:
         raise ValueError(f"{name} has {arr.shape[0]} values but X has {n} rows")
     if finite:
         _check_finite(arr, name)
     return arr
 
 
-def check_n_features(est, X, name="X"):
+def check_n_features(est, n, name="X"):
+    """n (the features of the data called with) must match a fitted estimator's."""
     expected = getattr(est, "n_features_in_", None)
-    if expected is not None and X.shape[1] != expected:
-        raise ValueError(f"{name} has {X.shape[1]} features, but {type(est).__name__} "
+    if expected is not None and n != expected:
+        raise ValueError(f"{name} has {n} features, but {type(est).__name__} "
                          f"was fitted with {expected} features")
 
 
@@ -90,10 +93,20 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
     return value
 
 
+def check_seed(random_state):
+    """random_state must be None, an int seed, a SeedSequence or a Generator
+    (checked without building a generator)."""
+    if not (random_state is None
+            or isinstance(random_state, (np.random.Generator, np.random.SeedSequence))
+            or (isinstance(random_state, numbers.Integral)
+                and not isinstance(random_state, bool))):
+        raise TypeError(f"random_state must be None, an int or a numpy Generator, "
+                        f"got {random_state!r}")
+    return random_state
+
+
 def check_random_state(random_state):
     """A numpy Generator from None, an int seed, a SeedSequence or a Generator."""
-    if isinstance(random_state, np.random.Generator):
+    if isinstance(check_seed(random_state), np.random.Generator):
         return random_state
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.SeedSequence)):
-        return np.random.default_rng(random_state)
-    raise TypeError(f"random_state must be None, an int or a numpy Generator, got {random_state!r}")
+    return np.random.default_rng(random_state)

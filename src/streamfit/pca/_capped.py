@@ -17,7 +17,8 @@ import numbers
 import numpy as np
 
 from .._kernels import _capped as _k
-from .._validation import _as_float64, _check_finite, check_fitted, check_random_state, check_scalar
+from .._validation import (check_fitted, check_random_state, check_scalar, check_seed,
+                           check_vector)
 from ._common import _OnlinePCA, _symmetric
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
@@ -35,14 +36,6 @@ def _check_k(k, n, name="k"):
     if not 1 <= k <= n:
         raise ValueError(f"{name} must be in [1, {n}] (the length of the vector), got {k}")
     return int(k)
-
-
-def _check_vector(v, name):
-    v = _as_float64(v, name)
-    if v.ndim != 1 or v.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty 1-dimensional array, got shape {v.shape}")
-    _check_finite(v, name)
-    return v
 
 
 def project_capped_simplex(v, k, *, divergence="euclidean"):
@@ -69,7 +62,7 @@ def project_capped_simplex(v, k, *, divergence="euclidean"):
     >>> project_capped_simplex([1.0, 8.0, 2.0, 1.0], 2, divergence="entropy").tolist()
     [0.25, 1.0, 0.5, 0.25]
     """
-    v = _check_vector(v, "v")
+    v = check_vector(v, None, "v")
     k = _check_k(k, v.shape[0])
     order = np.argsort(v, kind="stable")
     sorted_v = np.ascontiguousarray(v[order])
@@ -92,7 +85,7 @@ def project_capped_simplex(v, k, *, divergence="euclidean"):
 
 
 def _check_capped(w, k, name="w"):
-    w = _check_vector(w, name)
+    w = check_vector(w, None, name)
     k = _check_k(k, w.shape[0])
     tol = 1e-9 * max(k, 1)
     if w.min() < -tol or w.max() > 1 + tol:
@@ -203,7 +196,7 @@ class _CappedSimplexPCA(_OnlinePCA):
             if not np.isfinite(self.eta):
                 raise ValueError(f"eta must be finite, got {self.eta!r}")
             auto, value = 0.0, float(self.eta)
-        self._check_random_state()
+        check_seed(self.random_state)
         return np.array([self._algo, _KINDS[kind], auto, value, k], dtype=np.float64)
 
     def _prepare(self, n, kind):
@@ -240,7 +233,6 @@ class _CappedSimplexPCA(_OnlinePCA):
         self.eigenvalues_ = w
         self.cumulative_ = C
         self.dense_parameter_ = Wd
-        self._regret_cache = None
 
     def _run(self, kind, args, params):
         n = args[0].shape[-1]
@@ -286,7 +278,6 @@ class _CappedSimplexPCA(_OnlinePCA):
         if code != _k.OK:
             raise RuntimeError(f"LAPACK dsyevd failed (code {code}); the estimator was left "
                                f"as it was before this call")
-        self._regret_cache = None
         return self
 
     # -- attributes --------------------------------------------------------------------

@@ -15,13 +15,13 @@ import numpy as np
 import scipy.linalg
 
 from .._base import BaseEstimator
-from .._validation import _as_float64, _check_finite, check_fitted
+from .._validation import _as_float64, _check_finite, check_fitted, check_n_features
+
 
 def _symmetric(lower):
     # the full symmetric matrix of a kernel state array (row-major lower valid)
     low = np.tril(lower)
     return low + np.tril(low, -1).T
-
 
 
 class _OnlinePCA(BaseEstimator):
@@ -39,22 +39,13 @@ class _OnlinePCA(BaseEstimator):
             raise ValueError(f"n_components must be in [1, n_features] = [1, {n}], got {k}")
         return int(k)
 
-    def _check_random_state(self):
-        rs = self.random_state
-        if not (rs is None or isinstance(rs, (np.random.Generator, np.random.SeedSequence))
-                or (isinstance(rs, numbers.Integral) and not isinstance(rs, bool))):
-            raise TypeError(f"random_state must be None, an int or a numpy Generator, "
-                            f"got {rs!r}")
-
     def _check_continues(self, n, kind, k):
         """Whether the call continues a fit; if so, that it matches it: the same
         n_features, instance type and n_components."""
         if not hasattr(self, "state_"):
             return False
         name = "X" if kind == "vector" else "Xs"
-        if n != self.n_features_in_:
-            raise ValueError(f"{name} has {n} features, but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_} features")
+        check_n_features(self, n, name)
         if kind != self.instances_:
             method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
             raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "

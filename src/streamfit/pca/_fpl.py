@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 
 from .._kernels import _pca as _k
-from .._validation import check_fitted, check_random_state, check_scalar
+from .._validation import check_fitted, check_random_state, check_scalar, check_seed
 from ._common import _OnlinePCA, _symmetric
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
@@ -186,7 +186,6 @@ class _LeaderPCA(_OnlinePCA):
         self.noise_ = N
         self.cumulative_ = C
         self.block_ = V
-        self._regret_cache = None
 
     def _raise_for(self, code, fresh=False):
         if code == _k.OK:
@@ -227,18 +226,19 @@ class _LeaderPCA(_OnlinePCA):
             if not getattr(self, name).flags.writeable:
                 setattr(self, name, getattr(self, name).copy())
         rng = self._rng
+        if kind == "vector":
+            X, scale = args
+            trsq = scale        # unused: the vector bound needs ||x||^2 only
+        else:
+            Xs, scale, trsq = args
+            X = Xs.reshape(Xs.shape[0], n * n)
         with rng.bit_generator.lock:
             state = self.state_.copy()
             V = self.block_.copy()
-            if kind == "vector":
-                code = _k.run_vector(*args, state, params, self.perturbed_, self.noise_,
-                                     self.cumulative_, V, rng.bit_generator.capsule)
-            else:
-                code = _k.run_dense(*args, state, params, self.perturbed_, self.noise_,
-                                    self.cumulative_, V, rng.bit_generator.capsule)
+            code = _k.run(X, scale, trsq, state, params, self.perturbed_, self.noise_,
+                          self.cumulative_, V, rng.bit_generator.capsule)
         self._raise_for(code)
         self.state_, self.block_ = state, V
-        self._regret_cache = None
         return self
 
     @property
@@ -378,7 +378,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
         self._noise_code  # noqa: B018 - validates noise before it is used
         out = super()._check_params(n)
         self._sigma_params()
-        self._check_random_state()
+        check_seed(self.random_state)
         return out
 
     def _sigma_params(self):

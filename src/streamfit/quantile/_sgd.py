@@ -11,7 +11,7 @@ import numpy as np
 
 from .._base import BaseEstimator
 from .._kernels import _quantile as _k
-from .._validation import (check_fitted, check_matrix, check_n_features, check_random_state,
+from .._validation import (check_fitted, check_matrix, check_n_features, check_seed,
                            check_scalar, check_vector)
 from ..schedules import Schedule, resolve_schedule
 
@@ -50,9 +50,7 @@ class _OnlineLinearSGD(BaseEstimator):
         for name in ("average", "fit_intercept"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        random_state = getattr(self, "random_state", None)
-        if random_state is not None:
-            check_random_state(random_state)
+        check_seed(getattr(self, "random_state", None))
         return resolve_schedule(self.schedule)
 
     def _params_vector(self, schedule, d):
@@ -133,7 +131,7 @@ class _OnlineLinearSGD(BaseEstimator):
         # pass over X. Rows that wait for a later batch are checked here.
         X = check_matrix(X, "X", finite=False)
         y = check_vector(y, X.shape[0], "y", finite=False)
-        check_n_features(self, X)
+        check_n_features(self, X.shape[1])
         return X, y
 
     def partial_fit(self, X, y):
@@ -327,7 +325,7 @@ class _OnlineLinearSGD(BaseEstimator):
         """Predicted tau-quantiles (conditional means for least squares)."""
         check_fitted(self, "_state_")
         X = check_matrix(X, "X")
-        check_n_features(self, X)
+        check_n_features(self, X.shape[1])
         out = np.empty(X.shape[0])
         _k.predict(X, self.coef_, self.intercept_, out)
         return out
