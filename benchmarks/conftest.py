@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 _REPORTS = pytest.StashKey[list]()
@@ -27,11 +28,6 @@ def timed(request):
 def single_thread_blas():
     # Every contender here is single-threaded per sample; pinning BLAS to one
     # thread keeps an idle BLAS pool from competing on a shared machine.
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        yield
-        return
     with threadpool_limits(limits=1):
         yield
 
@@ -69,10 +65,6 @@ def bench_report(request):
 def blas_line():
     """The BLAS libraries in use, their kernel and thread count (the numbers
     depend on them)."""
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        return "BLAS: unknown (threadpoolctl not installed)"
     libs = [f"{i['prefix']} {i['version']} {i.get('architecture') or ''} "
             f"({i['num_threads']} thread{'s' if i['num_threads'] != 1 else ''})"
             for i in threadpool_info() if i["user_api"] == "blas"]

@@ -17,8 +17,6 @@ the best of 3 fits, the offline time one solve.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -41,16 +39,11 @@ def tables():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def paper_report(tables, timed, request, bench_report):
+def paper_report(tables, publish_table):
     yield
-    if not tables:
-        return
-    text = "\n\n".join(format_table(t, title) for title, t in tables.items())
-    if timed:
-        out = Path(request.config.rootpath) / ".benchmarks" / "quantile_paper.txt"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text(text + "\n")
-    bench_report(text)
+    if tables:
+        publish_table("\n\n".join(format_table(t, title) for title, t in tables.items()),
+                      "quantile_paper.txt")
 
 
 @pytest.mark.benchmark(group="quantile paper: Figure 4")

@@ -1,8 +1,20 @@
-"""Shared fixtures: small synthetic streams with fixed seeds."""
+"""Shared fixtures: one BLAS thread, small synthetic streams with fixed seeds."""
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from streamfit.simulate import make_linear_stream
+
+
+@pytest.fixture(scope="module", autouse=True)
+def single_thread_blas():
+    # The tests make thousands of small BLAS/LAPACK calls (the PCA solvers,
+    # the README's examples), on shared 2-core machines: an OpenBLAS thread
+    # pool makes them ~10x slower there. Module scope, so the limit never
+    # outlives a test module. Results are compared within one process, so the
+    # thread count does not affect them.
+    with threadpool_limits(limits=1):
+        yield
 
 
 @pytest.fixture

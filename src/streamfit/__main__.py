@@ -67,9 +67,8 @@ def main(argv=None):
                                             else (250, 500, 1000)),
                      "Online PCA -- milliseconds per FPL trial (k = 10, spiked stream) vs one "
                      "scipy eigh of the same matrix (top-k only and full) and a trial of MEG "
-                     "and of GD; slopes vs n. BLAS "
-                     "threads as configured: eigh gains from threads, one trial much less; "
-                     "pytest benchmarks compares them on one thread"),
+                     "and of GD; slopes vs n; one BLAS thread, as in pytest benchmarks "
+                     "(which interleave rounds for the README's ratios)"),
         "stepsizes": (lambda: stepsize_comparison(seeds=seeds),
                       "Figure 4 -- final relative error ||b - b*|| / ||b*||, d = 100, T = 1e5, "
                       "t_1.1 noise, tau = 0.5, beta_0 = 0; best_* = best point of a 16-point "
@@ -83,10 +82,11 @@ def main(argv=None):
         "sensitivity": (lambda: parameter_sensitivity(seeds=seeds),
                         "Figure 8 -- final relative error as one schedule constant varies "
                         "(defaults decay 0.5, Ca 20, Cb 30), d = 100, T = 1e5, SNR 20"),
-        "regret": (regret_dynamics,
+        "regret": (lambda: regret_dynamics(constant_eta=best_constant.get((20.0, 0))),
                    "Figure 9 / Theorem 4 -- prequential regret against beta*, statistical "
                    "schedule vs the best constant, d = 100, SNR 20"),
     }
+    best_constant = {}      # (snr, seed) -> the Figure 4 grid's best constant, once found
     for name in EXPERIMENTS:
         if name not in todo:
             continue
@@ -94,6 +94,9 @@ def main(argv=None):
         run, title = runs[name]
         table = run()
         print(format_table(table, title))
+        if name == "stepsizes":
+            best_constant.update(zip(zip(table["snr"], table["seed"]),
+                                     table["best_constant_eta"]))
         if name == "stepsizes" and args.plots:
             os.makedirs(args.plots, exist_ok=True)
             for i, (snr, seed) in enumerate(zip(table["snr"], table["seed"])):

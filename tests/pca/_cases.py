@@ -8,6 +8,7 @@ family alone has stay in its own file.
 Imported relatively (``from ._cases import ...``): pytest's importlib mode
 (pyproject.toml) puts no test folder on sys.path."""
 import copy
+import pickle
 import re
 
 import numpy as np
@@ -247,6 +248,44 @@ def check_twin_and_clone(est, X, assert_same_results):
     est.fit(X)
     assert_same_results(twin.fit(X), est)
     assert_same_results(copied.partial_fit(X), est)
+
+
+def check_fresh_rejects(est, call, exc, arg, rng=None):
+    """call(est) on a fresh estimator raises exc naming arg and leaves it
+    unfitted, with no generator drawn from (nor rng, if given, advanced)."""
+    before = copy.deepcopy(rng.bit_generator.state) if rng is not None else None
+    with pytest.raises(exc, match=names(arg)):
+        call(est)
+    assert not hasattr(est, "state_") and not hasattr(est, "n_features_in_")
+    assert not hasattr(est, "_rng")
+    with pytest.raises(AttributeError, match="fit"):
+        est.components_
+    if rng is not None:
+        assert rng.bit_generator.state == before
+
+
+def check_shallow_copy(est, X, assert_same_results):
+    """copy.copy(est) learning from X leaves est as it was (the kernels update
+    state arrays in place)."""
+    twin = pickle.loads(pickle.dumps(est))
+    copy.copy(est).partial_fit(X)
+    assert_same_results(est.partial_fit(X), twin.partial_fit(X))
+
+
+def check_not_mutated_nor_aliased(fits):
+    """fits: (fit, data) pairs; fit(data) returns a fitted estimator. The
+    data are left as they were and no state array shares their memory."""
+    for fit, data in fits:
+        before = data.copy()
+        est = fit(data)
+        np.testing.assert_array_equal(data, before)
+        assert not [name for name, v in vars(est).items()
+                    if isinstance(v, np.ndarray) and np.shares_memory(v, data)]
+
+
+# Feeding a stream in these uneven blocks (empty calls included) must give the
+# results of one call.
+BOUNDS = (0, 0, 1, 38, 38, 39, 130, 200)
 
 
 # -- accepted input types ------------------------------------------------------------

@@ -7,7 +7,6 @@ dense instances, fixed and "auto" eta); capping and projections actually
 reached; the sampled (realized) gain as an unbiased estimate of the expected
 gain; and the estimator contract of DESIGN.md, as test_contract.py checks it
 for the FPL estimators."""
-import copy
 import itertools
 import pickle
 
@@ -20,8 +19,9 @@ from streamfit.pca._common import _symmetric
 from streamfit.simulate import make_dense_stream, make_ftl_adversary, make_spiked_stream
 
 from . import _cases
-from ._cases import (BAD_DENSE, REJECTED_FIT, VARIANTS, assert_unchanged, check_bad_data,
-                     check_bad_params, check_rejected_fit, check_same_seed_same_decisions,
+from ._cases import (BAD_DENSE, BOUNDS, REJECTED_FIT, VARIANTS, assert_unchanged, check_bad_data,
+                     check_bad_params, check_fresh_rejects, check_not_mutated_nor_aliased,
+                     check_rejected_fit, check_same_seed_same_decisions, check_shallow_copy,
                      check_twin_and_clone, dense, names, snapshot, spiked, two_calls, variant_of)
 
 ALGOS = {"meg": MatrixEGPCA, "gd": MatrixGDPCA}
@@ -804,13 +804,8 @@ def test_bad_params_rejected_and_state_unchanged(algo, eta, kind, bad):
     ({"random_state": True}, TypeError, "random_state"),
 ])
 def test_bad_params_leave_fresh_estimator_unfitted(cls, params, exc, arg):
-    est = cls(**{"n_components": 2, **params})
-    with pytest.raises(exc, match=names(arg)):
-        est.partial_fit(spiked(20, 20))
-    assert not hasattr(est, "state_") and not hasattr(est, "n_features_in_")
-    assert not hasattr(est, "_rng")
-    with pytest.raises(AttributeError, match="fit"):
-        est.components_
+    check_fresh_rejects(cls(**{"n_components": 2, **params}),
+                        lambda est: est.partial_fit(spiked(20, 20)), exc, arg)
 
 
 @pytest.mark.parametrize("cls", [MatrixEGPCA, MatrixGDPCA])
@@ -818,12 +813,9 @@ def test_bad_params_leave_fresh_estimator_unfitted(cls, params, exc, arg):
 def test_bad_data_leaves_fresh_estimator_unfitted(cls, bad):
     _, transform, exc, arg, _ = BAD_VECTOR[bad]
     rng = np.random.default_rng(0)
-    state = copy.deepcopy(rng.bit_generator.state)
-    est = cls(2, random_state=rng)
-    with pytest.raises(exc, match=names(arg)):
-        est.partial_fit(transform(spiked(20, 20), None))
-    assert not hasattr(est, "state_") and not hasattr(est, "_rng")
-    assert rng.bit_generator.state == state
+    check_fresh_rejects(cls(2, random_state=rng),
+                        lambda est: est.partial_fit(transform(spiked(20, 20), None)),
+                        exc, arg, rng)
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
@@ -875,16 +867,9 @@ def test_input_types_match_float64(algo, eta, variant, kind):
 
 
 def test_input_not_mutated_nor_aliased():
-    X, Xs = spiked(100, 20), dense(20, 10)
-    X0, Xs0 = X.copy(), Xs.copy()
-    a = make("meg").partial_fit(X)
-    b = make("gd").partial_fit_dense(Xs)
-    c = make("meg", 0.5).partial_fit_dense(Xs)
-    np.testing.assert_array_equal(X, X0)
-    np.testing.assert_array_equal(Xs, Xs0)
-    for est, data in ((a, X), (b, Xs), (c, Xs)):
-        assert not [name for name, v in vars(est).items()
-                    if isinstance(v, np.ndarray) and np.shares_memory(v, data)]
+    check_not_mutated_nor_aliased([(make("meg").partial_fit, spiked(100, 20)),
+                                   (make("gd").partial_fit_dense, dense(20, 10)),
+                                   (make("meg", 0.5).partial_fit_dense, dense(20, 10))])
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
@@ -904,9 +889,6 @@ def test_pickle_mid_stream_resumes_bit_identically(algo, eta, kind):
     assert_same_state(est, twin)
     # and the same as never stopping
     assert_same_results(est, getattr(make(algo, eta), fit)(data))
-
-
-BOUNDS = (0, 0, 1, 38, 38, 39, 130, 200)      # uneven, with empty calls
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
@@ -1006,9 +988,7 @@ def test_get_set_params_repr_clone():
 def test_shallow_copy_does_not_share_the_state():
     X = spiked(60, 12)
     for est in (make("meg").partial_fit(X[:30]), make("gd", 0.5).partial_fit(X[:30])):
-        twin = pickle.loads(pickle.dumps(est))
-        copy.copy(est).partial_fit(X[30:])
-        assert_same_results(est.partial_fit(X[30:]), twin.partial_fit(X[30:]))
+        check_shallow_copy(est, X[30:], assert_same_results)
 
 
 @pytest.mark.parametrize("algo", ["meg", "gd"])

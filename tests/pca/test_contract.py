@@ -14,10 +14,11 @@ from streamfit import FollowTheLeaderPCA, PerturbedLeaderPCA
 from streamfit.pca import goe_matrix
 from streamfit.simulate import make_ftl_adversary
 
-from ._cases import (BAD_DENSE, BAD_VECTOR, REJECTED_FIT, VARIANTS, assert_unchanged,
-                     check_bad_data, check_bad_params, check_rejected_fit,
-                     check_same_seed_same_decisions, check_twin_and_clone, dense, indefinite,
-                     names, snapshot, spiked, two_calls, variant_of)
+from ._cases import (BAD_DENSE, BAD_VECTOR, BOUNDS, REJECTED_FIT, VARIANTS, assert_unchanged,
+                     check_bad_data, check_bad_params, check_fresh_rejects,
+                     check_not_mutated_nor_aliased, check_rejected_fit,
+                     check_same_seed_same_decisions, check_shallow_copy, check_twin_and_clone,
+                     dense, indefinite, names, snapshot, spiked, two_calls, variant_of)
 
 NOISES = ("fixed", "random_walk", "independent")
 # n = 80, k = 3: block 8, so both solvers are allowed ("auto" picks krylov)
@@ -119,22 +120,18 @@ def test_bad_params_rejected_and_state_unchanged(noise, kind, bad):
     ({"random_state": "seed"}, TypeError, "random_state"),
 ])
 def test_bad_params_leave_fresh_estimator_unfitted(params, exc, arg):
-    est = PerturbedLeaderPCA(**{"n_components": 2, **params})
     n = 12 if params.get("solver") == "krylov" else 20
-    with pytest.raises(exc, match=names(arg)):
-        est.partial_fit(spiked(20, n))
-    assert not hasattr(est, "state_") and not hasattr(est, "n_features_in_")
-    with pytest.raises(AttributeError, match="fit"):
-        est.components_
+    check_fresh_rejects(PerturbedLeaderPCA(**{"n_components": 2, **params}),
+                        lambda est: est.partial_fit(spiked(20, n)), exc, arg)
 
 
 @pytest.mark.parametrize("bad", ["X-nan", "X-1d", "X-strings"])
 def test_bad_data_leaves_fresh_estimator_unfitted(bad):
     _, transform, exc, arg, _ = BAD_VECTOR[bad]
-    est = PerturbedLeaderPCA(2, random_state=0)
-    with pytest.raises(exc, match=names(arg)):
-        est.partial_fit(transform(spiked(20, 20), None))
-    assert not hasattr(est, "state_") and not hasattr(est, "_rng")
+    rng = np.random.default_rng(0)
+    check_fresh_rejects(PerturbedLeaderPCA(2, random_state=rng),
+                        lambda est: est.partial_fit(transform(spiked(20, 20), None)),
+                        exc, arg, rng)
 
 
 @pytest.mark.parametrize("bad", sorted(REJECTED_FIT))
@@ -181,15 +178,8 @@ def test_input_types_match_float64(variant, kind):
 
 
 def test_input_not_mutated_nor_aliased():
-    X, Xs = spiked(100, 20), dense(20, 10)
-    X0, Xs0 = X.copy(), Xs.copy()
-    a = make("independent").partial_fit(X)
-    b = make("fixed").partial_fit_dense(Xs)
-    np.testing.assert_array_equal(X, X0)
-    np.testing.assert_array_equal(Xs, Xs0)
-    for est, data in ((a, X), (b, Xs)):
-        assert not [name for name, v in vars(est).items()
-                    if isinstance(v, np.ndarray) and np.shares_memory(v, data)]
+    check_not_mutated_nor_aliased([(make("independent").partial_fit, spiked(100, 20)),
+                                   (make("fixed").partial_fit_dense, dense(20, 10))])
 
 
 # -- pickling mid-stream ------------------------------------------------------------
@@ -223,9 +213,6 @@ def test_pickle_mid_stream_dense(noise):
 
 
 # -- chunking and determinism ----------------------------------------------------------
-
-BOUNDS = (0, 0, 1, 38, 38, 39, 130, 200)      # uneven, with empty calls
-
 
 @pytest.mark.parametrize("noise", [*NOISES, "ftl"])
 def test_chunking_invariance(noise):
@@ -535,10 +522,7 @@ def test_overflow_on_a_fresh_estimator_leaves_it_and_its_generator_alone():
 
 def test_shallow_copy_does_not_share_the_matrices():
     X = spiked(60)
-    est = make().partial_fit(X[:30])
-    twin = pickle.loads(pickle.dumps(est))
-    copy.copy(est).partial_fit(X[30:])             # must not touch est
-    assert_same_results(est.partial_fit(X[30:]), twin.partial_fit(X[30:]))
+    check_shallow_copy(make().partial_fit(X[:30]), X[30:], assert_same_results)
 
 
 def test_read_only_state_arrays_are_accepted():

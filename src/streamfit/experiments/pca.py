@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import scipy.linalg
+from threadpoolctl import threadpool_limits
 
 from ..pca import (FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA,
                    auto_sigma, regret_bound)
@@ -194,9 +195,15 @@ def pca_trial_time(sizes=(250, 500, 1000), n_components=10, n_trials=None, seed=
     """Seconds per FPL trial (fixed noise, "auto" solver) on a spiked stream,
     beside one scipy eigh of the same perturbed matrix, full and top-k only, a
     trial of MEG and of GD (each a full dsyevd), and the fitted log-log slopes
-    against n (best of 3 eighs for n <= 500). BLAS threads as configured;
-    ``pytest benchmarks`` pins one thread and interleaves rounds, for the
-    ratios quoted in the README."""
+    against n (best of 3 eighs for n <= 500). BLAS on one thread, as in
+    ``pytest benchmarks`` (which also interleaves rounds, for the ratios quoted
+    in the README): a thread pool slows a trial's many small BLAS calls on a
+    busy machine far more than it speeds up one large eigh."""
+    with threadpool_limits(limits=1):
+        return _trial_time(sizes, n_components, n_trials, seed)
+
+
+def _trial_time(sizes, n_components, n_trials, seed):
     k = n_components
     rows = {"n": [], "fpl_ms": [], "eigh_topk_ms": [], "eigh_full_ms": [], "meg_ms": [],
             "gd_ms": [], "topk/fpl": [], "full/fpl": [], "meg/fpl": [], "gd/fpl": [],

@@ -13,8 +13,8 @@ import numpy as np
 
 from ..quantile import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                         offline_quantile_regression)
-from ..schedules import ConstantSchedule, InverseTimeSchedule
-from ..simulate import make_linear_stream
+from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
+from ..simulate import make_linear_stream, noise_mean_abs
 
 __all__ = ["stepsize_comparison", "stepsize_paths", "offline_comparison",
            "least_squares_comparison", "parameter_sensitivity", "regret_dynamics",
@@ -200,8 +200,6 @@ def least_squares_comparison(n_samples=100_000, n_features=100, *, noises=("gaus
     squares, each with its statistical schedule, under Gaussian and t_1.1
     noise of mean absolute size E|xi| (the paper's 20 and 200) and a fixed
     ||beta*||. Relative errors at the checkpoints, medians over seeds."""
-    from ..simulate import noise_mean_abs
-
     names = ("quantile", "quantile_avg", "least_squares", "least_squares_avg")
     table = {c: [] for c in ["noise", "E|xi|", "t"] + [f"{m}_err" for m in names]}
     for noise in noises:
@@ -234,8 +232,6 @@ def parameter_sensitivity(n_samples=100_000, n_features=100, *, snr=20.0, seeds=
     """Figure 8: the final relative error as the decay rate c (phase one),
     Ca and Cb (phase two) vary, one at a time from the defaults (c = 0.5,
     Ca = 20, Cb = 30); t_1.1 noise, tau = 0.5. Medians over seeds."""
-    from ..schedules import StatisticalSchedule
-
     settings = [("decay", c) for c in decays] + [("Ca", a) for a in cas] + \
         [("Cb", b) for b in cbs]
     table = {"constant": [], "value": [], "final_err": []}
@@ -254,18 +250,21 @@ def parameter_sensitivity(n_samples=100_000, n_features=100, *, snr=20.0, seeds=
 
 
 def regret_dynamics(n_samples=100_000, n_features=100, *, snr=20.0, seed=0,
-                    checkpoints=(1_000, 3_000, 10_000, 30_000, 100_000)):
+                    checkpoints=(1_000, 3_000, 10_000, 30_000, 100_000), constant_eta=None):
     """Figure 9 / Theorem 4: the prequential regret sum_t (rho(y_t - x_t'b_t)
     - rho(y_t - x_t'b*)) of single-sample updates with the statistical
-    schedule grows like log T, against linearly for a constant stepsize
-    (the best constant of the Figure 4 grid at this size)."""
+    schedule grows like log T, against linearly for a constant stepsize:
+    ``constant_eta``, by default the best constant of the Figure 4 grid at
+    this size (pass it when stepsize_comparison has already found it)."""
     X, y, beta = make_linear_stream(n_samples, n_features, snr=snr, random_state=seed)
     r = y - X @ beta
     oracle = np.cumsum(r * (0.5 - (r < 0)))
-    best = stepsize_comparison(n_samples, n_features, snrs=(snr,), seeds=(seed,))
+    if constant_eta is None:
+        constant_eta = stepsize_comparison(n_samples, n_features, snrs=(snr,),
+                                           seeds=(seed,))["best_constant_eta"][0]
     ests = {"statistical": OnlineQuantileRegressor(fit_intercept=False),
             "constant": OnlineQuantileRegressor(
-                fit_intercept=False, schedule=ConstantSchedule(best["best_constant_eta"][0]))}
+                fit_intercept=False, schedule=ConstantSchedule(constant_eta))}
     table = {"T": list(checkpoints), "statistical_regret": [], "constant_regret": []}
     for name, est in ests.items():
         start = 0
