@@ -13,7 +13,8 @@ from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit._base import clone
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 
-RTOL = {np.float32: 1e-6, np.float64: 1e-12}
+from ._cases import RTOL, SqrtSchedule, assert_same_results, feed
+
 TAU = 0.3
 
 
@@ -40,25 +41,6 @@ def case(request):
 def make(case):
     cls, base = CASES[case]
     return lambda **kw: cls(**{**base, **kw})
-
-
-class SqrtSchedule:
-    """A user schedule, duck-typed (no streamfit base class): c / sqrt(t + 1);
-    `bad` makes it return a wrong length, negative or NaN stepsizes."""
-
-    def __init__(self, c=0.05, bad=None):
-        self.c = c
-        self.bad = bad
-
-    def stepsizes(self, start, count):
-        eta = self.c / np.sqrt(np.arange(start, start + count) + 1.0)
-        if self.bad == "length":
-            return np.append(eta, self.c)
-        if self.bad == "negative":
-            return -eta
-        if self.bad == "nan":
-            eta[-1] = np.nan
-        return eta
 
 
 # -- helpers -------------------------------------------------------------------
@@ -98,26 +80,6 @@ def assert_unchanged(est, before):
 
 def results(est):
     return est.coef_, est.intercept_, est.cumulative_loss_, est.n_updates_
-
-
-def assert_same_results(est, ref, rtol=0.0):
-    if rtol == 0.0:
-        np.testing.assert_array_equal(est.coef_, ref.coef_)
-        assert est.intercept_ == ref.intercept_
-        assert est.cumulative_loss_ == ref.cumulative_loss_
-    else:
-        np.testing.assert_allclose(est.coef_, ref.coef_, rtol=rtol)
-        np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=rtol)
-        np.testing.assert_allclose(est.cumulative_loss_, ref.cumulative_loss_, rtol=rtol)
-    assert est.n_updates_ == ref.n_updates_
-    assert est.n_samples_seen_ == ref.n_samples_seen_
-
-
-def feed(est, X, y, bounds=(0, 37, 150, 173, 290, 400)):
-    # uneven chunks; in batch mode (16 rows) most calls leave rows pending
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        est.partial_fit(X[a:b], y[a:b])
-    return est
 
 
 def prefit(est, X, y):

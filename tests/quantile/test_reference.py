@@ -21,19 +21,10 @@ from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
-RTOL = {np.float32: 1e-6, np.float64: 1e-12}
+from ._cases import RTOL, SqrtSchedule, assert_same_results, feed
+
 INV_MAD = 1.482602218505602     # 1 / Phi^{-1}(3/4), as in the kernel
 NAN = float("nan")
-
-
-class SqrtSchedule:
-    """A user schedule (any object with stepsizes(start, count)): c / sqrt(t + 1)."""
-
-    def __init__(self, c):
-        self.c = c
-
-    def stepsizes(self, start, count):
-        return self.c / np.sqrt(np.arange(start, start + count) + 1.0)
 
 
 # -- the reference ---------------------------------------------------------------
@@ -458,14 +449,6 @@ def assert_matches(est, ref, rtol=RTOL[np.float64]):
     np.testing.assert_allclose(state["stepsize"], ref.s.last_eta, rtol=rtol)
 
 
-def assert_identical(a, b):
-    np.testing.assert_array_equal(a.coef_, b.coef_)
-    assert a.intercept_ == b.intercept_
-    assert a.cumulative_loss_ == b.cumulative_loss_
-    assert a.n_updates_ == b.n_updates_
-    assert a.schedule_state_ == b.schedule_state_
-
-
 def data(loss, n, d=5, tau=0.3, seed=0):
     # t_1.1 noise for the check loss (the paper's), Gaussian for least squares
     noise = "gaussian" if loss == "squared" else "t"
@@ -478,12 +461,6 @@ def chunks(n, seed=1):
     rng = np.random.default_rng(seed)
     cuts = np.sort(rng.integers(2, n, 12))
     return [0, 0, 1, 2, *cuts.tolist(), n - 1, n]
-
-
-def feed(est, X, y, bounds):
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        est.partial_fit(X[a:b], y[a:b])
-    return est
 
 
 def estimator(loss, **kw):
@@ -542,7 +519,7 @@ def test_single_matches_reference(loss, schedule, average, fit_intercept):
     assert_matches(est, ref)
     assert not fit_intercept or est.intercept_ != 0.0
     # many uneven partial_fit calls: bit-identical to one call
-    assert_identical(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
+    assert_same_results(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
 
 
 @pytest.mark.parametrize("d", [8, 21])
@@ -556,7 +533,7 @@ def test_single_wide_rows_match_reference(loss, schedule, d):
     kw = dict(tau=0.3, schedule=SINGLE_SCHEDULES[schedule][loss], average=True)
     est = estimator(loss, **kw).fit(X, y)
     assert_matches(est, Reference(est, d).fit(X, y))
-    assert_identical(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
+    assert_same_results(feed(estimator(loss, **kw), X, y, chunks(len(y))), est)
 
 
 # Schedule variants for the branch coverage of the single-sample statistical
@@ -606,7 +583,7 @@ def test_statistical_single_matches_reference(variant):
     state = est.schedule_state_
     for key in ("t_switch", "d0", "b0", "cl"):
         np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=RTOL[np.float64])
-    assert_identical(est, estimator(loss, tau=tau, schedule=statistical(**kw),
+    assert_same_results(est, estimator(loss, tau=tau, schedule=statistical(**kw),
                                     average=average).fit(X, y))
 
 
@@ -644,7 +621,7 @@ def test_block_modes_match_reference(mode, schedule, average, fit_intercept):
         assert est.n_samples_seen_ == len(y)
         assert est.n_updates_ == len(y) // 24 - skipped
         # chunks or one call: the same blocks, bit-identical
-        assert_identical(est, OnlineQuantileRegressor(**est.get_params(deep=False))
+        assert_same_results(est, OnlineQuantileRegressor(**est.get_params(deep=False))
                          .partial_fit(X, y))
 
 

@@ -1,0 +1,50 @@
+"""What the quantile test modules share: tolerances, a duck-typed user
+schedule, feeding a stream in chunks and comparing two fits.
+
+Imported relatively (``from ._cases import ...``): pytest's importlib mode
+(pyproject.toml) puts no test folder on sys.path."""
+import numpy as np
+
+# float32 input is converted once; results then agree to float32's rounding
+RTOL = {np.float32: 1e-6, np.float64: 1e-12}
+
+
+class SqrtSchedule:
+    """A user schedule, duck-typed (no streamfit base class): c / sqrt(t + 1);
+    `bad` makes it return a wrong length, negative or NaN stepsizes."""
+
+    def __init__(self, c=0.05, bad=None):
+        self.c = c
+        self.bad = bad
+
+    def stepsizes(self, start, count):
+        eta = self.c / np.sqrt(np.arange(start, start + count) + 1.0)
+        if self.bad == "length":
+            return np.append(eta, self.c)
+        if self.bad == "negative":
+            return -eta
+        if self.bad == "nan":
+            eta[-1] = np.nan
+        return eta
+
+
+def feed(est, X, y, bounds=(0, 37, 150, 173, 290, 400)):
+    # uneven chunks; in batch mode (16 rows) most calls leave rows pending
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        est.partial_fit(X[a:b], y[a:b])
+    return est
+
+
+def assert_same_results(est, ref, rtol=0.0):
+    """Bit for bit (rtol = 0, schedule state included), or to rtol."""
+    if rtol == 0.0:
+        np.testing.assert_array_equal(est.coef_, ref.coef_)
+        assert est.intercept_ == ref.intercept_
+        assert est.cumulative_loss_ == ref.cumulative_loss_
+        assert est.schedule_state_ == ref.schedule_state_
+    else:
+        np.testing.assert_allclose(est.coef_, ref.coef_, rtol=rtol)
+        np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=rtol)
+        np.testing.assert_allclose(est.cumulative_loss_, ref.cumulative_loss_, rtol=rtol)
+    assert est.n_updates_ == ref.n_updates_
+    assert est.n_samples_seen_ == ref.n_samples_seen_
