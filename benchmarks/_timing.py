@@ -1,6 +1,8 @@
 """Timing helpers the online PCA suites share (test_pca_throughput.py,
-test_pca_comparators.py): a wall clock around one call, and the statistics of
-a suite's results, a dict (name, n) -> list of seconds, one per round.
+test_pca_comparators.py): their sizes (timed or smoke), a wall clock around
+one call, contenders interleaved in pytest-benchmark's rounds, the check of a
+played subspace, and the statistics of a suite's results, a dict (name, n) ->
+list of seconds, one per round.
 
 Plain functions, not fixtures: the suites' table and floor code calls them
 outside any test. Imported relatively (``from ._timing import ...``):
@@ -12,6 +14,20 @@ import time
 
 import numpy as np
 
+from streamfit.experiments import loglog_slope
+
+ORTHO_TOL = 1e-10   # components_ rows orthonormal (QR, Rayleigh-Ritz or eigenvectors in float64)
+
+
+def parametrize_sizes(metafunc, smoke, **sizes):
+    """For a suite's pytest_generate_tests: each fixture named in sizes that the
+    test uses runs over its sizes, or over smoke under --benchmark-disable
+    (known only once options are parsed); ids "n=..."."""
+    timed = not metafunc.config.getoption("benchmark_disable")
+    for name, timed_sizes in sizes.items():
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, timed_sizes if timed else smoke, ids=lambda n: f"n={n}")
+
 
 def clock(times, fn, *args, per=1, **kwargs):
     """fn(*args, **kwargs), its wall time / per appended to times; returns None so
@@ -19,6 +35,53 @@ def clock(times, fn, *args, per=1, **kwargs):
     start = time.perf_counter()
     fn(*args, **kwargs)
     times.append((time.perf_counter() - start) / per)
+
+
+def interleave(benchmark, rounds, timed, others, call, prepare=None):
+    """benchmark.pedantic over rounds in which the contenders `timed` and
+    `others` run once each, interleaved: round r runs others + [timed] rotated
+    by -r. call(name, r) is a contender's timed work in round r (it clocks
+    itself); prepare(name, r), if given, its untimed work just before.
+    pytest-benchmark times call(timed, r); the contenders before it run in its
+    setup, those after in its teardown. `timed` runs last in round 0, so the
+    single round of --benchmark-disable (one setup and call, no teardown) runs
+    every contender without a teardown, which is called all the same."""
+    order = list(others) + [timed]
+    rotations = [order[r % len(order):] + order[:r % len(order)] for r in range(rounds)]
+    done = []
+
+    def run(names, r):
+        for name in names:
+            if prepare is not None:
+                prepare(name, r)
+            call(name, r)
+
+    def setup():
+        r = len(done)
+        names = rotations[r]
+        run(names[:names.index(timed)], r)
+        if prepare is not None:
+            prepare(timed, r)
+
+    def teardown():
+        r = len(done)
+        names = rotations[r]
+        run(names[names.index(timed) + 1:], r)
+        done.append(names)
+
+    benchmark.pedantic(lambda: call(timed, len(done)), setup=setup, teardown=teardown,
+                       rounds=rounds, iterations=1, warmup_rounds=0)
+    if benchmark.disabled:      # pytest-benchmark calls no teardown when disabled
+        teardown()
+
+
+def check_components(est, k, n):
+    """est.components_, after checking it is k orthonormal rows of length n."""
+    V = est.components_
+    assert V.shape == (k, n)
+    ortho = np.abs(V @ V.T - np.eye(k)).max()
+    assert ortho <= ORTHO_TOL, f"components_ not orthonormal: max |V V^T - I| = {ortho:.3g}"
+    return V
 
 
 def seconds(results, name, n, stat="median"):
@@ -33,6 +96,20 @@ def ratio(results, num, den, n, stat="median"):
     """results[num] / results[den] at n (median or min times); None if either is missing."""
     a, b = seconds(results, num, n, stat), seconds(results, den, n, stat)
     return None if a is None or b is None else a / b
+
+
+def slope(results, name, sizes):
+    """loglog_slope of the median time against n over sizes; None unless every
+    size was run (and there are two or more)."""
+    times = [seconds(results, name, n) for n in sizes]
+    if len(sizes) < 2 or any(t is None for t in times):
+        return None
+    return loglog_slope(sizes, times)
+
+
+def fmt_x(r, digits=2):
+    """A ratio as text, "12.34x" (digits decimals); "n/a" for None."""
+    return f"{r:.{digits}f}x" if r is not None else "n/a"
 
 
 def missed(checks):

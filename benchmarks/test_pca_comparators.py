@@ -46,10 +46,10 @@ import numpy as np
 import pytest
 
 from streamfit import MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
-from streamfit.experiments.pca import loglog_slope
 from streamfit.simulate import make_spiked_stream
 
-from ._timing import clock, missed, ratio, seconds
+from ._timing import (check_components, clock, fmt_x, interleave, missed,
+                      parametrize_sizes, ratio, seconds, slope)
 
 K = 10
 FLOOR_N = 1000
@@ -82,14 +82,9 @@ CEILINGS = {"fpl_slope": 2.3, "meg_slope": 3.5, "gd_slope": 3.5}
 NAMES = {"meg": "MEG", "gd": "GD", "fpl": "FPL"}
 ESTIMATORS = {"meg": MatrixEGPCA, "gd": MatrixGDPCA, "fpl": PerturbedLeaderPCA}
 
-ORTHO_TOL = 1e-10   # components_ rows orthonormal (eigenvectors / QR in float64)
-
 
 def pytest_generate_tests(metafunc):
-    # the sizes depend on --benchmark-disable, known only once options are parsed
-    timed = not metafunc.config.getoption("benchmark_disable")
-    if "cmp_n" in metafunc.fixturenames:
-        metafunc.parametrize("cmp_n", SIZES if timed else SMOKE_SIZES, ids=lambda n: f"n={n}")
+    parametrize_sizes(metafunc, SMOKE_SIZES, cmp_n=SIZES)
     if "contender" in metafunc.fixturenames:
         metafunc.parametrize("contender", list(NAMES), ids=list(NAMES.values()))
 
@@ -140,14 +135,7 @@ def check_capped(est, n, trials):
     assert w.shape == (n,)
     assert w.min() >= -1e-12 and w.max() <= 1 + 1e-12, (w.min(), w.max())
     assert abs(w.sum() - K) <= 1e-8 * K, w.sum()
-    check_components(est, n)
-
-
-def check_components(est, n):
-    V = est.components_
-    assert V.shape == (K, n)
-    ortho = np.abs(V @ V.T - np.eye(K)).max()
-    assert ortho <= ORTHO_TOL, f"components_ not orthonormal: max |V V^T - I| = {ortho:.3g}"
+    check_components(est, K, n)
 
 
 class Contender:
@@ -175,14 +163,10 @@ class Contender:
             assert self.est.n_restarts_ == self._restarts, \
                 f"a timed MEG call held a restart (round {r}): the restart schedule changed?"
 
-    def play(self, r):
-        self.untimed_feed(r)
-        self.timed_call(r)
-
     def check(self, n):
         if self.name == "fpl":
             assert self.est.n_trials_ == self.end
-            check_components(self.est, n)
+            check_components(self.est, K, n)
         else:
             check_capped(self.est, n, self.end)
         if self.name == "meg":      # the schedule plan() avoids is the kernel's
@@ -206,31 +190,11 @@ def test_comparator_trial(benchmark, results, timed, cmp_n):
     X = make_spiked_stream(need, n, n_spikes=K, random_state=n)
     run = {name: Contender(name, X, warmup[name], T[name], rounds) for name in NAMES}
 
-    # Round r runs the three in the order below rotated by -r (MEG last in round 0,
-    # so that the single round of --benchmark-disable needs no teardown): those
-    # before MEG run in setup, those after in teardown; pytest-benchmark times MEG.
-    order = ["gd", "fpl", "meg"]
-    rotations = [order[r % 3:] + order[:r % 3] for r in range(rounds)]
-    done = []
-
-    def setup():
-        r = len(done)
-        names = rotations[r]
-        for name in names[:names.index("meg")]:
-            run[name].play(r)
-        run["meg"].untimed_feed(r)
-
-    def teardown():
-        r = len(done)
-        names = rotations[r]
-        for name in names[names.index("meg") + 1:]:
-            run[name].play(r)
-        done.append(names)
-
-    benchmark.pedantic(lambda: run["meg"].timed_call(len(done)), setup=setup,
-                       teardown=teardown, rounds=rounds, iterations=1, warmup_rounds=0)
-    if benchmark.disabled:      # pytest-benchmark calls no teardown when disabled
-        teardown()
+    # the three in a rotating order, each call preceded by its untimed feed (MEG's
+    # restarts); pytest-benchmark times MEG's call
+    interleave(benchmark, rounds, "meg", ["gd", "fpl"],
+               lambda name, r: run[name].timed_call(r),
+               prepare=lambda name, r: run[name].untimed_feed(r))
 
     assert all(len(c.times) == rounds for c in run.values()), \
         {name: len(c.times) for name, c in run.items()}
@@ -283,15 +247,6 @@ def sizes_run(results):
     return sorted(key[1] for key in results if key[0] == "fpl" and len(key) == 2)
 
 
-def slope(results, name, sizes=SIZES):
-    """loglog_slope of the median time per trial against n over sizes; None
-    unless every size was run."""
-    times = [seconds(results, name, n) for n in sizes]
-    if len(sizes) < 2 or any(t is None for t in times):
-        return None
-    return loglog_slope(sizes, times)
-
-
 def floor_checks(results):
     """(what, value, bound, value must be >= bound) for the floors and ceilings;
     value None when the run did not cover it (smoke runs: other sizes)."""
@@ -301,15 +256,12 @@ def floor_checks(results):
         checks.append((f"{NAMES[name]}/FPL time per trial at n={n}",
                        ratio(results, name, "fpl", n), FLOORS[f"{name}_vs_fpl"], True))
     for name in ("meg", "gd"):
-        s = slope(results, name)
+        s = slope(results, name, SIZES)
         checks.append((f"log-log slope of {NAMES[name]}", s, FLOORS[f"{name}_slope"], True))
         checks.append((f"log-log slope of {NAMES[name]}", s, CEILINGS[f"{name}_slope"], False))
-    checks.append(("log-log slope of FPL", slope(results, "fpl"), CEILINGS["fpl_slope"], False))
+    checks.append(("log-log slope of FPL", slope(results, "fpl", SIZES), CEILINGS["fpl_slope"],
+                   False))
     return checks
-
-
-def _x(r):
-    return f"{r:.1f}x" if r is not None else "n/a"
 
 
 def comparator_table(results, timed):
@@ -332,7 +284,7 @@ def comparator_table(results, timed):
         med = {name: seconds(results, name, n) * 1e3 for name in NAMES}
         runs = {name: f"{results['trials', name, n]} x {len(results[name, n])}"
                 for name in ("meg", "fpl")}
-        cells = [_x(ratio(results, name, "fpl", n, stat))
+        cells = [fmt_x(ratio(results, name, "fpl", n, stat), 1)
                  for stat in ("median", "min") for name in ("meg", "gd")]
         lines.append(f"{n:6d}{runs['meg']:>10s}{runs['fpl']:>10s}{med['meg']:10.2f}"
                      f"{med['gd']:10.2f}{med['fpl']:10.3f}" + "".join(f"{c:>9s}" for c in cells)

@@ -38,7 +38,8 @@ from streamfit import PerturbedLeaderPCA
 from streamfit.pca import goe_matrix
 from streamfit.simulate import make_spiked_stream
 
-from ._timing import clock, missed, ratio, seconds
+from ._timing import (check_components, clock, fmt_x, interleave, missed,
+                      parametrize_sizes, ratio, seconds, slope)
 
 K = 10
 FLOOR_N = 1000
@@ -66,17 +67,11 @@ CEILINGS = {"fpl_slope": 2.3, "goe_vs_normals": 1.2}
 FPL = {"fpl": "FPL trial", "eigh_subset": "eigh top-k", "eigh_full": "eigh full"}
 GOE = {"goe": "goe_matrix", "normals": "normals n(n+1)/2", "numpy": "NumPy (G+G.T)/2"}
 
-ORTHO_TOL = 1e-10   # components_ rows orthonormal (QR / Rayleigh-Ritz in float64)
 GAP_SLACK = 2.0     # the Krylov solve stops on an extrapolated gap estimate
 
 
 def pytest_generate_tests(metafunc):
-    # the sizes depend on --benchmark-disable, known only once options are parsed
-    timed = not metafunc.config.getoption("benchmark_disable")
-    for name, sizes in (("fpl_n", FPL_SIZES), ("goe_n", GOE_SIZES)):
-        if name in metafunc.fixturenames:
-            metafunc.parametrize(name, sizes if timed else SMOKE_SIZES,
-                                 ids=lambda n: f"n={n}")
+    parametrize_sizes(metafunc, SMOKE_SIZES, fpl_n=FPL_SIZES, goe_n=GOE_SIZES)
 
 
 @pytest.fixture(scope="module")
@@ -93,10 +88,7 @@ def check_top_k(est, S, w_full, w_subset, v_subset):
     """The subspace FPL plays next against LAPACK's top k of the same matrix S."""
     n = S.shape[0]
     np.testing.assert_allclose(w_subset, w_full[n - K:], rtol=1e-10, atol=1e-10 * abs(w_full).max())
-    V = est.components_
-    assert V.shape == (K, n)
-    ortho = np.abs(V @ V.T - np.eye(K)).max()
-    assert ortho <= ORTHO_TOL, f"components_ not orthonormal: max |V V^T - I| = {ortho:.3g}"
+    V = check_components(est, K, n)
     # the objective the Krylov solve targets: tr(V S V^T) against lambda_{1:k}(S)
     top = float(w_subset.sum())
     gap = top - float(np.einsum("ij,jk,ik->", V, S, V))
@@ -150,8 +142,7 @@ def test_fpl_trial(benchmark, results, timed, fpl_n):
 
     assert len(fpl) == rounds
     assert est.n_trials_ == warmup + rounds * T
-    V = est.components_
-    assert np.abs(V @ V.T - np.eye(K)).max() <= ORTHO_TOL
+    check_components(est, K, n)
     after = est.solver_stats_
     results.update({("fpl", n): fpl, ("eigh_full", n): full, ("eigh_subset", n): subset,
                     ("fpl_trials", n): T,
@@ -183,30 +174,9 @@ def test_goe_matrix(benchmark, results, timed, goe_n):
     for name in GOE:            # untimed first calls
         calls[name]()
 
-    # Round r runs the three in the order GOE rotated by -r (goe last in round 0,
-    # so that the single round of --benchmark-disable needs no teardown): the
-    # baselines before goe_matrix run in setup, those after in teardown.
-    order = list(GOE)[1:] + ["goe"]
-    rotations = [order[r % 3:] + order[:r % 3] for r in range(rounds)]
-    done = []
-
-    def run(names):
-        for name in names:
-            clock(times[name], calls[name])
-
-    def setup():
-        names = rotations[len(done)]
-        run(names[:names.index("goe")])
-
-    def teardown():
-        names = rotations[len(done)]
-        run(names[names.index("goe") + 1:])
-        done.append(names)
-
-    benchmark.pedantic(lambda: clock(times["goe"], calls["goe"]), setup=setup,
-                       teardown=teardown, rounds=rounds, iterations=1, warmup_rounds=0)
-    if benchmark.disabled:      # pytest-benchmark calls no teardown when disabled
-        teardown()
+    # the three in a rotating order, goe_matrix timed by pytest-benchmark
+    interleave(benchmark, rounds, "goe", ["normals", "numpy"],
+               lambda name, r: clock(times[name], calls[name]))
 
     assert all(len(t) == rounds for t in times.values()), {k: len(t) for k, t in times.items()}
     results.update({(name, n): t for name, t in times.items()})
@@ -224,19 +194,6 @@ def test_goe_matrix(benchmark, results, timed, goe_n):
 
 
 # -- ratios --------------------------------------------------------------------------
-
-def slope(results, name, sizes=FPL_SIZES):
-    """Least-squares slope of log(median time) against log(n) over sizes;
-    None unless every size was run."""
-    times = [seconds(results, name, n) for n in sizes]
-    if any(t is None for t in times):
-        return None
-    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
-
-
-def _x(r):
-    return f"{r:.2f}x" if r is not None else "n/a"
-
 
 def fpl_table(results, how):
     sizes = sorted(n for (name, n) in results if name == "fpl")
@@ -260,7 +217,7 @@ def fpl_table(results, how):
               f"{'n':>6s}{'top-k':>10s}{'top-k':>10s}{'full':>10s}{'full':>10s}",
               f"{'':6s}{'(median)':>10s}{'(min)':>10s}{'(median)':>10s}{'(min)':>10s}"]
     for n in sizes:
-        cells = [_x(ratio(results, base, "fpl", n, stat))
+        cells = [fmt_x(ratio(results, base, "fpl", n, stat))
                  for base in ("eigh_subset", "eigh_full") for stat in ("median", "min")]
         floor = (f"   floors: top-k >= {FLOORS['fpl_vs_subset']:g}x, "
                  f"full >= {FLOORS['fpl_vs_full']:g}x" if n == FLOOR_N else "")
@@ -289,10 +246,10 @@ def goe_table(results, how):
         med = {name: seconds(results, name, n) * 1e3 for name in GOE}
         lines.append(f"{n:6d}{len(results['goe', n]):8d}{med['goe']:12.3f}{med['normals']:18.3f}"
                      f"{med['numpy']:17.3f}"
-                     f"{_x(ratio(results, 'goe', 'normals', n)):>13s}"
-                     f"{_x(ratio(results, 'goe', 'normals', n, 'min')):>13s}"
-                     f"{_x(ratio(results, 'numpy', 'goe', n)):>11s}"
-                     f"{_x(ratio(results, 'numpy', 'goe', n, 'min')):>11s}")
+                     f"{fmt_x(ratio(results, 'goe', 'normals', n)):>13s}"
+                     f"{fmt_x(ratio(results, 'goe', 'normals', n, 'min')):>13s}"
+                     f"{fmt_x(ratio(results, 'numpy', 'goe', n)):>11s}"
+                     f"{fmt_x(ratio(results, 'numpy', 'goe', n, 'min')):>11s}")
     lines.append(f"floors at n={FLOOR_N}: goe/normals <= {CEILINGS['goe_vs_normals']:g}x "
                  f"(lower is better), NumPy/goe >= {FLOORS['numpy_vs_goe']:g}x (higher is better)")
     return lines
@@ -333,8 +290,8 @@ def test_throughput_floors(results, timed):
          FLOORS["fpl_vs_subset"], True),
         (f"FPL trial vs eigh full at n={n}", ratio(results, "eigh_full", "fpl", n),
          FLOORS["fpl_vs_full"], True),
-        ("log-log slope of the FPL trial time", slope(results, "fpl"), CEILINGS["fpl_slope"],
-         False),
+        ("log-log slope of the FPL trial time", slope(results, "fpl", FPL_SIZES),
+         CEILINGS["fpl_slope"], False),
         (f"goe_matrix / normals at n={n}", ratio(results, "goe", "normals", n),
          CEILINGS["goe_vs_normals"], False),
         (f"NumPy (G+G.T)/2 vs goe_matrix at n={n}", ratio(results, "numpy", "goe", n),
