@@ -1,7 +1,7 @@
 """The main job: run the paper experiments on built-in synthetic data and
 print their tables.
 
-    python -m streamfit            # the quick run (about two minutes)
+    python -m streamfit            # the quick run (about 100 s)
     python -m streamfit --full     # the paper's sizes and 50 replications
     python -m streamfit --plots out/   # also save Figure 4's curves (needs matplotlib)
 """
