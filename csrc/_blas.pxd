@@ -3,7 +3,7 @@
 # casts live here, once.
 from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk,
                                        dnrm2, dtrsm)
-from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyevr, dsyevd, dtrcon
+from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -124,30 +124,44 @@ cdef inline blas_int orgqr(blas_int m, blas_int n, double *A, blas_int lda,
 cdef inline blas_int syevr_top(blas_int n, double *A, blas_int lda, blas_int m,
                                double *w, double *Z, blas_int ldz, blas_int *isuppz,
                                double *work, blas_int lwork, blas_int *iwork,
-                               blas_int liwork) noexcept nogil:
+                               blas_int liwork, bint vectors=True) noexcept nogil:
     # The m largest eigenpairs of the symmetric A (upper triangle; destroyed),
-    # ascending in w[0..m-1] and Z's columns. lwork = liwork = -1 queries the
-    # workspace into work[0] and iwork[0].
-    cdef char jobz = b'V'
-    cdef char rng = b'I'
+    # ascending in w[0..m-1] and Z's columns (eigenvalues only without
+    # `vectors`). lwork = liwork = -1 queries the workspace into work[0] and
+    # iwork[0]. m == n asks for all of them.
+    cdef char jobz = b'V' if vectors else b'N'
+    cdef char rng = b'I' if m < n else b'A'
     cdef char uplo = b'U'
     cdef double vl = 0.0, vu = 0.0, abstol = 0.0
     cdef blas_int il = n - m + 1, iu = n, found = 0, info = 0
     dsyevr(&jobz, &rng, &uplo, &n, A, &lda, &vl, &vu, &il, &iu, &abstol, &found, w, Z,
            &ldz, isuppz, work, &lwork, iwork, &liwork, &info)
+    if info == 0 and lwork != -1 and found != m:
+        info = -1000      # fewer eigenpairs than asked: a failure too
     return info
 
 
 cdef inline blas_int syevd_all(blas_int n, double *A, blas_int lda, double *w,
                                double *work, blas_int lwork, blas_int *iwork,
-                               blas_int liwork) noexcept nogil:
+                               blas_int liwork, bint vectors=True) noexcept nogil:
     # All eigenpairs of the symmetric A (upper triangle) by divide and conquer:
     # eigenvalues ascending in w, eigenvectors overwrite A's columns (C-order
     # rows). lwork = liwork = -1 queries the workspace into work[0], iwork[0].
-    cdef char jobz = b'V'
+    cdef char jobz = b'V' if vectors else b'N'
     cdef char uplo = b'U'
     cdef blas_int info = 0
     dsyevd(&jobz, &uplo, &n, A, &lda, w, work, &lwork, iwork, &liwork, &info)
+    return info
+
+
+cdef inline blas_int syev_all(blas_int n, double *A, blas_int lda, double *w,
+                              double *work, blas_int lwork, bint vectors=True) noexcept nogil:
+    # All eigenpairs by the implicit QL/QR algorithm (the oldest and most
+    # forgiving driver); eigenvectors overwrite A's columns. lwork >= 3n - 1.
+    cdef char jobz = b'V' if vectors else b'N'
+    cdef char uplo = b'U'
+    cdef blas_int info = 0
+    dsyev(&jobz, &uplo, &n, A, &lda, w, work, &lwork, &info)
     return info
 
 

@@ -1,71 +1,88 @@
-"""A small scikit-learn style estimator base (get_params / set_params / repr)."""
+"""What every streamfit estimator shares on top of scikit-learn's BaseEstimator:
+one call at a time per estimator, pickling without the lock, and commits that
+a signal cannot split.
+
+- **Serialised calls.** ``with self._serialized():`` around every call that
+  changes the state (``fit``, ``partial_fit``, ...): two threads feeding one
+  estimator take turns instead of losing or mixing updates. The lock is an
+  ``RLock`` made on first use (``__init__`` only stores parameters, as
+  scikit-learn requires), kept in ``__dict__`` under ``_lock`` and dropped when
+  pickling, copying or cloning.
+- **Pickling a consistent state.** ``__getstate__`` takes the lock and copies
+  the state arrays, so pickling from one thread while another fits gives the
+  state between two calls, never one half-updated by a kernel.
+- **Atomic commits.** ``with deferred_signals():`` around the few assignments
+  that publish a call's new state: a Ctrl-C that arrives there is held back
+  until they are all done, and raised then.
+"""
 from __future__ import annotations
 
-import copy
-import inspect
+import contextlib
+import signal
+import threading
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+__all__ = ["StreamEstimator", "deferred_signals"]
+
+# Attributes that are never pickled: the lock, and caches rebuilt on demand.
+_TRANSIENT = ("_lock",)
 
 
-class BaseEstimator:
-    """get_params/set_params from the keyword-only ``__init__`` signature, so
-    that estimators clone and grid-search like scikit-learn's."""
+@contextlib.contextmanager
+def deferred_signals():
+    """Hold SIGINT back for the duration of the block, then deliver it.
 
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(p.name for p in sig.parameters.values()
-                      if p.name != "self" and p.kind != p.VAR_KEYWORD)
-
-    def get_params(self, deep=True):
-        out = {}
-        for name in self._param_names():
-            value = getattr(self, name)
-            if deep and hasattr(value, "get_params") and not isinstance(value, type):
-                for k, v in value.get_params().items():
-                    out[f"{name}__{k}"] = v
-            out[name] = value
-        return out
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        nested = {}
-        for key, value in params.items():
-            name, _, sub = key.partition("__")
-            if name not in valid:
-                raise ValueError(f"Invalid parameter {name!r} for {type(self).__name__}; "
-                                 f"valid parameters are {valid}")
-            if sub:
-                nested.setdefault(name, {})[sub] = value
-            else:
-                setattr(self, name, value)
-        for name, sub_params in nested.items():
-            target = getattr(self, name)
-            if not hasattr(target, "set_params"):
-                raise ValueError(f"{name}__... parameters need {name} to be an object with "
-                                 f"parameters, got {target!r}; pass e.g. "
-                                 f"{name}=StatisticalSchedule(...) instead")
-            target.set_params(**sub_params)
-        return self
-
-    def __repr__(self):
-        defaults = {p.name: p.default for p in
-                    inspect.signature(type(self).__init__).parameters.values()}
-        args = []
-        for name in self._param_names():
-            value = getattr(self, name)
-            if defaults.get(name, inspect.Parameter.empty) is not value and \
-                    not _equal(defaults.get(name), value):
-                args.append(f"{name}={value!r}")
-        return f"{type(self).__name__}({', '.join(args)})"
-
-
-def _equal(a, b):
+    Python runs signal handlers in the main thread only, between bytecodes,
+    so a KeyboardInterrupt can land between two assignments of a commit and
+    leave an estimator half-updated. Inside this block the handler only
+    records the signal; the original handler runs when the block ends. Other
+    threads never receive KeyboardInterrupt, so there the block does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     try:
-        return bool(a == b)
-    except Exception:
-        return False
+        previous = signal.getsignal(signal.SIGINT)
+    except ValueError:      # pragma: no cover - not the main interpreter
+        yield
+        return
+    if not callable(previous):
+        # SIG_IGN or SIG_DFL: nothing Python-level to defer
+        yield
+        return
+    received = []
+    signal.signal(signal.SIGINT, lambda signum, frame: received.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            previous(*received[0])
 
 
-def clone(est):
-    """A new, unfitted estimator with the same parameters."""
-    params = {k: copy.deepcopy(v) for k, v in est.get_params(deep=False).items()}
-    return type(est)(**params)
+class StreamEstimator(BaseEstimator):
+    """scikit-learn's BaseEstimator with a per-estimator call lock (see the
+    module docstring). Subclasses list in ``_TRANSIENT_ATTRS`` the private
+    caches that pickling should drop."""
+
+    _TRANSIENT_ATTRS = ()
+
+    def _serialized(self):
+        # dict.setdefault is atomic under the GIL: two threads racing on a fresh
+        # estimator get the same lock
+        return self.__dict__.setdefault("_lock", threading.RLock())
+
+    def __getstate__(self):
+        lock = self.__dict__.get("_lock")
+        with lock if lock is not None else contextlib.nullcontext():
+            state = super().__getstate__()
+            state = {key: (value.copy() if isinstance(value, np.ndarray) else value)
+                     for key, value in state.items()
+                     if key not in _TRANSIENT and key not in self._TRANSIENT_ATTRS}
+        return state
+
+    def __setstate__(self, state):
+        state = {key: value for key, value in state.items() if key not in _TRANSIENT}
+        super().__setstate__(state)

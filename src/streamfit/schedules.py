@@ -19,7 +19,7 @@ import numbers
 
 import numpy as np
 
-from ._base import BaseEstimator
+from sklearn.base import BaseEstimator
 from ._validation import check_scalar
 from ._kernels import _quantile as _k
 

@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pytest
 
-from streamfit._base import clone
+from sklearn.base import clone
 from streamfit.simulate import make_dense_stream, make_spiked_stream
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
-from streamfit._base import clone
+from sklearn.base import clone
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 
 from ._cases import RTOL, SqrtSchedule, assert_same_results, feed

@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 import scipy.linalg
 
-from .._base import BaseEstimator
+from .._base import StreamEstimator
 from .._validation import _as_float64, _check_finite, check_fitted, check_n_features
 
 
@@ -24,7 +24,7 @@ def _symmetric(lower):
     return low + np.tril(low, -1).T
 
 
-class _OnlinePCA(BaseEstimator):
+class _OnlinePCA(StreamEstimator):
     """Validation, fitting and regret shared by the online PCA estimators."""
 
     _STATE = {}

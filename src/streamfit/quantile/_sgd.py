@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .._base import BaseEstimator
+from .._base import StreamEstimator
 from .._kernels import _quantile as _k
 from .._validation import (check_fitted, check_matrix, check_n_features, check_seed,
                            check_scalar, check_vector)
@@ -31,7 +31,7 @@ _ERRORS = {
 }
 
 
-class _OnlineLinearSGD(BaseEstimator):
+class _OnlineLinearSGD(StreamEstimator):
     """Shared state handling of the online linear estimators."""
 
     _loss = _k.LOSS_CHECK
