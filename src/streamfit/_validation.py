@@ -9,15 +9,29 @@ __all__ = ["check_matrix", "check_vector", "check_n_features", "check_fitted", "
            "check_scalar", "check_random_state"]
 
 
-def _as_float64(a, name):
+def _check_real_array(a, name):
+    """``a`` as an ndarray of real numbers (bool, integer or float), refusing
+    what would otherwise convert silently: masked arrays (the mask would be
+    dropped), sparse matrices, timedelta/datetime, complex, strings, objects."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a masked array; streamfit does not handle missing "
+                        f"values: drop or impute the masked entries first")
+    if hasattr(a, "toarray") and hasattr(a, "nnz"):
+        raise TypeError(f"{name} is a sparse matrix; streamfit needs dense data "
+                        f"(call .toarray() if it fits in memory)")
     try:
         arr = np.asarray(a)
     except Exception as exc:  # pragma: no cover - exotic array-likes
         raise TypeError(f"{name} must be array-like, got {type(a).__name__}") from exc
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.complexfloating):
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    kind = arr.dtype.kind
+    if kind not in "biuf":
+        what = {"m": "timedelta64", "M": "datetime64", "c": "complex"}.get(kind, str(arr.dtype))
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype} ({what})")
+    return arr
+
+
+def _as_float64(a, name):
+    arr = _check_real_array(a, name)
     # One conversion: float32, integers, read-only and strided inputs all end
     # up as a C-contiguous float64 array the kernels can take.
     return np.ascontiguousarray(arr, dtype=np.float64)
