@@ -11,7 +11,7 @@ import numpy as np
 
 from ._stats import last_decade_slope, loglog_slope
 
-__all__ = ["new_figure", "path_band", "finish", "boxes", "save"]
+__all__ = ["new_figure", "path_band", "finish", "boxes", "save", "value_ticks"]
 
 
 def new_figure(ncols=1, nrows=1, width=5.4, height=3.9):
@@ -59,11 +59,16 @@ def finish(ax, *, xlabel, ylabel, title, logx=True, logy=True, legend=True, font
         ax.legend(fontsize=fontsize, loc="best", framealpha=0.85)
 
 
-def boxes(ax, groups, *, logy=True):
-    """One box per (label, values) in ``groups`` (a dict), medians marked."""
+def boxes(ax, groups, *, logy=True, shaded=()):
+    """One box per (label, values) in ``groups`` (a dict), medians marked;
+    boxes whose label is in ``shaded`` are filled (e.g. methods beyond the
+    paper's)."""
     labels = list(groups)
     data = [np.asarray(groups[k], float) for k in labels]
-    ax.boxplot(data, showfliers=True, widths=0.6, medianprops={"color": "black"})
+    parts = ax.boxplot(data, showfliers=True, widths=0.6, medianprops={"color": "black"},
+                       patch_artist=True)
+    for label, box in zip(labels, parts["boxes"]):
+        box.set_facecolor("#c6dbef" if label in shaded else "white")
     ax.set_xticks(np.arange(1, len(labels) + 1))
     ax.set_xticklabels(labels)
     if logy:
@@ -72,6 +77,17 @@ def boxes(ax, groups, *, logy=True):
         tick.set_rotation(20)
         tick.set_fontsize(8)
     ax.grid(True, axis="y", alpha=0.3)
+
+
+def value_ticks(ax, values, axis="x"):
+    """Label a log axis at the scan's own values (no crowded minor labels)."""
+    from matplotlib.ticker import NullFormatter
+
+    axis = ax.xaxis if axis == "x" else ax.yaxis
+    values = sorted(set(values))
+    axis.set_ticks(values)
+    axis.set_ticklabels([f"{v:,g}" for v in values])
+    axis.set_minor_formatter(NullFormatter())
 
 
 def save(fig, path, dpi=110):

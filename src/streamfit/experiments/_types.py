@@ -15,6 +15,10 @@ class Check:
     text: str
     passed: bool
 
+    def __post_init__(self):
+        # numpy comparisons give np.bool_; NaN-based criteria must read as failed
+        self.passed = bool(self.passed)
+
 
 @dataclass
 class Outcome:

@@ -111,6 +111,7 @@ EXPERIMENT = Experiment(
            "(giving k sqrt(n T sigma^2)), and the recommended sigma minimises the resulting "
            "bound."),
     presets={"quick": dict(sigma=1.0, sizes=(10, 30, 100, 300), ks=(1, 2, 5, 10), reps=30),
+             "tiny": dict(sigma=1.0, sizes=(10, 40), ks=(1, 2), reps=5),
              "full": dict(sigma=1.0, sizes=(10, 30, 100, 300, 1000, 2000), ks=(1, 2, 5, 10),
                           reps=100)},
     tasks=_tasks, analyse=_analyse)

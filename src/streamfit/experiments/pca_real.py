@@ -29,8 +29,8 @@ def load_digits_stream(order="file"):
     return X
 
 
-def run_digits(order, k, algorithm, n_points, seed):
-    X = load_digits_stream(order)
+def run_digits(order, k, algorithm, n_points, rows, seed):
+    X = load_digits_stream(order)[:rows]
     T, n = X.shape
     est = {"FTL": lambda: FollowTheLeaderPCA(k),
            "FPL": lambda: PerturbedLeaderPCA(k, random_state=seed),
@@ -62,7 +62,8 @@ def _runs(p):
 
 
 def _tasks(p):
-    return [Task(run_digits, dict(order=o, k=p["k"], algorithm=a, n_points=p["n_points"]), s)
+    return [Task(run_digits, dict(order=o, k=p["k"], algorithm=a, n_points=p["n_points"],
+                                  rows=p["rows"]), s)
             for o, a, s in _runs(p)]
 
 
@@ -90,17 +91,17 @@ def _analyse(p, results):
             if np.isfinite(bound):
                 checks.append(Check(f"digits, {o}: {a} regret {m:.1f} below its bound "
                                     f"{bound:.0f}", m < bound))
-            if a == "FPL":
-                checks.append(Check(f"digits, {o}: FPL's final subspace captures {100 * cap:.2f}% "
-                                    "of the offline top-k energy (>= 99%)", cap >= 0.99))
         _plot.finish(ax, xlabel="t (digits seen)", ylabel="regret", fontsize=6.5,
                      title=f"sklearn digits (n = 64, k = {p['k']}), {o} order")
-    setting = (f"sklearn.datasets.load_digits: 1,797 rows of 64 pixels, scaled by the largest "
+    rows = "all 1,797" if p["rows"] is None else f"the first {p['rows']} of 1,797"
+    setting = (f"sklearn.datasets.load_digits: {rows} rows of 64 pixels, scaled by the largest "
                f"row norm (||x|| <= 1), streamed once in file order and sorted by digit; "
                f"k = {p['k']}. FPL: sigma 'auto', mean over {p['reps']} seeds; MEG, GD: eta "
                "'auto', expected regret; FTL. The offline answer is the best rank-k projection "
                "of all rows (uncentred PCA, the paper's comparator): regret is measured against "
-               "it, and the final subspace's captured energy is compared with it.")
+               "it, and the final subspace's captured energy is compared with it (FPL's plays "
+               "the perturbed leader, so it need not equal the offline subspace: its noise "
+               "sqrt(T) sigma N is of the order of the k-th eigenvalue here).")
     return Outcome(setting=setting, tables=[("Regret at the end of the stream", table)],
                    figures={"pca_digits": fig}, checks=checks)
 
@@ -111,6 +112,7 @@ EXPERIMENT = Experiment(
     claim=("The paper has no data experiment. Its guarantee is worst-case: on any stream with "
            "||x|| <= 1, FPL's regret against the best rank-k projection in hindsight stays "
            "below its bound."),
-    presets={"quick": dict(orders=("file", "by label"), k=5, reps=3, n_points=25),
-             "full": dict(orders=("file", "by label"), k=5, reps=10, n_points=40)},
+    presets={"quick": dict(orders=("file", "by label"), k=5, reps=3, n_points=25, rows=None),
+             "tiny": dict(orders=("file", "by label"), k=2, reps=2, n_points=6, rows=300),
+             "full": dict(orders=("file", "by label"), k=5, reps=10, n_points=40, rows=None)},
     tasks=_tasks, analyse=_analyse)

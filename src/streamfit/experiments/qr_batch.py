@@ -202,6 +202,7 @@ EXPERIMENT = Experiment(
            "O(1/t) rate. The paper's experiments use batches of 100 and 200 at d = 100."),
     presets={"quick": dict(n=400_000, d=D_PAPER, snr=20.0, tau=0.5,
                            batch_sizes=(200, 500, 2000), reps=2),
+             "tiny": dict(n=20_000, d=10, snr=20.0, tau=0.5, batch_sizes=(20, 100), reps=1),
              "full": dict(n=1_000_000, d=D_PAPER, snr=20.0, tau=0.5,
                           batch_sizes=(100, 200, 500, 1000, 2000), reps=10)},
     tasks=_tasks, analyse=_analyse)

@@ -91,6 +91,7 @@ EXPERIMENT = Experiment(
            "4): 'batch learning incurs significantly lower regret'. No figure in the paper."),
     presets={"quick": dict(n=100_000, d=D_PAPER, snr=20.0, tau=0.5, batch_sizes=(100, 1000),
                            reps=3, n_points=30),
+             "tiny": dict(n=5000, d=10, snr=20.0, tau=0.5, batch_sizes=(50,), reps=1, n_points=8),
              "full": dict(n=200_000, d=D_PAPER, snr=20.0, tau=0.5,
                           batch_sizes=(100, 200, 1000), reps=20, n_points=40)},
     tasks=_tasks, analyse=_analyse)

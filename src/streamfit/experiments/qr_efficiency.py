@@ -140,6 +140,8 @@ EXPERIMENT = Experiment(
            "(b0/Cl) Ca / (t - t1 + Cb d), b0 = 1/f(0) (Theorem 1)."),
     presets={"quick": dict(n=50_000, d=D_PAPER, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
                            cas=(0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0), reps=2),
+             "tiny": dict(n=3000, d=5, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
+                          cas=(1.0, 20.0), reps=1),
              "full": dict(n=50_000, d=D_PAPER, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
                           cas=(0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0),
                           reps=20)},

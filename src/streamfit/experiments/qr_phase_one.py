@@ -16,7 +16,7 @@ is estimated from residuals xi - x'e still dominated by x'e, so b0_hat is
 from __future__ import annotations
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import integrate, special
 
 from ..quantile import OnlineQuantileRegressor
 from ..schedules import StatisticalSchedule
@@ -79,10 +79,15 @@ def stall_factor(decay, k=2.0, tau=0.5):
 def mixed_sparsity(err, df=1.1):
     """1 / f_r(0) for r = xi - z, xi ~ t_df, z ~ N(0, err^2): what a sparsity
     estimate on residuals sees at error ``err`` (in units of the noise scale)."""
+    c = np.exp(special.gammaln((df + 1) / 2) - special.gammaln(df / 2)) / np.sqrt(df * np.pi)
     if err <= 0:
-        return 1 / stats.t(df).pdf(0)
-    f = integrate.quad(lambda u: stats.t(df).pdf(u) * stats.norm.pdf(u / err) / err,
-                       -np.inf, np.inf, limit=400)[0]
+        return 1.0 / c
+
+    def integrand(u):
+        # t_df density times the N(0, err^2) density, both even in u
+        return c * (1 + u * u / df) ** (-(df + 1) / 2) * \
+            np.exp(-0.5 * (u / err) ** 2) / (err * np.sqrt(2 * np.pi))
+    f = 2 * integrate.quad(integrand, 0, 12 * err, points=[min(1.0, err)], limit=200)[0]
     return 1.0 / f
 
 
@@ -226,6 +231,8 @@ EXPERIMENT = Experiment(
            "eta_t = (1 - c5 (Cl/Cu) / (d tau*^2)) eta_(t-1) with c5 < 0.1."),
     presets={"quick": dict(n=30_000, d=D_PAPER, snrs=(20.0, 200.0), variants=VARIANTS, reps=3,
                            n_points=60),
+             "tiny": dict(n=3000, d=10, snrs=(20.0, 200.0), variants=("default", "oracle b0",
+                          "decay 0.2"), reps=1, n_points=15),
              "full": dict(n=100_000, d=D_PAPER, snrs=(20.0, 200.0), variants=VARIANTS,
                           reps=20, n_points=80)},
     tasks=_tasks, analyse=_analyse)

@@ -171,6 +171,8 @@ EXPERIMENT = Experiment(
     presets={"quick": dict(taus_engel=(0.1, 0.25, 0.5, 0.75, 0.9), engel_passes=20,
                            n_warm_engel=50, taus_hie=(0.5, 0.75, 0.9), n_train=15_000,
                            n_warm_hie=500, batch_size=100),
+             "tiny": dict(taus_engel=(0.5,), engel_passes=2, n_warm_engel=50, taus_hie=(0.5,),
+                          n_train=2000, n_warm_hie=200, batch_size=50),
              "full": dict(taus_engel=(0.1, 0.25, 0.5, 0.75, 0.9), engel_passes=20,
                           n_warm_engel=50, taus_hie=(0.25, 0.5, 0.75, 0.9), n_train=15_000,
                           n_warm_hie=500, batch_size=100)},
