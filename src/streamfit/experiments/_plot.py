@@ -11,7 +11,8 @@ import numpy as np
 
 from ._stats import last_decade_slope, loglog_slope
 
-__all__ = ["new_figure", "path_band", "finish", "boxes", "save", "value_ticks"]
+__all__ = ["new_figure", "path_band", "finish", "boxes", "save", "value_ticks",
+           "signed_log_y"]
 
 
 def new_figure(ncols=1, nrows=1, width=5.4, height=3.9):
@@ -45,7 +46,8 @@ def path_band(ax, t, paths, label, *, color=None, style="-", slope="last", marke
     return line
 
 
-def finish(ax, *, xlabel, ylabel, title, logx=True, logy=True, legend=True, fontsize=7.5):
+def finish(ax, *, xlabel, ylabel, title, logx=True, logy=True, legend=True, fontsize=7.5,
+           below=False):
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -55,7 +57,11 @@ def finish(ax, *, xlabel, ylabel, title, logx=True, logy=True, legend=True, font
     ax.set_title(title, fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     ax.grid(True, which="minor", alpha=0.1)
-    if legend:
+    if legend and below:
+        # many curves: the legend goes under the axes, where it hides nothing
+        ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+                  frameon=False)
+    elif legend:
         ax.legend(fontsize=fontsize, loc="best", framealpha=0.85)
 
 
@@ -88,6 +94,18 @@ def value_ticks(ax, values, axis="x"):
     axis.set_ticks(values)
     axis.set_ticklabels([f"{v:,g}" for v in values])
     axis.set_minor_formatter(NullFormatter())
+
+
+def signed_log_y(ax, values, linthresh=1.0):
+    """A log y axis, or a symmetric-log one (linear within +-linthresh) when
+    some values are <= 0 -- a regret can be negative, and clipping it would
+    hide that."""
+    values = np.asarray(values, float)
+    if np.nanmin(values) <= 0:
+        ax.set_yscale("symlog", linthresh=linthresh)
+        ax.axhline(0, color="k", lw=0.6)
+    else:
+        ax.set_yscale("log")
 
 
 def save(fig, path, dpi=110):

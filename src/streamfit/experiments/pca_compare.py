@@ -68,7 +68,7 @@ def _tasks(p):
 
 
 def _analyse(p, results):
-    fig, axes = _plot.new_figure(len(p["streams"]), width=4.8)
+    fig, axes = _plot.new_figure(len(p["streams"]), width=4.8, height=4.6)
     grouped = {}
     for (s, a, _), r in zip(_runs(p), results):
         grouped.setdefault((s, a), []).append(r)
@@ -77,12 +77,14 @@ def _analyse(p, results):
     checks = []
     for ax, s in zip(axes, p["streams"]):
         n, k, pts = p["streams"][s]
+        shown = []
         for j, a in enumerate(ALGORITHMS):
             rs = grouped[(s, a)]
             reg = np.mean([r["regret"] for r in rs], axis=0)
             bnd = np.mean([r["bound"] for r in rs], axis=0)
             slope = loglog_slope(pts, reg)
-            ax.plot(pts, np.maximum(reg, 1e-3), "o-", color=f"C{j}", ms=3,
+            shown.extend(reg)
+            ax.plot(pts, reg, "o-", color=f"C{j}", ms=3,
                     label=f"{a}{' (mean)' if len(rs) > 1 else ''}: slope {slope:+.2f}")
             if np.isfinite(bnd).all():
                 ax.plot(pts, bnd, "--", color=f"C{j}", lw=0.9, label=f"{a} bound")
@@ -100,8 +102,10 @@ def _analyse(p, results):
                 else:
                     checks.append(Check(f"adversary: {a} grows like sqrt(T) (slope "
                                         f"{slope:+.2f} in [0.3, 0.7])", 0.3 <= slope <= 0.7))
-        _plot.finish(ax, xlabel="T", ylabel="regret", fontsize=6.5,
+        _plot.finish(ax, xlabel="T", ylabel="regret", fontsize=6.5, below=True, logy=False,
                      title=f"{s}: n = {n}, k = {k}")
+        _plot.signed_log_y(ax, shown)
+        _plot.value_ticks(ax, pts)
     setting = ("FTL; FPL (sigma 'auto', fixed noise, mean over "
                f"{p['reps']} seeds); MEG and GD (eta 'auto', expected regret of their parameter "
                "matrix, which does not depend on the seed). Streams: make_ftl_adversary; a weak "

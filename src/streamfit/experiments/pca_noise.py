@@ -89,8 +89,8 @@ EXPERIMENT = Experiment(
            "random walk), or (for adaptive adversaries) a fresh draw each trial: N_t has the "
            "same law in each, and the bound holds alike; against an oblivious adversary the "
            "noise may be drawn once."),
-    presets={"quick": dict(streams={"adversary": (10, 2, 6000), "weak spike": (32, 2, 2000)},
-                           reps=20),
+    presets={"quick": dict(streams={"adversary": (10, 2, 4000), "weak spike": (32, 2, 1500)},
+                           reps=16),
              "tiny": dict(streams={"adversary": (6, 2, 500), "weak spike": (8, 2, 300)}, reps=4),
              "full": dict(streams={"adversary": (10, 2, 20_000), "weak spike": (32, 2, 8000)},
                           reps=100)},

@@ -76,6 +76,7 @@ def _analyse(p, results):
                              "bound", "final subspace: captured / offline")}
     checks = []
     for ax, o in zip(axes, p["orders"]):
+        shown = []
         for j, a in enumerate(ALGORITHMS):
             rs = grouped[(o, a)]
             t = rs[0]["t"]
@@ -83,7 +84,8 @@ def _analyse(p, results):
             m, h = mean_ci([r["regret"][-1] for r in rs])
             cap = float(np.mean([r["captured"] for r in rs]))
             bound = rs[0]["bound"]
-            ax.plot(t, np.maximum(reg, 1e-3), "o-", ms=3, color=f"C{j}",
+            shown.extend(reg)
+            ax.plot(t, reg, "o-", ms=3, color=f"C{j}",
                     label=f"{a}: regret {reg[-1]:.1f} ({100 * reg[-1] / rs[0]['best']:.2f}% of "
                           "the offline gain)")
             for key, v in zip(table, (o, a, m, h, m / rs[0]["best"], bound, cap)):
@@ -91,8 +93,9 @@ def _analyse(p, results):
             if np.isfinite(bound):
                 checks.append(Check(f"digits, {o}: {a} regret {m:.1f} below its bound "
                                     f"{bound:.0f}", m < bound))
-        _plot.finish(ax, xlabel="t (digits seen)", ylabel="regret", fontsize=6.5,
+        _plot.finish(ax, xlabel="t (digits seen)", ylabel="regret", fontsize=6.5, logy=False,
                      title=f"sklearn digits (n = 64, k = {p['k']}), {o} order")
+        _plot.signed_log_y(ax, shown)
     rows = "all 1,797" if p["rows"] is None else f"the first {p['rows']} of 1,797"
     setting = (f"sklearn.datasets.load_digits: {rows} rows of 64 pixels, scaled by the largest "
                f"row norm (||x|| <= 1), streamed once in file order and sorted by digit; "

@@ -191,8 +191,8 @@ EXPERIMENT = Experiment(
            "(||x|| <= 1) and O(k sqrt(nT)) on dense instances (eigenvalues <= 1); Follow the "
            "Leader can be forced to linear regret."),
     presets={"quick": dict(strengths=(0.5, 1.0, 2.0), reps=2,
-                           vector=dict(n=32, k=2, T=3000, ns=(8, 16, 32, 64), ks=(1, 2, 4, 8),
-                                       Ts=(750, 1500, 3000, 6000)),
+                           vector=dict(n=32, k=2, T=2000, ns=(8, 16, 32, 64), ks=(1, 2, 4, 8),
+                                       Ts=(500, 1000, 2000, 4000)),
                            dense=dict(n=16, k=2, T=1000, ns=(8, 16, 32), ks=(1, 2, 4),
                                       Ts=(250, 500, 1000, 2000))),
              "tiny": dict(strengths=(0.5, 2.0), reps=1,

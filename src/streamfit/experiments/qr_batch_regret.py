@@ -8,7 +8,6 @@ from ..quantile import OnlineQuantileRegressor
 from . import _plot
 from ._qr_common import D_PAPER, check_loss, checkpoints, paper_stream, run_path
 from ._runner import Task
-from ._stats import fit_power_growth
 from ._types import Check, Experiment, Outcome
 
 
@@ -46,7 +45,7 @@ def _analyse(p, results):
         per_sample[bs] = np.interp(grid, t, mean)
         label = "single sample" if bs == 1 else f"batch {bs}"
         ax.plot(t, mean / bs, "o-", ms=2.5, color=f"C{i}",
-                label=f"{label}: p = {fit_power_growth(t, mean / bs)['p']:.2f}")
+                label=f"{label}: {mean[-1] / bs:.3g} at N = {int(t[-1]):,}")
         ax2.plot(t, mean, "o-", ms=2.5, color=f"C{i}", label=label)
     _plot.finish(ax, xlabel="samples N", ylabel="regret, sum over updates of f_t(b_t) - f_t(b*)",
                  title="Theorem 7's regret: f_t = mean check loss of update t's batch",

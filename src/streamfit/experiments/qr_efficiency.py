@@ -25,7 +25,8 @@ def rm_factor(c):
     efficient error, asymptotically (inf for c <= 1/2)."""
     c = np.asarray(c, float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(c > 0.5, np.sqrt(c * c / (2 * c - 1)), np.inf)
+        out = np.where(c > 0.5, np.sqrt(c * c / (2 * c - 1)), np.inf)
+    return float(out) if out.ndim == 0 else out
 
 
 def run_efficiency(n, d, tau, snr, cas, decay, seed):
@@ -138,7 +139,7 @@ EXPERIMENT = Experiment(
     claim=("Figure 6 (n = 50,000): 'offline learning achieves only slightly better accuracy "
            "than its online counterparts', with Ca = 20, Cb = 30 and the phase-two step "
            "(b0/Cl) Ca / (t - t1 + Cb d), b0 = 1/f(0) (Theorem 1)."),
-    presets={"quick": dict(n=50_000, d=D_PAPER, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
+    presets={"quick": dict(n=20_000, d=D_PAPER, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
                            cas=(0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0), reps=2),
              "tiny": dict(n=3000, d=5, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
                           cas=(1.0, 20.0), reps=1),

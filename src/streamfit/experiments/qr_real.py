@@ -119,7 +119,10 @@ def _analyse(p, results):
     ax.set_xticklabels([f"tau={t}" for t in p["taus_engel"]])
     _plot.finish(ax, xlabel="quantile", ylabel="in-sample check loss / offline - 1",
                  title="Engel (n = 235, statsmodels): online vs offline, file order",
-                 logx=False, fontsize=7)
+                 logx=False, legend=False)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * 40)          # room for the legend above the bars (log axis)
+    ax.legend(fontsize=7, ncol=2, loc="upper center")
     xs = np.arange(len(hie))
     for j, m in enumerate(methods):
         ax2.bar(xs + (j - (len(methods) - 1) / 2) * 0.13, [r[m][0] for r in hie], 0.13, label=m)
@@ -127,7 +130,9 @@ def _analyse(p, results):
     ax2.set_xticklabels([f"tau={t}" for t in p["taus_hie"]])
     _plot.finish(ax2, xlabel="quantile", ylabel="test mean check loss",
                  title=f"RAND HIE (n = 20,190): train {p['n_train']:,} rows in file order, "
-                       "test the rest", logx=False, logy=False, fontsize=6.5)
+                       "test the rest", logx=False, logy=False, legend=False)
+    ax2.set_ylim(0, ax2.get_ylim()[1] * 1.3)
+    ax2.legend(fontsize=6.5, ncol=3, loc="upper center")
     worst = max(r["online averaged"][0] / r["offline QR"][0] for r in hie)
     worst_plain = max(r["online"][0] / r["offline QR"][0] for r in hie)
     i5 = list(p["taus_hie"]).index(0.5) if 0.5 in p["taus_hie"] else None

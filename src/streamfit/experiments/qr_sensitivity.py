@@ -12,6 +12,7 @@ from ._qr_common import D_PAPER, T_PAPER, PaperSchedule, checkpoints, noise_fact
 from ._runner import Task
 from ._stats import last_decade_slope, median
 from ._types import Check, Experiment, Outcome
+from .qr_efficiency import rm_factor
 
 # 8a's phase two, 15 / (t - t1 + 20 d)
 REF_CA, REF_CB = 15.0, 20.0
@@ -100,8 +101,15 @@ def _analyse(p, results):
     checks.append(Check(f"8b: Ca = 1, Cb = 0 loses the O(1/t) rate (final {worse:.2f}x the "
                         f"reference's, slope {slope[small]:+.2f}; criterion >= 2x or slope "
                         "> -0.35)", worse >= 2 or slope[small] > -0.35))
-    notes = (f"With Theorem 1's stepsize (b0/Cl) Ca / (t - t1 + Cb d), Ca = 1 and Cb = 0 is the "
-             f"Robbins-Monro step 1 / (f(0) t), efficient in the long run. Read literally as "
+    d_cas = [float(k[1].split("= ")[1]) for k in final if k[0] == "d"]
+    big = [c for c in d_cas if c >= 5]
+    rm = rm_factor(max(big)) / rm_factor(min(big)) if len(big) > 1 else np.nan
+    notes = (f"8d's spread over Ca >= 5 is what Robbins-Monro predicts for the last iterate: "
+             f"its error grows like sqrt(c^2 / (2c - 1)) with c = Ca, a factor {rm:.2f} from "
+             f"Ca = {min(big):g} to {max(big):g} (see `qr-efficiency`). "
+             f"With Theorem 1's stepsize (b0/Cl) Ca / (t - t1 + Cb d), Ca = 1 and Cb = 0 is the "
+             f"Robbins-Monro step 1 / (f(0) t), efficient in the long run, but its first steps "
+             f"b0, b0/2, ... throw the iterate far off. Read literally as "
              f"the caption's '15 / (t - t1 + 20 d)' form, without b0, the same constants give "
              f"c = 1/b0 = {1 / noise_facts(0.5)[1]:.2f} < 1/2 for unit-scale t_1.1 noise: final "
              f"{final[lit] / final[ref]:.2f}x the reference, slope {slope[lit]:+.2f} (dashed "
