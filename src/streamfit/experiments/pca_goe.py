@@ -85,7 +85,7 @@ def _analyse(p, results):
         "variance sigma^2, so N = (sigma / sqrt 2) A with A a GOE matrix of unit off-diagonal "
         "variance, whose semicircle has radius 2 sqrt n: lambda_1(N) -> sqrt(2) sigma sqrt n, "
         "not sigma sqrt n. A bound that holds for every n: the Sudakov-Fernique inequality "
-        "(e.g. Vershynin, *High-Dimensional Probability*, 2018, Sec. 7.2) compares "
+        "(e.g. Vershynin, High-Dimensional Probability, 2018, Sec. 7.2) compares "
         "X_u = u'Au with Y_u = 2 g'u on the unit sphere (E(X_u - X_v)^2 = 4(1 - <u,v>^2) <= "
         "8(1 - <u,v>) = E(Y_u - Y_v)^2), so E lambda_1(A) <= 2 E||g|| <= 2 sqrt n, i.e. "
         "E lambda_1(N) <= sqrt(2) sigma sqrt n, and E lambda_1:k(N) <= k E lambda_1(N) <= "

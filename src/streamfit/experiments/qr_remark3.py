@@ -86,8 +86,9 @@ def _analyse(p, results):
                "eta_t = (b0 / Cl) Ca / (t + 1 + Cb d) with the oracle b0 = 1/f(0) and Cl = 1 "
                f"(Theorem 1's form), Cb = {p['Cb']:g}; Ca in {list(p['cas'])} (the text names no "
                "values: 'small' means below Remark 3's threshold min{12, ||beta_0 - beta*|| / "
-               "b0}, 'large' above 12). Short term: the error at t = "
-               f"{p['t_short']}; long term: at T. {p['reps']} replications, medians.")
+               "b0}, 'large' above 12). Short term: the small Ca ahead by 2% at some t <= "
+               f"{p['t_short']}; long term: ahead of it at T. {p['reps']} replications, "
+               "medians.")
     return Outcome(setting=setting, tables=[("Median relative errors", table)],
                    figures={"fig2_remark3": fig}, checks=checks, notes="; ".join(notes))
 

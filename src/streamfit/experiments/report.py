@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import re
 import sys
 import time
 
@@ -52,31 +53,43 @@ def markdown_table(table):
     Examples
     --------
     >>> from streamfit.experiments import markdown_table
-    >>> print(markdown_table({"n": [10, 20], "err": [0.5, 1e-7]}))
-    | n | err |
+    >>> print(markdown_table({"n": [10, 20], "err / E|xi|": [0.5, 1e-7]}))
+    | n | err / E\\|xi\\| |
     |---|---|
     | 10 | 0.5 |
     | 20 | 1e-07 |
     """
     cols = list(table)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+
+    def cell(text):
+        # a "|" inside a cell (E|xi|) would end it
+        return _md(str(text)).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(cell, cols)) + " |", "|" + "---|" * len(cols)]
     for row in zip(*(table[c] for c in cols)):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+        lines.append("| " + " | ".join(cell(_fmt(v)) for v in row) + " |")
     return "\n".join(lines)
 
 
+def _md(text):
+    """Plain text for Markdown: a '*' right after a symbol (beta*, sigma*^2) is
+    escaped, so that two of them do not italicise the words between; '**bold**'
+    and '*italic*' that open after a space are left alone."""
+    return re.sub(r"(?<=[\w)\]|])\*(?!\*)", r"\\*", text)
+
+
 def _section(exp, params, outcome, figures, n_tasks, seconds):
-    out = [f'<a id="{exp.name}"></a>', "", f"## `{exp.name}` — {exp.title}", "",
+    out = [f'<a id="{exp.name}"></a>', "", f"## `{exp.name}` — {_md(exp.title)}", "",
            f"**Verdict: {outcome.status}.** " + "; ".join(
-               ("✓ " if c.passed else "✗ ") + c.text for c in outcome.checks), "",
-           f"**Paper** ({PAPERS.get(exp.paper, exp.paper)}). {exp.claim}", "",
-           f"**Ours.** {outcome.setting}", ""]
+               ("✓ " if c.passed else "✗ ") + _md(c.text) for c in outcome.checks), "",
+           f"**Paper** ({PAPERS.get(exp.paper, exp.paper)}). {_md(exp.claim)}", "",
+           f"**Ours.** {_md(outcome.setting)}", ""]
     for stem in figures:
         out += [f"![{exp.name}: {stem}](figures/{stem}.png)", ""]
     for caption, table in outcome.tables:
-        out += [f"*{caption}*", "", markdown_table(table), ""]
+        out += [f"*{_md(caption)}*", "", markdown_table(table), ""]
     if outcome.notes:
-        out += [outcome.notes.strip(), ""]
+        out += [_md(outcome.notes.strip()), ""]
     out += [f"<sub>{n_tasks} task(s), {seconds:.1f} s of task time; parameters: "
             f"{', '.join(f'{k}={v}' for k, v in params.items())}</sub>", ""]
     return "\n".join(out)
@@ -152,7 +165,7 @@ def _header(summary, preset, runner, elapsed, command):
              "experiments, the criteria test its theorems' claims.", "",
              "| experiment | paper | claim | verdict |", "|---|---|---|---|"]
     for exp, outcome in summary:
-        lines.append(f"| [`{exp.name}`](#{exp.name}) | {exp.paper} | {exp.title} | "
+        lines.append(f"| [`{exp.name}`](#{exp.name}) | {exp.paper} | {_md(exp.title)} | "
                      f"**{outcome.status}** |")
     lines += ["", ", ".join(f"{counts[s]} {s}" for s in STATUSES) + "."]
     return "\n".join(lines)
