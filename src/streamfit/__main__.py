@@ -48,6 +48,18 @@ def _parser(names):
     return parser
 
 
+def _check_report_dependencies():
+    missing = []
+    for name in ("matplotlib", "tqdm"):
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise SystemExit(f"python -m streamfit needs {' and '.join(missing)} for its figures and "
+                         "progress bars: pip install 'streamfit[report]'")
+
+
 def main(argv=None):
     from .experiments import EXPERIMENTS, open_runner, write_report
 
@@ -62,6 +74,7 @@ def main(argv=None):
         parser.error("--workers must be >= 0")
     if args.reps is not None and args.reps < 1:
         parser.error("--reps must be >= 1")
+    _check_report_dependencies()
     chosen = [e for e in EXPERIMENTS if not args.only or e.name in args.only]
     overrides = {e.name: {"reps": args.reps} for e in chosen
                  if args.reps is not None and "reps" in e.presets[args.preset]}

@@ -97,3 +97,25 @@ def test_verdict_is_judged_from_the_checks():
     assert judge([]) == "not reproduced"
     o = Outcome(setting="s", checks=[ok, no])
     assert o.verdict == "partly -- [ok] a held; [no] b failed"
+
+
+def _needs_a_missing_package(seed):
+    import importlib
+    importlib.import_module("streamfit_no_such_package")
+
+
+def test_missing_optional_package_is_reported_not_fatal(tmp_path):
+    from streamfit.experiments._runner import Task
+    from streamfit.experiments._types import Experiment
+
+    broken = Experiment(name="needs-pkg", paper="001", title="t", claim="c",
+                        presets={"tiny": {}},
+                        tasks=lambda p: [Task(_needs_a_missing_package, {}, 0)],
+                        analyse=lambda p, r: None)
+    outcomes = write_report([broken, get_experiment("pca-goe")], preset="tiny",
+                            out=str(tmp_path), progress=False)
+    assert outcomes["needs-pkg"].status == "not run"
+    assert "streamfit_no_such_package" in outcomes["needs-pkg"].verdict
+    assert outcomes["pca-goe"].status in STATUSES
+    md = (tmp_path / "report.md").read_text()
+    assert "**Verdict: not run**" in md and "1 not run" in md

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 __all__ = ["Experiment", "Outcome", "Check", "judge"]
 
 STATUSES = ("reproduced", "partly", "not reproduced")
+NOT_RUN = "not run"
 
 
 @dataclass
@@ -32,13 +33,16 @@ class Outcome:
     checks: list = field(default_factory=list)
     notes: str = ""
     data: dict = field(default_factory=dict)
+    skipped: str = ""
 
     @property
     def status(self):
-        return judge(self.checks)
+        return NOT_RUN if self.skipped else judge(self.checks)
 
     @property
     def verdict(self):
+        if self.skipped:
+            return f"{NOT_RUN} -- {self.skipped}"
         marks = "; ".join(("[ok] " if c.passed else "[no] ") + c.text for c in self.checks)
         return f"{self.status} -- {marks}"
 

@@ -71,9 +71,10 @@ def _analyse(p, results):
                              "offline": err["offline"], "one sample\naveraged": err["single avg"],
                              "batch\naveraged": err["batch avg"]},
                         shaded=("one sample\naveraged", "batch\naveraged"))
-            ax.set_ylabel("relative error ||b - b*|| / ||b*|| (shaded: beyond the paper)")
+            ax.set_ylabel("relative error ||b - b*|| / ||b*||")
             ax.set_title(f"Figure {5 + fi}{'ab'[list(p['taus']).index(tau)]}: tau = {tau}, "
-                         f"n = {n:,}, batch {bs} ({reps} reps)", fontsize=9)
+                         f"n = {n:,}, batch {bs} ({reps} reps)\n(shaded boxes: averaging, "
+                         "beyond the paper)", fontsize=9)
         figures[f"fig{5 + fi}_offline_n{n}"] = fig
         taus = list(p["taus"])
         if fi == 0:

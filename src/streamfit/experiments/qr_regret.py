@@ -72,7 +72,7 @@ def growth(t, r, start):
 
 def _analyse(p, results):
     reps = p["reps"]
-    fig, (ax_a, ax_b) = _plot.new_figure(2, width=5.6)
+    fig, (ax_a, ax_z, ax_b) = _plot.new_figure(3, width=4.8)
     table = {k: [] for k in ("schedule", "regret at T", "switch t1", "log fit A", "a", "b",
                              "log fit R^2", "fit from t", "power fit p",
                              "second / first half increment")}
@@ -102,11 +102,22 @@ def _analyse(p, results):
                             f" b = {log_fit['b']:.3g} (R^2 {log_fit['r2']:.4f})")
             if np.isfinite(t1):
                 ax_a.axvline(t1, color="grey", ls="--", lw=0.7, label=f"phase one ends ~{t1:.0f}")
+            # the part the claim is about, enlarged: growth after phase one
+            tk = t[keep]
+            ax_z.plot(tk, mean[keep] - mean[keep][0], "o-", ms=3, color="C0",
+                      label=f"mean regret - regret at t = {tk[0]:,.0f}")
+            fitted = log_model(tk, log_fit)
+            ax_z.plot(tk, fitted - fitted[0], "*:", color="C6", ms=5,
+                      label="b + A log(1 + t/a), fitted")
+            ax_z.plot(tk, pow_fit["A"] * (tk ** pow_fit["p"] - tk[0] ** pow_fit["p"]), "--",
+                      color="grey", lw=1, label=f"b + A t^p, fitted: p = {pow_fit['p']:.2f}")
         _plot.path_band(ax_b, t, [r["regret"] for r in res],
                         f"{name}: p = {pow_fit['p']:.2f}", color=f"C{i}", slope="none")
     _plot.finish(ax_a, xlabel="t (samples)", ylabel="regret against beta*", logy=False,
-                 title=f"Figure 9a: decay 0.05/d, Ca = 20, Cb = 30, d = {p['d']}, "
-                       f"SNR {p['snr']:g}")
+                 fontsize=6.5, title=f"Figure 9a: decay 0.05/d, Ca = 20, Cb = 30, d = {p['d']}, "
+                                     f"SNR {p['snr']:g}")
+    _plot.finish(ax_z, xlabel="t (samples)", ylabel="regret growth after phase one",
+                 logy=False, fontsize=6.5, title="9a after phase one (log growth is a line)")
     _plot.finish(ax_b, xlabel="t (samples)", ylabel="regret against beta*", fontsize=6.5,
                  title="Figure 9b: other schedules (p: fitted exponent of b + A t^p)")
     log9a, pow9a, inc9a = fits[p["schedules"][0]]

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from ._types import STATUSES
+from ._types import NOT_RUN, STATUSES, Outcome
 
 __all__ = ["write_report", "markdown_table"]
 
@@ -79,6 +79,9 @@ def _md(text):
 
 
 def _section(exp, params, outcome, figures, n_tasks, seconds):
+    if outcome.skipped:
+        return "\n".join([f'<a id="{exp.name}"></a>', "", f"## `{exp.name}` — {_md(exp.title)}",
+                          "", f"**Verdict: {NOT_RUN}** ({_md(outcome.skipped)}).", ""])
     out = [f'<a id="{exp.name}"></a>', "", f"## `{exp.name}` — {_md(exp.title)}", "",
            f"**Verdict: {outcome.status}.** " + "; ".join(
                ("✓ " if c.passed else "✗ ") + _md(c.text) for c in outcome.checks), "",
@@ -131,8 +134,14 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
         plan.append((exp, params, len(tasks), runner.submit(tasks)))
     sections, outcomes, summary = [], {}, []
     for exp, params, n_tasks, pending in plan:
-        results, seconds = runner.gather(pending, desc=exp.name, progress=progress)
-        outcome = exp.analyse(params, results)
+        try:
+            results, seconds = runner.gather(pending, desc=exp.name, progress=progress)
+            outcome = exp.analyse(params, results)
+        except ImportError as exc:
+            # an optional package (e.g. statsmodels for its data sets) is missing:
+            # say so in the report and go on with the other experiments
+            outcome, seconds = Outcome(setting="", skipped=f"needs {exc.name or exc}: "
+                                       "pip install 'streamfit[report]'"), 0.0
         for stem, fig in outcome.figures.items():
             fig.savefig(os.path.join(out, "figures", f"{stem}.png"), dpi=110)
         outcomes[exp.name] = outcome
@@ -152,7 +161,7 @@ def _header(summary, preset, runner, elapsed, command):
     import scipy
     import streamfit
 
-    counts = {s: sum(o.status == s for _, o in summary) for s in STATUSES}
+    counts = {s: sum(o.status == s for _, o in summary) for s in STATUSES + (NOT_RUN,)}
     lines = ["# streamfit: the two papers, experiment by experiment", "",
              f"Generated {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} by "
              f"`{command or 'python -m streamfit'}` ({preset} preset) in {elapsed:.0f} s on "
@@ -167,5 +176,6 @@ def _header(summary, preset, runner, elapsed, command):
     for exp, outcome in summary:
         lines.append(f"| [`{exp.name}`](#{exp.name}) | {exp.paper} | {_md(exp.title)} | "
                      f"**{outcome.status}** |")
-    lines += ["", ", ".join(f"{counts[s]} {s}" for s in STATUSES) + "."]
+    lines += ["", ", ".join(f"{counts[s]} {s}" for s in STATUSES + (NOT_RUN,) if counts[s]
+                            or s != NOT_RUN) + "."]
     return "\n".join(lines)
