@@ -119,3 +119,12 @@ def test_missing_optional_package_is_reported_not_fatal(tmp_path):
     assert outcomes["pca-goe"].status in STATUSES
     md = (tmp_path / "report.md").read_text()
     assert "**Verdict: not run**" in md and "1 not run" in md
+
+
+def test_progress_bars_name_each_experiment(tmp_path, capsys):
+    exps = [get_experiment("pca-goe"), get_experiment("qr-fig2")]
+    write_report(exps, preset="tiny", out=str(tmp_path), progress=True)
+    err = capsys.readouterr().err
+    assert "pca-goe" in err and "qr-fig2" in err and "task" in err
+    write_report(exps, preset="tiny", out=str(tmp_path), progress=False)
+    assert "pca-goe" not in capsys.readouterr().err

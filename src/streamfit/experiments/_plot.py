@@ -11,8 +11,7 @@ import numpy as np
 
 from ._stats import last_decade_slope, loglog_slope
 
-__all__ = ["new_figure", "path_band", "finish", "boxes", "save", "value_ticks",
-           "signed_log_y"]
+__all__ = ["new_figure", "path_band", "finish", "boxes", "value_ticks", "signed_log_y"]
 
 
 def new_figure(ncols=1, nrows=1, width=5.4, height=3.9):
@@ -106,7 +105,3 @@ def signed_log_y(ax, values, linthresh=1.0):
         ax.axhline(0, color="k", lw=0.6)
     else:
         ax.set_yscale("log")
-
-
-def save(fig, path, dpi=110):
-    fig.savefig(path, dpi=dpi)

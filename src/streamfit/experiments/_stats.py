@@ -7,7 +7,7 @@ import numpy as np
 from scipy import optimize, stats
 
 __all__ = ["loglog_slope", "mean_ci", "diff_ci", "fit_log_growth", "fit_power_growth",
-           "last_decade_slope", "median", "geomean"]
+           "last_decade_slope", "median", "log_model"]
 
 
 def loglog_slope(x, y):
@@ -29,11 +29,6 @@ def last_decade_slope(t, err, decades=1.0):
 def median(values):
     values = np.asarray(values, float)
     return float(np.median(values)) if values.size else float("nan")
-
-
-def geomean(values):
-    values = np.asarray(values, float)
-    return float(np.exp(np.mean(np.log(values))))
 
 
 def mean_ci(values, level=0.95):

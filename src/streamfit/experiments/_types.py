@@ -25,14 +25,14 @@ class Check:
 class Outcome:
     """An experiment's result: our setting (differences from the paper stated),
     tables (caption, dict of equal-length columns), figures (file stem ->
-    matplotlib Figure), the checks the verdict is judged from, and notes."""
+    matplotlib Figure), the checks the verdict is judged from, and notes;
+    ``skipped`` says why it did not run (a missing optional package)."""
 
     setting: str
     tables: list = field(default_factory=list)
     figures: dict = field(default_factory=dict)
     checks: list = field(default_factory=list)
     notes: str = ""
-    data: dict = field(default_factory=dict)
     skipped: str = ""
 
     @property

@@ -130,7 +130,7 @@ EXPERIMENT = Experiment(
                                             "spiked": (50, 3, (300, 1000, 3000))}),
              "tiny": dict(reps=2, streams={"adversary": (6, 2, (200, 600, 2000)),
                           "weak spike": (8, 2, (100, 300)), "spiked": (10, 2, (100, 300))}),
-             "full": dict(reps=10, streams={"adversary": (10, 2, (1000, 3000, 10_000, 30_000,
+             "full": dict(reps=50, streams={"adversary": (10, 2, (1000, 3000, 10_000, 30_000,
                                                                   100_000)),
                                             "weak spike": (32, 2, (500, 1500, 5000, 15_000)),
                                             "spiked": (50, 3, (500, 1500, 4000, 10_000))})},

@@ -117,5 +117,5 @@ EXPERIMENT = Experiment(
            "below its bound."),
     presets={"quick": dict(orders=("file", "by label"), k=5, reps=3, n_points=25, rows=None),
              "tiny": dict(orders=("file", "by label"), k=2, reps=2, n_points=6, rows=300),
-             "full": dict(orders=("file", "by label"), k=5, reps=10, n_points=40, rows=None)},
+             "full": dict(orders=("file", "by label"), k=5, reps=50, n_points=40, rows=None)},
     tasks=_tasks, analyse=_analyse)

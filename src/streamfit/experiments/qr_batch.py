@@ -204,5 +204,5 @@ EXPERIMENT = Experiment(
                            batch_sizes=(200, 500, 2000), reps=2),
              "tiny": dict(n=20_000, d=10, snr=20.0, tau=0.5, batch_sizes=(20, 100), reps=1),
              "full": dict(n=1_000_000, d=D_PAPER, snr=20.0, tau=0.5,
-                          batch_sizes=(100, 200, 500, 1000, 2000), reps=10)},
+                          batch_sizes=(100, 200, 500, 1000, 2000), reps=20)},
     tasks=_tasks, analyse=_analyse)

@@ -92,5 +92,5 @@ EXPERIMENT = Experiment(
                            reps=3, n_points=30),
              "tiny": dict(n=5000, d=10, snr=20.0, tau=0.5, batch_sizes=(50,), reps=1, n_points=8),
              "full": dict(n=200_000, d=D_PAPER, snr=20.0, tau=0.5,
-                          batch_sizes=(100, 200, 1000), reps=20, n_points=40)},
+                          batch_sizes=(100, 200, 1000), reps=50, n_points=40)},
     tasks=_tasks, analyse=_analyse)

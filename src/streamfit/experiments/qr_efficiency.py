@@ -145,5 +145,5 @@ EXPERIMENT = Experiment(
                           cas=(1.0, 20.0), reps=1),
              "full": dict(n=50_000, d=D_PAPER, tau=0.5, snr=20.0, decay=0.2, Ca_paper=20.0,
                           cas=(0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0),
-                          reps=20)},
+                          reps=50)},
     tasks=_tasks, analyse=_analyse)

@@ -116,5 +116,5 @@ EXPERIMENT = Experiment(
            "QR converges to errors comparable to the Gaussian case."),
     presets={"quick": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=3, n_points=40),
              "tiny": dict(n=3000, d=10, snrs=(20.0,), reps=1, n_points=8),
-             "full": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=20, n_points=50)},
+             "full": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=50, n_points=50)},
     tasks=_tasks, analyse=_analyse)

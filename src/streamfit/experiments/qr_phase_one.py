@@ -234,5 +234,5 @@ EXPERIMENT = Experiment(
              "tiny": dict(n=3000, d=10, snrs=(20.0, 200.0), variants=("default", "oracle b0",
                           "decay 0.2"), reps=1, n_points=15),
              "full": dict(n=100_000, d=D_PAPER, snrs=(20.0, 200.0), variants=VARIANTS,
-                          reps=20, n_points=80)},
+                          reps=50, n_points=80)},
     tasks=_tasks, analyse=_analyse)

@@ -169,6 +169,6 @@ EXPERIMENT = Experiment(
              "tiny": dict(n=4000, d=10, snr=20.0, schedules=("statistical, decay 0.05 (9a)",
                           "statistical, decay 0.5", "constant (best of grid)"), reps=1,
                           n_points=12, fit_from=200),
-             "full": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=20,
+             "full": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=50,
                           n_points=60, fit_from=2000)},
     tasks=_tasks, analyse=_analyse)

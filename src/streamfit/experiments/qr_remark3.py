@@ -106,5 +106,5 @@ EXPERIMENT = Experiment(
              "tiny": dict(n=3000, d=10, ratios=(0.2, 0.02), cas=(0.02, 20.0), Cb=30.0, reps=1,
                           n_points=10, t_short=300),
              "full": dict(n=T_PAPER, d=D_PAPER, ratios=(0.2, 0.02), cas=(0.02, 0.2, 2.0, 20.0),
-                          Cb=30.0, reps=20, n_points=50, t_short=1000)},
+                          Cb=30.0, reps=50, n_points=50, t_short=1000)},
     tasks=_tasks, analyse=_analyse)

@@ -142,6 +142,6 @@ EXPERIMENT = Experiment(
     presets={"quick": dict(n=T_PAPER, d=D_PAPER, snr=20.0, common_decay=0.2, reps=2,
                            n_points=40),
              "tiny": dict(n=3000, d=10, snr=20.0, common_decay=0.2, reps=1, n_points=8),
-             "full": dict(n=T_PAPER, d=D_PAPER, snr=20.0, common_decay=0.2, reps=20,
+             "full": dict(n=T_PAPER, d=D_PAPER, snr=20.0, common_decay=0.2, reps=50,
                           n_points=50)},
     tasks=_tasks, analyse=_analyse)
