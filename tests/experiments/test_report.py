@@ -9,8 +9,6 @@ from streamfit.__main__ import main
 from streamfit.experiments import EXPERIMENTS, get_experiment, write_report
 from streamfit.experiments._types import STATUSES, Check, Outcome, judge
 
-pytest.importorskip("matplotlib")
-
 
 def _png_ok(path):
     from matplotlib import image

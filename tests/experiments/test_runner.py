@@ -1,13 +1,12 @@
 """The experiments' replications as Dask tasks: a LocalCluster of two worker
 processes gives the sequential run's numbers, task failures reach the caller,
 and a dead scheduler address fails fast with a clear error."""
+import distributed
 import numpy as np
 import pytest
 
 from streamfit.experiments import get_experiment, open_runner
 from streamfit.experiments._runner import DaskRunner, SequentialRunner, Task
-
-distributed = pytest.importorskip("distributed")
 
 
 def _fails(seed):
