@@ -60,6 +60,7 @@ ctypedef struct CappedParams:
     int kind                # INSTANCE_*
     int eta_auto            # the documented "auto" schedule (else eta_value)
     int k
+    int eig_first           # the eigen-solver chain's first routine (1: dsyevd; tests force others)
     double eta_value
 
 
@@ -316,7 +317,7 @@ def systematic(const double[::1] w, int k, const double[::1] u, int[:, ::1] out)
 # --- the trial loop ----------------------------------------------------------
 
 cdef struct Ctx:
-    int n, k, algo, kind, eta_auto
+    int n, k, algo, kind, eta_auto, eig_first
     double eta_value
     double *M       # MEG: log W; GD: W (lower triangle)
     double *U       # eigenvectors of W_t, rows, ascending
@@ -403,7 +404,7 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
     # dsyevd first (the fastest full solver measured), then the rest of the
     # chain, which does not fail on a finite matrix
     c.eig.fallbacks = 0
-    if eig_all(&c.eig, EIG_EVD, n, c.M, n, c.mu, c.U) != OK:
+    if eig_all(&c.eig, c.eig_first, n, c.M, n, c.mu, c.U) != OK:
         return ERR_LAPACK
     c.st.eig_fallbacks += <long long> c.eig.fallbacks
     if c.algo == ALGO_MEG:
@@ -530,7 +531,8 @@ cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U
                          f"({M.shape[0]}, {M.shape[1]}), U ({U.shape[0]}, {U.shape[1]}), "
                          f"w ({w.shape[0]},)")
     if not (p.algo == ALGO_MEG or p.algo == ALGO_GD) or not (
-            p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not 1 <= p.k <= n:
+            p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not 1 <= p.k <= n or (
+            not 0 <= p.eig_first <= 3):
         raise ValueError(f"params: unknown algorithm or instance kind, or k = {p.k} "
                          f"outside [1, {n}]")
     if (C.shape[0] != n or C.shape[1] != n) and C.shape[0] != 0:
@@ -544,6 +546,7 @@ cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U
     c.kind = p.kind
     c.eta_auto = p.eta_auto
     c.eta_value = p.eta_value
+    c.eig_first = p.eig_first
     c.k = p.k
     c.M = &M[0, 0]
     c.U = &U[0, 0]
@@ -590,7 +593,8 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
                             * sizeof(double))
     c.sel = <int *> malloc(c.k * sizeof(int))
     try:
-        if c.B == NULL or c.sel == NULL or eig_work_init(&c.eig, n, n, True) != OK:
+        if c.B == NULL or c.sel == NULL or eig_work_init(&c.eig, n, n,
+                                                         c.eig_first == EIG_EVD) != OK:
             return ERR_NOMEM, 0, None
         c.z = c.B + n * n
         c.mu = c.z + n

@@ -262,7 +262,8 @@ cdef inline int eig_top(EigWork *ws, int first, int n, const double *A, int lda,
                         int m, double *w, double *Z, int ldz, double *B,
                         bint vectors) noexcept nogil:
     # The m largest eigenpairs of sc * A (A symmetric, upper triangle, not
-    # changed): eigenvalues ascending in w[0..m-1], eigenvectors in Z's columns
+    # changed): eigenvalues ascending in w[0..m-1] (w has room for n: dsyevr
+    # works in all of it), eigenvectors in Z's columns
     # (C-order rows, leading dimension ldz) with `vectors`. B is n x n scratch.
     # The chain starts at routine `first` (EIG_EVR normally; tests start later).
     cdef int stage, code = ERR_LAPACK, j

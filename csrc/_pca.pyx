@@ -67,6 +67,7 @@ ctypedef struct PCAParams:
     int k               # rank of the decisions
     int b               # block size of the top-k solver (k <= b <= n)
     int maxiter         # Krylov iterations before a solve goes to LAPACK
+    int eig_first       # the eigen-solver chain's first routine (0: dsyevr; tests force others)
     double sigma_value
     double tol          # gap tolerance, as a fraction of the bound's increment
 
@@ -185,6 +186,22 @@ cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
 
 # --- the noise ----------------------------------------------------------------------
 
+cdef inline double walk_step(double s_new, double s) noexcept nogil:
+    # sqrt(s_new^2 - s^2) if s_new > s, -1 if s_new < s, 0 if equal: computed
+    # as 2^e sqrt(u^2 - v^2) with u, v = s_new, s scaled by 2^-e, bit for bit
+    # the plain formula wherever that neither under- nor overflows
+    cdef int e
+    cdef double u, v
+    if s_new == s:
+        return 0.0
+    if s_new < s:
+        return -1.0
+    frexp(s_new, &e)
+    u = ldexp(s_new, -e)
+    v = ldexp(s, -e)
+    return ldexp(sqrt(u * u - v * v), e)
+
+
 cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     # move S from N-coefficient st.s to s_new (fixed), or add the matching fresh
     # GOE increment (random walk), or redraw it (independent); C is X_<=t there
@@ -194,9 +211,10 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
         if s_new != c.st.s:
             axpy_upper(n, s_new - c.st.s, c.N, c.S)
     elif c.noise == NOISE_RANDOM_WALK:
-        a = s_new * s_new - c.st.s * c.st.s
+        # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power
+        # of two (their squares under- or overflow at extreme data scales)
+        a = walk_step(s_new, c.st.s)
         if a > 0.0:
-            a = sqrt(a)
             for i in range(n):
                 goe_row(c.rng, i, 1.0, c.row)
                 axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
@@ -285,7 +303,7 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
             NOISE_NONE <= p.noise <= NOISE_INDEPENDENT) or not (
             p.solver == SOLVER_EXACT or p.solver == SOLVER_KRYLOV):
         raise ValueError("params: unknown instance kind, noise or solver code")
-    if not (1 <= p.k <= p.b <= n) or p.maxiter < 0:
+    if not (1 <= p.k <= p.b <= n) or p.maxiter < 0 or not 0 <= p.eig_first <= 3:
         raise ValueError(f"params: need 1 <= k <= b <= n and maxiter >= 0, got k = {p.k}, "
                          f"b = {p.b}, n = {n}, maxiter = {p.maxiter}")
     if V.shape[0] != p.b or V.shape[1] != n:
@@ -321,6 +339,7 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
     if topk_work_init(&c.w, n, p.k, p.b, p.maxiter) != OK:
         return ERR_NOMEM
+    c.w.first = p.eig_first
     # n doubles of scratch for the gains and the noise rows: the solver's
     # n x 3b scratch is free outside a solve
     c.row = c.w.tmp

@@ -53,6 +53,7 @@ ctypedef struct TopKState:
 
 ctypedef struct TopKWork:
     int n, k, b, q, maxiter
+    int first        # the eigen-solver chain's first routine (EIG_EVR; tests force later ones)
     double *bas      # n x q basis [V, W, P]
     double *sbas     # S @ bas
     double *tmp      # n x q
@@ -86,6 +87,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.b = b
     w.q = q
     w.maxiter = maxiter
+    w.first = EIG_EVR
     w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
@@ -143,6 +145,24 @@ cdef inline double pow2_scale(Py_ssize_t n, const double *A, Py_ssize_t lda) noe
     return ldexp(1.0, -e)
 
 
+cdef inline double krylov_unit(int n, const double *S) noexcept nogil:
+    # 2^-e with 2^e near max |S_ii| (O(n)): the Krylov iteration works on
+    # unit * S, so that its residuals, which shrink as it converges, stay far
+    # from float64's subnormal range whatever the scale of S. A power of two:
+    # every quantity of the iteration is exactly unit times the unscaled one
+    # (bit for bit), and the iteration is the same at every scale.
+    cdef Py_ssize_t i
+    cdef double m = 0.0
+    cdef int e
+    for i in range(n):
+        if fabs(S[i * n + i]) > m:
+            m = fabs(S[i * n + i])
+    if m == 0.0 or m != m or m == INFINITY:
+        return 1.0
+    frexp(m, &e)
+    return ldexp(1.0, -e)
+
+
 cdef inline int topk_pairs(TopKWork *w, TopKState *st, const double *A, int m, int keep,
                            double sc, double *Z, double *out) noexcept nogil:
     # The `keep` largest eigenpairs of the m x m symmetric A (upper triangle,
@@ -151,7 +171,7 @@ cdef inline int topk_pairs(TopKWork *w, TopKState *st, const double *A, int m, i
     # Z holds m x keep scratch
     cdef int j, code
     w.eig.fallbacks = 0
-    code = eig_top(&w.eig, EIG_EVR, m, A, m, sc, keep, w.w, Z, m, w.Sx, True)
+    code = eig_top(&w.eig, w.first, m, A, m, sc, keep, w.w, Z, m, w.Sx, True)
     st.eig_fallbacks += <long long> w.eig.fallbacks
     if code != OK:
         return code
@@ -278,12 +298,15 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     cdef double *bas = w.bas
     cdef double *sbas = w.sbas
     cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin
+    # the iteration runs on unit * S: S products, Ritz values, gaps and the
+    # tolerance all carry the factor
+    cdef double unit = krylov_unit(n, S), tol_u = tol * unit
     # S V and Rayleigh-Ritz on the warm start. V is orthonormal to rounding: it
     # comes from LAPACK or from the last iteration's basis @ Y, with the basis
     # from a Householder QR and Y from the eigen-solver, so no
     # re-orthonormalisation.
     memcpy(bas, V, <size_t> n * b * sizeof(double))
-    symm_upper(n, b, 1.0, S, n, bas, 0.0, sbas)
+    symm_upper(n, b, unit, S, n, bas, 0.0, sbas)
     st.products += 1
     # an eigen-solver failure on the small problems below is no reason to fail
     # the solve: it goes to the exact solve instead (maxiter = 0)
@@ -326,7 +349,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
             est = INFINITY
             break
         trsm_right_upper(n, b, w.R, m, sbas, n)
-        symm_upper(n, b, 1.0, S, n, bas + b * n, 0.0, sbas + b * n)
+        symm_upper(n, b, unit, S, n, bas + b * n, 0.0, sbas + b * n)
         st.products += 1
         if m > b2:
             # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned
@@ -361,9 +384,9 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
         est = gap_estimate(d, d1, d2, it + 1)
         d2 = d1
         d1 = d
-        if est <= tol:
+        if est <= tol_u:
             break
-    if est > tol:
+    if est > tol_u:
         # the warm start did not pay: LAPACK now, and for the next `backoff`
         # solves (doubling while Krylov keeps failing), so that a matrix whose
         # top-k jumps every time (independent noise early on) costs about an
@@ -375,9 +398,11 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     st.solves += 1
     st.backoff = 0
     memcpy(V, bas, <size_t> n * b * sizeof(double))
-    st.gap = est
-    if tol > 0.0 and est / tol > st.max_gap_ratio:
-        st.max_gap_ratio = est / tol
+    st.gap = est / unit
+    if tol_u > 0.0 and est / tol_u > st.max_gap_ratio:
+        st.max_gap_ratio = est / tol_u
+    for j in range(b):
+        w.theta[j] /= unit
     return OK
 
 

@@ -36,6 +36,9 @@ class _CappedSimplexPCA(_OnlinePCA):
     """State handling shared by MEG and GD."""
 
     _algo = None
+    # the eigen-solver chain's first routine (1 dsyevd, 0 dsyevr, 2 dsyev, 3
+    # Jacobi): a class attribute tests override to run the later routines
+    _eig_first = 1
     _STATE_NAMES = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
                     "dense_parameter_", "_sample_rng", "_fitted_eta")
     _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
@@ -66,6 +69,7 @@ class _CappedSimplexPCA(_OnlinePCA):
         p = np.zeros(1, _k.PARAMS_DTYPE)
         p["algo"], p["kind"], p["k"] = self._algo, _KINDS[kind], k
         p["eta_auto"], p["eta_value"] = auto, value
+        p["eig_first"] = self._eig_first
         return p
 
     def _prepare(self, n, kind, X_in=None):

@@ -142,6 +142,9 @@ class _LeaderPCA(_OnlinePCA):
     """State handling shared by Follow the (Perturbed) Leader."""
 
     _noise_code = _k.NOISE_FIXED
+    # the eigen-solver chain's first routine (0 dsyevr, 1 dsyevd, 2 dsyev, 3
+    # Jacobi): a class attribute tests override to run the later routines
+    _eig_first = 0
     _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "rows_", "block_",
                     "_fitted_noise")
     # arrays the kernel updates in place (noise_ it only reads)
@@ -174,6 +177,7 @@ class _LeaderPCA(_OnlinePCA):
         p["kind"], p["noise"], p["solver"] = _KINDS[kind], self._noise_code, solver
         p["sigma_auto"], p["sigma_value"], p["tol"] = auto, value, float(self.tol)
         p["k"], p["b"], p["maxiter"] = k, b, _max_iter(n, b)
+        p["eig_first"] = self._eig_first
         return p
 
     def _prepare(self, n, kind, X_in=None):
