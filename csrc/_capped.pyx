@@ -26,7 +26,7 @@ from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, 
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
                       ERR_INTERRUPTED, pending_exception)
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
-from _poll cimport poll_start, poll_interrupted
+from _poll cimport PollHook, poll_start, poll_interrupted
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
 
 from streamfit._kernels._common import check_struct
@@ -62,6 +62,20 @@ ctypedef struct CappedParams:
     int k
     int eig_first           # the eigen-solver chain's first routine (1: dsyevd; tests force others)
     double eta_value
+
+
+# the test hook of _poll.pxd (off unless a test arms it)
+cdef PollHook _hook
+_hook.countdown = -1
+_hook.signum = 0
+
+
+def _interrupt_at(long long polls, int signum):
+    """Tests: raise the real signal `signum` at the trial loop's poll number
+    `polls` (one poll before each trial of a call, counted across calls);
+    polls < 0 disarms."""
+    _hook.countdown = polls
+    _hook.signum = signum
 
 
 cdef CappedState _state_proto
@@ -462,7 +476,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
     cdef bint meg_auto
     cdef CappedState *st = c.st
     for t in range(T):
-        if t > 0 and poll_interrupted(&due):
+        if poll_interrupted(&due, &_hook):
             return ERR_INTERRUPTED
         x = X + t * n * (n if dense else 1)
         # play: expected gain tr(W_t X_t), and the gain of P_t sampled with u_t

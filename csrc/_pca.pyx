@@ -25,7 +25,7 @@ from _blas cimport blas_int, axpy, axpy_upper, quad_rows, gemv_rows, syr_upper, 
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception)
 from _goe cimport goe_row
-from _poll cimport poll_start, poll_interrupted
+from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve)
 
@@ -70,6 +70,20 @@ ctypedef struct PCAParams:
     int eig_first       # the eigen-solver chain's first routine (0: dsyevr; tests force others)
     double sigma_value
     double tol          # gap tolerance, as a fraction of the bound's increment
+
+
+# the test hook of _poll.pxd (off unless a test arms it)
+cdef PollHook _hook
+_hook.countdown = -1
+_hook.signum = 0
+
+
+def _interrupt_at(long long polls, int signum):
+    """Tests: raise the real signal `signum` at the trial loop's poll number
+    `polls` (one poll before each trial of a call, counted across calls);
+    polls < 0 disarms."""
+    _hook.countdown = polls
+    _hook.signum = signum
 
 
 cdef PCAState _state_proto
@@ -248,13 +262,16 @@ cdef int after_trial(Ctx *c, const double *hint) noexcept nogil:
 
 cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
                 Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
-    # Play T trials; stops early only between two trials, on a signal
+    # Play T trials; stops early only before a trial, on a signal
     cdef int n = c.n, k = c.k, code = OK
     cdef Py_ssize_t t, j, jmax, step = n * (n if c.kind == INSTANCE_DENSE else 1)
     cdef double g, due = poll_start()
     cdef const double *x
     cdef const double *hint
     for t in range(T):
+        if poll_interrupted(&due, &_hook):
+            code = ERR_INTERRUPTED
+            break
         x = X + t * step
         if c.kind == INSTANCE_DENSE:
             g = quad_rows(n, k, x, c.V, c.w.tmp)
@@ -280,9 +297,6 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
         code = after_trial(c, hint)
         done[0] = t + 1
         if code != OK:
-            break
-        if t + 1 < T and poll_interrupted(&due):
-            code = ERR_INTERRUPTED
             break
     return code
 

@@ -22,7 +22,7 @@ from .._kernels import _capped as _k
 from .._validation import check_random_state, check_scalar
 from sklearn.utils.validation import check_is_fitted
 from ..kernels.pca import mixture_decomposition, project_capped_simplex, systematic_sample
-from ._common import _OnlinePCA, _symmetric, check_pca_seed
+from ._common import _OnlinePCA, _note_interrupt, _symmetric, check_pca_seed
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
            "systematic_sample"]
@@ -153,6 +153,8 @@ class _CappedSimplexPCA(_OnlinePCA):
             raise
         if code not in (OK, ERR_INTERRUPTED) and fresh:
             self._forget()          # a first call that failed leaves no fit behind
+        if code == ERR_INTERRUPTED:
+            _note_interrupt(exc, self, done, T)
         raise_for(code, type(self).__name__, exc=exc)
 
     # -- attributes --------------------------------------------------------------------

@@ -71,6 +71,14 @@ def check_pca_seed(random_state):
     return check_seed(random_state)
 
 
+def _note_interrupt(exc, est, done, T):
+    """Say on the exception how much of the call was played (Python >= 3.11)."""
+    if exc is not None and hasattr(exc, "add_note"):
+        exc.add_note(f"{type(est).__name__} was interrupted after {done} of the call's {T} "
+                     f"trials; it holds them ({est.n_trials_} trials in all), consistent "
+                     f"in every field: continue with the rest of the block")
+
+
 class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstimator):
     """The scikit-learn contract, validation, fitting and regret shared by the
     online PCA estimators."""

@@ -17,7 +17,7 @@ from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _pca as _k
 from .._validation import check_random_state, check_scalar
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from ._common import _OnlinePCA, _symmetric, _writable, check_pca_seed
+from ._common import _OnlinePCA, _note_interrupt, _symmetric, _writable, check_pca_seed
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -259,6 +259,8 @@ class _LeaderPCA(_OnlinePCA):
             # leaves no fit behind, and the generator where it was
             self._forget()
             rng.bit_generator.state = saved
+        if code == ERR_INTERRUPTED:
+            _note_interrupt(exc, self, done, T)
         raise_for(code, type(self).__name__, exc=exc)
 
     # -- attributes -------------------------------------------------------------
