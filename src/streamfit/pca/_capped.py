@@ -73,8 +73,9 @@ class _CappedSimplexPCA(_OnlinePCA):
         return p
 
     def _prepare(self, n, kind, X_in=None):
+        self._check_instance(n, kind, X_in)
         params = self._params(n, kind)
-        if self._check_continues(n, kind, int(params["k"][0]), X_in):
+        if self._check_continues(int(params["k"][0])):
             if not (self.eta == self._fitted_eta
                     and isinstance(self.eta, str) == isinstance(self._fitted_eta, str)):
                 # the regret bound, and MEG's epochs, follow one rate policy per run
@@ -171,19 +172,22 @@ class _CappedSimplexPCA(_OnlinePCA):
         """(k, n) orthonormal rows: the projection the next trial plays, sampled
         from W (systematic sampling with the trial's own uniform, so it does
         not depend on how the stream was split into calls)."""
-        check_is_fitted(self)
-        return self._sample(self._scalar("u"))
+        with self._serialized():
+            check_is_fitted(self)
+            return self._sample(self._scalar("u"))
 
     @property
     def parameter_eigenvalues_(self):
         """Eigenvalues of W, ascending: in [0, 1], summing to k."""
-        check_is_fitted(self)
-        return self.eigenvalues_.copy()
+        with self._serialized():
+            check_is_fitted(self)
+            return self.eigenvalues_.copy()
 
     def parameter_matrix(self):
         """W, the mixture of rank-k projections the next trial plays from (n x n)."""
-        check_is_fitted(self)
-        U, w = self.eigenvectors_, self.eigenvalues_
+        with self._serialized():
+            check_is_fitted(self)
+            U, w = self.eigenvectors_, self.eigenvalues_
         return (U.T * w) @ U
 
     @property
@@ -199,8 +203,9 @@ class _CappedSimplexPCA(_OnlinePCA):
 
     def cumulative_matrix(self):
         """sum_t X_t (full, symmetric)."""
-        check_is_fitted(self)
-        return _symmetric(self.cumulative_)
+        with self._serialized():
+            check_is_fitted(self)
+            return _symmetric(self.cumulative_)
 
     def sample_projection(self):
         """A rank-k projection P (n x n) drawn from W: E[P] = W. Draws from a
@@ -210,8 +215,9 @@ class _CappedSimplexPCA(_OnlinePCA):
         The draw is systematic sampling on W's eigenvalues (O(n), exact
         inclusion probabilities); :meth:`mixture_decomposition` gives the
         explicit mixture instead."""
-        check_is_fitted(self)
-        V = self._sample(self._sample_rng.random())
+        with self._serialized():
+            check_is_fitted(self)
+            V = self._sample(self._sample_rng.random())
         return V.T @ V
 
     def mixture_decomposition(self):
@@ -219,9 +225,16 @@ class _CappedSimplexPCA(_OnlinePCA):
         (Warmuth & Kuzmin): ``weights`` (m,) summing to 1 and ``bases``
         (m, k, n) of orthonormal rows, with
         W = sum_j weights[j] bases[j].T @ bases[j], m <= n + 1."""
-        check_is_fitted(self)
-        weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
-        return weights, self.eigenvectors_[subsets]
+        with self._serialized():
+            check_is_fitted(self)
+            weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
+            return weights, self.eigenvectors_[subsets]
+
+    def _captured(self, X):
+        # the expected captured energy under W: sum_i x_i^T W x_i
+        U, w = self.eigenvectors_, self.eigenvalues_
+        Z = X @ U.T
+        return float(np.einsum("ij,j,ij->", Z, w, Z))
 
     def _bound_args(self, n_trials):
         check_is_fitted(self)
@@ -294,6 +307,26 @@ class MatrixEGPCA(_CappedSimplexPCA):
         the kernel's state, pickled with the estimator (parameter_ holds log W
         for MEG and W for GD, lower triangle only); read W through
         parameter_matrix() and parameter_eigenvalues_
+
+    Notes
+    -----
+    **Changing parameters mid-stream** (``set_params`` between calls):
+    ``eta``, ``n_components`` and ``random_state`` describe the run itself
+    (MEG's epochs and the regret bound follow one rate policy): the next call
+    refuses a changed one with a ValueError naming it, leaving the state as it
+    was; ``fit`` starts afresh with the new value.
+
+    **Interrupts, failures, threads.** A call plays whole trials on copies of
+    the state (O(n^2), against a trial's O(n^3)). Ctrl-C, or any signal
+    handler that raises, stops it before the next trial, and the trials played
+    are kept, the generator having moved on by exactly their uniforms (one per
+    trial); one trial -- a full eigendecomposition, ~0.3 s at n = 1000, ~3 s at
+    n = 2000 -- cannot be interrupted. Any other failure (no memory; an
+    eigendecomposition every LAPACK routine and Jacobi refuse, which only a
+    non-finite parameter makes happen) leaves the estimator as before the
+    call. Calls from several threads take turns. Decisions are bit-identical
+    for the same seed at a fixed BLAS thread count; across counts, to LAPACK's
+    rounding.
 
     Examples
     --------
@@ -377,6 +410,12 @@ class MatrixGDPCA(_CappedSimplexPCA):
     Attributes
     ----------
     As for :class:`MatrixEGPCA` (without ``n_restarts_``).
+
+    Notes
+    -----
+    As for :class:`MatrixEGPCA`: a changed ``eta``, ``n_components`` or
+    ``random_state`` is refused by the next call (ValueError naming it);
+    interrupts keep the whole trials played.
 
     Examples
     --------

@@ -71,6 +71,33 @@ def check_pca_seed(random_state):
     return check_seed(random_state)
 
 
+class ComplexDataError(TypeError, ValueError):
+    """Complex input: a TypeError (streamfit refuses what does not hold real
+    numbers) that is also the ValueError scikit-learn's estimators raise."""
+
+
+def _real_input(X, name):
+    """X as an array for _as_float64: complex data refused (saying so in
+    scikit-learn's words), object arrays holding only real numbers converted,
+    as scikit-learn's check_array does (strings and other objects are left for
+    _as_float64 to refuse)."""
+    if isinstance(X, np.ma.MaskedArray) or (hasattr(X, "toarray") and hasattr(X, "nnz")):
+        return X
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise ComplexDataError(f"{name} must hold real numbers, got dtype {arr.dtype}: "
+                               f"Complex data not supported")
+    if arr.dtype == object and arr.size:
+        for v in arr.ravel().tolist():
+            if not isinstance(v, numbers.Real):
+                what = type(v).__name__
+                raise TypeError(f"{name} must hold real numbers, got an object array with a "
+                                f"{what} element: each argument must be a real number, not a "
+                                f"string, {what} or any other object that is not a number")
+        arr = arr.astype(np.float64)
+    return arr
+
+
 def _note_interrupt(exc, est, done, T):
     """Say on the exception how much of the call was played (Python >= 3.11)."""
     if exc is not None and hasattr(exc, "add_note"):
@@ -122,12 +149,12 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
                              f"(n_features = {n}), got {k}")
         return int(k)
 
-    def _check_continues(self, n, kind, k, X_in=None):
-        """Whether the call continues a fit; if so, that it matches it: the same
-        n_features (and feature names), instance type, n_components and
-        random_state."""
+    def _check_instance(self, n, kind, X_in=None):
+        """A call continuing a fit must bring the fit's instance type and
+        n_features (and feature names). Checked before the parameters, so that
+        the message says what is wrong with the data."""
         if not self.__sklearn_is_fitted__():
-            return False
+            return
         name = "X" if kind == "vector" else "Xs"
         if kind != self.instances_:
             method = "partial_fit" if self.instances_ == "vector" else "partial_fit_dense"
@@ -135,6 +162,12 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
                              f"was fitted with {self.instances_} instances ({method}); "
                              f"use one estimator per instance type")
         self._check_features(n, name, X_in)
+
+    def _check_continues(self, k):
+        """Whether the call continues a fit; if so, that the parameters the
+        state was built for (n_components, random_state) have not changed."""
+        if not self.__sklearn_is_fitted__():
+            return False
         if k != self.n_components_:
             raise ValueError(f"n_components changed from {self.n_components_} to "
                              f"{self.n_components} since the first call; fit() starts "
@@ -179,10 +212,11 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     # -- validation -----------------------------------------------------------------
     @staticmethod
     def _vectors(X, name="X"):
-        X = _as_float64(X, name)
+        X = _as_float64(_real_input(X, name), name)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional (n_trials, n_features), got an "
-                             f"array of shape {X.shape}")
+                             f"array of shape {X.shape}; Reshape your data (X.reshape(1, -1) "
+                             f"for one row)")
         if X.shape[1] == 0:
             raise ValueError(f"{name} has 0 feature(s) (shape={X.shape}) while a minimum of "
                              f"1 is required.")
@@ -272,13 +306,14 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self
         """
         with self._serialized():
-            X_in = X
-            X = self._vectors(X)
-            params = self._prepare(X.shape[1], "vector", X_in)
-            sqnorm = self._vector_sizes(X)
-            self._check_overflow("X", sqnorm)
-            self._play("vector", (X, sqnorm, sqnorm), params, X_in)
-            return self
+            return self._learn_vectors(self._vectors(X), X)
+
+    def _learn_vectors(self, X, X_in):
+        params = self._prepare(X.shape[1], "vector", X_in)
+        sqnorm = self._vector_sizes(X)
+        self._check_overflow("X", sqnorm)
+        self._play("vector", (X, sqnorm, sqnorm), params, X_in)
+        return self
 
     def partial_fit_dense(self, Xs, *, check_psd=True):
         """Play one trial per matrix of Xs (dense PSD instances X_t): gain
@@ -336,10 +371,11 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self
         """
         with self._serialized():
-            if len(np.shape(X)) >= 1 and np.shape(X)[0] == 0:
-                raise ValueError(f"X has 0 samples (shape={np.shape(X)}): fit needs at least "
+            Xc = self._vectors(X)
+            if Xc.shape[0] == 0:
+                raise ValueError(f"X has 0 samples (shape={Xc.shape}): fit needs at least "
                                  f"one trial (partial_fit accepts empty blocks)")
-            return self._refit(lambda: self.partial_fit(X))
+            return self._refit(lambda: self._learn_vectors(Xc, X))
 
     def fit_dense(self, Xs, *, check_psd=True):
         """Start afresh and play every matrix of Xs as one trial.
