@@ -24,7 +24,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamEstimator
+from .._base import StreamEstimator, deferred_signals
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
 from .._validation import _as_float64, _check_finite, check_seed
@@ -407,16 +407,17 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         gen_state = seed.bit_generator.state if isinstance(seed, np.random.Generator) else None
         old_rng = saved.get("_rng")
         old_state = old_rng.bit_generator.state if old_rng is not None else None
-        self._forget()
         try:
+            self._forget()
             return play()
         except BaseException:
-            self._forget()
-            self.__dict__.update(saved)
-            if gen_state is not None:
-                seed.bit_generator.state = gen_state
-            if old_rng is not None:
-                old_rng.bit_generator.state = old_state
+            with deferred_signals():
+                self._forget()
+                self.__dict__.update(saved)
+                if gen_state is not None:
+                    seed.bit_generator.state = gen_state
+                if old_rng is not None:
+                    old_rng.bit_generator.state = old_state
             raise
 
     def _components_for_transform(self):
