@@ -171,3 +171,63 @@ def test_the_kernels_module_exports_the_pca_api():
     assert pca.project_capped_simplex is kernels.project_capped_simplex
     assert pca.mixture_decomposition is kernels.mixture_decomposition
     assert pca.systematic_sample is kernels.systematic_sample
+
+
+# -- the typed boundary of the compiled entries ------------------------------------------
+
+def _fpl_records(n=10, k=2, noise=1):
+    from streamfit._kernels import _pca
+    p = np.zeros(1, _pca.PARAMS_DTYPE)
+    p["kind"], p["noise"], p["solver"], p["k"], p["b"], p["maxiter"] = 0, noise, 0, k, k + 2, 5
+    p["sigma_auto"], p["tol"] = 1, 0.01
+    arrays = dict(S=np.zeros((n, n)), N=np.zeros((n, n)), C=np.zeros((n, n)),
+                  rows=np.zeros((4, n)), V=np.zeros((k + 2, n)))
+    return np.zeros(1, _pca.STATE_DTYPE), p, arrays
+
+
+def test_kernel_entries_check_records_and_shapes():
+    """State and parameters are records of the kernels' C structs, checked by
+    name and layout; every array is checked against the record it goes with:
+    a wrong one is a ValueError, never a write past its end."""
+    from streamfit._kernels import _capped, _pca
+    bitgen = np.random.PCG64(0)
+    state, params, a = _fpl_records()
+    code, done, exc = _pca.initialize(state, params, a["S"], a["N"], a["C"], a["rows"],
+                                      a["V"], bitgen.capsule)
+    assert (code, done, exc) == (0, 0, None)
+    X = np.ones((3, 10)) / np.sqrt(10)
+    s = np.einsum("ij,ij->i", X, X)
+    args = (a["S"], a["N"], a["C"], a["rows"], a["V"], bitgen.capsule)
+    assert _pca.run(X, s, s, state, params, *args)[:2] == (0, 3)
+    flat = np.zeros(len(_pca.STATE_DTYPE.names))                 # the old flat layout
+    with pytest.raises(ValueError):
+        _pca.run(X, s, s, flat, params, *args)
+    renamed = np.zeros(1, _pca.STATE_DTYPE.descr[:1] + [("x" + name, f) for name, f
+                                                      in _pca.STATE_DTYPE.descr[1:]])
+    with pytest.raises(ValueError, match="state"):
+        _pca.run(X, s, s, renamed.view(renamed.dtype), params, *args)
+    bad = dict(a)
+    for name, value in (("V", np.zeros((3, 10))), ("rows", np.zeros((4, 9))),
+                        ("C", np.zeros((5, 5))), ("N", np.zeros((0, 0)))):
+        bad = dict(a, **{name: value})
+        with pytest.raises(ValueError, match=name):
+            _pca.run(X, s, s, state, params, bad["S"], bad["N"], bad["C"], bad["rows"],
+                     bad["V"], bitgen.capsule)
+    with pytest.raises(ValueError, match="X has 9 columns"):
+        _pca.run(np.ascontiguousarray(X[:, :9]), s, s, state, params, *args)
+    p2 = params.copy()
+    p2["b"] = 11
+    with pytest.raises(ValueError, match="b"):
+        _pca.run(X, s, s, state, p2, *args)
+    # the capped kernel alike
+    cp = np.zeros(1, _capped.PARAMS_DTYPE)
+    cp["algo"], cp["kind"], cp["k"], cp["eta_auto"], cp["eig_first"] = 1, 0, 2, 1, 1
+    M, U, w, C, Wd = (np.zeros((10, 10)), np.zeros((10, 10)), np.zeros(10),
+                      np.zeros((10, 10)), np.zeros((0, 0)))
+    _capped.reset_state(cp, M, U, w, Wd)
+    cs = np.zeros(1, _capped.STATE_DTYPE)
+    assert _capped.run(X, s, s, cs, cp, M, U, w, C, Wd, bitgen.capsule)[:2] == (0, 3)
+    with pytest.raises(ValueError, match="w"):
+        _capped.run(X, s, s, cs, cp, M, U, np.zeros(9), C, Wd, bitgen.capsule)
+    with pytest.raises(ValueError, match="(?i)state"):      # Cython's check: CappedState
+        _capped.run(X, s, s, state, cp, M, U, w, C, Wd, bitgen.capsule)
