@@ -19,10 +19,9 @@ import time
 import joblib
 import numpy as np
 import pytest
-import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
+from streamfit import MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
 from streamfit._kernels import _capped, _linalg, _pca
 from streamfit.pca import auto_sigma, goe_matrix, regret_bound
 from streamfit.pca._common import _symmetric

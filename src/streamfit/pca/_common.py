@@ -12,8 +12,10 @@ handler that raises (Ctrl-C) stops it between two trials, leaving the state of
 the trials played so far, consistent in every field.
 
 Subclasses own their kernel: they define ``_STATE_NAMES`` (their fitted
-attributes), ``_params(n, kind)``, ``_play(kind, data, params)``,
-``_scalar(name)``, ``cumulative_matrix()`` and ``components_``.
+attributes beside the common ones), ``_prepare(n, kind, X_in)`` (checks, and
+the kernel's parameter record), ``_play(kind, data, params, X_in)`` (the
+first decision if need be, then the trials), ``cumulative_matrix()`` and
+``components_``; ``state_`` is the kernel's state record, read by field name.
 """
 from __future__ import annotations
 
@@ -504,7 +506,8 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     # -- attributes -----------------------------------------------------------------
     def _scalar(self, name):
         with self._serialized():
-            check_is_fitted(self)
+            if not self.__sklearn_is_fitted__():
+                check_is_fitted(self)       # scikit-learn's NotFittedError
             return float(self.state_[name][0])
 
     @property

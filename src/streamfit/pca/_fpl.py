@@ -11,6 +11,7 @@ import math
 import numbers
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from .._base import deferred_signals
 from .._errors import ERR_INTERRUPTED, OK, raise_for
@@ -147,6 +148,7 @@ class _LeaderPCA(_OnlinePCA):
     _eig_first = 0
     _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "rows_", "block_",
                     "_fitted_noise")
+    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
     # arrays the kernel updates in place (noise_ it only reads)
     _IN_PLACE = ("state_", "perturbed_", "cumulative_", "rows_", "block_")
 
@@ -171,6 +173,24 @@ class _LeaderPCA(_OnlinePCA):
         return 0, 0.0               # (auto, value): overridden by FPL
 
     def _params(self, n, kind):
+        # the record for these parameter values, validated once: single-row
+        # calls (a stream fed trial by trial) reuse it
+        try:
+            key = (n, kind, self.n_components, getattr(self, "sigma", None), self.noise
+                   if hasattr(self, "noise") else None, self.solver, self.tol,
+                   getattr(self, "random_state", None), self._eig_first)
+            cached = self.__dict__.get("_params_cache")
+            if cached is not None and cached[0] == key and all(
+                    a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        except TypeError:       # an unhashable parameter: validated (and refused) below
+            key = None
+        p = self._build_params(n, kind)
+        if key is not None:
+            self._params_cache = (key, p)
+        return p
+
+    def _build_params(self, n, kind):
         k, b, solver = self._check_params(n)
         auto, value = self._sigma_params()
         p = np.zeros(1, _k.PARAMS_DTYPE)
@@ -273,7 +293,6 @@ class _LeaderPCA(_OnlinePCA):
             return self.block_[:self.n_components_].copy()
 
     def _check_fitted(self):
-        from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self)
 
     @property
