@@ -244,14 +244,14 @@ CHILD = textwrap.dedent(r'''
     algo = sys.argv[1]
     n, k = {"meg": (120, 3), "gd": (120, 3)}.get(algo, (300, 5))
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((200_000, n))
+    X = rng.standard_normal((20_000, n))
     X /= np.linalg.norm(X, axis=1)[:, None]
     out = {}
     with threadpool_limits(1):
         est = make(algo, k).partial_fit(X[:5])
         print("ready", flush=True)
         try:
-            est.partial_fit(X[5:])           # minutes
+            est.partial_fit(X[5:])           # 10-60 s
             out["finished"] = True
         except KeyboardInterrupt as exc:
             out["caught"] = time.monotonic()
@@ -298,13 +298,13 @@ def run_interrupted_child(algo, delay):
 @pytest.mark.parametrize("algo", FOUR)
 def test_sigint_stops_a_long_call_between_trials(algo):
     """A real Ctrl-C (SIGINT from another process) while the kernel runs a call
-    of ~200,000 trials (minutes). Before: no kernel polled for signals; the
+    of 20,000 trials (10-60 s). Before: no kernel polled for signals; the
     interrupt landed when the call ended (6-72 s measured), and FPL/FTL were
     left with n_trials_ of the old count while the matrix held every row."""
     result = run_interrupted_child(algo, 0.5)
     assert "finished" not in result
     assert result["latency"] < 1.0, result       # polled about once a millisecond
-    assert 5 < result["done"] < 200_000
+    assert 5 < result["done"] < 20_000
     assert result["trace_ok"] and result["same"] is True and result["same_after"], result
     if sys.version_info >= (3, 11):
         assert f"after {result['done'] - 5} of the call's" in result["notes"][0]
