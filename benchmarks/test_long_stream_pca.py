@@ -14,7 +14,7 @@ stream itself takes no memory. At checkpoints T = 10^3, 3 10^3, 10^4, 3 10^4,
   state is O(n^2) (S, N, C, a 64-row buffer) whatever the stream's length;
 * trials per second.
 
-    pytest benchmarks/test_long_stream_pca.py -s        # timed: 10^5 trials (~15 s)
+    pytest benchmarks/test_long_stream_pca.py -s        # timed: 10^5 trials (~40 s)
     pytest benchmarks/test_long_stream_pca.py --benchmark-disable -q
                                                          # smoke: 3,000 trials
 
