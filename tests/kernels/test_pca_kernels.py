@@ -122,6 +122,12 @@ def test_topk_pickles_and_resumes_bit_identically():
     np.testing.assert_array_equal(twin.vectors, topk.vectors)
     np.testing.assert_array_equal(twin.values, topk.values)
     assert twin.stats == topk.stats
+    # a pickle records the API version its layout belongs to
+    state = topk.__getstate__()
+    assert state["api_version"] == kernels.API_VERSION
+    stale = TopK.__new__(TopK)
+    with pytest.raises(ValueError, match="API version"):
+        stale.__setstate__({**state, "api_version": 0})
 
 
 def test_goe_from_a_bit_generator_and_into_out():

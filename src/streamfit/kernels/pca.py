@@ -313,6 +313,21 @@ class TopK:
         raise_for(code, "TopK.solve")
         return self.values, self.vectors
 
+    def __getstate__(self):
+        # the state layout belongs to this API version (streamfit.kernels)
+        from . import API_VERSION
+        return {**self.__dict__, "api_version": API_VERSION}
+
+    def __setstate__(self, state):
+        from . import API_VERSION
+        version = state.pop("api_version", None)
+        if version != API_VERSION:
+            raise ValueError(f"this TopK was pickled with streamfit.kernels API version "
+                             f"{version}, this streamfit has version {API_VERSION}")
+        if state.get("_state") is None or state["_state"].dtype != _api.TOPK_STATE_DTYPE:
+            raise ValueError("the pickled TopK's state does not have this version's layout")
+        self.__dict__.update(state)
+
     @property
     def values(self):
         return self._values[:self.k].copy()
