@@ -160,7 +160,14 @@ def goe(n, sigma=1.0, random_state=None, out=None):
 def default_block_size(n, k):
     """The block TopK (and PerturbedLeaderPCA) solves with: a few vectors
     beyond k, min(n, k + max(5, k // 2)), so that a near-tie at lambda_k does
-    not stall the captured objective."""
+    not stall the captured objective.
+
+    Examples
+    --------
+    >>> from streamfit.kernels import default_block_size
+    >>> default_block_size(1000, 10), default_block_size(8, 5)
+    (15, 8)
+    """
     return min(n, k + max(5, k // 2))
 
 
@@ -169,7 +176,14 @@ def default_max_iter(n, b):
     ratio of a top-b dsyevr (tridiagonalisation, 4/3 n^3) to one iteration
     (the product S @ block, 2 n^2 b, plus QR, projection and rotations of the
     n x 3b basis, ~100 n b^2), within [3, 30]. At n = 1000, b = 15: 25 by the
-    model, 24 by the clock."""
+    model, 24 by the clock.
+
+    Examples
+    --------
+    >>> from streamfit.kernels import default_max_iter
+    >>> default_max_iter(1000, 15), default_max_iter(50, 7)
+    (25, 3)
+    """
     ratio = (4 / 3 * n ** 3) / (2 * n * n * b + 100 * n * b * b)
     return int(min(30, max(3, round(ratio))))
 
