@@ -567,6 +567,18 @@ def test_joblib_mmap_loaded_estimator_keeps_learning(tmp_path, algo, kind):
     assert_same_state(loaded, est)
 
 
+def test_a_pickle_of_another_state_layout_is_refused_clearly():
+    """The kernels' state is a record of their C struct now; an older
+    streamfit's flat float64 state vector would be read field by field
+    wrongly, so unpickling one says so."""
+    for algo in ("fpl", "meg"):
+        est = make(algo).partial_fit(make_spiked_stream(20, 8, n_spikes=2, random_state=0))
+        state = est.__getstate__()
+        state["state_"] = np.zeros(15)
+        with pytest.raises(ValueError, match="another state layout"):
+            type(est).__new__(type(est)).__setstate__(state)
+
+
 # == 7. small things ===============================================================================
 
 @pytest.mark.parametrize("cls", [PerturbedLeaderPCA, MatrixEGPCA, MatrixGDPCA])

@@ -43,6 +43,7 @@ class _CappedSimplexPCA(_OnlinePCA):
                     "dense_parameter_", "_sample_rng", "_fitted_eta")
     _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
                "dense_parameter_")
+    _STATE_DTYPE = _k.STATE_DTYPE
     # n x n float64 state, several copies: 2^15 is already 8 GB each
     _MAX_FEATURES = 1 << 15
 

@@ -114,6 +114,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
 
     _STATE_NAMES = ()
     _TRANSIENT_ATTRS = ("_regret_cache",)
+    _STATE_DTYPE = None         # the kernel's state record (subclasses)
 
     # -- scikit-learn -----------------------------------------------------------
     def __sklearn_is_fitted__(self):
@@ -547,6 +548,17 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         """lambda_{1:k}(sum_t X_t) - cumulative_gain_."""
         with self._serialized():
             return self.best_gain_ - self.cumulative_gain_
+
+    def __setstate__(self, state):
+        # a state from another layout (an older streamfit's flat float64
+        # vector, say) would be read field by field wrongly: refuse it here
+        record = state.get("state_")
+        if (record is not None and self._STATE_DTYPE is not None
+                and getattr(record, "dtype", None) != self._STATE_DTYPE):
+            raise ValueError(f"this {type(self).__name__} was pickled with another state "
+                             f"layout ({getattr(record, 'dtype', type(record).__name__)}), "
+                             f"not this streamfit's; fit a new estimator")
+        super().__setstate__(state)
 
     def __copy__(self):
         # state arrays are updated in place: a shallow copy must not share them

@@ -149,6 +149,7 @@ class _LeaderPCA(_OnlinePCA):
     _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "rows_", "block_",
                     "_fitted_noise")
     _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
+    _STATE_DTYPE = _k.STATE_DTYPE
     # arrays the kernel updates in place (noise_ it only reads)
     _IN_PLACE = ("state_", "perturbed_", "cumulative_", "rows_", "block_")
 
