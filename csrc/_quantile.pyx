@@ -1,40 +1,42 @@
 # Online (sub-)gradient descent for linear quantile and least-squares regression.
 #
 # The whole sample loop runs here without the GIL; Python validates input and
-# owns the state arrays. Scalar state and schedule constants travel as float64
-# arrays viewed through structs of doubles (`SGDState`, `SGDParams`), so that the
-# estimator pickles as plain NumPy arrays and resumes bit-identically.
+# owns the state arrays. State and constants cross the boundary as NumPy
+# structured arrays of shape (1,) whose dtypes are made from the C structs
+# below (STATE_DTYPE, PARAMS_DTYPE), so the structs are the one source of
+# truth, Python reads fields by name, and the estimator pickles as plain NumPy
+# arrays that resume bit-identically.
+#
+# No BLAS here: every product is a plain C loop over rows in a fixed order
+# (_dense.h), so results do not depend on the BLAS library or its thread
+# count, and a block's residuals, scale check and gradient come from one pass
+# over its rows.
 #
 # Paper: Shen, Xia & Zhou, "Online Quantile Regression", JMLR 26 (2025).
+import threading
+
+import numpy as np
+
+from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport fabs, pow, isnan, NAN
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 
-from _blas cimport blas_int, dot, axpy, gemv_rows, gemv_rows_t
+from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
+                      ERR_SCALE, ERR_LAYOUT, interrupted, pending_exception)
+
+from streamfit._kernels._common import check_struct
 
 cdef extern from "_dense.h" nogil:
     double sf_dot(Py_ssize_t n, const double *x, const double *w)
+    double sf_dot2(Py_ssize_t n, const double *x, const double *w, double *xx)
     void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
     void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
-    double sf_axpy_dot(Py_ssize_t n, double a, const double *x, double *w,
-                       const double *xnext)
+    double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
+                        const double *xnext, double *xx)
 
-# Field names, in memory order, of the two structs below; Python reads these so
-# the layout has one source of truth.
-STATE_FIELDS = (
-    "t", "n_seen", "intercept", "intercept_avg", "loss", "phase", "eta_geo",
-    "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq", "fill", "n_avg",
-    "min_med", "last_eta", "eta_start", "avg_on", "n_flat", "b0_cap",
-    "block", "k_pow", "eta_pow", "cu",
-)
-PARAM_FIELDS = (
-    "tau", "loss", "kind", "c", "eta0", "eta0_scale", "decay", "Ca", "Cb",
-    "b0", "t_switch", "n_warmup", "window", "average", "avg_power",
-    "fit_intercept", "plateau", "eta_const", "ema", "patience", "mode", "C0",
-)
-
-# Schedule kinds, losses and return codes; cpdef makes them visible to Python.
+# Schedule kinds, losses and modes; cpdef makes them visible to Python.
 cpdef enum:
     KIND_CONSTANT = 0
     KIND_INVERSE_TIME = 1
@@ -50,48 +52,49 @@ cpdef enum:
     LOSS_CHECK = 0
     LOSS_SQUARED = 1
 
-cpdef enum:
-    OK = 0
-    ERR_NOMEM = -1
-    ERR_NONFINITE = -2      # the iterate diverged
-    ERR_BADINPUT = -3       # a row whose residual is not finite (NaN/inf in X or y)
-    ERR_WINDOW = -4         # the caller's window buffer is too small for the block
-    ERR_SCALE = -5          # ||x||^2 overflows: the features need rescaling
-
 cdef enum:
     SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
-    ROW_SCALE = -2        # block_step / the single loop: ||x||^2 overflowed
+    # Work (about one element-operation a nanosecond) between two polls for
+    # signals: ~1 ms. interrupted() costs ~1 us, so polling adds ~0.1%.
+    POLL_WORK = 1 << 20
+    ROW_WORK = 48         # per-row overhead, in the same units
 
 # 1 / Phi^{-1}(3/4): median |N(0, s^2)| = 0.6745 s.
 cdef double INV_MAD = 1.482602218505602
 
 
 cdef struct SGDState:
-    double t              # updates taken
-    double n_seen         # samples seen (scored)
+    double t              # schedule clock: updates taken (single mode: their weights' sum)
+    double n_updates      # updates taken
+    double n_seen         # rows seen (scored)
     double intercept
     double intercept_avg
-    double loss           # prequential loss: each sample scored before its update
+    double loss           # prequential loss: each row scored (weighted) before its update
     double phase          # 0 warm-up, 1 geometric, 2 (const or 1/t), 3 1/t (batch)
     double eta_geo        # next phase-one stepsize
-    double t_switch       # update index where the current phase began
+    double t_switch       # clock value where the current phase began
     double d0             # initial error scale estimate (response units)
     double b0             # sparsity 1/f(q_tau) estimate (response units)
     double cl             # mean eigenvalue of E[x x'] estimate: mean ||x||^2 / d
-    double sumsq          # sum of ||x||^2 seen during warm-up
-    double n_sumsq
+    double sumsq          # weighted sum of ||x||^2 seen during warm-up
+    double n_sumsq        # their weights' sum
     double fill           # residuals in the current window
     double n_avg          # iterates in the Polyak-Ruppert average
-    double min_med        # smallest window median |r| so far (plateau test)
+    double min_med        # smallest window median |r| since phase one began (plateau test)
     double last_eta       # stepsize of the last update
     double eta_start      # stepsize at the start of the last phase
     double avg_on         # 1 once settled in the last phase: the average runs
     double n_flat         # consecutive windows without progress
     double b0_cap         # b0 at the end of phase one: later estimates stay below
-    double block          # rows per update of the last block update
+    double block          # weight (rows) per update of the last block update
     double k_pow          # last-phase step index of the cached eta_pow (-1: none)
     double eta_pow        # cached eta_start (1 + k / scale)^-avg_power
     double cu             # largest eigenvalue of E[x x'] (batch / storage modes)
+    double level          # running level of the window medians |r| (restart test)
+    double n_high         # consecutive windows far above the level
+    double n_restarts     # restarts of phase one after a jump of the residual scale
+    double win_sumsq      # weighted sum of ||x||^2 (+1 with an intercept) of the window's rows
+    double win_wsum       # their weights' sum
 
 
 cdef struct SGDParams:
@@ -113,10 +116,65 @@ cdef struct SGDParams:
     double fit_intercept
     double plateau        # a window makes progress below plateau * best median |r|
     double eta_const      # batch/storage phase two: eta = eta_const * b0 / Cu
-    double ema            # weight of a new window's b0 in phase two
-    double patience       # windows without progress that make a plateau
+    double ema            # weight of a new window in b0 (phase two) and the level
+    double patience       # windows without progress that make a plateau (or a jump)
     double mode           # MODE_SINGLE, MODE_BATCH or MODE_STORAGE
     double C0             # batch phase two needs block >= C0 tau*^2 d (Theorem 5)
+    double start          # 1: phase one after the warm-up; 2: straight to the last phase
+    double restart        # a window median above restart * level for patience windows
+                          # restarts phase one (0: never)
+
+
+cdef SGDState _state_proto
+cdef SGDParams _params_proto
+STATE_DTYPE = np.asarray(<SGDState[:1]> &_state_proto).dtype
+PARAMS_DTYPE = np.asarray(<SGDParams[:1]> &_params_proto).dtype
+
+# Signals run in the main thread only; other threads never poll (a GIL round
+# trip there would buy nothing).
+cdef unsigned long MAIN_THREAD = threading.main_thread().ident
+
+
+cdef struct Poll:
+    bint on               # the main thread: poll for signals
+    double work           # work since the last poll
+
+
+cdef inline void poll_init(Poll *pl):
+    pl.on = PyThread_get_thread_ident() == MAIN_THREAD
+    pl.work = 0.0
+
+
+cdef inline bint poll_stop(Poll *pl, double work) noexcept nogil:
+    # True when a signal handler raised: the caller stops before its next
+    # whole step. Called once per step with that step's work.
+    pl.work += work
+    if pl.work < POLL_WORK:
+        return False
+    pl.work = 0.0
+    return pl.on and interrupted()
+
+
+cdef tuple result(int code, Py_ssize_t done, Py_ssize_t row):
+    # (code, done, exc, row): exc is the signal handler's exception when
+    # interrupted, taken off the thread state
+    if code == ERR_INTERRUPTED:
+        return code, done, pending_exception(), row
+    return code, done, None, row
+
+
+def new_state():
+    """A fresh (zeroed) state record."""
+    return np.zeros(1, STATE_DTYPE)
+
+
+def new_params():
+    """A parameter record, NaN where "estimate from the stream" is meant."""
+    p = np.zeros(1, PARAMS_DTYPE)
+    for name in ("eta0", "b0", "t_switch"):
+        p[name] = NAN
+    p["start"] = 1.0
+    return p
 
 
 # ----------------------------------------------------------------------------
@@ -198,6 +256,17 @@ cdef double sparsity(const double *r, Py_ssize_t n, double tau, double *work) no
     return (qhi - qlo) * n / <double> (khi - klo)
 
 
+def _py_sparsity(const double[::1] r, double tau):
+    """The kernel's sparsity quotient on the residuals r (for tests)."""
+    cdef double *work = <double *> malloc(max(r.shape[0], 1) * sizeof(double))
+    if work == NULL:
+        raise MemoryError("_py_sparsity: no work space")
+    try:
+        return sparsity(&r[0] if r.shape[0] else NULL, r.shape[0], tau, work)
+    finally:
+        free(work)
+
+
 cdef inline double check_loss(double r, double tau) noexcept nogil:
     # rho_tau(r) = r * (tau - 1{r < 0})
     if r < 0:
@@ -205,13 +274,14 @@ cdef inline double check_loss(double r, double tau) noexcept nogil:
     return r * tau
 
 
-cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss) noexcept nogil:
-    # Returns g with gradient = g * x: check loss (1{y <= x'b} - tau),
-    # squared loss r^2 / 2 gives -r.
+cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
+                                 double weight) noexcept nogil:
+    # Returns g with gradient = g * x and adds weight * loss: check loss
+    # (1{y <= x'b} - tau), squared loss r^2 / 2 gives -r.
     if p.loss == LOSS_CHECK:
-        loss[0] += check_loss(r, p.tau)
+        loss[0] += weight * check_loss(r, p.tau)
         return (1.0 if r <= 0 else 0.0) - p.tau
-    loss[0] += 0.5 * r * r
+    loss[0] += weight * (0.5 * r * r)
     return -r
 
 
@@ -236,16 +306,16 @@ cdef inline void start_phase(SGDState *s, double phase, double eta_start,
     s.k_pow = -1
 
 
-cdef int check_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept nogil:
+cdef bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept nogil:
     # A diverging run (e.g. a too large constant stepsize) is reported, so the
     # caller can keep its previous state.
     cdef Py_ssize_t j
     if not (fabs(s.intercept) < 1e300):    # also false for NaN
-        return ERR_NONFINITE
+        return False
     for j in range(d):
         if not (fabs(w[j]) < 1e300):
-            return ERR_NONFINITE
-    return OK
+            return False
+    return True
 
 
 cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
@@ -257,15 +327,6 @@ cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
     if p.kind == KIND_INVERSE_TIME:
         return p.c / (s.t + 1.0)
     return eta_user
-
-
-cdef tuple finish(Py_ssize_t bad, const double *w, Py_ssize_t d, const SGDState *s):
-    # The kernels' (code, row) result from a loop's outcome.
-    if bad == ROW_SCALE:
-        return ERR_SCALE, -1
-    if bad >= 0:
-        return ERR_BADINPUT, bad
-    return check_finite(w, d, s), -1
 
 
 # ----------------------------------------------------------------------------
@@ -296,37 +357,43 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     return s.eta_start * scale / (scale + k)
 
 
-cdef double top_eigenvalue(const double *X, Py_ssize_t m, Py_ssize_t d,
-                           bint fit_b) noexcept nogil:
-    # Largest eigenvalue of [X 1]'[X 1] / m (the 1 column with an intercept) by
-    # 30 power iterations from the all-ones vector: once, at the first update.
-    # Returns -1 if it cannot allocate its scratch space.
+cdef int top_eigenvalue(const double *X, const double *sw, Py_ssize_t m, Py_ssize_t d,
+                        bint fit_b, double *v, double *av, Poll *pl,
+                        double *lam_out) noexcept nogil:
+    # Largest eigenvalue of [X 1]' W [X 1] / sum(W) (the 1 column with an
+    # intercept; W the row weights, or 1) by 30 power iterations from the
+    # all-ones vector: once, at the block that ends the warm-up (or a
+    # restart). v and av hold d values each. Returns OK or ERR_INTERRUPTED.
     cdef Py_ssize_t i, j, it
-    cdef double lam = -1.0, nv, vb = 1.0, sb, nold
-    cdef double *u = <double *> malloc((m + 2 * d) * sizeof(double))
-    cdef double *v
-    cdef double *av
-    if u == NULL:
-        return -1.0
-    v = u + m
-    av = v + d
+    cdef double lam = -1.0, nv, vb = 1.0, sb, nold, u, wi, wsum = 0.0
     for j in range(d):
         v[j] = 1.0
     if not fit_b:
         vb = 0.0
+    for i in range(m):
+        wsum += sw[i] if sw != NULL else 1.0
+    if not (wsum > 0):
+        lam_out[0] = -1.0
+        return OK
     for it in range(30):
-        nold = vb * vb + dot(d, v, v)
-        # u = X v + vb 1;  av = X' u / m;  sb = 1' u / m
-        for i in range(m):
-            u[i] = vb
-        gemv_rows(<blas_int> m, <blas_int> d, 1.0, X, v, 1.0, u)
-        gemv_rows_t(<blas_int> m, <blas_int> d, 1.0 / m, X, u, 0.0, av)
+        nold = vb * vb + sf_dot(d, v, v)
+        # av = X' W (X v + vb) / sum(W);  sb = 1' W (X v + vb) / sum(W)
+        for j in range(d):
+            av[j] = 0.0
         sb = 0.0
-        if fit_b:
-            for i in range(m):
-                sb += u[i]
-            sb /= m
-        nv = sb * sb + dot(d, av, av)
+        for i in range(m):
+            if poll_stop(pl, d + ROW_WORK):
+                return ERR_INTERRUPTED
+            wi = sw[i] if sw != NULL else 1.0
+            if wi == 0:
+                continue
+            u = wi * (sf_dot(d, &X[i * d], v) + vb)
+            sf_axpy(d, u, &X[i * d], av)
+            sb += u
+        for j in range(d):
+            av[j] /= wsum
+        sb = sb / wsum if fit_b else 0.0
+        nv = sb * sb + sf_dot(d, av, av)
         if not (nv > 0 and nold > 0):
             break
         lam = (nv / nold) ** 0.5          # ||A v|| / ||v|| -> lambda_max
@@ -334,8 +401,34 @@ cdef double top_eigenvalue(const double *X, Py_ssize_t m, Py_ssize_t d,
         for j in range(d):
             v[j] = av[j] / nv
         vb = sb / nv
-    free(u)
-    return lam
+    lam_out[0] = lam
+    return OK
+
+
+def _py_top_eigenvalue(const double[:, ::1] X, bint fit_intercept, sample_weight=None):
+    """The kernel's power iteration for the top eigenvalue of the (weighted)
+    second moment of [X 1] (for tests)."""
+    cdef Py_ssize_t m = X.shape[0], d = X.shape[1]
+    cdef const double[::1] sw
+    cdef double lam = -1.0
+    cdef Poll pl
+    cdef double *buf = <double *> malloc(2 * max(d, 1) * sizeof(double))
+    if buf == NULL:
+        raise MemoryError("_py_top_eigenvalue: no work space")
+    poll_init(&pl)
+    pl.on = False
+    try:
+        if sample_weight is not None:
+            sw = np.ascontiguousarray(sample_weight, dtype=np.float64)
+            if sw.shape[0] != m:
+                raise ValueError("sample_weight must have one value per row")
+        if m == 0:
+            return -1.0
+        top_eigenvalue(&X[0, 0], &sw[0] if sample_weight is not None else NULL, m, d,
+                       fit_intercept, buf, buf + d, &pl, &lam)
+        return lam
+    finally:
+        free(buf)
 
 
 cdef inline double block_ratio(const SGDState *s, Py_ssize_t d) noexcept nogil:
@@ -365,7 +458,56 @@ cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
     return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
 
 
-cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
+    # Into the last phase (the plateau rule, or start="phase2" after the warm-up).
+    s.b0_cap = s.b0
+    if p.mode == MODE_BATCH and s.block < p.C0 * tau_star2(p.tau) / 4.0 * d:
+        # Batches too small for Theorem 5's constant phase: its one-step
+        # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
+        start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+    else:
+        start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+
+
+cdef void fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                          double *work, Py_ssize_t d) noexcept nogil:
+    # D0, b0, the plateau test's best median, the level and phase one's first
+    # stepsize from the residuals r at the current iterate: at the end of the
+    # warm-up, and again when the residual scale jumped (a restart). Cl (and
+    # Cu) are set by the caller first.
+    cdef double med = median_abs(r, n, work)
+    s.level = med
+    s.n_high = 0
+    if p.loss == LOSS_CHECK:
+        s.d0 = error_scale(r, n, work)
+        s.b0 = p.b0 if not isnan(p.b0) else sparsity(r, n, p.tau, work)
+        if not (s.b0 > 1e-9 * s.d0):
+            s.b0 = s.d0
+        if not isnan(p.eta0):
+            s.eta_geo = p.eta0
+        elif p.mode == MODE_SINGLE:
+            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * d * tau_star2(p.tau))
+        else:
+            s.eta_geo = p.eta0_scale * s.d0 * block_ratio(s, d) / s.cl
+    else:
+        # least squares: constant eta0_scale / (d Cl) in phase one (Section 3.1)
+        s.eta_geo = p.eta0 if not isnan(p.eta0) else p.eta0_scale / (s.cl * d)
+    if not (s.eta_geo > 0):
+        s.eta_geo = 1e-12
+    # single mode's plateau test starts from the warm-up's median; block
+    # modes from D0's (the same number when the error dominates)
+    s.min_med = med if p.mode == MODE_SINGLE else s.d0 / INV_MAD
+    s.phase = 1
+    s.t_switch = s.t
+    s.n_avg = 0
+    s.avg_on = 0
+    s.n_flat = 0
+    s.k_pow = -1
+    if p.start == 2:
+        end_phase_one(s, p, d)
+
+
+cdef bint window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
                       double *work, Py_ssize_t d) noexcept nogil:
     # Called on each full window of residuals. Their median |r| falls while the
     # error dominates the residuals and levels off at the noise. A window makes
@@ -376,9 +518,24 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     # two, and in the last phase starts the Polyak-Ruppert average, which so
     # leaves out the transient. For the check loss each window also refreshes
     # the sparsity estimate b0.
+    #
+    # Non-stationary starts (a stuck sensor: constant y for a while): windows
+    # of (nearly) no spread say nothing about the noise and must not pin the
+    # estimates, and when the residual scale then jumps far above its running
+    # level for `patience` windows in a row, the estimates are stale: the
+    # function returns True and the caller restarts phase one (fresh_estimates
+    # on this window, with Cl from its rows).
     cdef double est, med
     cdef bint flat
     med = median_abs(r, n, work)
+    if p.loss == LOSS_CHECK and p.restart > 0 and s.phase >= 1:
+        if s.level > 0 and med > p.restart * s.level:
+            s.n_high += 1
+            if s.n_high >= p.patience:
+                return True
+            return False            # a high window teaches the estimates nothing yet
+        s.n_high = 0
+        s.level = med if not (s.level > 0) else s.level + p.ema * (med - s.level)
     if s.min_med <= 0 or med < p.plateau * s.min_med:
         s.n_flat = 0
     else:
@@ -402,13 +559,7 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
                 s.b0 = s.b0_cap
     if flat and s.phase == 1 and isnan(p.t_switch) and \
             not (p.mode == MODE_SINGLE and p.loss == LOSS_CHECK and not isnan(p.b0)):
-        s.b0_cap = s.b0
-        if p.mode == MODE_BATCH and s.block < p.C0 * tau_star2(p.tau) / 4.0 * d:
-            # Batches too small for Theorem 5's constant phase: its one-step
-            # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
-            start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
-        else:
-            start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+        end_phase_one(s, p, d)
     elif flat and s.phase == 2 and p.mode == MODE_BATCH:
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
     elif flat and s.phase >= 2 and s.avg_on == 0:
@@ -417,61 +568,39 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     elif s.phase >= 2 and p.loss == LOSS_CHECK:
         s.eta_start = phase_start_eta(s, p, d, s.phase)
         s.k_pow = -1      # eta_start moved: recompute the cached power
+    return False
 
 
-cdef inline void push_residuals(SGDState *s, const SGDParams *p, const double *r,
-                                Py_ssize_t n, double *win, double *work,
-                                Py_ssize_t d) noexcept nogil:
-    # Append n residuals; a full window is processed once per call, so a window
-    # always spans at least one update (the buffer holds window + n values).
-    memcpy(win + <Py_ssize_t> s.fill, r, n * sizeof(double))
-    s.fill += n
-    if s.fill >= p.window:
-        window_done(s, p, win, <Py_ssize_t> s.fill, work, d)
-        s.fill = 0
+cdef void restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                  double *work, Py_ssize_t d, double cu) noexcept nogil:
+    # Phase one afresh from this window: the residual scale jumped. Cl from
+    # the window's rows, Cu (block modes) from the caller's block.
+    if s.win_wsum > 0 and s.win_sumsq > 0 and s.win_sumsq <= DBL_MAX:
+        s.cl = s.win_sumsq / (s.win_wsum * d)
+    s.cu = cu if cu >= s.cl else s.cl
+    fresh_estimates(s, p, r, n, work, d)
+    s.n_restarts += 1
 
 
-cdef void warmup_done(SGDState *s, const SGDParams *p, double *win, double *work,
-                      Py_ssize_t d) noexcept nogil:
-    # End of the single-sample warm-up: Cl, D0, b0 and eta0 from what was seen.
-    cdef Py_ssize_t n = <Py_ssize_t> s.fill
-    s.cl = s.sumsq / (s.n_sumsq * d)
-    if not (s.cl > 0):
-        s.cl = 1.0
-    s.min_med = median_abs(win, n, work)
-    if p.loss == LOSS_CHECK:
-        s.d0 = error_scale(win, n, work)
-        s.b0 = p.b0 if not isnan(p.b0) else sparsity(win, n, p.tau, work)
-        if not (s.b0 > 1e-9 * s.d0):
-            s.b0 = s.d0
-        if not isnan(p.eta0):
-            s.eta_geo = p.eta0
-        else:
-            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * d * tau_star2(p.tau))
-    else:
-        # least squares: constant eta0_scale / (d Cl) in phase one (Section 3.1)
-        s.eta_geo = p.eta0 if not isnan(p.eta0) else p.eta0_scale / (s.cl * d)
-    s.fill = 0
-    s.phase = 1
-    s.t_switch = 0
-    if not (s.eta_geo > 0):
-        s.eta_geo = 1e-12
-
-
-cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
+cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
+                              double weight) noexcept nogil:
     # Stepsize of the next single-sample update under the statistical schedule.
     cdef double eta
     if s.phase == 1:
         eta = s.eta_geo
         if p.loss == LOSS_CHECK:
-            s.eta_geo *= 1.0 - p.decay / (d * tau_star2(p.tau))
+            # the clock moves by the row's weight: so does the decay
+            if weight == 1.0:
+                s.eta_geo *= 1.0 - p.decay / (d * tau_star2(p.tau))
+            else:
+                s.eta_geo *= pow(1.0 - p.decay / (d * tau_star2(p.tau)), weight)
         if (not isnan(p.t_switch) and s.t + 1 >= p.t_switch) or \
                 (p.loss == LOSS_CHECK and not isnan(p.b0) and isnan(p.t_switch)
                  and eta <= phase_start_eta(s, p, d, 2)):
             # with the noise's b0 known: the paper's continuity rule
             s.b0_cap = s.b0
             start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
-            s.t_switch = s.t + 1
+            s.t_switch = s.t + weight
         return eta
     if p.loss == LOSS_CHECK:
         return last_phase_eta(s, p, p.Cb * d)
@@ -482,54 +611,105 @@ cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d) noe
 # ----------------------------------------------------------------------------
 # Single-sample updates (Section 2.1 of the paper).
 
-def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
-               double[::1] wbar, double[::1] state, const double[::1] params,
-               double[::1] window, const double[::1] etas):
-    """Run one single-sample update per row of X (the paper's Section 2.1).
+cdef int check_common(object state, object params, Py_ssize_t n, Py_ssize_t d,
+                      Py_ssize_t ny, Py_ssize_t nsw, Py_ssize_t nw,
+                      Py_ssize_t nwbar) except -1:
+    # The layout checks every entry makes: named records, then every array's
+    # length against the data and the state it describes.
+    check_struct(state, STATE_DTYPE, "state")
+    check_struct(params, PARAMS_DTYPE, "params")
+    if ny != n or (nsw != 0 and nsw != n):
+        raise ValueError(f"y and sample_weight must have {n} values (X's rows), got "
+                         f"{ny} and {nsw}")
+    if nw != d or nwbar != d:
+        raise ValueError(f"w and wbar must have {d} values (X's columns), got {nw} and {nwbar}")
+    if n > 0 and d < 1:
+        raise ValueError("X must have at least one column")
+    return 0
 
-    ``state``/``params`` are float64 arrays laid out as STATE_FIELDS /
-    PARAM_FIELDS; ``window`` holds recent residuals; ``etas`` has one stepsize
-    per row when the schedule is an array (user schedule), else is unused.
-    Returns (code, row): code 0, or a negative error code; row is the first
-    row with a non-finite residual for ERR_BADINPUT, else -1.
+
+def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+               double[::1] w, double[::1] wbar, object state, object params,
+               double[::1] window, const double[::1] etas):
+    """One single-sample update per row of X (the paper's Section 2.1).
+
+    ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
+    ``sample_weight`` is empty (all 1) or one non-negative weight per row;
+    ``window`` holds recent residuals; ``etas`` has one stepsize per update
+    (row of positive weight) when the schedule is an array (a user schedule).
+
+    Returns (code, done, exc, row): ``done`` rows were applied and the state
+    holds exactly their effect. ERR_INTERRUPTED: a signal handler raised
+    ``exc``; ERR_BADINPUT: row ``row`` has a non-finite residual or squared
+    norm (NaN/inf in it, ||x||^2 overflowing, or an iterate that diverged);
+    ERR_NONFINITE: the iterate left the finite range; ERR_LAYOUT: a work array
+    is too short (nothing was changed).
     """
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i
-    cdef SGDState *s = <SGDState *> &state[0]
-    cdef const SGDParams *p = <const SGDParams *> &params[0]
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j = 0, need = 0
+    check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
+                 wbar.shape[0])
+    cdef SGDState[::1] sv = state
+    cdef const SGDParams[::1] pv = params
+    cdef SGDState *s = &sv[0]
+    cdef const SGDParams *p = &pv[0]
     cdef Py_ssize_t wcap = window.shape[0]
-    cdef double *win = &window[0]
+    cdef double *win
     cdef double *work
-    cdef double r, g, eta, pred, xw = 0.0
+    cdef double *wp
+    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
+    cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0, fit_one
     cdef bint have_dot = False
     cdef const double *x
-    cdef int kind = <int> p.kind
+    cdef int kind = <int> p.kind, code = OK
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef Py_ssize_t bad = -1
+    cdef Py_ssize_t row = -1, done = 0
+    cdef Poll pl
     if n == 0:
-        return OK, -1
+        return result(OK, 0, -1)
+    if kind == KIND_ARRAY:
+        if swp == NULL:
+            need = n
+        else:
+            for i in range(n):
+                need += swp[i] != 0
+        if etas.shape[0] < need:
+            return result(ERR_LAYOUT, 0, -1)
     if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
-        return ERR_WINDOW, -1
-    work = <double *> malloc(wcap * sizeof(double))
+        return result(ERR_LAYOUT, 0, -1)
+    work = <double *> malloc(max(wcap, 1) * sizeof(double))
     if work == NULL:
-        return ERR_NOMEM, -1
+        return result(ERR_NOMEM, 0, -1)
+    win = &window[0] if wcap else NULL
+    wp = &w[0]
+    fit_one = 1.0 if fit_b else 0.0
+    poll_init(&pl)
     with nogil:
         for i in range(n):
+            if poll_stop(&pl, d + ROW_WORK):
+                code = ERR_INTERRUPTED
+                break
             x = &X[i, 0]
             if not have_dot:
-                xw = sf_dot(d, x, &w[0])
+                xw = sf_dot2(d, x, wp, &xx)
             have_dot = False
-            pred = xw + s.intercept
-            r = y[i] - pred
-            if not (fabs(r) <= DBL_MAX):
-                # NaN/inf anywhere in the row makes r non-finite: the finiteness
-                # check costs a compare here instead of a second pass over X
-                bad = i
+            r = y[i] - (xw + s.intercept)
+            if not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
+                # NaN/inf anywhere in the row makes r or ||x||^2 non-finite, and
+                # so does a row too large for float64 (||x||^2 overflows): the
+                # checks cost two compares here instead of passes over X
+                code = ERR_BADINPUT
+                row = i
                 break
-            g = loss_and_coef(r, p, &s.loss)
+            if swp != NULL:
+                wi = swp[i]
+            g = loss_and_coef(r, p, &s.loss, wi)
             s.n_seen += 1
+            done = i + 1
+            if wi == 0:
+                continue          # a row of weight 0 is scored, nothing more
             if stat:
                 # Once settled (a plateau in the last phase) only b0 still
                 # learns from the window: a quarter of the residuals is enough
@@ -537,118 +717,221 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, double[::1] w,
                 if s.avg_on == 0 or (<long long> s.n_seen) % SETTLED_STRIDE == 0:
                     win[<Py_ssize_t> s.fill] = r
                     s.fill += 1
+                    s.win_sumsq += wi * (xx + fit_one)
+                    s.win_wsum += wi
                 if s.phase == 0:
                     # warm-up: score, remember the residual and ||x||^2, no update
-                    s.sumsq += dot(d, x, x) + (1.0 if fit_b else 0.0)
-                    s.n_sumsq += 1
+                    s.sumsq += wi * (xx + fit_one)
+                    s.n_sumsq += wi
                     if s.fill >= p.n_warmup:
-                        warmup_done(s, p, win, work, da)
+                        s.cl = s.sumsq / (s.n_sumsq * da)
                         if not (s.cl <= DBL_MAX):
-                            bad = ROW_SCALE
+                            code = ERR_SCALE      # the sum of ||x||^2 overflows
                             break
+                        if not (s.cl > 0):
+                            s.cl = 1.0
+                        fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
+                        s.fill = 0
+                        s.win_sumsq = 0
+                        s.win_wsum = 0
                     continue
                 if s.fill >= p.window:
-                    window_done(s, p, win, <Py_ssize_t> s.fill, work, da)
+                    if window_done(s, p, win, <Py_ssize_t> s.fill, work, da):
+                        restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
                     s.fill = 0
-                eta = single_eta(s, p, da)
+                    s.win_sumsq = 0
+                    s.win_wsum = 0
+                eta = single_eta(s, p, da, wi)
             else:
-                eta = fixed_eta(s, p, etas[i] if kind == KIND_ARRAY else 0.0)
-            # w -= eta * g * x (and the next row's x'w in the same pass)
+                eta = fixed_eta(s, p, etas[j] if kind == KIND_ARRAY else 0.0)
+                j += 1
+            # w -= eta * g * x (and the next row's x'w and ||x||^2 in the same pass)
             if i + 1 < n:
-                xw = sf_axpy_dot(d, -eta * g, x, &w[0], x + d)
+                xw = sf_axpy_dot2(d, -eta * g * wi, x, wp, x + d, &xx)
                 have_dot = True
             else:
-                sf_axpy(d, -eta * g, x, &w[0])
+                sf_axpy(d, -eta * g * wi, x, wp)
             if fit_b:
-                s.intercept -= eta * g
-            s.t += 1
+                s.intercept -= eta * g * wi
+            s.t += wi
+            s.n_updates += 1
             s.last_eta = eta
             if avg and (s.avg_on != 0 or not stat):
-                average_step(d, &w[0], &wbar[0], s)
+                average_step(d, wp, &wbar[0], s)
     free(work)
-    return finish(bad, &w[0], d, s)
+    if (code == OK or code == ERR_INTERRUPTED) and not iterate_finite(wp, d, s):
+        if code == ERR_INTERRUPTED:
+            pending_exception()       # the divergence is what the caller must hear
+        code = ERR_NONFINITE
+    return result(code, done, row)
 
 
 # ----------------------------------------------------------------------------
 # Batch (Section 2.2) and all-data-so-far (Section 2.3) updates: one
-# sub-gradient step on the mean loss over a block of rows.
+# sub-gradient step on the (weighted) mean loss over a block of rows.
 
-cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ssize_t d,
-                       Py_ssize_t score_from, double *w, double *wbar,
-                       SGDState *s, const SGDParams *p, double eta_user,
-                       double *win, double *resid, double *grad,
-                       double *work) noexcept nogil:
+cdef struct BlockSums:
+    double gsum           # sum of w_i g_i (the intercept's gradient, unnormalised)
+    double wsum           # sum of w_i
+    double loss           # weighted loss of the new rows
+    double n_new          # new rows
+    double sumsq          # sum of w_i (||x_i||^2 + fit_intercept)
+
+
+cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize_t m,
+                    Py_ssize_t d, Py_ssize_t score_from, const double *w, double b,
+                    const SGDParams *p, double *resid, double *grad, BlockSums *out,
+                    Poll *pl, Py_ssize_t *bad) noexcept nogil:
+    # One pass over the rows: resid = y - X w - b, the scale and finiteness
+    # check, the weighted (sub-)gradient grad = sum w_i g_i x_i and the sums.
+    # Writes nothing but its outputs, so an interrupt here leaves the state
+    # untouched. Returns OK, ERR_BADINPUT (row in bad) or ERR_INTERRUPTED.
+    cdef Py_ssize_t i, j
+    cdef double r, g, xx, wi, fit_one = 1.0 if p.fit_intercept != 0 else 0.0
+    cdef double dummy = 0.0
+    out.gsum = 0.0
+    out.wsum = 0.0
+    out.loss = 0.0
+    out.n_new = 0.0
+    out.sumsq = 0.0
+    for j in range(d):
+        grad[j] = 0.0
+    for i in range(m):
+        if poll_stop(pl, 2 * d + ROW_WORK):
+            return ERR_INTERRUPTED
+        r = y[i] - (sf_dot2(d, &X[i * d], w, &xx) + b)
+        if not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
+            bad[0] = i
+            return ERR_BADINPUT
+        resid[i] = r
+        wi = sw[i] if sw != NULL else 1.0
+        if i >= score_from:
+            g = loss_and_coef(r, p, &out.loss, wi)
+            out.n_new += 1
+        else:
+            g = loss_and_coef(r, p, &dummy, wi)
+        if wi == 0:
+            continue
+        # grad += w_i g_i x_i
+        sf_axpy(d, wi * g, &X[i * d], grad)
+        out.gsum += wi * g
+        out.wsum += wi
+        out.sumsq += wi * (xx + fit_one)
+    return OK
+
+
+cdef Py_ssize_t compact(double *r, const double *sw, Py_ssize_t m) noexcept nogil:
+    # Keep the residuals of rows with positive weight, in order: the order
+    # statistics use those, unweighted.
+    cdef Py_ssize_t i, k = 0
+    if sw == NULL:
+        return m
+    for i in range(m):
+        if sw[i] != 0:
+            r[k] = r[i]
+            k += 1
+    return k
+
+
+cdef struct BlockWork:
+    double *resid         # m residuals
+    double *grad          # d
+    double *work          # order statistics: max(m, window capacity)
+    double *eig           # 2 d (power iteration)
+
+
+cdef double restart_cu(const double *X, const double *sw, Py_ssize_t m, Py_ssize_t d,
+                       Py_ssize_t first, bint fit_b, double *eig) noexcept nogil:
+    # The top eigenvalue of rows [first, m) for a restart. The state has
+    # already moved, so this one is not interruptible (it is rare and short).
+    cdef Poll quiet
+    cdef double cu = -1.0
+    quiet.on = False
+    quiet.work = 0.0
+    top_eigenvalue(X + first * d, sw + first if sw != NULL else NULL, m - first, d, fit_b,
+                   eig, eig + d, &quiet, &cu)
+    return cu
+
+
+cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
+                    Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
+                    SGDState *s, const SGDParams *p, double eta_user, double *win,
+                    BlockWork *bw, Poll *pl, Py_ssize_t *bad) noexcept nogil:
     # One update on rows [0, m); rows >= score_from are new: they add to the
-    # prequential loss and (batch mode) to the residual window. Returns -1, or
-    # the first row whose residual is not finite, or ROW_SCALE if ||x||^2
-    # overflows (nothing is updated then).
-    cdef Py_ssize_t i
+    # prequential loss and (batch mode) to the residual window. Returns OK,
+    # ERR_BADINPUT (row in bad), ERR_SCALE (the warm-up's sum of ||x||^2
+    # overflows) or ERR_INTERRUPTED; the state is unchanged unless OK.
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef double gsum = 0.0, g, eta, dummy = 0.0
-    cdef double inv_m = 1.0 / m
+    cdef double eta, cl, cu = 0.0
     cdef const double *r0
-    cdef Py_ssize_t n0
-    cdef int kind = <int> p.kind
-    s.block = m
-    # resid = y - X w - b
-    memcpy(resid, y, m * sizeof(double))
-    gemv_rows(<blas_int> m, <blas_int> d, -1.0, X, w, 1.0, resid)
-    for i in range(m):
-        resid[i] -= s.intercept
-        if not (fabs(resid[i]) <= DBL_MAX):
-            return i
-        if i >= score_from:
-            g = loss_and_coef(resid[i], p, &s.loss)
-            s.n_seen += 1
-        else:
-            g = loss_and_coef(resid[i], p, &dummy)
-        work[i] = g * inv_m
-        gsum += g * inv_m
-    # grad = X^T (g / m)
-    gemv_rows_t(<blas_int> m, <blas_int> d, 1.0, X, work, 0.0, grad)
-
-    if kind == KIND_STATISTICAL:
+    cdef Py_ssize_t n0, nr
+    cdef int kind = <int> p.kind, code
+    cdef BlockSums bs
+    cdef bint stat = kind == KIND_STATISTICAL, warm = False
+    code = block_pass(X, y, sw, m, d, score_from, w, s.intercept, p, bw.resid, bw.grad,
+                      &bs, pl, bad)
+    if code != OK:
+        return code
+    nr = compact(bw.resid, sw, m)
+    if stat and s.phase == 0:
+        # warm-up: Cl, Cu, D0 and b0 from the first n_warmup rows (all rows
+        # in storage mode); blocks that end before that are scored, not learnt
+        # from. Everything that can fail or be interrupted comes before the
+        # state changes.
+        warm = bs.wsum > 0 and (p.mode == MODE_STORAGE or s.fill + nr >= p.n_warmup)
+        if warm:
+            cl = (s.sumsq + bs.sumsq) / ((s.n_sumsq + bs.wsum) * <double> da)
+            if not (cl <= DBL_MAX):
+                return ERR_SCALE      # ||x||^2 summed overflows: nothing updated
+            if top_eigenvalue(X, sw, m, d, fit_b, bw.eig, bw.eig + d, pl, &cu) != OK:
+                return ERR_INTERRUPTED
+    s.loss += bs.loss
+    s.n_seen += bs.n_new
+    if not (bs.wsum > 0):
+        return OK             # every weight 0: scored, nothing learnt
+    s.block = bs.wsum
+    if stat:
         if s.phase == 0:
-            # warm-up: Cl, D0 and b0 from the first n_warmup rows (all rows
-            # in storage mode); blocks before that are scored, not learnt from
-            for i in range(m):
-                s.sumsq += dot(d, &X[i * d], &X[i * d]) + (1.0 if fit_b else 0.0)
-            s.n_sumsq += m
+            s.sumsq += bs.sumsq
+            s.n_sumsq += bs.wsum
             if p.mode == MODE_STORAGE:
-                r0 = resid
-                n0 = m
+                r0 = bw.resid
+                n0 = nr
             else:
-                memcpy(win + <Py_ssize_t> s.fill, resid, m * sizeof(double))
-                s.fill += m
-                if s.fill < p.n_warmup:
-                    return -1
+                memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
+                s.fill += nr
+                if not warm:
+                    return OK
                 r0 = win
                 n0 = <Py_ssize_t> s.fill
                 s.fill = 0
             s.cl = s.sumsq / (s.n_sumsq * <double> da)
-            if not (s.cl <= DBL_MAX):
-                return ROW_SCALE      # ||x||^2 overflows: nothing updated
             if not (s.cl > 0):
                 s.cl = 1.0
-            s.cu = top_eigenvalue(X, m, d, fit_b)
-            if not (s.cu >= s.cl):
-                s.cu = s.cl
-            s.d0 = error_scale(r0, n0, work)
-            s.min_med = s.d0 / INV_MAD
-            s.b0 = p.b0 if not isnan(p.b0) else sparsity(r0, n0, p.tau, work)
-            if not (s.b0 > 1e-9 * s.d0):
-                s.b0 = s.d0
-            s.eta_geo = p.eta0_scale * s.d0 * block_ratio(s, da) / s.cl \
-                if isnan(p.eta0) else p.eta0
-            if not (s.eta_geo > 0):
-                s.eta_geo = 1e-12
-            s.phase = 1
+            s.cu = cu if cu >= s.cl else s.cl
+            fresh_estimates(s, p, r0, n0, bw.work, da)
         elif p.mode == MODE_STORAGE:
             # all residuals at the current iterate form the window
-            window_done(s, p, resid, m, work, da)
+            s.win_sumsq = bs.sumsq
+            s.win_wsum = bs.wsum
+            if window_done(s, p, bw.resid, nr, bw.work, da):
+                # Cu afresh from this call's new rows (all data would cost 30
+                # passes over everything; the new rows are what changed)
+                restart(s, p, bw.resid, nr, bw.work, da,
+                        restart_cu(X, sw, m, d, score_from, fit_b, bw.eig))
         else:
-            push_residuals(s, p, resid, m, win, work, da)
+            memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
+            s.fill += nr
+            s.win_sumsq += bs.sumsq
+            s.win_wsum += bs.wsum
+            if s.fill >= p.window:
+                if window_done(s, p, win, <Py_ssize_t> s.fill, bw.work, da):
+                    restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
+                            restart_cu(X, sw, m, d, 0, fit_b, bw.eig))
+                s.fill = 0
+                s.win_sumsq = 0
+                s.win_wsum = 0
         if s.phase == 1:
             # geometric, but never above phase two's constant eta_const b0 / Cu:
             # a longer step on the block's mean gradient overshoots
@@ -664,96 +947,144 @@ cdef Py_ssize_t block_step(const double *X, const double *y, Py_ssize_t m, Py_ss
             eta = last_phase_eta(s, p, p.Cb / block_ratio(s, da))
     else:
         eta = fixed_eta(s, p, eta_user)
-    # w -= eta * grad
-    axpy(<blas_int> d, -eta, grad, w)
+    # w -= eta * grad / sum(w_i)
+    sf_axpy(d, -eta / bs.wsum, bw.grad, w)
     if fit_b:
-        s.intercept -= eta * gsum
+        s.intercept -= eta * (bs.gsum / bs.wsum)
     s.t += 1
+    s.n_updates += 1
     s.last_eta = eta
-    if p.average != 0 and (s.avg_on != 0 or kind != KIND_STATISTICAL):
+    if p.average != 0 and (s.avg_on != 0 or not stat):
         average_step(d, w, wbar, s)
-    return -1
+    return OK
 
 
-def sgd_blocks(const double[:, ::1] X, const double[::1] y, Py_ssize_t block,
-               double[::1] w, double[::1] wbar, double[::1] state,
-               const double[::1] params, double[::1] window, const double[::1] etas):
+cdef int block_work_init(BlockWork *bw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t wcap):
+    bw.resid = <double *> malloc(max(m, 1) * sizeof(double))
+    bw.work = <double *> malloc(max(max(m, wcap), 1) * sizeof(double))
+    bw.grad = <double *> malloc(3 * max(d, 1) * sizeof(double))
+    bw.eig = bw.grad + d if bw.grad != NULL else NULL
+    if bw.resid == NULL or bw.work == NULL or bw.grad == NULL:
+        block_work_free(bw)
+        return ERR_NOMEM
+    return OK
+
+
+cdef void block_work_free(BlockWork *bw):
+    free(bw.resid)
+    free(bw.work)
+    free(bw.grad)
+    bw.resid = bw.work = bw.grad = bw.eig = NULL
+
+
+def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+               Py_ssize_t block, double[::1] w, double[::1] wbar, object state,
+               object params, double[::1] window, const double[::1] etas):
     """One update per consecutive block of ``block`` rows (batch mode).
 
     ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
-    max(window fill, n_warmup, params.window) + block values (checked).
-    Returns (code, row) as ``sgd_single``.
+    max(window fill, n_warmup, params.window) + block values; ``etas`` one
+    stepsize per block of positive total weight (user schedules).
+
+    Returns (code, done, exc, row) as ``sgd_single``; ``done`` is a multiple
+    of ``block`` (whole blocks), ``row`` indexes X.
     """
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb
-    cdef SGDState *s = <SGDState *> &state[0]
-    cdef const SGDParams *p = <const SGDParams *> &params[0]
-    cdef double *resid
-    cdef double *grad
-    cdef double *work
-    cdef Py_ssize_t bad = -1
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb, i, j = 0, need = 0
+    check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
+                 wbar.shape[0])
+    cdef double updates
+    cdef SGDState[::1] sv = state
+    cdef const SGDParams[::1] pv = params
+    cdef SGDState *s = &sv[0]
+    cdef const SGDParams *p = &pv[0]
+    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
+    cdef BlockWork bw
+    cdef Py_ssize_t bad = -1, row = -1, done = 0
+    cdef int code = OK
+    cdef double wsum
+    cdef Poll pl
     if n == 0:
-        return OK, -1
-    # a block is appended to a window holding fewer than max(fill,
-    # n_warmup, window) residuals
+        return result(OK, 0, -1)
     if block < 1 or n % block != 0 or \
-            max(s.fill, p.n_warmup, p.window) + block > window.shape[0]:
-        return ERR_WINDOW, -1
+            <Py_ssize_t> max(s.fill, p.n_warmup, p.window) + block > window.shape[0]:
+        return result(ERR_LAYOUT, 0, -1)
     nb = n // block
-    resid = <double *> malloc(block * sizeof(double))
-    # work holds a block's gradient weights or a window's order statistics
-    work = <double *> malloc(max(block, window.shape[0]) * sizeof(double))
-    grad = <double *> malloc(d * sizeof(double))
-    if resid == NULL or work == NULL or grad == NULL:
-        free(resid); free(work); free(grad)
-        return ERR_NOMEM, -1
+    if p.kind == KIND_ARRAY:
+        for b in range(nb):
+            wsum = 0.0
+            for i in range(b * block, (b + 1) * block):
+                wsum += swp[i] if swp != NULL else 1.0
+            need += wsum > 0
+        if etas.shape[0] < need:
+            return result(ERR_LAYOUT, 0, -1)
+    if block_work_init(&bw, block, d, window.shape[0]) != OK:
+        return result(ERR_NOMEM, 0, -1)
+    poll_init(&pl)
     with nogil:
         for b in range(nb):
-            bad = block_step(&X[b * block, 0], &y[b * block], block, d, 0, &w[0], &wbar[0],
-                             s, p, etas[b] if etas.shape[0] > b else 0.0, &window[0],
-                             resid, grad, work)
-            if bad >= 0:
-                bad += b * block
-            if bad != -1:
+            updates = s.n_updates
+            code = block_step(&X[b * block, 0], &y[b * block],
+                              swp + b * block if swp != NULL else NULL, block, d, 0,
+                              &w[0], &wbar[0], s, p, etas[j] if j < etas.shape[0] else 0.0,
+                              &window[0], &bw, &pl, &bad)
+            if code != OK:
+                if bad >= 0:
+                    row = bad + b * block
                 break
-    free(resid); free(work); free(grad)
-    return finish(bad, &w[0], d, s)
+            if s.n_updates > updates:
+                j += 1            # user stepsizes go by updates (blocks of weight > 0)
+            done = (b + 1) * block
+    block_work_free(&bw)
+    if (code == OK or code == ERR_INTERRUPTED) and not iterate_finite(&w[0], d, s):
+        if code == ERR_INTERRUPTED:
+            pending_exception()
+        code = ERR_NONFINITE
+    return result(code, done, row)
 
 
-def sgd_storage(const double[:, ::1] X, const double[::1] y, Py_ssize_t score_from,
-                double[::1] w, double[::1] wbar, double[::1] state,
-                const double[::1] params, double eta_user):
-    """One sub-gradient step on the mean loss over all rows of X (all data so
-    far, Section 2.3); rows from ``score_from`` on are new and are scored.
-    Returns (code, row) as ``sgd_single``."""
+def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+                Py_ssize_t score_from, double[::1] w, double[::1] wbar, object state,
+                object params, double eta_user):
+    """One sub-gradient step on the (weighted) mean loss over all rows of X
+    (all data so far, Section 2.3); rows from ``score_from`` on are new and
+    are scored. Returns (code, done, exc, row) as ``sgd_single``: ``done`` is
+    the number of new rows (the step was taken) or 0 (nothing changed)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
-    cdef SGDState *s = <SGDState *> &state[0]
-    cdef const SGDParams *p = <const SGDParams *> &params[0]
-    cdef double *resid
-    cdef double *grad
-    cdef double *work
+    check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
+                 wbar.shape[0])
+    cdef SGDState[::1] sv = state
+    cdef const SGDParams[::1] pv = params
+    cdef SGDState *s = &sv[0]
+    cdef const SGDParams *p = &pv[0]
+    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
+    cdef BlockWork bw
     cdef Py_ssize_t bad = -1
-    if n == 0:
-        return OK, -1
-    resid = <double *> malloc(n * sizeof(double))
-    work = <double *> malloc(n * sizeof(double))
-    grad = <double *> malloc(d * sizeof(double))
-    if resid == NULL or work == NULL or grad == NULL:
-        free(resid); free(work); free(grad)
-        return ERR_NOMEM, -1
+    cdef int code
+    cdef Poll pl
+    if not 0 <= score_from <= n:
+        return result(ERR_LAYOUT, 0, -1)
+    if n == 0 or score_from == n:
+        return result(OK, 0, -1)
+    if block_work_init(&bw, n, d, 0) != OK:
+        return result(ERR_NOMEM, 0, -1)
+    poll_init(&pl)
     with nogil:
-        bad = block_step(&X[0, 0], &y[0], n, d, score_from, &w[0], &wbar[0], s, p,
-                         eta_user, NULL, resid, grad, work)
-    free(resid); free(work); free(grad)
-    return finish(bad, &w[0], d, s)
+        code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
+                          eta_user, NULL, &bw, &pl, &bad)
+    block_work_free(&bw)
+    if code == OK and not iterate_finite(&w[0], d, s):
+        code = ERR_NONFINITE
+    return result(code, n - score_from if code == OK else 0, bad)
 
 
-def predict(const double[:, ::1] X, const double[::1] w, double intercept,
-            double[::1] out):
-    """out = X @ w + intercept."""
+def predict(const double[:, ::1] X, const double[::1] w, double intercept, double[::1] out):
+    """out = X @ w + intercept (row by row, in the kernels' summation order)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i
+    if w.shape[0] != d or out.shape[0] != n:
+        raise ValueError(f"w must have {d} values and out {n}, got {w.shape[0]} and "
+                         f"{out.shape[0]}")
     if n == 0:
         return
     with nogil:
         for i in range(n):
-            out[i] = intercept
-        gemv_rows(<blas_int> n, <blas_int> d, 1.0, &X[0, 0], &w[0], 1.0, &out[0])
+            out[i] = sf_dot(d, &X[i, 0], &w[0]) + intercept

@@ -1,0 +1,289 @@
+"""The state an online linear estimator carries between calls, and how one
+call advances it: rows waiting for a full batch, stored data with spare room,
+and the kernel calls of each mode.
+
+A call works on a :class:`Work` copy of the estimator's state: the small
+arrays are copied, the stored data are shared and only written past the rows
+already stored (the spare room is restored if the call fails). The estimator
+publishes the copy when the call succeeds, or when a signal handler stopped
+the kernel (the copy then holds the effect of a whole number of rows).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._errors import ERR_INTERRUPTED, OK
+from .._kernels import _quantile as _k
+from .._validation import _check_real_array, check_matrix, check_vector
+
+__all__ = ["Work", "Outcome", "advance"]
+
+# The estimator attributes of each Work field (published under these names).
+FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
+          "store_X", "store_y", "store_w", "store_n")
+
+
+class Work:
+    """The state of one estimator, as the kernels read and write it."""
+
+    __slots__ = FIELDS
+
+    @classmethod
+    def fresh(cls, d, params, coef_init=None, intercept_init=0.0):
+        work = cls()
+        work.w = np.zeros(d) if coef_init is None else coef_init.copy()
+        work.wbar = work.w.copy()
+        work.state = _k.new_state()
+        work.state["intercept"] = intercept_init
+        work.state["intercept_avg"] = intercept_init
+        work.params = params
+        work.window = np.zeros(0)
+        work.pending_X, work.pending_y, work.pending_w = np.zeros((0, d)), np.zeros(0), None
+        work.store_X, work.store_y, work.store_w, work.store_n = np.zeros((0, d)), np.zeros(0), \
+            None, 0
+        return work
+
+    @classmethod
+    def of(cls, est):
+        """A working copy of a fitted estimator's state (copies of what the
+        kernels write, so that read-only loaded arrays never reach them)."""
+        work = cls()
+        for name in FIELDS:
+            setattr(work, name, getattr(est, f"_{name}_"))
+        work.w, work.wbar = work.w.copy(), work.wbar.copy()
+        work.state, work.window = work.state.copy(), work.window.copy()
+        return work
+
+    def publish(self, est):
+        for name in FIELDS:
+            setattr(est, f"_{name}_", getattr(self, name))
+
+    def grow_window(self, size):
+        if self.window.shape[0] < size:
+            grown = np.zeros(size)
+            grown[:self.window.shape[0]] = self.window
+            self.window = grown
+
+
+class Outcome:
+    """What one advance did: ``consumed`` rows of the call's X are in the
+    state; ``code`` and ``exc`` come from the kernel; ``bad`` describes the
+    row a kernel refused: (index in the call's X, or None for a row held from
+    an earlier call; x; y; weight)."""
+
+    __slots__ = ("consumed", "code", "exc", "bad")
+
+    def __init__(self, consumed=0, code=OK, exc=None, bad=None):
+        self.consumed, self.code, self.exc, self.bad = consumed, code, exc, bad
+
+
+def _bad_row(row, X, y, sw, first):
+    # the kernel's row `row` of (X, y, sw), whose first row is row `first` of the call
+    if row < 0:
+        return None
+    i = row + first
+    return (i if i >= 0 else None, X[row].copy(), float(y[row]),
+            1.0 if sw is None else float(sw[row]))
+
+
+def _window_size(params, block, state):
+    # the residual window (or what it already holds, if the window was made
+    # smaller mid-stream) plus room for one block
+    p = params[0]
+    return int(max(p["window"], p["n_warmup"], state["fill"][0], 1)) + block + 1
+
+
+def _join_weights(parts):
+    """Concatenate the weights of (row count, weights or None) parts; None if
+    every part is unweighted."""
+    if all(w is None for _, w in parts):
+        return None
+    return np.concatenate([np.ones(n) if w is None else w for n, w in parts])
+
+
+def _empty():
+    return np.zeros(0)
+
+
+def _rows(a, start, stop):
+    return None if a is None else a[start:stop]
+
+
+def advance(work, X, y, sw, schedule, block=None):
+    """Run the kernels of ``work.params``'s mode over (X, y, sw); ``block`` is
+    batch mode's rows per update (None: the whole call, pending rows included).
+    ``schedule`` gives user stepsizes (``stepsizes(start, count)``) when the
+    kind is an array. Mutates ``work``; returns an Outcome."""
+    mode = int(work.params["mode"][0])
+    if mode == _k.MODE_SINGLE:
+        return _advance_single(work, X, y, sw, schedule)
+    if mode == _k.MODE_BATCH:
+        return _advance_batch(work, X, y, sw, schedule, block)
+    return _advance_storage(work, X, y, sw, schedule)
+
+
+def user_stepsizes(schedule, start, count):
+    """The user schedule's stepsizes for updates start..start+count-1, checked:
+    real numbers (no complex or strings), finite, positive, ``count`` of them."""
+    name = f"schedule.stepsizes({start}, {count})"
+    etas = np.ascontiguousarray(_check_real_array(schedule.stepsizes(start, count), name),
+                                dtype=np.float64)
+    if etas.shape != (count,) or not (np.isfinite(etas).all() and (etas > 0).all()):
+        raise ValueError(f"{name} must return {count} finite, positive stepsizes, got "
+                         f"shape {etas.shape}: {etas.ravel()[:4]!r}")
+    return etas
+
+
+def _user_etas(work, schedule, count):
+    if int(work.params["kind"][0]) != _k.KIND_ARRAY or count == 0:
+        return _empty()
+    return user_stepsizes(schedule, int(work.state["n_updates"][0]), count)
+
+
+def _advance_single(work, X, y, sw, schedule):
+    n = X.shape[0]
+    etas = _user_etas(work, schedule, n if sw is None else int(np.count_nonzero(sw)))
+    work.grow_window(_window_size(work.params, 0, work.state))
+    code, done, exc, row = _k.sgd_single(X, y, _empty() if sw is None else sw, work.w,
+                                         work.wbar, work.state, work.params, work.window, etas)
+    return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))
+
+
+def _block_updates(w_part, block):
+    # blocks of positive total weight: the ones that update
+    nb = w_part.shape[0] // block if w_part is not None else 0
+    return int(np.count_nonzero(w_part.reshape(nb, block).sum(axis=1) > 0))
+
+
+def _advance_batch(work, X, y, sw, schedule, block):
+    n = X.shape[0]
+    k = work.pending_X.shape[0]
+    if block is None:
+        block = k + n
+    if block == 0:
+        return Outcome()
+    # The virtual stream is the pending rows, then X. The head completes the
+    # pending rows' last block with X's first h rows (a batch_size lowered
+    # while rows wait gives several blocks); the rest of X goes down as it is
+    # (no copy); what is short of a block waits for the next call.
+    parts = []                  # (X, y, w, index in the call's X of the part's first row)
+    h, rest = 0, None           # rest: the head's rows short of a block (X exhausted)
+    if k:
+        h = min(n, -(-k // block) * block - k)
+        head_X = np.concatenate([work.pending_X, X[:h]])
+        head_y = np.concatenate([work.pending_y, y[:h]])
+        head_w = _join_weights([(k, work.pending_w), (h, _rows(sw, 0, h))])
+        nh = head_X.shape[0] // block * block
+        if nh:
+            parts.append((head_X[:nh], head_y[:nh], _rows(head_w, 0, nh), -k))
+        if nh < head_X.shape[0]:
+            rest = (head_X[nh:], head_y[nh:], _rows(head_w, nh, None))
+    n_full = (n - h) // block * block
+    if n_full:
+        parts.append((X[h:h + n_full], y[h:h + n_full], _rows(sw, h, h + n_full), h))
+    # X rows that only wait are not seen by a kernel in this call: check them now
+    first_waiting = 0 if rest is not None else h + n_full
+    if first_waiting < n:
+        check_matrix(X[first_waiting:], "X")
+        check_vector(y[first_waiting:], n - first_waiting, "y")
+    updates = sum(p[0].shape[0] // block if p[2] is None else _block_updates(p[2], block)
+                  for p in parts)
+    etas = _user_etas(work, schedule, updates)
+    if parts:
+        work.grow_window(_window_size(work.params, block, work.state))
+    processed = 0               # rows of the virtual stream applied
+    for X_part, y_part, w_part, first in parts:
+        code, done, exc, row = _k.sgd_blocks(X_part, y_part,
+                                             _empty() if w_part is None else w_part, block,
+                                             work.w, work.wbar, work.state, work.params,
+                                             work.window, etas)
+        processed += done
+        if code != OK:
+            if code == ERR_INTERRUPTED:
+                _keep_unprocessed(work, processed, k)
+            return Outcome(max(0, processed - k), code, exc,
+                           _bad_row(row, X_part, y_part, w_part, first))
+        etas = etas[done // block if w_part is None else _block_updates(w_part, block):]
+    if rest is not None:
+        work.pending_X, work.pending_y, work.pending_w = rest
+    else:
+        start = h + n_full
+        work.pending_X, work.pending_y = X[start:].copy(), y[start:].copy()
+        work.pending_w = None if sw is None else sw[start:].copy()
+    return Outcome(n, OK)
+
+
+def _keep_unprocessed(work, processed, k):
+    # An interrupt after `processed` rows of the virtual stream: pending rows
+    # not yet applied still wait; X rows not applied are not taken.
+    if processed < k:
+        work.pending_X = work.pending_X[processed:].copy()
+        work.pending_y = work.pending_y[processed:].copy()
+        work.pending_w = _rows(work.pending_w, processed, None)
+    else:
+        d = work.pending_X.shape[1]
+        work.pending_X, work.pending_y, work.pending_w = np.zeros((0, d)), np.zeros(0), None
+
+
+def _writable_store(work, n_old, n, weighted):
+    # Room for n more rows, in arrays this call may write (a read-only store,
+    # e.g. loaded with mmap_mode="r", is copied); spare room stays zero.
+    d = work.store_X.shape[1]
+    cap = work.store_X.shape[0]
+    if n_old + n > cap or not (work.store_X.flags.writeable and work.store_y.flags.writeable):
+        cap = max(2 * cap, n_old + n, 64) if n_old + n > cap else cap
+        grown_X, grown_y = np.zeros((cap, d)), np.zeros(cap)
+        grown_X[:n_old], grown_y[:n_old] = work.store_X[:n_old], work.store_y[:n_old]
+        work.store_X, work.store_y = grown_X, grown_y
+    if weighted or work.store_w is not None:
+        if work.store_w is None or work.store_w.shape[0] != cap or \
+                not work.store_w.flags.writeable:
+            grown_w = np.zeros(cap)
+            grown_w[:n_old] = 1.0 if work.store_w is None else work.store_w[:n_old]
+            work.store_w = grown_w
+
+
+def _advance_storage(work, X, y, sw, schedule):
+    # All data so far, in arrays with spare capacity (amortised appends). Rows
+    # are checked before they are written; they go into the spare room only
+    # (rows already stored are never written), and the spare room is restored
+    # if the step fails or is interrupted.
+    n = X.shape[0]
+    if n == 0:
+        return Outcome()
+    check_matrix(X, "X")
+    check_vector(y, n, "y")
+    n_old = int(work.store_n)
+    stored = n_old + n
+    _writable_store(work, n_old, n, sw is not None)
+    work.store_X[n_old:stored] = X
+    work.store_y[n_old:stored] = y
+    if work.store_w is not None:
+        work.store_w[n_old:stored] = 1.0 if sw is None else sw
+    if sw is not None and not sw.any():
+        # new rows of weight 0 teach nothing: no step, as if they were absent
+        work.state["n_seen"] += n
+        work.store_n = stored
+        return Outcome(n, OK)
+    code = None
+    try:
+        eta = 0.0
+        if int(work.params["kind"][0]) == _k.KIND_ARRAY:
+            eta = float(user_stepsizes(schedule, int(work.state["n_updates"][0]), 1)[0])
+        code, done, exc, row = _k.sgd_storage(
+            work.store_X[:stored], work.store_y[:stored],
+            _empty() if work.store_w is None else work.store_w[:stored], n_old, work.w,
+            work.wbar, work.state, work.params, eta)
+        bad = _bad_row(row, work.store_X[:stored], work.store_y[:stored],
+                       None if work.store_w is None else work.store_w[:stored], -n_old)
+    finally:
+        if code != OK:
+            # leave the spare room as it was (zeros), whatever went wrong
+            work.store_X[n_old:stored] = 0.0
+            work.store_y[n_old:stored] = 0.0
+            if work.store_w is not None:
+                work.store_w[n_old:stored] = 0.0
+    if code != OK:
+        return Outcome(0, code, exc, bad)
+    work.store_n = stored
+    return Outcome(n, OK)
