@@ -19,9 +19,10 @@ import numpy as np
 
 from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport fabs, pow, isnan, NAN
-from libc.float cimport DBL_MAX
+from libc.float cimport DBL_MAX, DBL_MIN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
+from libc.signal cimport raise_ as c_raise
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, interrupted, pending_exception)
@@ -54,13 +55,20 @@ cpdef enum:
 
 cdef enum:
     SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
-    # Work (about one element-operation a nanosecond) between two polls for
-    # signals: ~1 ms. interrupted() costs ~1 us, so polling adds ~0.1%.
-    POLL_WORK = 1 << 20
-    ROW_WORK = 48         # per-row overhead, in the same units
+    ROW_WORK = 48         # per-row overhead, in units of element operations
+
+# Work (about one element operation a nanosecond) between two polls for
+# signals: ~1 ms. interrupted() costs ~1 us, so polling adds ~0.1%.
+cdef double POLL_WORK = 1 << 20
+cdef double poll_work = POLL_WORK
+# Test hook (_interrupt_at): the poll at which a real signal is raised, -1: none
+cdef long long hook_countdown = -1
+cdef int hook_signal = 0
 
 # 1 / Phi^{-1}(3/4): median |N(0, s^2)| = 0.6745 s.
 cdef double INV_MAD = 1.482602218505602
+# sqrt(DBL_MIN): below it x^2 leaves float64's normal range and loses precision
+cdef double SQRT_DBL_MIN = 1.4916681462400413e-154
 
 
 cdef struct SGDState:
@@ -95,6 +103,7 @@ cdef struct SGDState:
     double n_restarts     # restarts of phase one after a jump of the residual scale
     double win_sumsq      # weighted sum of ||x||^2 (+1 with an intercept) of the window's rows
     double win_wsum       # their weights' sum
+    double xmax           # largest |x_ij| over the warm-up's rows (underflow check)
 
 
 cdef struct SGDParams:
@@ -149,10 +158,34 @@ cdef inline bint poll_stop(Poll *pl, double work) noexcept nogil:
     # True when a signal handler raised: the caller stops before its next
     # whole step. Called once per step with that step's work.
     pl.work += work
-    if pl.work < POLL_WORK:
+    if pl.work < poll_work:
         return False
     pl.work = 0.0
+    if hook_countdown >= 0 and pl.on:
+        poll_hook()
     return pl.on and interrupted()
+
+
+cdef void poll_hook() noexcept nogil:
+    global hook_countdown, poll_work
+    if hook_countdown == 0:
+        hook_countdown = -1
+        poll_work = POLL_WORK
+        c_raise(hook_signal)      # a real signal: the Python handler runs in interrupted()
+    else:
+        hook_countdown -= 1
+
+
+def _interrupt_at(long long polls, int signum):
+    """Test hook: poll before every row (and every power-iteration row) and
+    raise the signal ``signum`` with C's raise() at poll number ``polls``
+    (0-based) of the main thread, once; then poll as usual again. The
+    signal's Python handler decides what happens (a raising handler stops
+    the kernel). ``polls=-1`` disarms."""
+    global hook_countdown, hook_signal, poll_work
+    hook_countdown = polls
+    hook_signal = signum
+    poll_work = 0.0 if polls >= 0 else POLL_WORK
 
 
 cdef tuple result(int code, Py_ssize_t done, Py_ssize_t row):
@@ -267,6 +300,15 @@ def _py_sparsity(const double[::1] r, double tau):
         free(work)
 
 
+cdef inline double row_absmax(const double *x, Py_ssize_t d, double m) noexcept nogil:
+    # max(m, max_j |x_j|): warm-up rows only (the underflow check)
+    cdef Py_ssize_t j
+    for j in range(d):
+        if fabs(x[j]) > m:
+            m = fabs(x[j])
+    return m
+
+
 cdef inline double check_loss(double r, double tau) noexcept nogil:
     # rho_tau(r) = r * (tau - 1{r < 0})
     if r < 0:
@@ -357,6 +399,25 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     return s.eta_start * scale / (scale + k)
 
 
+cdef double scaled_norm(const double *v, Py_ssize_t d, double extra) noexcept nogil:
+    # sqrt(||v||^2 + extra^2) without over- or underflow (as dnrm2 does):
+    # the power iteration's vectors scale like ||x||^2, which may square to
+    # beyond float64 even when ||x||^2 itself is fine.
+    cdef Py_ssize_t j
+    cdef double big = fabs(extra), acc = 0.0, t
+    for j in range(d):
+        if fabs(v[j]) > big:
+            big = fabs(v[j])
+    if not (big > 0) or not (big <= DBL_MAX):
+        return big
+    t = extra / big
+    acc = t * t
+    for j in range(d):
+        t = v[j] / big
+        acc += t * t
+    return big * acc ** 0.5
+
+
 cdef int top_eigenvalue(const double *X, const double *sw, Py_ssize_t m, Py_ssize_t d,
                         bint fit_b, double *v, double *av, Poll *pl,
                         double *lam_out) noexcept nogil:
@@ -376,7 +437,7 @@ cdef int top_eigenvalue(const double *X, const double *sw, Py_ssize_t m, Py_ssiz
         lam_out[0] = -1.0
         return OK
     for it in range(30):
-        nold = vb * vb + sf_dot(d, v, v)
+        nold = scaled_norm(v, d, vb)
         # av = X' W (X v + vb) / sum(W);  sb = 1' W (X v + vb) / sum(W)
         for j in range(d):
             av[j] = 0.0
@@ -387,17 +448,15 @@ cdef int top_eigenvalue(const double *X, const double *sw, Py_ssize_t m, Py_ssiz
             wi = sw[i] if sw != NULL else 1.0
             if wi == 0:
                 continue
-            u = wi * (sf_dot(d, &X[i * d], v) + vb)
+            u = wi * (sf_dot(d, &X[i * d], v) + vb) / wsum
             sf_axpy(d, u, &X[i * d], av)
             sb += u
-        for j in range(d):
-            av[j] /= wsum
-        sb = sb / wsum if fit_b else 0.0
-        nv = sb * sb + sf_dot(d, av, av)
-        if not (nv > 0 and nold > 0):
+        if not fit_b:
+            sb = 0.0
+        nv = scaled_norm(av, d, sb)
+        if not (nv > 0 and nold > 0 and nv <= DBL_MAX):
             break
-        lam = (nv / nold) ** 0.5          # ||A v|| / ||v|| -> lambda_max
-        nv = nv ** 0.5
+        lam = nv / nold                   # ||A v|| / ||v|| -> lambda_max
         for j in range(d):
             v[j] = av[j] / nv
         vb = sb / nv
@@ -469,12 +528,13 @@ cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept 
         start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
 
 
-cdef void fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                          double *work, Py_ssize_t d) noexcept nogil:
+cdef int fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                         double *work, Py_ssize_t d) noexcept nogil:
     # D0, b0, the plateau test's best median, the level and phase one's first
     # stepsize from the residuals r at the current iterate: at the end of the
     # warm-up, and again when the residual scale jumped (a restart). Cl (and
-    # Cu) are set by the caller first.
+    # Cu) are set by the caller first. Returns ERR_NONFINITE if phase one's
+    # first stepsize overflows (y's scale too large against X's).
     cdef double med = median_abs(r, n, work)
     s.level = med
     s.n_high = 0
@@ -492,6 +552,8 @@ cdef void fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_s
     else:
         # least squares: constant eta0_scale / (d Cl) in phase one (Section 3.1)
         s.eta_geo = p.eta0 if not isnan(p.eta0) else p.eta0_scale / (s.cl * d)
+    if not (s.eta_geo <= DBL_MAX):
+        return ERR_NONFINITE
     if not (s.eta_geo > 0):
         s.eta_geo = 1e-12
     # single mode's plateau test starts from the warm-up's median; block
@@ -505,6 +567,22 @@ cdef void fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_s
     s.k_pow = -1
     if p.start == 2:
         end_phase_one(s, p, d)
+    return OK
+
+
+cdef int calibrated_cl(SGDState *s, Py_ssize_t d) noexcept nogil:
+    # Cl at the end of the warm-up: mean ||x||^2 / d. ERR_SCALE when the sum
+    # overflows, or when X's entries are all so small (but not 0) that their
+    # squares leave float64's normal range: the scale would be lost; X
+    # exactly 0 has no scale to learn and gets Cl = 1.
+    s.cl = s.sumsq / (s.n_sumsq * d)
+    if not (s.cl <= DBL_MAX):
+        return ERR_SCALE
+    if s.xmax > 0 and s.xmax < SQRT_DBL_MIN:
+        return ERR_SCALE
+    if not (s.cl > 0):
+        s.cl = 1.0
+    return OK
 
 
 cdef bint window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
@@ -571,15 +649,16 @@ cdef bint window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     return False
 
 
-cdef void restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                  double *work, Py_ssize_t d, double cu) noexcept nogil:
+cdef int restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                 double *work, Py_ssize_t d, double cu) noexcept nogil:
     # Phase one afresh from this window: the residual scale jumped. Cl from
-    # the window's rows, Cu (block modes) from the caller's block.
-    if s.win_wsum > 0 and s.win_sumsq > 0 and s.win_sumsq <= DBL_MAX:
+    # the window's rows (if they give one), Cu (block modes) from the
+    # caller's block.
+    if s.win_wsum > 0 and s.win_sumsq / s.win_wsum >= DBL_MIN and s.win_sumsq <= DBL_MAX:
         s.cl = s.win_sumsq / (s.win_wsum * d)
     s.cu = cu if cu >= s.cl else s.cl
-    fresh_estimates(s, p, r, n, work, d)
     s.n_restarts += 1
+    return fresh_estimates(s, p, r, n, work, d)
 
 
 cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
@@ -714,7 +793,8 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
                 # Once settled (a plateau in the last phase) only b0 still
                 # learns from the window: a quarter of the residuals is enough
                 # and keeps the order statistics off the per-sample cost.
-                if s.avg_on == 0 or (<long long> s.n_seen) % SETTLED_STRIDE == 0:
+                # Counted in updates, so that rows of weight 0 change nothing.
+                if s.avg_on == 0 or (<long long> s.n_updates) % SETTLED_STRIDE == 0:
                     win[<Py_ssize_t> s.fill] = r
                     s.fill += 1
                     s.win_sumsq += wi * (xx + fit_one)
@@ -723,21 +803,22 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
                     # warm-up: score, remember the residual and ||x||^2, no update
                     s.sumsq += wi * (xx + fit_one)
                     s.n_sumsq += wi
+                    s.xmax = row_absmax(x, d, s.xmax)
                     if s.fill >= p.n_warmup:
-                        s.cl = s.sumsq / (s.n_sumsq * da)
-                        if not (s.cl <= DBL_MAX):
-                            code = ERR_SCALE      # the sum of ||x||^2 overflows
+                        code = calibrated_cl(s, da)
+                        if code == OK:
+                            code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
+                        if code != OK:
                             break
-                        if not (s.cl > 0):
-                            s.cl = 1.0
-                        fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
                         s.fill = 0
                         s.win_sumsq = 0
                         s.win_wsum = 0
                     continue
                 if s.fill >= p.window:
                     if window_done(s, p, win, <Py_ssize_t> s.fill, work, da):
-                        restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
+                        code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
+                        if code != OK:
+                            break
                     s.fill = 0
                     s.win_sumsq = 0
                     s.win_wsum = 0
@@ -776,12 +857,13 @@ cdef struct BlockSums:
     double loss           # weighted loss of the new rows
     double n_new          # new rows
     double sumsq          # sum of w_i (||x_i||^2 + fit_intercept)
+    double xmax           # max |x_ij| (warm-up blocks only)
 
 
 cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, const double *w, double b,
                     const SGDParams *p, double *resid, double *grad, BlockSums *out,
-                    Poll *pl, Py_ssize_t *bad) noexcept nogil:
+                    bint track_max, Poll *pl, Py_ssize_t *bad) noexcept nogil:
     # One pass over the rows: resid = y - X w - b, the scale and finiteness
     # check, the weighted (sub-)gradient grad = sum w_i g_i x_i and the sums.
     # Writes nothing but its outputs, so an interrupt here leaves the state
@@ -794,6 +876,7 @@ cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize
     out.loss = 0.0
     out.n_new = 0.0
     out.sumsq = 0.0
+    out.xmax = 0.0
     for j in range(d):
         grad[j] = 0.0
     for i in range(m):
@@ -817,6 +900,8 @@ cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize
         out.gsum += wi * g
         out.wsum += wi
         out.sumsq += wi * (xx + fit_one)
+        if track_max:
+            out.xmax = row_absmax(&X[i * d], d, out.xmax)
     return OK
 
 
@@ -864,13 +949,14 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef double eta, cl, cu = 0.0
+    cdef int err
     cdef const double *r0
     cdef Py_ssize_t n0, nr
     cdef int kind = <int> p.kind, code
     cdef BlockSums bs
     cdef bint stat = kind == KIND_STATISTICAL, warm = False
     code = block_pass(X, y, sw, m, d, score_from, w, s.intercept, p, bw.resid, bw.grad,
-                      &bs, pl, bad)
+                      &bs, stat and s.phase == 0, pl, bad)
     if code != OK:
         return code
     nr = compact(bw.resid, sw, m)
@@ -881,9 +967,9 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
         # state changes.
         warm = bs.wsum > 0 and (p.mode == MODE_STORAGE or s.fill + nr >= p.n_warmup)
         if warm:
-            cl = (s.sumsq + bs.sumsq) / ((s.n_sumsq + bs.wsum) * <double> da)
-            if not (cl <= DBL_MAX):
-                return ERR_SCALE      # ||x||^2 summed overflows: nothing updated
+            cl = (s.sumsq + bs.sumsq) / (s.n_sumsq + bs.wsum)
+            if not (cl <= DBL_MAX) or 0 < max(s.xmax, bs.xmax) < SQRT_DBL_MIN:
+                return ERR_SCALE      # ||x||^2 over- or underflows: nothing updated
             if top_eigenvalue(X, sw, m, d, fit_b, bw.eig, bw.eig + d, pl, &cu) != OK:
                 return ERR_INTERRUPTED
     s.loss += bs.loss
@@ -895,6 +981,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
         if s.phase == 0:
             s.sumsq += bs.sumsq
             s.n_sumsq += bs.wsum
+            s.xmax = max(s.xmax, bs.xmax)
             if p.mode == MODE_STORAGE:
                 r0 = bw.resid
                 n0 = nr
@@ -906,11 +993,11 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
                 r0 = win
                 n0 = <Py_ssize_t> s.fill
                 s.fill = 0
-            s.cl = s.sumsq / (s.n_sumsq * <double> da)
-            if not (s.cl > 0):
-                s.cl = 1.0
+            calibrated_cl(s, da)      # checked above
             s.cu = cu if cu >= s.cl else s.cl
-            fresh_estimates(s, p, r0, n0, bw.work, da)
+            err = fresh_estimates(s, p, r0, n0, bw.work, da)
+            if err != OK:
+                return err
         elif p.mode == MODE_STORAGE:
             # all residuals at the current iterate form the window
             s.win_sumsq = bs.sumsq
@@ -918,8 +1005,10 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
             if window_done(s, p, bw.resid, nr, bw.work, da):
                 # Cu afresh from this call's new rows (all data would cost 30
                 # passes over everything; the new rows are what changed)
-                restart(s, p, bw.resid, nr, bw.work, da,
-                        restart_cu(X, sw, m, d, score_from, fit_b, bw.eig))
+                err = restart(s, p, bw.resid, nr, bw.work, da,
+                              restart_cu(X, sw, m, d, score_from, fit_b, bw.eig))
+                if err != OK:
+                    return err
         else:
             memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
             s.fill += nr
@@ -927,8 +1016,10 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
             s.win_wsum += bs.wsum
             if s.fill >= p.window:
                 if window_done(s, p, win, <Py_ssize_t> s.fill, bw.work, da):
-                    restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
-                            restart_cu(X, sw, m, d, 0, fit_b, bw.eig))
+                    err = restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
+                                  restart_cu(X, sw, m, d, 0, fit_b, bw.eig))
+                    if err != OK:
+                        return err
                 s.fill = 0
                 s.win_sumsq = 0
                 s.win_wsum = 0

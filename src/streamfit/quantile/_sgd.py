@@ -26,6 +26,7 @@ from ._state import Work, advance
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 
+_SQRT_DBL_MIN = float(np.sqrt(np.finfo(float).tiny))
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _MODE_NAMES = {v: k for k, v in _MODES.items()}
 _KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "InverseTimeSchedule",
@@ -340,7 +341,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         interruption), or raise the kernel's error with the state unchanged."""
         where = f"{type(self).__name__}.{method}"
         if out.code not in (OK, ERR_INTERRUPTED):
-            self._raise(out, work, where, X.shape[0])
+            self._raise(out, work, where, X)
         with deferred_signals():
             if fresh:
                 for attr in [a for a in self.__dict__ if a.endswith("_") and
@@ -360,33 +361,38 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                              f"(n_samples_seen_ = {self.n_samples_seen_})")
             raise_for(ERR_INTERRUPTED, where, exc=exc)
 
-    def _raise(self, out, work, where, n):
-        code, bad = out.code, out.bad
-        if bad is not None:
-            i, x, target, weight = bad
-            at = f"row {i} of this call" if i is not None else \
-                "a row held from an earlier call"
-            if code == ERR_BADINPUT:
-                if not np.isfinite(x).all():
-                    raise_for(code, where, detail=f"X contains NaN or inf ({at}).")
-                if not np.isfinite(target):
-                    raise_for(code, where, detail=f"y contains NaN or inf ({at}).")
-                with np.errstate(over="ignore"):
-                    sq = float(x @ x)
-                if not np.isfinite(sq):
-                    big = float(np.abs(x).max())
-                    raise_for(ERR_SCALE, where, detail=f"X's {at} has entries up to {big:.3g} "
-                              f"(||x||^2 must stay below 1.8e308).")
-                st = work.state[0]
-                mean = float(st["cl"]) * (d := x.shape[0] + bool(self.fit_intercept))
-                raise_for(ERR_NONFINITE, where,
-                          detail=f"It left the finite range at X's {at}, where ||x||^2 = "
-                                 f"{sq:.3g}" + (f" (the schedule was calibrated on a mean "
-                                                f"||x||^2 of {mean:.3g} over {d} columns)"
-                                                if mean > 0 else "") + ".")
+    def _raise(self, out, work, where, X):
+        """The exception for a kernel's failure (the state is left unchanged)."""
+        code, bad, st = out.code, out.bad, work.state[0]
+        if bad is not None and code == ERR_BADINPUT:
+            i, x, target, _ = bad
+            at = f"row {i} of this call" if i is not None else "a row held from an earlier call"
+            if not np.isfinite(x).all():
+                raise_for(code, where, detail=f"X contains NaN or inf ({at}).")
+            if not np.isfinite(target):
+                raise_for(code, where, detail=f"y contains NaN or inf ({at}).")
+            with np.errstate(over="ignore"):
+                sq = float(x @ x)
+            if not np.isfinite(sq):
+                raise_for(ERR_SCALE, where, detail=f"X's {at} has entries up to "
+                          f"{float(np.abs(x).max()):.3g}: its ||x||^2 overflows.")
+            # finite input, non-finite residual: the iterate ran away here
+            mean = float(st["cl"]) * (x.shape[0] + bool(self.fit_intercept))
+            raise_for(ERR_NONFINITE, where, detail=f"It left the finite range at X's {at}, "
+                      f"where ||x||^2 = {sq:.3g}" + (f"; the schedule was calibrated on a "
+                      f"mean ||x||^2 of {mean:.3g}" if mean > 0 else "") + ".")
         if code == ERR_SCALE:
+            big = float(np.abs(X).max()) if X.size else 0.0
+            if 0 < big < _SQRT_DBL_MIN:
+                raise_for(code, where, detail=f"X's entries are at most {big:.3g}: their "
+                          "squares underflow float64, so the schedule cannot learn their "
+                          "scale.")
             raise_for(code, where, detail="The sum of ||x||^2 over the rows the schedule "
                       "calibrates on overflows.")
+        if code == ERR_NONFINITE and not (float(st["eta_geo"]) <= np.finfo(float).max):
+            raise_for(code, where, detail=f"Phase one's first stepsize, of order "
+                      f"D0 / (d Cl), overflows: y's scale (D0 = {float(st['d0']):.3g}) is too "
+                      f"large against X's (Cl = {float(st['cl']):.3g}); rescale y or X.")
         raise_for(code, where)
 
     # -- learnt attributes ------------------------------------------------------
