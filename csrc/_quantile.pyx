@@ -149,7 +149,7 @@ cdef struct Poll:
     double work           # work since the last poll
 
 
-cdef inline void poll_init(Poll *pl):
+cdef inline void poll_init(Poll *pl) noexcept:
     pl.on = PyThread_get_thread_ident() == MAIN_THREAD
     pl.work = 0.0
 
@@ -585,35 +585,55 @@ cdef int calibrated_cl(SGDState *s, Py_ssize_t d) noexcept nogil:
     return OK
 
 
-cdef bint window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                      double *work, Py_ssize_t d) noexcept nogil:
-    # Called on each full window of residuals. Their median |r| falls while the
-    # error dominates the residuals and levels off at the noise. A window makes
-    # progress when its median is below `plateau` times the best so far;
-    # `patience` windows in a row without progress make a plateau: the error
-    # has reached the noise level (or stopped moving). A plateau ends phase one
-    # (the paper: "until the error is at the noise level"), ends batch phase
-    # two, and in the last phase starts the Polyak-Ruppert average, which so
-    # leaves out the transient. For the check loss each window also refreshes
-    # the sparsity estimate b0.
-    #
-    # Non-stationary starts (a stuck sensor: constant y for a while): windows
-    # of (nearly) no spread say nothing about the noise and must not pin the
-    # estimates, and when the residual scale then jumps far above its running
-    # level for `patience` windows in a row, the estimates are stale: the
-    # function returns True and the caller restarts phase one (fresh_estimates
-    # on this window, with Cl from its rows).
-    cdef double est, med
+cdef enum:
+    JUMP_NONE = 0         # a window like the others
+    JUMP_HIGH = 1         # far above the level: it teaches the estimates nothing yet
+    JUMP_RESTART = 2      # the patience-th high window in a row: restart phase one
+
+
+cdef int jump_test(SGDState *s, const SGDParams *p, double med) noexcept nogil:
+    # Non-stationary starts (a stuck sensor: constant y for a while) leave
+    # estimates fitted to the start: windows of (nearly) no spread say nothing
+    # about the noise, and when the residual scale then jumps far above its
+    # running level for `patience` windows in a row, the estimates are stale
+    # and phase one restarts (fresh_estimates on the last window, with Cl from
+    # its rows). `med` is the window's median |r|; the level is a running
+    # average of the medians of the windows that were not high.
+    if p.loss != LOSS_CHECK or not (p.restart > 0) or s.phase < 1:
+        return JUMP_NONE
+    if s.level > 0 and med > p.restart * s.level:
+        s.n_high += 1
+        return JUMP_RESTART if s.n_high >= p.patience else JUMP_HIGH
+    s.n_high = 0
+    s.level = med if not (s.level > 0) else s.level + p.ema * (med - s.level)
+    return JUMP_NONE
+
+
+cdef int full_window(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                     double *work, Py_ssize_t d) noexcept nogil:
+    # A full window of single or batch mode: the restart rule, then (unless
+    # the window is far above the level) the plateau test and b0. Returns the
+    # jump; on JUMP_RESTART the caller restarts phase one on this window.
+    cdef double med = median_abs(r, n, work)
+    cdef int jump = jump_test(s, p, med)
+    if jump == JUMP_NONE:
+        window_done(s, p, r, n, med, work, d)
+    return jump
+
+
+cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                      double med, double *work, Py_ssize_t d) noexcept nogil:
+    # Called on each full window of residuals (med: its median |r|). Their
+    # median |r| falls while the error dominates the residuals and levels off
+    # at the noise. A window makes progress when its median is below
+    # `plateau` times the best so far; `patience` windows in a row without
+    # progress make a plateau: the error has reached the noise level (or
+    # stopped moving). A plateau ends phase one (the paper: "until the error
+    # is at the noise level"), ends batch phase two, and in the last phase
+    # starts the Polyak-Ruppert average, which so leaves out the transient.
+    # For the check loss each window also refreshes the sparsity estimate b0.
+    cdef double est
     cdef bint flat
-    med = median_abs(r, n, work)
-    if p.loss == LOSS_CHECK and p.restart > 0 and s.phase >= 1:
-        if s.level > 0 and med > p.restart * s.level:
-            s.n_high += 1
-            if s.n_high >= p.patience:
-                return True
-            return False            # a high window teaches the estimates nothing yet
-        s.n_high = 0
-        s.level = med if not (s.level > 0) else s.level + p.ema * (med - s.level)
     if s.min_med <= 0 or med < p.plateau * s.min_med:
         s.n_flat = 0
     else:
@@ -646,7 +666,6 @@ cdef bint window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
     elif s.phase >= 2 and p.loss == LOSS_CHECK:
         s.eta_start = phase_start_eta(s, p, d, s.phase)
         s.k_pow = -1      # eta_start moved: recompute the cached power
-    return False
 
 
 cdef int restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
@@ -815,7 +834,7 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
                         s.win_wsum = 0
                     continue
                 if s.fill >= p.window:
-                    if window_done(s, p, win, <Py_ssize_t> s.fill, work, da):
+                    if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
                         code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
                         if code != OK:
                             break
@@ -858,6 +877,8 @@ cdef struct BlockSums:
     double n_new          # new rows
     double sumsq          # sum of w_i (||x_i||^2 + fit_intercept)
     double xmax           # max |x_ij| (warm-up blocks only)
+    double sumsq_new      # sumsq and wsum of the new rows (storage: the jump test's window)
+    double wsum_new
 
 
 cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize_t m,
@@ -877,6 +898,8 @@ cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize
     out.n_new = 0.0
     out.sumsq = 0.0
     out.xmax = 0.0
+    out.sumsq_new = 0.0
+    out.wsum_new = 0.0
     for j in range(d):
         grad[j] = 0.0
     for i in range(m):
@@ -900,21 +923,31 @@ cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize
         out.gsum += wi * g
         out.wsum += wi
         out.sumsq += wi * (xx + fit_one)
+        if i >= score_from:
+            out.sumsq_new += wi * (xx + fit_one)
+            out.wsum_new += wi
         if track_max:
             out.xmax = row_absmax(&X[i * d], d, out.xmax)
     return OK
 
 
-cdef Py_ssize_t compact(double *r, const double *sw, Py_ssize_t m) noexcept nogil:
+cdef Py_ssize_t compact(double *r, const double *sw, Py_ssize_t m, Py_ssize_t split,
+                        Py_ssize_t *k_split) noexcept nogil:
     # Keep the residuals of rows with positive weight, in order: the order
-    # statistics use those, unweighted.
+    # statistics use those, unweighted. k_split: how many of them come from
+    # rows before `split`.
     cdef Py_ssize_t i, k = 0
+    k_split[0] = split
     if sw == NULL:
         return m
     for i in range(m):
+        if i == split:
+            k_split[0] = k
         if sw[i] != 0:
             r[k] = r[i]
             k += 1
+    if split >= m:
+        k_split[0] = k
     return k
 
 
@@ -951,15 +984,16 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     cdef double eta, cl, cu = 0.0
     cdef int err
     cdef const double *r0
-    cdef Py_ssize_t n0, nr
-    cdef int kind = <int> p.kind, code
+    cdef Py_ssize_t n0, nr, first_new, nj
+    cdef const double *rj
+    cdef int kind = <int> p.kind, code, jump
     cdef BlockSums bs
     cdef bint stat = kind == KIND_STATISTICAL, warm = False
     code = block_pass(X, y, sw, m, d, score_from, w, s.intercept, p, bw.resid, bw.grad,
                       &bs, stat and s.phase == 0, pl, bad)
     if code != OK:
         return code
-    nr = compact(bw.resid, sw, m)
+    nr = compact(bw.resid, sw, m, score_from, &first_new)
     if stat and s.phase == 0:
         # warm-up: Cl, Cu, D0 and b0 from the first n_warmup rows (all rows
         # in storage mode); blocks that end before that are scored, not learnt
@@ -999,23 +1033,49 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
             if err != OK:
                 return err
         elif p.mode == MODE_STORAGE:
-            # all residuals at the current iterate form the window
-            s.win_sumsq = bs.sumsq
-            s.win_wsum = bs.wsum
-            if window_done(s, p, bw.resid, nr, bw.work, da):
+            # All residuals at the current iterate form the window of the
+            # plateau test and b0. The restart rule watches the newest rows
+            # (over all data a change shows only gradually): their residuals,
+            # at the iterate before the step as in batch mode, collect in the
+            # window buffer until it holds a window (or a call brings one).
+            nj = nr - first_new
+            rj = NULL
+            if nj >= p.window:
+                rj = bw.resid + first_new
+                s.fill = 0
+                s.win_sumsq = bs.sumsq_new
+                s.win_wsum = bs.wsum_new
+            elif nj > 0:
+                memcpy(win + <Py_ssize_t> s.fill, bw.resid + first_new, nj * sizeof(double))
+                s.fill += nj
+                s.win_sumsq += bs.sumsq_new
+                s.win_wsum += bs.wsum_new
+                if s.fill >= p.window:
+                    rj = win
+                    nj = <Py_ssize_t> s.fill
+            jump = JUMP_NONE
+            if rj != NULL:
+                jump = jump_test(s, p, median_abs(rj, nj, bw.work))
+            if jump == JUMP_RESTART:
                 # Cu afresh from this call's new rows (all data would cost 30
                 # passes over everything; the new rows are what changed)
-                err = restart(s, p, bw.resid, nr, bw.work, da,
+                err = restart(s, p, rj, nj, bw.work, da,
                               restart_cu(X, sw, m, d, score_from, fit_b, bw.eig))
                 if err != OK:
                     return err
+            elif jump == JUMP_NONE:
+                window_done(s, p, bw.resid, nr, median_abs(bw.resid, nr, bw.work), bw.work, da)
+            if rj != NULL:
+                s.fill = 0
+                s.win_sumsq = 0
+                s.win_wsum = 0
         else:
             memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
             s.fill += nr
             s.win_sumsq += bs.sumsq
             s.win_wsum += bs.wsum
             if s.fill >= p.window:
-                if window_done(s, p, win, <Py_ssize_t> s.fill, bw.work, da):
+                if full_window(s, p, win, <Py_ssize_t> s.fill, bw.work, da) == JUMP_RESTART:
                     err = restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
                                   restart_cu(X, sw, m, d, 0, fit_b, bw.eig))
                     if err != OK:
@@ -1050,7 +1110,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     return OK
 
 
-cdef int block_work_init(BlockWork *bw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t wcap):
+cdef int block_work_init(BlockWork *bw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t wcap) noexcept:
     bw.resid = <double *> malloc(max(m, 1) * sizeof(double))
     bw.work = <double *> malloc(max(max(m, wcap), 1) * sizeof(double))
     bw.grad = <double *> malloc(3 * max(d, 1) * sizeof(double))
@@ -1061,7 +1121,7 @@ cdef int block_work_init(BlockWork *bw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t w
     return OK
 
 
-cdef void block_work_free(BlockWork *bw):
+cdef void block_work_free(BlockWork *bw) noexcept:
     free(bw.resid)
     free(bw.work)
     free(bw.grad)
@@ -1135,10 +1195,11 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
 
 def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                 Py_ssize_t score_from, double[::1] w, double[::1] wbar, object state,
-                object params, double eta_user):
+                object params, double[::1] window, double eta_user):
     """One sub-gradient step on the (weighted) mean loss over all rows of X
     (all data so far, Section 2.3); rows from ``score_from`` on are new and
-    are scored. Returns (code, done, exc, row) as ``sgd_single``: ``done`` is
+    are scored; ``window`` collects their residuals for the restart rule and
+    must hold max(window fill, params.window) + params.window values. Returns (code, done, exc, row) as ``sgd_single``: ``done`` is
     the number of new rows (the step was taken) or 0 (nothing changed)."""
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
     check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
@@ -1152,16 +1213,17 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
     cdef Py_ssize_t bad = -1
     cdef int code
     cdef Poll pl
-    if not 0 <= score_from <= n:
+    if not 0 <= score_from <= n or \
+            <Py_ssize_t> max(s.fill, p.window) + <Py_ssize_t> p.window > window.shape[0]:
         return result(ERR_LAYOUT, 0, -1)
     if n == 0 or score_from == n:
         return result(OK, 0, -1)
-    if block_work_init(&bw, n, d, 0) != OK:
+    if block_work_init(&bw, n, d, window.shape[0]) != OK:
         return result(ERR_NOMEM, 0, -1)
     poll_init(&pl)
     with nogil:
         code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
-                          eta_user, NULL, &bw, &pl, &bad)
+                          eta_user, &window[0], &bw, &pl, &bad)
     block_work_free(&bw)
     if code == OK and not iterate_finite(&w[0], d, s):
         code = ERR_NONFINITE

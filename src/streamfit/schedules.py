@@ -209,9 +209,11 @@ class StatisticalSchedule(Schedule):
       ``restart`` times its running level (an average of past window medians,
       weight ``ema``) for ``patience`` windows in a row, the estimates are
       stale: phase one restarts with D0, b0, Cl (and Cu) estimated afresh
-      on that window (``schedule_state_["restarts"]`` counts it). A
-      stationary stream's window medians never move that far (they fall in
-      phase one and hover at the noise level after it).
+      on that window (``schedule_state_["restarts"]`` counts it). In storage
+      mode the windows of this rule are the newest rows' residuals (over all
+      data a change shows only gradually). A stationary stream's window
+      medians never move that far (they fall in phase one and hover at the
+      noise level after it).
 
     Parameters
     ----------

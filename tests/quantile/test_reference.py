@@ -275,17 +275,29 @@ class Reference:
         s.n_restarts += 1
         self.fresh_estimates(r)
 
-    def window_done(self, r):
-        # returns True when the window says: restart phase one
+    def jump_test(self, med):
+        # the restart rule: 0 a window like the others, 1 high, 2 restart
         s, p = self.s, self.p
+        if p.squared or not p.restart > 0 or s.phase < 1:
+            return 0
+        if s.level > 0 and med > p.restart * s.level:
+            s.n_high += 1
+            self.events.add("high window")
+            return 2 if s.n_high >= p.patience else 1
+        s.n_high = 0.0
+        s.level = med if not s.level > 0 else s.level + p.ema * (med - s.level)
+        return 0
+
+    def full_window(self, r):
+        # single and batch windows: True when phase one must restart on r
         med = median_abs(r)
-        if not p.squared and p.restart > 0 and s.phase >= 1:
-            if s.level > 0 and med > p.restart * s.level:
-                s.n_high += 1
-                self.events.add("high window")
-                return s.n_high >= p.patience
-            s.n_high = 0.0
-            s.level = med if not s.level > 0 else s.level + p.ema * (med - s.level)
+        jump = self.jump_test(med)
+        if jump == 0:
+            self.window_done(r, med)
+        return jump == 2
+
+    def window_done(self, r, med):
+        s, p = self.s, self.p
         if s.min_med <= 0 or med < p.plateau * s.min_med:
             s.n_flat = 0.0
         else:
@@ -317,7 +329,6 @@ class Reference:
         elif s.phase >= 2 and not p.squared:
             s.eta_start = self.phase_start_eta(s.phase)
             s.k_pow = -1.0
-        return False
 
     # -- single-sample updates ------------------------------------------------------
     def single_eta(self, weight):
@@ -371,7 +382,7 @@ class Reference:
                     continue
                 if len(self.win) >= p.window:
                     r_win = np.array(self.win)
-                    if self.window_done(r_win):
+                    if self.full_window(r_win):
                         self.restart(r_win, 0.0)
                     self.win, s.win_sumsq, s.win_wsum = [], 0.0, 0.0
                 eta = self.single_eta(wi)
@@ -427,17 +438,37 @@ class Reference:
                 s.cu = cu if cu >= s.cl else s.cl
                 self.fresh_estimates(r0)
             elif p.mode == "storage":
-                s.win_sumsq, s.win_wsum = sumsq, wsum
-                if self.window_done(kept):              # all residuals are the window
-                    new = slice(score_from, None)
-                    self.restart(kept, top_eigenvalue(X[new], p.fit_intercept, sw[new]))
+                # all residuals are the plateau/b0 window; the restart rule
+                # watches windows of the newest rows' residuals
+                new = slice(score_from, None)
+                kept_new = resid[new][sw[new] != 0]
+                sumsq_new = float(np.sum(sw[new] * (np.einsum("ij,ij->i", X[new], X[new])
+                                                    + fit_one)))
+                wsum_new = float(sw[new].sum())
+                rj = None
+                if len(kept_new) >= p.window:
+                    rj, self.win = kept_new, []
+                    s.win_sumsq, s.win_wsum = sumsq_new, wsum_new
+                elif len(kept_new):
+                    self.win.extend(kept_new)
+                    s.win_sumsq += sumsq_new
+                    s.win_wsum += wsum_new
+                    if len(self.win) >= p.window:
+                        rj = np.array(self.win)
+                jump = self.jump_test(median_abs(rj)) if rj is not None else 0
+                if jump == 2:
+                    self.restart(rj, top_eigenvalue(X[new], p.fit_intercept, sw[new]))
+                elif jump == 0:
+                    self.window_done(kept, median_abs(kept))
+                if rj is not None:
+                    self.win, s.win_sumsq, s.win_wsum = [], 0.0, 0.0
             else:
                 self.win.extend(kept)
                 s.win_sumsq += sumsq
                 s.win_wsum += wsum
                 if len(self.win) >= p.window:
                     r_win = np.array(self.win)
-                    if self.window_done(r_win):
+                    if self.full_window(r_win):
                         self.restart(r_win, top_eigenvalue(X, p.fit_intercept, sw))
                     self.win, s.win_sumsq, s.win_wsum = [], 0.0, 0.0
             if s.phase == 1:

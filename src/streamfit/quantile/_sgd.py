@@ -342,6 +342,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         where = f"{type(self).__name__}.{method}"
         if out.code not in (OK, ERR_INTERRUPTED):
             self._raise(out, work, where, X)
+        if out.code == ERR_INTERRUPTED and out.consumed == 0 and \
+                (fresh or not self.__sklearn_is_fitted__()):
+            # nothing was learnt: the estimator stays as before the call
+            raise_for(ERR_INTERRUPTED, where, exc=out.exc)
         with deferred_signals():
             if fresh:
                 for attr in [a for a in self.__dict__ if a.endswith("_") and

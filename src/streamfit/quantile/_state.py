@@ -270,10 +270,11 @@ def _advance_storage(work, X, y, sw, schedule):
         eta = 0.0
         if int(work.params["kind"][0]) == _k.KIND_ARRAY:
             eta = float(user_stepsizes(schedule, int(work.state["n_updates"][0]), 1)[0])
+        work.grow_window(_window_size(work.params, int(work.params["window"][0]), work.state))
         code, done, exc, row = _k.sgd_storage(
             work.store_X[:stored], work.store_y[:stored],
             _empty() if work.store_w is None else work.store_w[:stored], n_old, work.w,
-            work.wbar, work.state, work.params, eta)
+            work.wbar, work.state, work.params, work.window, eta)
         bad = _bad_row(row, work.store_X[:stored], work.store_y[:stored],
                        None if work.store_w is None else work.store_w[:stored], -n_old)
     finally:
