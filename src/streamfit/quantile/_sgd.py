@@ -180,10 +180,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         p.flags.writeable = False
         return p
 
-    def _continue_with(self, work, params):
-        """Mid-stream parameter changes (see the class docstring): refuse
-        those that would make the state meaningless, apply the others."""
-        old = work.params[0]
+    def _check_continuation(self, params):
+        """Refuse the mid-stream changes that would make the state meaningless
+        (see the class docstring), also on a call without rows."""
+        old = self._params_[0]
         new = params[0]
         refused = [("mode", _MODE_NAMES[int(old["mode"])], _MODE_NAMES[int(new["mode"])]),
                    ("tau", float(old["tau"]), float(new["tau"])),
@@ -193,6 +193,12 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 raise ValueError(f"{name} changed from {before!r} to {now!r} since the first "
                                  f"call; the learnt state belongs to {name}={before!r}. Set "
                                  f"it back, or call fit() to start afresh")
+
+    @staticmethod
+    def _continue_with(work, params):
+        """Apply the accepted mid-stream changes to a working copy."""
+        old = work.params[0]
+        new = params[0]
         if new["kind"] == _k.KIND_STATISTICAL and old["kind"] != _k.KIND_STATISTICAL:
             # the statistical schedule takes over: it warms up afresh from
             # the current iterate
@@ -249,6 +255,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                      f"{type(self).__name__} has already learnt from "
                                      f"{self.n_samples_seen_} rows. Call fit() to start "
                                      "afresh from them")
+                self._check_continuation(params)
                 if n == 0:
                     return self
                 work = Work.of(self)
