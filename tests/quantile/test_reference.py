@@ -547,7 +547,7 @@ def assert_matches(est, ref, rtol=RTOL[np.float64]):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
     np.testing.assert_allclose(est.cumulative_loss_, ref.s.loss, rtol=rtol)
     assert est.n_updates_ == ref.s.n_updates
-    assert est._state_["t"][0] == ref.s.t            # the schedule's clock
+    assert est._fit_.state["t"][0] == ref.s.t        # the schedule's clock
     state = est.schedule_state_
     assert state["phase"] == ref.s.phase
     np.testing.assert_allclose(state["stepsize"], ref.s.last_eta, rtol=rtol)

@@ -25,6 +25,7 @@ from threadpoolctl import threadpool_limits
 from streamfit import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                        offline_quantile_regression)
 from streamfit._kernels import _quantile as _k
+from streamfit.quantile._state import FIELDS
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
@@ -39,23 +40,30 @@ def make(mode, **kw):
 
 
 def learnt(est):
-    """Every learnt attribute, arrays as bytes: equal means bit-identical."""
-    return {k: (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
-            for k, v in vars(est).items() if k.endswith("_") and not k.startswith("__")}
+    """The whole learnt state (est._fit_), arrays as bytes: stored rows
+    without the spare room, held residuals without the buffer's capacity.
+    Equal means bit-identical."""
+    fit = est.__dict__.get("_fit_")
+    if fit is None:
+        return {}
+    out = {}
+    for name in FIELDS:
+        v = getattr(fit, name)
+        if name in ("store_X", "store_y", "store_w") and v is not None:
+            v = v[:fit.store_n]
+        elif name == "window":
+            v = v[:int(fit.state["fill"][0])]
+        elif name == "names" and v is not None:
+            v = tuple(v)
+        out[name] = (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+    return out
 
 
 def assert_same_state(a, b):
     la, lb = learnt(a), learnt(b)
     assert la.keys() == lb.keys()
     for key in la:
-        if key.startswith("_store_") and key != "_store_n_" or key == "_window_":
-            continue            # capacity may differ; compare what is held (below)
         assert la[key] == lb[key], key
-    fill = int(a._state_["fill"][0])
-    assert a._window_[:fill].tobytes() == b._window_[:fill].tobytes()
-    n = a._store_n_
-    assert a._store_X_[:n].tobytes() == b._store_X_[:n].tobytes()
-    assert a._store_y_[:n].tobytes() == b._store_y_[:n].tobytes()
 
 
 def stream(n, d=8, seed=0, tau=0.5):
@@ -342,7 +350,7 @@ def test_two_threads_on_a_fresh_estimator_initialise_it_once(mode):
     assert est.n_samples_seen_ == 400_000
     refs = [make(mode).partial_fit(XA, yA).partial_fit(XB, yB),
             make(mode).partial_fit(XB, yB).partial_fit(XA, yA)]
-    assert any(learnt(est)["_w_"] == learnt(ref)["_w_"] and
+    assert any(learnt(est)["w"] == learnt(ref)["w"] and
                est.n_updates_ == ref.n_updates_ for ref in refs)
 
 
@@ -383,7 +391,7 @@ def test_lowering_batch_size_while_rows_wait_keeps_every_row():
     ref.partial_fit(X[:100], y[:100]).set_params(batch_size=10)
     ref.partial_fit(X[100:165], y[100:165])
     assert_same_state(est, ref)
-    assert est._pending_X_.shape[0] == 5
+    assert est._fit_.pending_X.shape[0] == 5
 
 
 @pytest.mark.parametrize("new", [1, 3, 7, 64, 500])
@@ -416,12 +424,12 @@ def test_average_switched_mid_stream_takes_effect_at_the_next_call():
     X, y = stream(4000)
     est = make("single", schedule=ConstantSchedule(0.01)).partial_fit(X[:2000], y[:2000])
     est.set_params(average=True)
-    np.testing.assert_array_equal(est.coef_, est._w_)       # not before the next call
+    np.testing.assert_array_equal(est.coef_, est._fit_.w)   # not before the next call
     est.partial_fit(X[2000:3000], y[2000:3000])
-    assert est._state_["n_avg"][0] == 1000                   # restarted at the call
-    assert not np.array_equal(est.coef_, est._w_)
+    assert est._fit_.state["n_avg"][0] == 1000               # restarted at the call
+    assert not np.array_equal(est.coef_, est._fit_.w)
     est.set_params(average=False).partial_fit(X[3000:], y[3000:])
-    np.testing.assert_array_equal(est.coef_, est._w_)
+    np.testing.assert_array_equal(est.coef_, est._fit_.w)
 
 
 def test_a_new_schedule_takes_over_mid_stream():
@@ -564,11 +572,11 @@ def test_joblib_mmap_loaded_estimator_keeps_learning(tmp_path, mode, average):
     for a, b in ((0, 100), (100, 150), (150, 181)):    # spare room, rows pending
         est.partial_fit(X[a:b], y[a:b])
     if mode == "storage":
-        assert est._store_X_.shape[0] > est._store_n_
+        assert est._fit_.store_X.shape[0] > est._fit_.store_n
     path = tmp_path / "est.joblib"
     joblib.dump(est, path)
     loaded = joblib.load(path, mmap_mode="r")
-    assert any(isinstance(v, np.memmap) for v in vars(loaded).values())
+    assert any(isinstance(getattr(loaded._fit_, f), np.memmap) for f in FIELDS)
     on_disk = path.read_bytes()
     loaded.partial_fit(X[181:2000], y[181:2000])
     est.partial_fit(X[181:2000], y[181:2000])
@@ -639,3 +647,46 @@ def test_results_do_not_depend_on_the_blas_thread_count(kw):
             est = OnlineQuantileRegressor(**kw).fit(X, y)
             fits.append((learnt(est), est.predict(X[:500]).tobytes()))
     assert fits[0] == fits[1]
+
+
+@POSIX_SIGNALS
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGALRM])
+def test_a_signal_around_the_commit_sees_the_state_before_or_after(signum):
+    """The new state is published with one assignment (est._fit_ = work): a
+    signal handler, which Python runs between bytecodes, cannot see half of
+    it. Raised right before and right after the assignment (through a
+    descriptor on _fit_), the handler's exception leaves the estimator before
+    or after the call. Before: several assignments, with only SIGINT held
+    back; a SIGALRM handler raising between them left a half-updated
+    estimator."""
+    X, y = stream(2000)
+
+    def handler(s, frame):
+        raise TimeoutError("signal")
+
+    class Raising(OnlineQuantileRegressor):
+        when = None
+
+        def __setattr__(self, name, value):
+            if name == "_fit_" and self.when == "before":
+                signal.raise_signal(signum)
+            super().__setattr__(name, value)
+            if name == "_fit_" and self.when == "after":
+                signal.raise_signal(signum)
+
+    old = signal.signal(signum, handler)
+    try:
+        for when in ("before", "after"):
+            est = Raising(mode="batch", batch_size=16).partial_fit(X[:1000], y[:1000])
+            before = learnt(est)
+            est.when = when
+            with pytest.raises(TimeoutError):
+                est.partial_fit(X[1000:1503], y[1000:1503])
+            ref = make("batch", batch_size=16).partial_fit(X[:1000], y[:1000])
+            if when == "after":
+                ref.partial_fit(X[1000:1503], y[1000:1503])
+                assert learnt(est) == learnt(ref)
+            else:
+                assert learnt(est) == before
+    finally:
+        signal.signal(signum, old)

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit._kernels import _quantile as _k
+from streamfit.quantile._state import FIELDS
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
@@ -48,16 +49,22 @@ def examples(n):
 
 
 def learnt(est):
-    """The learnt state, arrays as bytes (stored data without spare room)."""
+    """The whole learnt state (est._fit_), arrays as bytes: stored rows
+    without the spare room, held residuals without the buffer's capacity.
+    Equal means bit-identical."""
+    fit = est.__dict__.get("_fit_")
+    if fit is None:
+        return {}
     out = {}
-    for k, v in vars(est).items():
-        if not k.endswith("_") or k.startswith("__"):
-            continue
-        if k in ("_store_X_", "_store_y_", "_store_w_") and v is not None:
-            v = v[:est._store_n_]           # stored rows, not the spare room
-        if k == "_window_":
-            v = v[:int(est._state_["fill"][0])]     # held residuals, not the capacity
-        out[k] = (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+    for name in FIELDS:
+        v = getattr(fit, name)
+        if name in ("store_X", "store_y", "store_w") and v is not None:
+            v = v[:fit.store_n]
+        elif name == "window":
+            v = v[:int(fit.state["fill"][0])]
+        elif name == "names" and v is not None:
+            v = tuple(v)
+        out[name] = (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
     return out
 
 

@@ -16,11 +16,12 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import d2_pinball_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamEstimator, deferred_signals
+from .._base import StreamEstimator
 from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK,
                        raise_for)
 from .._kernels import _quantile as _k
-from .._validation import check_matrix, check_scalar, check_seed, check_vector
+from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
+                           check_vector)
 from ..schedules import Schedule, resolve_schedule
 from ._state import Work, advance
 
@@ -74,7 +75,9 @@ def _as_matrix(X):
     return check_matrix(X, "X", finite=False)
 
 
-def _as_target(y, n):
+def _as_target(y, n, name):
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None")
     if type(y) is np.ndarray and y.dtype == np.float64 and y.ndim == 1 and \
             y.flags.c_contiguous and y.shape[0] == n:
         return y
@@ -120,7 +123,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         return tags
 
     def __sklearn_is_fitted__(self):
-        return "_state_" in self.__dict__
+        return "_fit_" in self.__dict__
 
     # -- parameters -------------------------------------------------------------
     def _check_params(self):
@@ -183,7 +186,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def _check_continuation(self, params):
         """Refuse the mid-stream changes that would make the state meaningless
         (see the class docstring), also on a call without rows."""
-        old = self._params_[0]
+        old = self._fit_.params[0]
         new = params[0]
         refused = [("mode", _MODE_NAMES[int(old["mode"])], _MODE_NAMES[int(new["mode"])]),
                    ("tau", float(old["tau"]), float(new["tau"])),
@@ -236,12 +239,12 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         with self._serialized():
             first = not self.__sklearn_is_fitted__()
             names = _feature_names(X)
-            if not first and (names is not None or "feature_names_in_" in self.__dict__):
+            if not first and (names is not None or self._fit_.names is not None):
                 validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
             X = _as_matrix(X)
             n, d = X.shape
             self._check_n_features(d, first)
-            y = _as_target(y, n)
+            y = _as_target(y, n, type(self).__name__)
             sw = _as_weights(sample_weight, n)
             schedule, params = self._resolve(d)
             if first:
@@ -258,10 +261,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 self._check_continuation(params)
                 if n == 0:
                     return self
-                work = Work.of(self)
+                work = self._fit_.copy()
                 self._continue_with(work, params)
             out = advance(work, X, y, sw, schedule, self.batch_size)
-            self._finish(work, out, X, names, d, "partial_fit")
+            self._finish(work, out, X, names, "partial_fit")
         return self
 
     def fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
@@ -292,8 +295,12 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
                                  f"minimum of 1 is required by {type(self).__name__}.fit; "
                                  "the estimator keeps its previous state")
-            y = _as_target(y, n)
+            y = _as_target(y, n, type(self).__name__)
             sw = _as_weights(sample_weight, n)
+            if sw is not None and not sw.any():
+                raise ValueError("sample_weight: every weight is zero, so there is nothing to "
+                                 "learn (Sample weights must contain at least one non-zero "
+                                 "number); the estimator keeps its previous state")
             schedule, params = self._resolve(d)
             work = Work.fresh(d, params, *self._initial(d, coef_init, intercept_init))
             if self.mode == "single":
@@ -301,7 +308,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             else:
                 bs = self.batch_size or max(2 * (d + 1), 16)
                 out = self._fit_blocks(work, X, y, sw, schedule, bs)
-            self._finish(work, out, X, names, d, "fit", fresh=True)
+            self._finish(work, out, X, names, "fit", fresh=True)
         return self
 
     def _fit_blocks(self, work, X, y, sw, schedule, bs):
@@ -325,15 +332,14 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         return out
 
     def _initial(self, d, coef_init, intercept_init):
-        coef = None
-        if coef_init is not None:
-            coef = check_vector(coef_init, d, "coef_init").copy()
+        """The checked starting point (coef, intercept) of a fresh fit."""
+        coef = None if coef_init is None else check_vector(coef_init, d, "coef_init").copy()
         b = 0.0
         if intercept_init is not None:
-            b = np.asarray(intercept_init, dtype=np.float64) \
-                if not isinstance(intercept_init, numbers.Real) else intercept_init
-            b = check_scalar(float(np.ravel(b)[0]) if np.size(b) == 1 else intercept_init,
-                             "intercept_init")
+            arr = _check_real_array(intercept_init, "intercept_init")
+            if arr.size != 1:
+                raise ValueError(f"intercept_init must be one number, got shape {arr.shape}")
+            b = check_scalar(float(arr.ravel()[0]), "intercept_init")
             if b != 0 and not self.fit_intercept:
                 raise ValueError("intercept_init is given but fit_intercept=False")
         return coef, float(b)
@@ -343,7 +349,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
                              f"{self.n_features_in_} features as input.")
 
-    def _finish(self, work, out, X, names, d, method, fresh=False):
+    def _finish(self, work, out, X, names, method, fresh=False):
         """Publish the state after a call (or after the rows before an
         interruption), or raise the kernel's error with the state unchanged."""
         where = f"{type(self).__name__}.{method}"
@@ -353,17 +359,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 (fresh or not self.__sklearn_is_fitted__()):
             # nothing was learnt: the estimator stays as before the call
             raise_for(ERR_INTERRUPTED, where, exc=out.exc)
-        with deferred_signals():
-            if fresh:
-                for attr in [a for a in self.__dict__ if a.endswith("_") and
-                             not a.startswith("__")]:
-                    delattr(self, attr)
-            work.publish(self)
-            self.n_features_in_ = d
-            if names is not None:
-                self.feature_names_in_ = names
-            elif fresh:
-                self.__dict__.pop("feature_names_in_", None)
+        work.names = names if fresh or not self.__sklearn_is_fitted__() else self._fit_.names
+        # One assignment publishes everything: a signal handler (it runs
+        # between bytecodes) or another thread sees the old state or the new.
+        self._fit_ = work
         if out.code == ERR_INTERRUPTED:
             exc = out.exc
             if hasattr(exc, "add_note"):
@@ -407,44 +406,63 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         raise_for(code, where)
 
     # -- learnt attributes ------------------------------------------------------
-    def _averaged(self):
-        return self._params_["average"][0] != 0 and self._state_["n_avg"][0] > 0
+    def _fitted(self):
+        # the published state (NotFittedError, an AttributeError, without one)
+        fit = self.__dict__.get("_fit_")
+        if fit is None:
+            check_is_fitted(self)
+        return fit
+
+    @staticmethod
+    def _averaged(fit):
+        return fit.params["average"][0] != 0 and fit.state["n_avg"][0] > 0
 
     @property
     def coef_(self):
         """Coefficients (the Polyak-Ruppert average when ``average=True``)."""
-        check_is_fitted(self)
-        return (self._wbar_ if self._averaged() else self._w_).copy()
+        fit = self._fitted()
+        return (fit.wbar if self._averaged(fit) else fit.w).copy()
 
     @property
     def intercept_(self):
         """Intercept (averaged with ``average=True``); 0 without ``fit_intercept``."""
-        check_is_fitted(self)
-        key = "intercept_avg" if self._averaged() else "intercept"
-        return float(self._state_[key][0])
+        fit = self._fitted()
+        return float(fit.state["intercept_avg" if self._averaged(fit) else "intercept"][0])
+
+    @property
+    def n_features_in_(self):
+        """Features seen by the first call (or ``fit``)."""
+        return self._fitted().w.shape[0]
+
+    @property
+    def feature_names_in_(self):
+        """Column names of the DataFrame the estimator learnt from (only then)."""
+        names = self._fitted().names
+        if names is None:
+            raise AttributeError(f"{type(self).__name__} was not fitted on data with "
+                                 "feature names (a DataFrame with string column names)")
+        return names
 
     @property
     def n_samples_seen_(self):
         """Rows received so far (including rows waiting for a full batch,
         whatever their weight)."""
-        check_is_fitted(self)
-        return int(self._state_["n_seen"][0]) + self._pending_X_.shape[0]
+        fit = self._fitted()
+        return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
 
     @property
     def n_updates_(self):
         """Updates taken: rows of positive weight (single mode), blocks of
         positive weight (batch mode), calls with new weight (storage mode);
         statistical schedules take none during their warm-up."""
-        check_is_fitted(self)
-        return int(self._state_["n_updates"][0])
+        return int(self._fitted().state["n_updates"][0])
 
     @property
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
         least squares)."""
-        check_is_fitted(self)
-        return float(self._state_["loss"][0])
+        return float(self._fitted().state["loss"][0])
 
     @property
     def schedule_state_(self):
@@ -453,8 +471,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         start of the current phase (t_switch, on the schedule's clock), D0,
         sparsity b0, Cl, and how often a jump of the residual scale restarted
         phase one (restarts)."""
-        check_is_fitted(self)
-        s = self._state_[0]
+        s = self._fitted().state[0]
         return {"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
                 "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
                 "cl": float(s["cl"]), "restarts": int(s["n_restarts"])}
@@ -470,8 +487,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        if _feature_names(X) is not None or "feature_names_in_" in self.__dict__:
+        fit = self._fitted()
+        if _feature_names(X) is not None or fit.names is not None:
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
         self._check_n_features(X.shape[1], False)
@@ -535,7 +552,7 @@ _COMMON_NOTES = """
 
 
 class OnlineQuantileRegressor(_OnlineLinearSGD):
-    """Online linear quantile regression by sub-gradient descent on the check loss.
+    __doc__ = """Online linear quantile regression by sub-gradient descent on the check loss.
 
     Implements Shen, Xia & Zhou, "Online Quantile Regression" (JMLR 2025): the
     update beta <- beta - eta_t mean_i (1{y_i <= x_i'beta} - tau) x_i over one
@@ -598,8 +615,8 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     >>> err = np.linalg.norm(est.coef_ - beta) / np.linalg.norm(beta)
     >>> bool(err < 0.02), est.n_samples_seen_
     (True, 20000)
-    >>> round(est.score(X, y), 2)                    # D^2 pinball at tau = 0.75
-    0.95
+    >>> bool(est.score(X, y) > 0.9)                  # D^2 pinball at tau = 0.75
+    True
     """
 
     _loss = _k.LOSS_CHECK
@@ -629,13 +646,13 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         -------
         float
         """
-        tau = float(self._params_["tau"][0]) if self.__sklearn_is_fitted__() else self.tau
+        tau = float(self._fit_.params["tau"][0]) if self.__sklearn_is_fitted__() else self.tau
         return float(d2_pinball_score(y, self.predict(X), sample_weight=sample_weight,
                                       alpha=tau))
 
 
 class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
-    """Online least squares by single-sample gradient descent (the paper's
+    __doc__ = """Online least squares by single-sample gradient descent (the paper's
     comparator, Section 3.1).
 
     The gradient of (y - x'beta)^2 / 2 is -(y - x'beta) x. The statistical

@@ -6,7 +6,9 @@ A call works on a :class:`Work` copy of the estimator's state: the small
 arrays are copied, the stored data are shared and only written past the rows
 already stored (the spare room is restored if the call fails). The estimator
 publishes the copy when the call succeeds, or when a signal handler stopped
-the kernel (the copy then holds the effect of a whole number of rows).
+the kernel (the copy then holds the effect of a whole number of rows), with
+one assignment (``est._fit_ = work``): no signal handler or thread can see a
+half-published state.
 """
 from __future__ import annotations
 
@@ -18,13 +20,16 @@ from .._validation import _check_real_array, check_matrix, check_vector
 
 __all__ = ["Work", "Outcome", "advance"]
 
-# The estimator attributes of each Work field (published under these names).
+# The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
-          "store_X", "store_y", "store_w", "store_n")
+          "store_X", "store_y", "store_w", "store_n", "names")
 
 
 class Work:
-    """The state of one estimator, as the kernels read and write it."""
+    """The whole learnt state of one estimator: the iterate and its average,
+    the kernel's state and parameter records, the residual window, rows
+    waiting for a batch, stored data (with spare room: ``store_n`` rows are
+    used) and the feature names (or None)."""
 
     __slots__ = FIELDS
 
@@ -41,22 +46,19 @@ class Work:
         work.pending_X, work.pending_y, work.pending_w = np.zeros((0, d)), np.zeros(0), None
         work.store_X, work.store_y, work.store_w, work.store_n = np.zeros((0, d)), np.zeros(0), \
             None, 0
+        work.names = None
         return work
 
-    @classmethod
-    def of(cls, est):
-        """A working copy of a fitted estimator's state (copies of what the
-        kernels write, so that read-only loaded arrays never reach them)."""
-        work = cls()
+    def copy(self):
+        """A working copy: copies of what the kernels write, so that the
+        published state (or read-only loaded arrays) never changes under a
+        call; the rest is shared and replaced, not written."""
+        work = Work()
         for name in FIELDS:
-            setattr(work, name, getattr(est, f"_{name}_"))
-        work.w, work.wbar = work.w.copy(), work.wbar.copy()
-        work.state, work.window = work.state.copy(), work.window.copy()
+            setattr(work, name, getattr(self, name))
+        work.w, work.wbar = self.w.copy(), self.wbar.copy()
+        work.state, work.window = self.state.copy(), self.window.copy()
         return work
-
-    def publish(self, est):
-        for name in FIELDS:
-            setattr(est, f"_{name}_", getattr(self, name))
 
     def grow_window(self, size):
         if self.window.shape[0] < size:
