@@ -709,6 +709,99 @@ cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
 # ----------------------------------------------------------------------------
 # Single-sample updates (Section 2.1 of the paper).
 
+cdef enum:
+    NO_UPDATE = 1         # not an error: the row warms the schedule up, no update
+
+
+cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, double *work,
+                                const double *x, Py_ssize_t d, Py_ssize_t da, double r,
+                                double xx, double wi, double *eta) noexcept nogil:
+    # The statistical schedule's work for one single-sample row of weight
+    # wi > 0, residual r and ||x||^2 = xx: the residual window, the warm-up,
+    # the window's tests (restarts included) and the stepsize of the row's
+    # update. Returns OK (update with eta[0]), NO_UPDATE (a warm-up row) or an
+    # error code. The caller moves the clock once it has updated.
+    cdef int code
+    cdef double fit_one = 1.0 if p.fit_intercept != 0 else 0.0
+    # Once settled (a plateau in the last phase) only b0 still learns from the
+    # window: a quarter of the residuals is enough and keeps the order
+    # statistics off the per-sample cost. Counted in updates, so that rows of
+    # weight 0 change nothing.
+    if s.avg_on == 0 or (<long long> s.n_updates) % SETTLED_STRIDE == 0:
+        win[<Py_ssize_t> s.fill] = r
+        s.fill += 1
+        s.win_sumsq += wi * (xx + fit_one)
+        s.win_wsum += wi
+    if s.phase == 0:
+        # warm-up: remember the residual and ||x||^2, no update
+        s.sumsq += wi * (xx + fit_one)
+        s.n_sumsq += wi
+        s.xmax = row_absmax(x, d, s.xmax)
+        if s.fill >= p.n_warmup:
+            code = calibrated_cl(s, da)
+            if code == OK:
+                code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
+            if code != OK:
+                return code
+            s.fill = 0
+            s.win_sumsq = 0
+            s.win_wsum = 0
+        return NO_UPDATE
+    if s.fill >= p.window:
+        if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
+            code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
+            if code != OK:
+                return code
+        s.fill = 0
+        s.win_sumsq = 0
+        s.win_wsum = 0
+    eta[0] = single_eta(s, p, da, wi)
+    return OK
+
+
+def schedule_step(object state, object params, double[::1] window, const double[::1] x,
+                  double residual, double weight):
+    """The statistical schedule (single-sample mode) for one row ``x`` whose
+    residual under the current iterate is ``residual``: exactly what
+    ``sgd_single`` does for it. Returns (code, eta, update): with ``update``
+    the caller applies the step of size ``eta`` (the schedule's clock has
+    moved by ``weight``); without, the row only warmed the schedule up (or
+    weighs 0). ``window`` must hold max(params.window, params.n_warmup) + 1
+    values; an error code leaves the state partly moved (copy it first)."""
+    check_struct(state, STATE_DTYPE, "state")
+    check_struct(params, PARAMS_DTYPE, "params")
+    cdef SGDState[::1] sv = state
+    cdef const SGDParams[::1] pv = params
+    cdef SGDState *s = &sv[0]
+    cdef const SGDParams *p = &pv[0]
+    cdef Py_ssize_t d = x.shape[0], wcap = window.shape[0]
+    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
+    cdef double xx, eta = 0.0
+    cdef int code
+    cdef double *work
+    if p.kind != KIND_STATISTICAL or p.mode != MODE_SINGLE or d < 1 or \
+            wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap:
+        return ERR_LAYOUT, 0.0, False
+    xx = sf_dot(d, &x[0], &x[0])
+    if not (fabs(residual) <= DBL_MAX and xx <= DBL_MAX and weight >= 0 and weight <= DBL_MAX):
+        return ERR_BADINPUT, 0.0, False
+    if weight == 0:
+        return OK, 0.0, False
+    work = <double *> malloc(wcap * sizeof(double))
+    if work == NULL:
+        return ERR_NOMEM, 0.0, False
+    code = stat_single_row(s, p, &window[0], work, &x[0], d, da, residual, xx, weight, &eta)
+    free(work)
+    if code == NO_UPDATE:
+        return OK, 0.0, False
+    if code != OK:
+        return code, 0.0, False
+    s.t += weight
+    s.n_updates += 1
+    s.last_eta = eta
+    return OK, eta, True
+
+
 cdef int check_common(object state, object params, Py_ssize_t n, Py_ssize_t d,
                       Py_ssize_t ny, Py_ssize_t nsw, Py_ssize_t nw,
                       Py_ssize_t nwbar) except -1:
@@ -755,7 +848,7 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     cdef double *work
     cdef double *wp
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0, fit_one
+    cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0
     cdef bint have_dot = False
     cdef const double *x
     cdef int kind = <int> p.kind, code = OK
@@ -782,7 +875,6 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
         return result(ERR_NOMEM, 0, -1)
     win = &window[0] if wcap else NULL
     wp = &w[0]
-    fit_one = 1.0 if fit_b else 0.0
     poll_init(&pl)
     with nogil:
         for i in range(n):
@@ -809,39 +901,12 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
             if wi == 0:
                 continue          # a row of weight 0 is scored, nothing more
             if stat:
-                # Once settled (a plateau in the last phase) only b0 still
-                # learns from the window: a quarter of the residuals is enough
-                # and keeps the order statistics off the per-sample cost.
-                # Counted in updates, so that rows of weight 0 change nothing.
-                if s.avg_on == 0 or (<long long> s.n_updates) % SETTLED_STRIDE == 0:
-                    win[<Py_ssize_t> s.fill] = r
-                    s.fill += 1
-                    s.win_sumsq += wi * (xx + fit_one)
-                    s.win_wsum += wi
-                if s.phase == 0:
-                    # warm-up: score, remember the residual and ||x||^2, no update
-                    s.sumsq += wi * (xx + fit_one)
-                    s.n_sumsq += wi
-                    s.xmax = row_absmax(x, d, s.xmax)
-                    if s.fill >= p.n_warmup:
-                        code = calibrated_cl(s, da)
-                        if code == OK:
-                            code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
-                        if code != OK:
-                            break
-                        s.fill = 0
-                        s.win_sumsq = 0
-                        s.win_wsum = 0
-                    continue
-                if s.fill >= p.window:
-                    if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
-                        code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
-                        if code != OK:
-                            break
-                    s.fill = 0
-                    s.win_sumsq = 0
-                    s.win_wsum = 0
-                eta = single_eta(s, p, da, wi)
+                code = stat_single_row(s, p, win, work, x, d, da, r, xx, wi, &eta)
+                if code == NO_UPDATE:
+                    code = OK
+                    continue          # a warm-up row: scored and remembered only
+                if code != OK:
+                    break
             else:
                 eta = fixed_eta(s, p, etas[j] if kind == KIND_ARRAY else 0.0)
                 j += 1
@@ -1156,8 +1221,10 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     cdef Poll pl
     if n == 0:
         return result(OK, 0, -1)
-    if block < 1 or n % block != 0 or \
-            <Py_ssize_t> max(s.fill, p.n_warmup, p.window) + block > window.shape[0]:
+    # the statistical schedule appends a block to a window holding fewer than
+    # max(fill, n_warmup, window) residuals (other schedules use no window)
+    if block < 1 or n % block != 0 or (p.kind == KIND_STATISTICAL and
+            <Py_ssize_t> max(s.fill, p.n_warmup, p.window) + block > window.shape[0]):
         return result(ERR_LAYOUT, 0, -1)
     nb = n // block
     if p.kind == KIND_ARRAY:
@@ -1177,7 +1244,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
             code = block_step(&X[b * block, 0], &y[b * block],
                               swp + b * block if swp != NULL else NULL, block, d, 0,
                               &w[0], &wbar[0], s, p, etas[j] if j < etas.shape[0] else 0.0,
-                              &window[0], &bw, &pl, &bad)
+                              &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
             if code != OK:
                 if bad >= 0:
                     row = bad + b * block
@@ -1213,8 +1280,8 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
     cdef Py_ssize_t bad = -1
     cdef int code
     cdef Poll pl
-    if not 0 <= score_from <= n or \
-            <Py_ssize_t> max(s.fill, p.window) + <Py_ssize_t> p.window > window.shape[0]:
+    if not 0 <= score_from <= n or (p.kind == KIND_STATISTICAL and
+            <Py_ssize_t> max(s.fill, p.window) + <Py_ssize_t> p.window > window.shape[0]):
         return result(ERR_LAYOUT, 0, -1)
     if n == 0 or score_from == n:
         return result(OK, 0, -1)
@@ -1223,7 +1290,7 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
     poll_init(&pl)
     with nogil:
         code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
-                          eta_user, &window[0], &bw, &pl, &bad)
+                          eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
     block_work_free(&bw)
     if code == OK and not iterate_finite(&w[0], d, s):
         code = ERR_NONFINITE

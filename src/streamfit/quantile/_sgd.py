@@ -23,7 +23,7 @@ from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
 from ..schedules import Schedule, resolve_schedule
-from ._state import Work, advance
+from ._state import Work, advance, raise_row_error
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 
@@ -377,20 +377,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         if bad is not None and code == ERR_BADINPUT:
             i, x, target, _ = bad
             at = f"row {i} of this call" if i is not None else "a row held from an earlier call"
-            if not np.isfinite(x).all():
-                raise_for(code, where, detail=f"X contains NaN or inf ({at}).")
-            if not np.isfinite(target):
-                raise_for(code, where, detail=f"y contains NaN or inf ({at}).")
-            with np.errstate(over="ignore"):
-                sq = float(x @ x)
-            if not np.isfinite(sq):
-                raise_for(ERR_SCALE, where, detail=f"X's {at} has entries up to "
-                          f"{float(np.abs(x).max()):.3g}: its ||x||^2 overflows.")
-            # finite input, non-finite residual: the iterate ran away here
-            mean = float(st["cl"]) * (x.shape[0] + bool(self.fit_intercept))
-            raise_for(ERR_NONFINITE, where, detail=f"It left the finite range at X's {at}, "
-                      f"where ||x||^2 = {sq:.3g}" + (f"; the schedule was calibrated on a "
-                      f"mean ||x||^2 of {mean:.3g}" if mean > 0 else "") + ".")
+            raise_row_error(where, at, x, target,
+                            float(st["cl"]) * (x.shape[0] + bool(self.fit_intercept)))
         if code == ERR_SCALE:
             big = float(np.abs(X).max()) if X.size else 0.0
             if 0 < big < _SQRT_DBL_MIN:
