@@ -17,6 +17,8 @@ import threading
 
 import numpy as np
 
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS,
+                             PyBUF_WRITABLE)
 from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport fabs, pow, isnan, NAN
 from libc.float cimport DBL_MAX, DBL_MIN
@@ -139,6 +141,27 @@ cdef SGDParams _params_proto
 STATE_DTYPE = np.asarray(<SGDState[:1]> &_state_proto).dtype
 PARAMS_DTYPE = np.asarray(<SGDParams[:1]> &_params_proto).dtype
 
+cdef object NDARRAY = np.ndarray
+
+
+cdef int get_record(object arr, object dtype, str name, Py_ssize_t size, bint writable,
+                    Py_buffer *buf) except -1:
+    # A state or parameter record's buffer, checked: a (1,) array of exactly
+    # `dtype` (names included: check_struct), C-contiguous, `size` bytes,
+    # aligned for doubles, writable if asked. No buffer format is requested:
+    # NumPy would spend ~3 us spelling out the record's 32 fields for Cython to
+    # parse again, and the dtype check above says more than the format would.
+    # Release with PyBuffer_Release.
+    if not (type(arr) is NDARRAY and (<object> arr).dtype is dtype
+            and (<object> arr).shape == (1,)):
+        check_struct(arr, dtype, name)
+    PyObject_GetBuffer(arr, buf, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+    if buf.len != size or (<size_t> buf.buf) % sizeof(double) != 0:
+        PyBuffer_Release(buf)
+        raise ValueError(f"{name} must be an aligned record of {size} bytes")
+    return 0
+
+
 # Signals run in the main thread only; other threads never poll (a GIL round
 # trip there would buy nothing).
 cdef unsigned long MAIN_THREAD = threading.main_thread().ident
@@ -199,6 +222,19 @@ cdef tuple result(int code, Py_ssize_t done, Py_ssize_t row):
 def new_state():
     """A fresh (zeroed) state record."""
     return np.zeros(1, STATE_DTYPE)
+
+
+def copy_record(object src, object dst):
+    """dst[...] = src for two state records: a memcpy (NumPy copies a
+    structured record field by field, ~15 us for this one)."""
+    cdef Py_buffer a, b
+    get_record(src, STATE_DTYPE, "src", sizeof(SGDState), False, &a)
+    try:
+        get_record(dst, STATE_DTYPE, "dst", sizeof(SGDState), True, &b)
+        memcpy(b.buf, a.buf, sizeof(SGDState))
+        PyBuffer_Release(&b)
+    finally:
+        PyBuffer_Release(&a)
 
 
 def new_params():
@@ -768,12 +804,17 @@ def schedule_step(object state, object params, double[::1] window, const double[
     moved by ``weight``); without, the row only warmed the schedule up (or
     weighs 0). ``window`` must hold max(params.window, params.n_warmup) + 1
     values; an error code leaves the state partly moved (copy it first)."""
-    check_struct(state, STATE_DTYPE, "state")
-    check_struct(params, PARAMS_DTYPE, "params")
-    cdef SGDState[::1] sv = state
-    cdef const SGDParams[::1] pv = params
-    cdef SGDState *s = &sv[0]
-    cdef const SGDParams *p = &pv[0]
+    cdef Records rec
+    take_records(state, params, &rec)
+    try:
+        return _schedule_step(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                              window, x, residual, weight)
+    finally:
+        give_records(&rec)
+
+
+cdef tuple _schedule_step(SGDState *s, const SGDParams *p, double[::1] window,
+                          const double[::1] x, double residual, double weight):
     cdef Py_ssize_t d = x.shape[0], wcap = window.shape[0]
     cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
     cdef double xx, eta = 0.0
@@ -802,13 +843,9 @@ def schedule_step(object state, object params, double[::1] window, const double[
     return OK, eta, True
 
 
-cdef int check_common(object state, object params, Py_ssize_t n, Py_ssize_t d,
-                      Py_ssize_t ny, Py_ssize_t nsw, Py_ssize_t nw,
-                      Py_ssize_t nwbar) except -1:
-    # The layout checks every entry makes: named records, then every array's
-    # length against the data and the state it describes.
-    check_struct(state, STATE_DTYPE, "state")
-    check_struct(params, PARAMS_DTYPE, "params")
+cdef int check_lengths(Py_ssize_t n, Py_ssize_t d, Py_ssize_t ny, Py_ssize_t nsw,
+                       Py_ssize_t nw, Py_ssize_t nwbar) except -1:
+    # Every array's length against the data and the state it describes.
     if ny != n or (nsw != 0 and nsw != n):
         raise ValueError(f"y and sample_weight must have {n} values (X's rows), got "
                          f"{ny} and {nsw}")
@@ -817,6 +854,27 @@ cdef int check_common(object state, object params, Py_ssize_t n, Py_ssize_t d,
     if n > 0 and d < 1:
         raise ValueError("X must have at least one column")
     return 0
+
+
+cdef struct Records:
+    Py_buffer state
+    Py_buffer params
+
+
+cdef int take_records(object state, object params, Records *r) except -1:
+    # The two records' buffers (release with give_records).
+    get_record(state, STATE_DTYPE, "state", sizeof(SGDState), True, &r.state)
+    try:
+        get_record(params, PARAMS_DTYPE, "params", sizeof(SGDParams), False, &r.params)
+    except BaseException:
+        PyBuffer_Release(&r.state)
+        raise
+    return 0
+
+
+cdef void give_records(Records *r) noexcept:
+    PyBuffer_Release(&r.params)
+    PyBuffer_Release(&r.state)
 
 
 def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
@@ -836,13 +894,21 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     ERR_NONFINITE: the iterate left the finite range; ERR_LAYOUT: a work array
     is too short (nothing was changed).
     """
+    cdef Records rec
+    check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
+                  wbar.shape[0])
+    take_records(state, params, &rec)
+    try:
+        return _sgd_single(X, y, sample_weight, w, wbar, <SGDState *> rec.state.buf,
+                           <const SGDParams *> rec.params.buf, window, etas)
+    finally:
+        give_records(&rec)
+
+
+cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+                       double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
+                       double[::1] window, const double[::1] etas):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j = 0, need = 0
-    check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
-                 wbar.shape[0])
-    cdef SGDState[::1] sv = state
-    cdef const SGDParams[::1] pv = params
-    cdef SGDState *s = &sv[0]
-    cdef const SGDParams *p = &pv[0]
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
     cdef double *work
@@ -1205,14 +1271,22 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     Returns (code, done, exc, row) as ``sgd_single``; ``done`` is a multiple
     of ``block`` (whole blocks), ``row`` indexes X.
     """
+    cdef Records rec
+    check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
+                  wbar.shape[0])
+    take_records(state, params, &rec)
+    try:
+        return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
+                           <const SGDParams *> rec.params.buf, window, etas)
+    finally:
+        give_records(&rec)
+
+
+cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+                       Py_ssize_t block, double[::1] w, double[::1] wbar, SGDState *s,
+                       const SGDParams *p, double[::1] window, const double[::1] etas):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb, i, j = 0, need = 0
-    check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
-                 wbar.shape[0])
     cdef double updates
-    cdef SGDState[::1] sv = state
-    cdef const SGDParams[::1] pv = params
-    cdef SGDState *s = &sv[0]
-    cdef const SGDParams *p = &pv[0]
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef BlockWork bw
     cdef Py_ssize_t bad = -1, row = -1, done = 0
@@ -1268,13 +1342,21 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
     are scored; ``window`` collects their residuals for the restart rule and
     must hold max(window fill, params.window) + params.window values. Returns (code, done, exc, row) as ``sgd_single``: ``done`` is
     the number of new rows (the step was taken) or 0 (nothing changed)."""
+    cdef Records rec
+    check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
+                  wbar.shape[0])
+    take_records(state, params, &rec)
+    try:
+        return _sgd_storage(X, y, sample_weight, score_from, w, wbar, <SGDState *> rec.state.buf,
+                            <const SGDParams *> rec.params.buf, window, eta_user)
+    finally:
+        give_records(&rec)
+
+
+cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+                        Py_ssize_t score_from, double[::1] w, double[::1] wbar, SGDState *s,
+                        const SGDParams *p, double[::1] window, double eta_user):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
-    check_common(state, params, n, d, y.shape[0], sample_weight.shape[0], w.shape[0],
-                 wbar.shape[0])
-    cdef SGDState[::1] sv = state
-    cdef const SGDParams[::1] pv = params
-    cdef SGDState *s = &sv[0]
-    cdef const SGDParams *p = &pv[0]
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef BlockWork bw
     cdef Py_ssize_t bad = -1

@@ -6,6 +6,7 @@ state).
 """
 from __future__ import annotations
 
+import itertools
 import numbers
 import os
 import warnings
@@ -23,11 +24,12 @@ from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
 from ..schedules import Schedule, resolve_schedule
-from ._state import Work, advance, raise_row_error
+from ._state import Plan, Work, advance, raise_row_error
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 
 _SQRT_DBL_MIN = float(np.sqrt(np.finfo(float).tiny))
+_VERSIONS = itertools.count()
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _MODE_NAMES = {v: k for k, v in _MODES.items()}
 _KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "InverseTimeSchedule",
@@ -109,7 +111,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     mode = "single"
     tau = 0.5
     batch_size = None
-    _TRANSIENT_ATTRS = ("_param_cache",)
+    _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
     def __sklearn_tags__(self):
@@ -138,27 +140,38 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         check_seed(getattr(self, "random_state", None))
         return resolve_schedule(self.schedule)
 
+    def __setattr__(self, name, value):
+        # a parameter set (by __init__, set_params or by hand) invalidates the
+        # cached kernel parameters; the estimator's own state does not
+        object.__setattr__(self, name, value)
+        if name[0] != "_":
+            self.__dict__["_params_version"] = next(_VERSIONS)
+
+    def _serialized(self):
+        # the lock without making a new RLock per call (StreamEstimator's
+        # setdefault makes one each time)
+        lock = self.__dict__.get("_lock")
+        return lock if lock is not None else super()._serialized()
+
     def _param_key(self):
         sched = self.schedule
-        return (self.tau, self.mode, self.batch_size, self.average, self.fit_intercept,
-                getattr(self, "random_state", None), sched,
-                tuple(vars(sched).items()) if hasattr(sched, "__dict__") else None)
+        return (self.__dict__.get("_params_version"), sched if isinstance(sched, str) else
+                id(sched), getattr(sched, "_version", None))
 
     def _resolve(self, d):
-        """(schedule, params record) for data of d features; cached while the
-        parameters stay the same (set_params and nested changes are seen)."""
+        """(schedule, params record, plan) for data of d features; cached
+        while the parameters stay the same (set_params and nested changes of
+        the schedule's constants are seen: both bump a version), so that an
+        unchanged record is the same object."""
         key = self._param_key()
         cache = self.__dict__.get("_param_cache")
-        if cache is not None and cache[0] == d:
-            try:
-                if bool(cache[1] == key):
-                    return cache[2], cache[3]
-            except (ValueError, TypeError):   # array-valued attributes: no cache
-                pass
+        if cache is not None and cache[0] == d and cache[1] == key:
+            return cache[2]
         schedule = self._check_params()
         params = self._params_record(schedule, d)
-        self.__dict__["_param_cache"] = (d, key, schedule, params)
-        return schedule, params
+        resolved = (schedule, params, Plan(params))
+        self.__dict__["_param_cache"] = (d, key, resolved)
+        return resolved
 
     def _params_record(self, schedule, d):
         p = _k.new_params()
@@ -198,7 +211,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                  f"it back, or call fit() to start afresh")
 
     @staticmethod
-    def _continue_with(work, params):
+    def _continue_with(work, params, plan):
         """Apply the accepted mid-stream changes to a working copy."""
         old = work.params[0]
         new = params[0]
@@ -209,7 +222,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 work.state[name] = 0.0
         if new["average"] and not old["average"]:
             work.state["n_avg"] = 0.0        # the average restarts
-        work.params = params
+        work.follow(params, plan)
 
     # -- fitting ----------------------------------------------------------------
     def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
@@ -237,32 +250,36 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         self
         """
         with self._serialized():
-            first = not self.__sklearn_is_fitted__()
+            fit = self.__dict__.get("_fit_")
             names = _feature_names(X)
-            if not first and (names is not None or self._fit_.names is not None):
+            if fit is not None and (names is not None or fit.names is not None):
                 validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
             X = _as_matrix(X)
             n, d = X.shape
-            self._check_n_features(d, first)
+            if fit is not None and d != fit.w.shape[0]:
+                self._check_n_features(d, False)
             y = _as_target(y, n, type(self).__name__)
             sw = _as_weights(sample_weight, n)
-            schedule, params = self._resolve(d)
-            if first:
+            schedule, params, plan = self._resolve(d)
+            if fit is None:
                 init = self._initial(d, coef_init, intercept_init)
                 if n == 0:
                     return self
-                work = Work.fresh(d, params, *init)
+                work = Work.fresh(d, params, plan, *init)
             else:
                 if coef_init is not None or intercept_init is not None:
                     raise ValueError("coef_init and intercept_init start a fresh fit: this "
                                      f"{type(self).__name__} has already learnt from "
                                      f"{self.n_samples_seen_} rows. Call fit() to start "
                                      "afresh from them")
-                self._check_continuation(params)
+                changed = params is not fit.params
+                if changed:
+                    self._check_continuation(params)
                 if n == 0:
                     return self
-                work = self._fit_.copy()
-                self._continue_with(work, params)
+                work = fit.copy(self.__dict__.pop("_spare_state", None))
+                if changed:
+                    self._continue_with(work, params, plan)
             out = advance(work, X, y, sw, schedule, self.batch_size)
             self._finish(work, out, X, names, "partial_fit")
         return self
@@ -301,8 +318,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 raise ValueError("sample_weight: every weight is zero, so there is nothing to "
                                  "learn (Sample weights must contain at least one non-zero "
                                  "number); the estimator keeps its previous state")
-            schedule, params = self._resolve(d)
-            work = Work.fresh(d, params, *self._initial(d, coef_init, intercept_init))
+            schedule, params, plan = self._resolve(d)
+            work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
             if self.mode == "single":
                 out = advance(work, X, y, sw, schedule)
             else:
@@ -352,19 +369,24 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def _finish(self, work, out, X, names, method, fresh=False):
         """Publish the state after a call (or after the rows before an
         interruption), or raise the kernel's error with the state unchanged."""
-        where = f"{type(self).__name__}.{method}"
-        if out.code not in (OK, ERR_INTERRUPTED):
-            self._raise(out, work, where, X)
-        if out.code == ERR_INTERRUPTED and out.consumed == 0 and \
-                (fresh or not self.__sklearn_is_fitted__()):
-            # nothing was learnt: the estimator stays as before the call
-            raise_for(ERR_INTERRUPTED, where, exc=out.exc)
-        work.names = names if fresh or not self.__sklearn_is_fitted__() else self._fit_.names
+        if out.code != OK:
+            where = f"{type(self).__name__}.{method}"
+            if out.code != ERR_INTERRUPTED:
+                self._raise(out, work, where, X)
+            if out.consumed == 0 and (fresh or not self.__sklearn_is_fitted__()):
+                # nothing was learnt: the estimator stays as before the call
+                raise_for(ERR_INTERRUPTED, where, exc=out.exc)
+        old = self.__dict__.get("_fit_")
+        work.names = names if fresh or old is None else old.names
         # One assignment publishes everything: a signal handler (it runs
         # between bytecodes) or another thread sees the old state or the new.
         self._fit_ = work
+        if old is not None and old.state.flags.writeable and old.state is not work.state:
+            # the old state record is the next call's working copy (readers
+            # hold the lock, so none is reading it)
+            self.__dict__["_spare_state"] = old.state
         if out.code == ERR_INTERRUPTED:
-            exc = out.exc
+            exc, where = out.exc, f"{type(self).__name__}.{method}"
             if hasattr(exc, "add_note"):
                 exc.add_note(f"{where} was interrupted after {out.consumed} of its "
                              f"{X.shape[0]} rows: the estimator holds the state after them "
@@ -395,7 +417,9 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
 
     # -- learnt attributes ------------------------------------------------------
     def _fitted(self):
-        # the published state (NotFittedError, an AttributeError, without one)
+        # the published state (NotFittedError, an AttributeError, without
+        # one); the callers read it under the lock (a call reuses the state
+        # record it replaced)
         fit = self.__dict__.get("_fit_")
         if fit is None:
             check_is_fitted(self)
@@ -405,17 +429,27 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def _averaged(fit):
         return fit.params["average"][0] != 0 and fit.state["n_avg"][0] > 0
 
+    def _solution(self):
+        """(coef, intercept) of one published state, read under the lock."""
+        with self._serialized():
+            fit = self._fitted()
+            if self._averaged(fit):
+                return fit.wbar.copy(), float(fit.state["intercept_avg"][0])
+            return fit.w.copy(), float(fit.state["intercept"][0])
+
+    def _field(self, name):
+        with self._serialized():
+            return self._fitted().state[name][0]
+
     @property
     def coef_(self):
         """Coefficients (the Polyak-Ruppert average when ``average=True``)."""
-        fit = self._fitted()
-        return (fit.wbar if self._averaged(fit) else fit.w).copy()
+        return self._solution()[0]
 
     @property
     def intercept_(self):
         """Intercept (averaged with ``average=True``); 0 without ``fit_intercept``."""
-        fit = self._fitted()
-        return float(fit.state["intercept_avg" if self._averaged(fit) else "intercept"][0])
+        return self._solution()[1]
 
     @property
     def n_features_in_(self):
@@ -435,22 +469,23 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def n_samples_seen_(self):
         """Rows received so far (including rows waiting for a full batch,
         whatever their weight)."""
-        fit = self._fitted()
-        return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
+        with self._serialized():
+            fit = self._fitted()
+            return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
 
     @property
     def n_updates_(self):
         """Updates taken: rows of positive weight (single mode), blocks of
         positive weight (batch mode), calls with new weight (storage mode);
         statistical schedules take none during their warm-up."""
-        return int(self._fitted().state["n_updates"][0])
+        return int(self._field("n_updates"))
 
     @property
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
         least squares)."""
-        return float(self._fitted().state["loss"][0])
+        return float(self._field("loss"))
 
     @property
     def schedule_state_(self):
@@ -459,7 +494,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         start of the current phase (t_switch, on the schedule's clock), D0,
         sparsity b0, Cl, and how often a jump of the residual scale restarted
         phase one (restarts)."""
-        s = self._fitted().state[0]
+        with self._serialized():
+            s = self._fitted().state[0].copy()
         return {"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
                 "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
                 "cl": float(s["cl"]), "restarts": int(s["n_restarts"])}
@@ -480,8 +516,9 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
         self._check_n_features(X.shape[1], False)
+        coef, intercept = self._solution()        # one state, both read together
         out = np.empty(X.shape[0])
-        _k.predict(X, self.coef_, self.intercept_, out)
+        _k.predict(X, coef, intercept, out)
         return out
 
 
