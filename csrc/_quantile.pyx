@@ -189,6 +189,20 @@ cdef inline bint poll_stop(Poll *pl, double work) noexcept nogil:
     return pl.on and interrupted()
 
 
+cdef inline bint poll_final(Poll *pl) noexcept nogil:
+    # After the last whole step of a call that did work since its last poll
+    # (a storage step's order statistics, the tail of a long loop): a signal
+    # that came meanwhile is reported with the state after those steps,
+    # instead of surfacing in Python after the call (which then discards
+    # them). Short calls skip it: a GIL round trip costs ~1 us.
+    if pl.work < poll_work * 0.125:
+        return False
+    pl.work = 0.0
+    if hook_countdown >= 0 and pl.on:
+        poll_hook()
+    return pl.on and interrupted()
+
+
 cdef void poll_hook() noexcept nogil:
     global hook_countdown, poll_work
     if hook_countdown == 0:
@@ -989,6 +1003,8 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             s.last_eta = eta
             if avg and (s.avg_on != 0 or not stat):
                 average_step(d, wp, &wbar[0], s)
+        if code == OK and poll_final(&pl):
+            code = ERR_INTERRUPTED        # every row applied
     free(work)
     if (code == OK or code == ERR_INTERRUPTED) and not iterate_finite(wp, d, s):
         if code == ERR_INTERRUPTED:
@@ -1326,6 +1342,8 @@ cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double
             if s.n_updates > updates:
                 j += 1            # user stepsizes go by updates (blocks of weight > 0)
             done = (b + 1) * block
+        if code == OK and poll_final(&pl):
+            code = ERR_INTERRUPTED        # every block applied
     block_work_free(&bw)
     if (code == OK or code == ERR_INTERRUPTED) and not iterate_finite(&w[0], d, s):
         if code == ERR_INTERRUPTED:
@@ -1362,6 +1380,7 @@ cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const doubl
     cdef Py_ssize_t bad = -1
     cdef int code
     cdef Poll pl
+    cdef double n_seen0 = s.n_seen
     if not 0 <= score_from <= n or (p.kind == KIND_STATISTICAL and
             <Py_ssize_t> max(s.fill, p.window) + <Py_ssize_t> p.window > window.shape[0]):
         return result(ERR_LAYOUT, 0, -1)
@@ -1373,10 +1392,18 @@ cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const doubl
     with nogil:
         code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
                           eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
+        if code == OK:
+            pl.work += 4.0 * n            # the order statistics over all residuals
+            if poll_final(&pl):
+                code = ERR_INTERRUPTED    # the step was taken
     block_work_free(&bw)
     if code == OK and not iterate_finite(&w[0], d, s):
         code = ERR_NONFINITE
-    return result(code, n - score_from if code == OK else 0, bad)
+    if code == ERR_INTERRUPTED and not iterate_finite(&w[0], d, s):
+        pending_exception()
+        code = ERR_NONFINITE
+    stepped = code == OK or (code == ERR_INTERRUPTED and s.n_seen > n_seen0)
+    return result(code, n - score_from if stepped else 0, bad)
 
 
 def predict(const double[:, ::1] X, const double[::1] w, double intercept, double[::1] out):

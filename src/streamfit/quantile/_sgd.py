@@ -375,6 +375,9 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 self._raise(out, work, where, X)
             if out.consumed == 0 and (fresh or not self.__sklearn_is_fitted__()):
                 # nothing was learnt: the estimator stays as before the call
+                if hasattr(out.exc, "add_note"):
+                    out.exc.add_note(f"{where} was interrupted after 0 of its {X.shape[0]} "
+                                     "rows: the estimator is as it was before the call")
                 raise_for(ERR_INTERRUPTED, where, exc=out.exc)
         old = self.__dict__.get("_fit_")
         work.names = names if fresh or old is None else old.names

@@ -144,6 +144,7 @@ def _empty():
     return np.zeros(0)
 
 
+_STEPPED = object()         # a storage step taken, then interrupted
 _EMPTY = _empty()           # never written: kernels take empty arrays as "none"
 _EMPTY.flags.writeable = False
 
@@ -326,13 +327,18 @@ def _advance_storage(work, X, y, sw, schedule):
             work.wbar, work.state, work.params, work.window, eta)
         bad = _bad_row(row, work.store_X[:stored], work.store_y[:stored],
                        None if work.store_w is None else work.store_w[:stored], -n_old)
+        if code == ERR_INTERRUPTED and done:
+            code = _STEPPED             # interrupted after the step: the rows are in
     finally:
-        if code != OK:
+        if code != OK and code != _STEPPED:
             # leave the spare room as it was (zeros), whatever went wrong
             work.store_X[n_old:stored] = 0.0
             work.store_y[n_old:stored] = 0.0
             if work.store_w is not None:
                 work.store_w[n_old:stored] = 0.0
+    if code == _STEPPED:
+        work.store_n = stored
+        return Outcome(n, ERR_INTERRUPTED, exc)
     if code != OK:
         return Outcome(0, code, exc, bad)
     work.store_n = stored
