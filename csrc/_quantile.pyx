@@ -1118,6 +1118,114 @@ cdef double restart_cu(const double *X, const double *sw, Py_ssize_t m, Py_ssize
     return cu
 
 
+cdef int block_warm_up(SGDState *s, const SGDParams *p, const double *X, const double *sw,
+                       Py_ssize_t m, Py_ssize_t d, BlockWork *bw, const BlockSums *bs,
+                       Py_ssize_t nr, double *win, bint warm, double cu) noexcept nogil:
+    # A block of the warm-up: its rows calibrate the schedule; the block that
+    # completes n_warmup rows (storage: the first call) sets Cl, Cu, D0, b0.
+    # Returns NO_UPDATE for a block that only warms up, OK, or an error.
+    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0), n0
+    cdef const double *r0
+    s.sumsq += bs.sumsq
+    s.n_sumsq += bs.wsum
+    s.xmax = max(s.xmax, bs.xmax)
+    if p.mode == MODE_STORAGE:
+        r0 = bw.resid
+        n0 = nr
+    else:
+        memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
+        s.fill += nr
+        if not warm:
+            return NO_UPDATE
+        r0 = win
+        n0 = <Py_ssize_t> s.fill
+        s.fill = 0
+    calibrated_cl(s, da)      # checked by the caller before the state changed
+    s.cu = cu if cu >= s.cl else s.cl
+    return fresh_estimates(s, p, r0, n0, bw.work, da)
+
+
+cdef int storage_windows(SGDState *s, const SGDParams *p, const double *X, const double *sw,
+                         Py_ssize_t m, Py_ssize_t d, Py_ssize_t score_from, BlockWork *bw,
+                         const BlockSums *bs, Py_ssize_t nr, Py_ssize_t first_new,
+                         double *win) noexcept nogil:
+    # Storage mode: all residuals at the current iterate form the window of
+    # the plateau test and b0. The restart rule watches the newest rows (over
+    # all data a change shows only gradually): their residuals, at the
+    # iterate before the step as in batch mode, collect in the window buffer
+    # until it holds a window (or a call brings one).
+    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
+    cdef Py_ssize_t nj = nr - first_new
+    cdef const double *rj = NULL
+    cdef int jump = JUMP_NONE, err = OK
+    if nj >= p.window:
+        rj = bw.resid + first_new
+        s.fill = 0
+        s.win_sumsq = bs.sumsq_new
+        s.win_wsum = bs.wsum_new
+    elif nj > 0:
+        memcpy(win + <Py_ssize_t> s.fill, bw.resid + first_new, nj * sizeof(double))
+        s.fill += nj
+        s.win_sumsq += bs.sumsq_new
+        s.win_wsum += bs.wsum_new
+        if s.fill >= p.window:
+            rj = win
+            nj = <Py_ssize_t> s.fill
+    if rj != NULL:
+        jump = jump_test(s, p, median_abs(rj, nj, bw.work))
+    if jump == JUMP_RESTART:
+        # Cu afresh from this call's new rows (all data would cost 30 passes
+        # over everything; the new rows are what changed)
+        err = restart(s, p, rj, nj, bw.work, da,
+                      restart_cu(X, sw, m, d, score_from, p.fit_intercept != 0, bw.eig))
+    elif jump == JUMP_NONE:
+        window_done(s, p, bw.resid, nr, median_abs(bw.resid, nr, bw.work), bw.work, da)
+    if rj != NULL:
+        s.fill = 0
+        s.win_sumsq = 0
+        s.win_wsum = 0
+    return err
+
+
+cdef int batch_window(SGDState *s, const SGDParams *p, const double *X, const double *sw,
+                      Py_ssize_t m, Py_ssize_t d, BlockWork *bw, const BlockSums *bs,
+                      Py_ssize_t nr, double *win) noexcept nogil:
+    # Batch mode: the block's residuals join the window; a full window is
+    # tested (and may restart phase one, with Cu from this block).
+    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
+    cdef int err = OK
+    memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
+    s.fill += nr
+    s.win_sumsq += bs.sumsq
+    s.win_wsum += bs.wsum
+    if s.fill >= p.window:
+        if full_window(s, p, win, <Py_ssize_t> s.fill, bw.work, da) == JUMP_RESTART:
+            err = restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
+                          restart_cu(X, sw, m, d, 0, p.fit_intercept != 0, bw.eig))
+        s.fill = 0
+        s.win_sumsq = 0
+        s.win_wsum = 0
+    return err
+
+
+cdef double block_eta(SGDState *s, const SGDParams *p, Py_ssize_t da) noexcept nogil:
+    # The statistical schedule's stepsize of a block update, by phase.
+    cdef double eta
+    if s.phase == 1:
+        # geometric, but never above phase two's constant eta_const b0 / Cu:
+        # a longer step on the block's mean gradient overshoots
+        eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
+        s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
+        if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
+            s.b0_cap = s.b0
+            start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
+            s.t_switch = s.t + 1
+        return eta
+    if s.phase == 2:
+        return s.eta_start
+    return last_phase_eta(s, p, p.Cb / block_ratio(s, da))
+
+
 cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
                     SGDState *s, const SGDParams *p, double eta_user, double *win,
@@ -1125,27 +1233,22 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     # One update on rows [0, m); rows >= score_from are new: they add to the
     # prequential loss and (batch mode) to the residual window. Returns OK,
     # ERR_BADINPUT (row in bad), ERR_SCALE (the warm-up's sum of ||x||^2
-    # overflows) or ERR_INTERRUPTED; the state is unchanged unless OK.
+    # over- or underflows) or ERR_INTERRUPTED; the state is unchanged unless OK.
     cdef bint fit_b = p.fit_intercept != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef double eta, cl, cu = 0.0
-    cdef int err
-    cdef const double *r0
-    cdef Py_ssize_t n0, nr, first_new, nj
-    cdef const double *rj
-    cdef int kind = <int> p.kind, code, jump
+    cdef Py_ssize_t nr, first_new
+    cdef int code
     cdef BlockSums bs
-    cdef bint stat = kind == KIND_STATISTICAL, warm = False
+    cdef bint stat = p.kind == KIND_STATISTICAL, warm = False
     code = block_pass(X, y, sw, m, d, score_from, w, s.intercept, p, bw.resid, bw.grad,
                       &bs, stat and s.phase == 0, pl, bad)
     if code != OK:
         return code
     nr = compact(bw.resid, sw, m, score_from, &first_new)
     if stat and s.phase == 0:
-        # warm-up: Cl, Cu, D0 and b0 from the first n_warmup rows (all rows
-        # in storage mode); blocks that end before that are scored, not learnt
-        # from. Everything that can fail or be interrupted comes before the
-        # state changes.
+        # Everything of the warm-up that can fail or be interrupted comes
+        # before the state changes.
         warm = bs.wsum > 0 and (p.mode == MODE_STORAGE or s.fill + nr >= p.n_warmup)
         if warm:
             cl = (s.sumsq + bs.sumsq) / (s.n_sumsq + bs.wsum)
@@ -1160,89 +1263,16 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     s.block = bs.wsum
     if stat:
         if s.phase == 0:
-            s.sumsq += bs.sumsq
-            s.n_sumsq += bs.wsum
-            s.xmax = max(s.xmax, bs.xmax)
-            if p.mode == MODE_STORAGE:
-                r0 = bw.resid
-                n0 = nr
-            else:
-                memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
-                s.fill += nr
-                if not warm:
-                    return OK
-                r0 = win
-                n0 = <Py_ssize_t> s.fill
-                s.fill = 0
-            calibrated_cl(s, da)      # checked above
-            s.cu = cu if cu >= s.cl else s.cl
-            err = fresh_estimates(s, p, r0, n0, bw.work, da)
-            if err != OK:
-                return err
+            code = block_warm_up(s, p, X, sw, m, d, bw, &bs, nr, win, warm, cu)
         elif p.mode == MODE_STORAGE:
-            # All residuals at the current iterate form the window of the
-            # plateau test and b0. The restart rule watches the newest rows
-            # (over all data a change shows only gradually): their residuals,
-            # at the iterate before the step as in batch mode, collect in the
-            # window buffer until it holds a window (or a call brings one).
-            nj = nr - first_new
-            rj = NULL
-            if nj >= p.window:
-                rj = bw.resid + first_new
-                s.fill = 0
-                s.win_sumsq = bs.sumsq_new
-                s.win_wsum = bs.wsum_new
-            elif nj > 0:
-                memcpy(win + <Py_ssize_t> s.fill, bw.resid + first_new, nj * sizeof(double))
-                s.fill += nj
-                s.win_sumsq += bs.sumsq_new
-                s.win_wsum += bs.wsum_new
-                if s.fill >= p.window:
-                    rj = win
-                    nj = <Py_ssize_t> s.fill
-            jump = JUMP_NONE
-            if rj != NULL:
-                jump = jump_test(s, p, median_abs(rj, nj, bw.work))
-            if jump == JUMP_RESTART:
-                # Cu afresh from this call's new rows (all data would cost 30
-                # passes over everything; the new rows are what changed)
-                err = restart(s, p, rj, nj, bw.work, da,
-                              restart_cu(X, sw, m, d, score_from, fit_b, bw.eig))
-                if err != OK:
-                    return err
-            elif jump == JUMP_NONE:
-                window_done(s, p, bw.resid, nr, median_abs(bw.resid, nr, bw.work), bw.work, da)
-            if rj != NULL:
-                s.fill = 0
-                s.win_sumsq = 0
-                s.win_wsum = 0
+            code = storage_windows(s, p, X, sw, m, d, score_from, bw, &bs, nr, first_new, win)
         else:
-            memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
-            s.fill += nr
-            s.win_sumsq += bs.sumsq
-            s.win_wsum += bs.wsum
-            if s.fill >= p.window:
-                if full_window(s, p, win, <Py_ssize_t> s.fill, bw.work, da) == JUMP_RESTART:
-                    err = restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
-                                  restart_cu(X, sw, m, d, 0, fit_b, bw.eig))
-                    if err != OK:
-                        return err
-                s.fill = 0
-                s.win_sumsq = 0
-                s.win_wsum = 0
-        if s.phase == 1:
-            # geometric, but never above phase two's constant eta_const b0 / Cu:
-            # a longer step on the block's mean gradient overshoots
-            eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
-            s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
-            if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
-                s.b0_cap = s.b0
-                start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
-                s.t_switch = s.t + 1
-        elif s.phase == 2:
-            eta = s.eta_start
-        else:
-            eta = last_phase_eta(s, p, p.Cb / block_ratio(s, da))
+            code = batch_window(s, p, X, sw, m, d, bw, &bs, nr, win)
+        if code == NO_UPDATE:
+            return OK         # a block of the warm-up: scored, remembered
+        if code != OK:
+            return code
+        eta = block_eta(s, p, da)
     else:
         eta = fixed_eta(s, p, eta_user)
     # w -= eta * grad / sum(w_i)

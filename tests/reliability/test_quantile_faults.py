@@ -12,7 +12,6 @@ import pickle
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import itertools
 import numbers
-import os
-import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import DataConversionWarning
+from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_pinball_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -24,6 +21,7 @@ from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
 from ..schedules import Schedule, resolve_schedule
+from ._inputs import as_matrix, as_target, as_weights, check_memory, feature_names
 from ._state import Plan, Work, advance, raise_row_error
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
@@ -38,69 +36,6 @@ _KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "Inve
 _SCHEDULE_FIELDS = ("phase", "eta_geo", "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq",
                     "fill", "min_med", "eta_start", "avg_on", "n_flat", "b0_cap", "k_pow",
                     "eta_pow", "cu", "level", "n_high", "win_sumsq", "win_wsum", "n_avg")
-
-
-def _physical_memory():
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):     # pragma: no cover - not POSIX
-        return None
-
-
-def _check_memory(nbytes, name, value, what):
-    # refuse up front what could never be allocated, naming the parameter
-    total = _physical_memory()
-    if total is not None and nbytes > total:
-        raise ValueError(f"{name}={value!r} needs {what} of {nbytes / 2**30:.3g} GiB, more "
-                         f"than this machine's memory ({total / 2**30:.3g} GiB)")
-
-
-class _NameProbe(BaseEstimator):
-    """Receives feature_names_in_ from scikit-learn's own check, so that a
-    call that fails later leaves the estimator untouched."""
-
-
-def _feature_names(X):
-    if type(X) is np.ndarray or isinstance(X, (list, tuple)):
-        return None
-    probe = _NameProbe()
-    validate_data(probe, X, skip_check_array=True, ensure_2d=False)
-    return getattr(probe, "feature_names_in_", None)
-
-
-def _as_matrix(X):
-    # C-contiguous float64 (n, d) arrays pass as they are: single-row calls
-    # are how many users feed a stream, and they should cost little
-    if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and \
-            X.flags.c_contiguous and X.shape[1] > 0:
-        return X
-    return check_matrix(X, "X", finite=False)
-
-
-def _as_target(y, n, name):
-    if y is None:
-        raise ValueError(f"{name} requires y to be passed, but the target y is None")
-    if type(y) is np.ndarray and y.dtype == np.float64 and y.ndim == 1 and \
-            y.flags.c_contiguous and y.shape[0] == n:
-        return y
-    if getattr(y, "ndim", 1) == 2 and getattr(y, "shape", (0, 0))[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
-                      "change the shape of y to (n_samples,), for example using ravel().",
-                      DataConversionWarning, stacklevel=4)
-    return check_vector(y, n, "y", finite=False)
-
-
-def _as_weights(sample_weight, n):
-    if sample_weight is None:
-        return None
-    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
-        check_scalar(sample_weight, "sample_weight", low=0)
-        return None if sample_weight == 1 else np.full(n, float(sample_weight))
-    sw = check_vector(sample_weight, n, "sample_weight")
-    if (sw < 0).any():
-        raise ValueError(f"sample_weight must be non-negative, got {sw[sw < 0][0]!r} at row "
-                         f"{int(np.argmax(sw < 0))}")
-    return sw
 
 
 class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
@@ -188,10 +123,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         if p["kind"][0] == _k.KIND_STATISTICAL:
             for name in ("window", "n_warmup"):
                 # the residual buffer and its order-statistics twin
-                _check_memory(16 * float(p[name][0]), f"schedule.{name}",
+                check_memory(16 * float(p[name][0]), f"schedule.{name}",
                               getattr(schedule, name), "a residual buffer")
         if self.mode == "batch" and self.batch_size is not None:
-            _check_memory(8 * (d + 3) * float(self.batch_size), "batch_size", self.batch_size,
+            check_memory(8 * (d + 3) * float(self.batch_size), "batch_size", self.batch_size,
                           f"a buffer for one batch of rows of {d} features")
         p.flags.writeable = False
         return p
@@ -251,15 +186,15 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         """
         with self._serialized():
             fit = self.__dict__.get("_fit_")
-            names = _feature_names(X)
+            names = feature_names(X)
             if fit is not None and (names is not None or fit.names is not None):
                 validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-            X = _as_matrix(X)
+            X = as_matrix(X)
             n, d = X.shape
             if fit is not None and d != fit.w.shape[0]:
                 self._check_n_features(d, False)
-            y = _as_target(y, n, type(self).__name__)
-            sw = _as_weights(sample_weight, n)
+            y = as_target(y, n, type(self).__name__)
+            sw = as_weights(sample_weight, n)
             schedule, params, plan = self._resolve(d)
             if fit is None:
                 init = self._initial(d, coef_init, intercept_init)
@@ -305,15 +240,15 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         self
         """
         with self._serialized():
-            names = _feature_names(X)
-            X = _as_matrix(X)
+            names = feature_names(X)
+            X = as_matrix(X)
             n, d = X.shape
             if n == 0:
                 raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
                                  f"minimum of 1 is required by {type(self).__name__}.fit; "
                                  "the estimator keeps its previous state")
-            y = _as_target(y, n, type(self).__name__)
-            sw = _as_weights(sample_weight, n)
+            y = as_target(y, n, type(self).__name__)
+            sw = as_weights(sample_weight, n)
             if sw is not None and not sw.any():
                 raise ValueError("sample_weight: every weight is zero, so there is nothing to "
                                  "learn (Sample weights must contain at least one non-zero "
@@ -515,7 +450,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         ndarray of shape (n_samples,)
         """
         fit = self._fitted()
-        if _feature_names(X) is not None or fit.names is not None:
+        if feature_names(X) is not None or fit.names is not None:
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
         self._check_n_features(X.shape[1], False)

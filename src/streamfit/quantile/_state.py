@@ -244,7 +244,7 @@ def _advance_batch(work, X, y, sw, schedule, block):
     processed = 0               # rows of the virtual stream applied
     for X_part, y_part, w_part, first in parts:
         code, done, exc, row = _k.sgd_blocks(X_part, y_part,
-                                             _empty() if w_part is None else w_part, block,
+                                             _EMPTY if w_part is None else w_part, block,
                                              work.w, work.wbar, work.state, work.params,
                                              work.window, etas)
         processed += done
@@ -323,7 +323,7 @@ def _advance_storage(work, X, y, sw, schedule):
         work.grow_window(_window_size(work.params, int(work.params["window"][0]), work.state))
         code, done, exc, row = _k.sgd_storage(
             work.store_X[:stored], work.store_y[:stored],
-            _empty() if work.store_w is None else work.store_w[:stored], n_old, work.w,
+            _EMPTY if work.store_w is None else work.store_w[:stored], n_old, work.w,
             work.wbar, work.state, work.params, work.window, eta)
         bad = _bad_row(row, work.store_X[:stored], work.store_y[:stored],
                        None if work.store_w is None else work.store_w[:stored], -n_old)
