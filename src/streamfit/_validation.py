@@ -138,8 +138,12 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
 
 
 def check_seed(random_state):
-    """random_state must be None, an int seed, a SeedSequence or a Generator
-    (checked without building a generator)."""
+    """random_state must be None, a non-negative int seed, a SeedSequence or a
+    Generator (checked without building a generator); the error names it."""
+    if (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state < 0):
+        raise ValueError(f"random_state must be None, a non-negative int or a numpy "
+                         f"Generator, got {random_state!r}")
     if not (random_state is None
             or isinstance(random_state, (np.random.Generator, np.random.SeedSequence))
             or (isinstance(random_state, numbers.Integral)

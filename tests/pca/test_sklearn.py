@@ -16,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 
 from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
-from streamfit.pca._common import ComplexDataError
+from streamfit._validation import InputTypeError
 from streamfit.simulate import make_spiked_stream
 
 CONFIGS = [
@@ -166,7 +166,7 @@ def test_dataframes_feature_names_and_pandas_output(est, X):
 
 def test_input_the_project_refuses(X):
     est = PerturbedLeaderPCA(2, random_state=0)
-    with pytest.raises(ComplexDataError, match="Complex data not supported") as info:
+    with pytest.raises(InputTypeError, match="Complex data not supported") as info:
         est.fit(X + 1j)
     assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
     with pytest.raises(TypeError, match="str"):

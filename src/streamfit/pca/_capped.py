@@ -19,10 +19,10 @@ import numpy as np
 from .._base import deferred_signals
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _capped as _k
-from .._validation import check_random_state, check_scalar
+from .._validation import check_random_state, check_scalar, check_seed
 from sklearn.utils.validation import check_is_fitted
 from ..kernels.pca import mixture_decomposition, project_capped_simplex, systematic_sample
-from ._common import _OnlinePCA, _note_interrupt, _symmetric, check_pca_seed
+from ._common import _OnlinePCA, _note_interrupt, _symmetric
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
            "systematic_sample"]
@@ -66,7 +66,7 @@ class _CappedSimplexPCA(_OnlinePCA):
         else:
             check_scalar(self.eta, "eta", low=0, low_open=True)
             auto, value = 0, float(self.eta)
-        check_pca_seed(self.random_state)
+        check_seed(self.random_state)
         p = np.zeros(1, _k.PARAMS_DTYPE)
         p["algo"], p["kind"], p["k"] = self._algo, _KINDS[kind], k
         p["eta_auto"], p["eta_value"] = auto, value

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._base import StreamEstimator, deferred_signals
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
-from .._validation import _as_float64, _check_finite, check_seed
+from .._validation import _as_float64, _check_finite
 
 # Attributes every fit has, beside the subclass's state arrays.
 _FIT_NAMES = ("n_features_in_", "feature_names_in_", "n_components_", "instances_", "_rng",
@@ -61,43 +61,6 @@ def _same_seed(a, b):
     if isinstance(a, numbers.Integral) and isinstance(b, numbers.Integral):
         return int(a) == int(b)
     return a is b
-
-
-def check_pca_seed(random_state):
-    """random_state must be None, a non-negative int, a SeedSequence or a
-    Generator; the error names it."""
-    if (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-            and random_state < 0):
-        raise ValueError(f"random_state must be None, a non-negative int or a numpy "
-                         f"Generator, got {random_state!r}")
-    return check_seed(random_state)
-
-
-class ComplexDataError(TypeError, ValueError):
-    """Complex input: a TypeError (streamfit refuses what does not hold real
-    numbers) that is also the ValueError scikit-learn's estimators raise."""
-
-
-def _real_input(X, name):
-    """X as an array for _as_float64: complex data refused (saying so in
-    scikit-learn's words), object arrays holding only real numbers converted,
-    as scikit-learn's check_array does (strings and other objects are left for
-    _as_float64 to refuse)."""
-    if isinstance(X, np.ma.MaskedArray) or (hasattr(X, "toarray") and hasattr(X, "nnz")):
-        return X
-    arr = np.asarray(X)
-    if arr.dtype.kind == "c":
-        raise ComplexDataError(f"{name} must hold real numbers, got dtype {arr.dtype}: "
-                               f"Complex data not supported")
-    if arr.dtype == object and arr.size:
-        for v in arr.ravel().tolist():
-            if not isinstance(v, numbers.Real):
-                what = type(v).__name__
-                raise TypeError(f"{name} must hold real numbers, got an object array with a "
-                                f"{what} element: each argument must be a real number, not a "
-                                f"string, {what} or any other object that is not a number")
-        arr = arr.astype(np.float64)
-    return arr
 
 
 def _note_interrupt(exc, est, done, T):
@@ -215,7 +178,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     # -- validation -----------------------------------------------------------------
     @staticmethod
     def _vectors(X, name="X"):
-        X = _as_float64(_real_input(X, name), name)
+        X = _as_float64(X, name)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional (n_trials, n_features), got an "
                              f"array of shape {X.shape}; Reshape your data (X.reshape(1, -1) "

@@ -17,9 +17,9 @@ from .._base import deferred_signals
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _pca as _k
 from .._kernels import _pca_api as _api
-from .._validation import check_random_state, check_scalar
+from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from ._common import _OnlinePCA, _note_interrupt, _symmetric, _writable, check_pca_seed
+from ._common import _OnlinePCA, _note_interrupt, _symmetric, _writable
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -60,7 +60,7 @@ def goe_matrix(n, sigma=1.0, random_state=None):
     """
     check_scalar(n, "n", kind=numbers.Integral, low=0)
     check_scalar(sigma, "sigma", low=0)
-    return goe(int(n), float(sigma), check_random_state(check_pca_seed(random_state)))
+    return goe(int(n), float(sigma), check_random_state(check_seed(random_state)))
 
 
 def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_trace_sq=None):
@@ -488,7 +488,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
         self._noise_code  # noqa: B018 - validates noise before it is used
         out = super()._check_params(n)
         self._sigma_params()
-        check_pca_seed(self.random_state)
+        check_seed(self.random_state)
         return out
 
     def _sigma_params(self):
