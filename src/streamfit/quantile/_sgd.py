@@ -82,12 +82,6 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         if name[0] != "_":
             self.__dict__["_params_version"] = next(_VERSIONS)
 
-    def _serialized(self):
-        # the lock without making a new RLock per call (StreamEstimator's
-        # setdefault makes one each time)
-        lock = self.__dict__.get("_lock")
-        return lock if lock is not None else super()._serialized()
-
     def _param_key(self):
         sched = self.schedule
         return (self.__dict__.get("_params_version"), sched if isinstance(sched, str) else
