@@ -1,6 +1,11 @@
 """The experiments' replications as Dask tasks: a LocalCluster of two worker
 processes gives the sequential run's numbers, task failures reach the caller,
 and a dead scheduler address fails fast with a clear error."""
+import pathlib
+import site
+import sys
+import types
+
 import distributed
 import numpy as np
 import pytest
@@ -16,8 +21,12 @@ def _fails(seed):
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as c:
+        # Tasks below are functions of this module, sent by reference; CI also
+        # runs the suite from outside the source tree (against the installed
+        # wheel), so the workers are given the repository root to import it from.
+        c.run(site.addsitedir, str(pathlib.Path(__file__).resolve().parents[2]))
         yield c
 
 
@@ -54,6 +63,24 @@ def test_worker_error_reaches_the_caller(client):
     pending = runner.submit([Task(_fails, {}, 3)])
     with pytest.raises(ValueError, match="task 3 failed on purpose"):
         runner.gather(pending)
+
+
+def test_unimportable_task_fails_with_a_clear_error_not_a_hang():
+    # A function whose module the workers cannot import kills the worker that
+    # unpickles it; its nanny retires it and the scheduler would wait forever.
+    module = types.ModuleType("streamfit_test_nowhere")
+    exec("def task(seed):\n    return seed\n", module.__dict__)
+    sys.modules[module.__name__] = module
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster) as c:
+            runner = DaskRunner(c)
+            runner.poll_seconds, runner.no_worker_timeout = 0.5, 3.0
+            with pytest.raises(RuntimeError, match="no workers for 3 s"):
+                runner.gather(runner.submit([Task(module.task, {}, 1)]))
+    finally:
+        del sys.modules[module.__name__]
 
 
 def test_sequential_error_reaches_the_caller():

@@ -79,6 +79,9 @@ class DaskRunner:
     futures of an experiment are released once gathered.
     """
 
+    poll_seconds = 2.0
+    no_worker_timeout = 60.0
+
     def __init__(self, client, description=None):
         self.client = client
         self.workers = len(client.scheduler_info().get("workers", {}))
@@ -92,14 +95,38 @@ class DaskRunner:
                 for i, task in enumerate(tasks)]
 
     def gather(self, pending, desc="", progress=False):
-        from distributed import as_completed
+        from distributed import wait
 
         try:
             with _progress(len(pending), desc, progress) as bar:
-                for future in as_completed(pending):
-                    if future.status == "error":
-                        future.result()          # re-raises the worker's exception
-                    bar.update()
+                remaining, idle_since = list(pending), None
+                while remaining:
+                    try:
+                        done, not_done = wait(remaining, timeout=self.poll_seconds,
+                                              return_when="FIRST_COMPLETED")
+                    except TimeoutError:
+                        done, not_done = (), remaining
+                    for future in done:
+                        if future.status == "error":
+                            future.result()      # re-raises the worker's exception
+                        bar.update()
+                    remaining = list(not_done)
+                    if done or not remaining:
+                        idle_since = None
+                        continue
+                    # A worker that cannot run a task (e.g. it cannot import the
+                    # task's function) is retired by its nanny; the scheduler then
+                    # waits for workers forever. Nothing but a clock notices that.
+                    if self.client.nthreads():
+                        idle_since = None
+                    elif idle_since is None:
+                        idle_since = time.monotonic()
+                    elif time.monotonic() - idle_since > self.no_worker_timeout:
+                        raise RuntimeError(
+                            f"the Dask cluster has had no workers for "
+                            f"{self.no_worker_timeout:g} s with {len(remaining)} task(s) "
+                            f"left; a worker that cannot unpickle a task (its function "
+                            f"not importable on the workers) is retired by its nanny")
             out = [future.result() for future in pending]
             return [r for r, _ in out], sum(s for _, s in out)
         finally:
@@ -143,7 +170,7 @@ def open_runner(*, workers=None, scheduler=None, timeout=30):
         return
     n = workers or os.cpu_count() or 1
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address=":0", silence_logs=logging.ERROR)
     try:
         client = Client(cluster)
         try:
