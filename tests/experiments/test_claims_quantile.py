@@ -55,7 +55,7 @@ def test_phase_one_stalls_at_decay_half_and_not_at_decay_fifth():
         i = int(np.flatnonzero(np.asarray(r["phase"]) >= 2)[0])
         return r["err"][i] * r["beta_norm"] / gamma, r["b0"][i] / b0
 
-    err, b0_ratio = at_switch("default")           # the paper's 0.5/d
+    err, b0_ratio = at_switch("decay 0.5")         # the paper's 0.5/d
     assert err > 5 and b0_ratio > 20               # measured ~31 E|xi|, b0 ~360x
     err, b0_ratio = at_switch("decay 0.2")
     assert err < 1 and b0_ratio < 2                 # measured 0.16 E|xi|, b0 1.1x

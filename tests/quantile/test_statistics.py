@@ -105,10 +105,11 @@ def test_oracle_b0_uses_the_papers_continuity_rule():
                                   fit_intercept=False).fit(X, y)
     state = est.schedule_state_
     assert state["b0"] == b0
-    # the switch happens when eta0 (1 - 0.5/d)^t falls to b0 Ca / (Cl Cb d)
+    # the switch happens when eta0 (1 - 0.2/d)^t (the default decay) falls to
+    # b0 Ca / (Cl Cb d)
     d, cl = 20, state["cl"]
     eta0 = 2.0 * state["d0"] / (d * cl)
-    t1 = np.ceil(np.log((b0 * 20 / (cl * 30 * d)) / eta0) / np.log(1 - 0.5 / d))
+    t1 = np.ceil(np.log((b0 * 20 / (cl * 30 * d)) / eta0) / np.log(1 - 0.2 / d))
     assert abs(state["t_switch"] - t1) <= 1
     assert relerr(est.coef_, beta) < 5e-3
 
