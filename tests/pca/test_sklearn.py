@@ -1,6 +1,6 @@
 """The online PCA estimators as native scikit-learn transformers: scikit-learn's
 own estimator checks over every main configuration (FPL with each noise, FTL,
-MEG, GD), and the pieces a user composes them with -- Pipeline, GridSearchCV,
+MEG, GD, dropout), and the pieces a user composes them with -- Pipeline, GridSearchCV,
 cross_val_score, clone, joblib, DataFrames and set_output."""
 import pickle
 
@@ -15,7 +15,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 
-from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
+from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
+                       PerturbedLeaderPCA)
 from streamfit._validation import InputTypeError
 from streamfit.simulate import make_spiked_stream
 
@@ -26,6 +27,8 @@ CONFIGS = [
     FollowTheLeaderPCA(2),
     MatrixEGPCA(2, random_state=0),
     MatrixGDPCA(2, random_state=0),
+    DropoutPCA(2, random_state=0),
+    DropoutPCA(2, resample="fresh", random_state=0),
 ]
 
 # Checks an online learner may fail, with the reason, per estimator class.

@@ -6,9 +6,10 @@ Gradient Descent, with the projections, mixture decomposition and sampler
 they play by."""
 from ._capped import (MatrixEGPCA, MatrixGDPCA, mixture_decomposition,
                       project_capped_simplex, systematic_sample)
+from ._dropout import DropoutPCA
 from ._fpl import (FollowTheLeaderPCA, PerturbedLeaderPCA, auto_sigma, goe_matrix,
                    regret_bound)
 
-__all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "MatrixEGPCA", "MatrixGDPCA",
+__all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "DropoutPCA", "MatrixEGPCA", "MatrixGDPCA",
            "goe_matrix", "auto_sigma", "regret_bound", "project_capped_simplex",
            "mixture_decomposition", "systematic_sample"]
