@@ -46,6 +46,7 @@ cpdef enum:
     SOLVER_KRYLOV = 1       # warm-started block Krylov, the chain as fallback
 
 cdef double SQRT_2_OVER_PI = 0.7978845608028654
+cdef double SQRT_2 = 1.4142135623730951
 
 
 ctypedef struct PCAState:
@@ -109,7 +110,7 @@ cdef struct Ctx:
 # --- the regret bound's terms, without overflow --------------------------------
 
 cdef inline double bound_a(Ctx *c, int *E) noexcept nogil:
-    # The data term a of the paper's bound R <= sqrt(T) (a / sigma + bb sigma),
+    # The data term a of the bound R <= sqrt(T) (a / sigma + bb sigma),
     # as A 2^E with E even (a itself over- or underflows at extreme scales):
     # vector, a = L^2 sqrt(2/pi), L = max ||x||^2 (r = L, M = L^2);
     # dense, a = k Lambda F sqrt(2/pi), Lambda = max bound on ||X||_2,
@@ -131,7 +132,13 @@ cdef inline double bound_a(Ctx *c, int *E) noexcept nogil:
 
 
 cdef inline double bound_bb(Ctx *c) noexcept nogil:
-    return c.k * sqrt(<double> c.n)
+    # The noise term's coefficient: E lambda_{1:k}(N) <= k E lambda_1(N) <=
+    # sqrt(2) k sqrt(n) for the unit GOE N = (G + G^T)/2, G_ij ~ N(0, 1). The
+    # paper's k sqrt(n) is below the semicircle edge sqrt(2) sqrt(n); sqrt(2)
+    # holds at every n by Sudakov-Fernique (Vershynin, High-Dimensional
+    # Probability, 2018, Sec. 7.2-7.3): for A = sqrt(2) N, X_u = u'Au against
+    # Y_u = 2 g'u on the unit sphere gives E lambda_1(A) <= 2 E||g|| <= 2 sqrt(n).
+    return SQRT_2 * c.k * sqrt(<double> c.n)
 
 
 cdef inline double next_sigma(Ctx *c) noexcept nogil:
