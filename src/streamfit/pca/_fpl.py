@@ -19,7 +19,7 @@ from .._kernels import _pca as _k
 from .._kernels import _pca_api as _api
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from ._common import _OnlinePCA, _note_interrupt, _symmetric, _writable
+from ._common import _OnlinePCA, _note_interrupt, _one_blas_thread, _symmetric, _writable
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -247,7 +247,7 @@ class _LeaderPCA(_OnlinePCA):
         buffered = kind == "vector" and noise in (_k.NOISE_FIXED, _k.NOISE_RANDOM_WALK)
         rows = np.zeros((_ROW_BUFFER if buffered else 0, n))
         V = np.zeros((int(params["b"][0]), n))
-        with rng.bit_generator.lock:
+        with rng.bit_generator.lock, _one_blas_thread:
             code, _, _ = _k.initialize(state, params, S, N, C, rows, V,
                                        rng.bit_generator.capsule)
         raise_for(code, type(self).__name__)
@@ -287,7 +287,7 @@ class _LeaderPCA(_OnlinePCA):
         if kind == "dense":
             X = X.reshape(T, n * n)
         rng = self._rng
-        with rng.bit_generator.lock:
+        with rng.bit_generator.lock, _one_blas_thread:
             code, done, exc = _k.run(X, scale, frob, self.state_, params, self.perturbed_,
                                      self.noise_, self.cumulative_, self.rows_, self.block_,
                                      rng.bit_generator.capsule)
@@ -462,15 +462,24 @@ class PerturbedLeaderPCA(_LeaderPCA):
     counts in solver_stats_["kept"]). Calls from several threads take turns;
     none is lost.
 
+    **Threads.** The trial loop runs its BLAS calls on one thread: each is
+    too short for OpenBLAS's threads to pay (n = 1000, k = 10, measured before
+    this policy: 6.4-6.9 ms/trial on one thread, 7.1-8.0 on two idle cores,
+    ~20 with the second core busy). Each call sets the BLAS libraries that
+    threadpoolctl finds to one thread for its duration and restores their
+    counts when the last such call (of any FPL/FTL estimator, in any thread)
+    ends; the limit is process-wide, so BLAS calls other threads make
+    meanwhile run on one thread too. A ``threadpool_limits`` the caller set
+    stays in force. Use several processes (or Dask) for parallelism across
+    streams.
+
     **Reproducibility.** The same seed gives the same decisions bit for bit
-    however the stream is split into calls, pickled and resumed, and at every
-    power-of-two rescaling of the data -- with the same BLAS library and
-    thread count. Across BLAS thread counts the data's cumulative matrix and
-    n_trials_ are identical (best_gain_ up to LAPACK's rounding), but the
-    decisions agree only to the solver's tolerance: the block products and
-    LAPACK's blocked kernels split their sums by thread (after 100 trials at
-    n = 500, k = 10: 3e-5 in the projections with the Krylov solver, whose
-    stopping point moves with rounding; 4e-16 with solver="exact").
+    however the stream is split into calls, pickled and resumed, at every
+    power-of-two rescaling of the data, and whatever the BLAS thread count
+    (the kernel's BLAS runs on one thread, see above) -- with the same BLAS
+    library. The attributes computed outside the trial loop (best_gain_ and
+    regret_, one LAPACK solve) follow the caller's thread count and can move
+    by LAPACK's rounding.
 
     Examples
     --------
