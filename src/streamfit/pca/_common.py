@@ -31,7 +31,7 @@ from threadpoolctl import ThreadpoolController
 from .._base import StreamEstimator, deferred_signals
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
-from .._validation import _as_float64, _check_finite
+from .._validation import _as_float64, _check_finite, _check_real_array
 
 # Attributes every fit has, beside the subclass's state arrays.
 _FIT_NAMES = ("n_features_in_", "feature_names_in_", "n_components_", "instances_", "_rng",
@@ -143,6 +143,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     _STATE_NAMES = ()
     _TRANSIENT_ATTRS = ("_regret_cache",)
     _STATE_DTYPE = None         # the kernel's state record (subclasses)
+    _FLOAT32_ROWS = False       # the kernel reads float32 rows as they are (FPL)
 
     # -- scikit-learn -----------------------------------------------------------
     def __sklearn_is_fitted__(self):
@@ -242,8 +243,12 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
 
     # -- validation -----------------------------------------------------------------
     @staticmethod
-    def _vectors(X, name="X"):
-        X = _as_float64(X, name)
+    def _vectors(X, name="X", float32=False):
+        # float32=True: float32 rows stay float32 (C-contiguous) for a kernel
+        # that reads them as such; everything else becomes float64
+        X = _check_real_array(X, name)
+        X = np.ascontiguousarray(X, dtype=np.float32 if float32 and X.dtype == np.float32
+                                 else np.float64)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional (n_trials, n_features), got an "
                              f"array of shape {X.shape}; Reshape your data (X.reshape(1, -1) "
@@ -256,8 +261,19 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     @staticmethod
     def _vector_sizes(X, name="X"):
         """||x||^2 per row; NaN/inf rejected (one pass over X: they show up
-        in the norms)."""
-        sqnorm = np.einsum("ij,ij->i", X, X)
+        in the norms). float32 rows are widened (exactly) in chunks of ~4 MB,
+        so the norms -- and sigma="auto" -- are those of the same rows as
+        float64, without a float64 copy of the block."""
+        if X.dtype == np.float32:
+            sqnorm = np.empty(X.shape[0])
+            step = max(1, (1 << 19) // max(X.shape[1], 1))
+            buf = np.empty((min(step, X.shape[0]), X.shape[1]))
+            for a in range(0, X.shape[0], step):
+                B = buf[:min(step, X.shape[0] - a)]
+                B[...] = X[a:a + step]
+                sqnorm[a:a + step] = np.einsum("ij,ij->i", B, B)
+        else:
+            sqnorm = np.einsum("ij,ij->i", X, X)
         if not np.isfinite(sqnorm).all():
             _check_finite(X, name)
             raise ValueError(f"{name} is too large for float64 arithmetic: ||x||^2 "
@@ -329,7 +345,10 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         ----------
         X : array-like of shape (n_trials, n_features)
             A block of the stream; an empty block plays nothing (but a first
-            call still sets up the first decision).
+            call still sets up the first decision). Follow the (Perturbed)
+            Leader reads float32 rows as float32 (no float64 copy of the
+            block) and makes the decisions of the same rows as float64;
+            other dtypes are converted to float64.
         y : ignored
 
         Returns
@@ -337,7 +356,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self
         """
         with self._serialized():
-            return self._learn_vectors(self._vectors(X), X)
+            return self._learn_vectors(self._vectors(X, float32=self._FLOAT32_ROWS), X)
 
     def _learn_vectors(self, X, X_in):
         params = self._prepare(X.shape[1], "vector", X_in)
@@ -402,7 +421,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self
         """
         with self._serialized():
-            Xc = self._vectors(X)
+            Xc = self._vectors(X, float32=self._FLOAT32_ROWS)
             if Xc.shape[0] == 0:
                 raise ValueError(f"X has 0 samples (shape={Xc.shape}): fit needs at least "
                                  f"one trial (partial_fit accepts empty blocks)")

@@ -165,6 +165,7 @@ class _LeaderPCA(_OnlinePCA):
                     "_fitted_noise")
     _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
     _STATE_DTYPE = _k.STATE_DTYPE
+    _FLOAT32_ROWS = True
     # arrays the kernel updates in place (noise_ it only reads)
     _IN_PLACE = ("state_", "perturbed_", "cumulative_", "rows_", "block_")
 
