@@ -82,7 +82,7 @@ class _OneBlasThread:
                     self._blas = ThreadpoolController().select(user_api="blas").lib_controllers
                 saved = [lib.num_threads for lib in self._blas]
                 for lib, count in zip(self._blas, saved):
-                    if count != 1:
+                    if count is not None and count != 1:     # None: count unknown
                         _set_threads(lib, 1)
                 self._saved = saved
             self._users += 1
@@ -93,7 +93,7 @@ class _OneBlasThread:
             self._users -= 1
             if self._users == 0:
                 for lib, count in zip(self._blas, self._saved):
-                    if count != 1:
+                    if count is not None and count != 1:
                         _set_threads(lib, count)
         return False
 
