@@ -16,6 +16,7 @@
 # below (STATE_DTYPE, PARAMS_DTYPE, made from them); every def entry checks
 # the records and the shapes of the arrays they describe.
 from libc.math cimport sqrt, frexp, ldexp, isfinite
+from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
@@ -46,6 +47,7 @@ cpdef enum:
     SOLVER_KRYLOV = 1       # warm-started block Krylov, the chain as fallback
 
 cdef double SQRT_2_OVER_PI = 0.7978845608028654
+cdef double SQRT_2 = 1.4142135623730951
 
 
 ctypedef struct PCAState:
@@ -103,13 +105,14 @@ cdef struct Ctx:
     PCAState *st
     bitgen_t *rng
     double *row         # n scratch
+    double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
     TopKWork w
 
 
 # --- the regret bound's terms, without overflow --------------------------------
 
 cdef inline double bound_a(Ctx *c, int *E) noexcept nogil:
-    # The data term a of the paper's bound R <= sqrt(T) (a / sigma + bb sigma),
+    # The data term a of the bound R <= sqrt(T) (a / sigma + bb sigma),
     # as A 2^E with E even (a itself over- or underflows at extreme scales):
     # vector, a = L^2 sqrt(2/pi), L = max ||x||^2 (r = L, M = L^2);
     # dense, a = k Lambda F sqrt(2/pi), Lambda = max bound on ||X||_2,
@@ -131,7 +134,13 @@ cdef inline double bound_a(Ctx *c, int *E) noexcept nogil:
 
 
 cdef inline double bound_bb(Ctx *c) noexcept nogil:
-    return c.k * sqrt(<double> c.n)
+    # The noise term's coefficient: E lambda_{1:k}(N) <= k E lambda_1(N) <=
+    # sqrt(2) k sqrt(n) for the unit GOE N = (G + G^T)/2, G_ij ~ N(0, 1). The
+    # paper's k sqrt(n) is below the semicircle edge sqrt(2) sqrt(n); sqrt(2)
+    # holds at every n by Sudakov-Fernique (Vershynin, High-Dimensional
+    # Probability, 2018, Sec. 7.2-7.3): for A = sqrt(2) N, X_u = u'Au against
+    # Y_u = 2 g'u on the unit sphere gives E lambda_1(A) <= 2 E||g|| <= 2 sqrt(n).
+    return SQRT_2 * c.k * sqrt(<double> c.n)
 
 
 cdef inline double next_sigma(Ctx *c) noexcept nogil:
@@ -260,9 +269,12 @@ cdef int after_trial(Ctx *c, const double *hint) noexcept nogil:
                       hint, <unsigned long long> c.st.t, c.solver == SOLVER_KRYLOV)
 
 
-cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
-                Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
-    # Play T trials; stops early only before a trial, on a signal
+cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
+                const double *frob, Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
+    # Play T trials; stops early only before a trial, on a signal. Vector rows
+    # come as float64 (X) or float32 (X32, X NULL): a float32 row is widened
+    # into xrow when its trial starts -- exactly, so every decision is the one
+    # for the same rows given as float64 -- and everything after is float64.
     cdef int n = c.n, k = c.k, code = OK
     cdef Py_ssize_t t, j, jmax, step = n * (n if c.kind == INSTANCE_DENSE else 1)
     cdef double g, due = poll_start()
@@ -272,7 +284,12 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
         if poll_interrupted(&due, &_hook):
             code = ERR_INTERRUPTED
             break
-        x = X + t * step
+        if X32 != NULL:
+            for j in range(n):
+                c.xrow[j] = X32[t * step + j]
+            x = c.xrow
+        else:
+            x = X + t * step
         if c.kind == INSTANCE_DENSE:
             g = quad_rows(n, k, x, c.V, c.w.tmp)
             if frob[t] > c.st.max_frob:
@@ -353,11 +370,20 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
     if topk_work_init(&c.w, n, p.k, p.b, p.maxiter) != OK:
         return ERR_NOMEM
+    c.xrow = <double *> malloc(<size_t> n * sizeof(double))
+    if c.xrow == NULL:
+        return ERR_NOMEM
     c.w.first = p.eig_first
     # n doubles of scratch for the gains and the noise rows: the solver's
     # n x 3b scratch is free outside a solve
     c.row = c.w.tmp
     return OK
+
+
+cdef void teardown(Ctx *c) noexcept nogil:
+    topk_work_free(&c.w)
+    free(c.xrow)
+    c.xrow = NULL
 
 
 def _check_records(state, params):
@@ -412,10 +438,10 @@ def initialize(PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] 
                 memset(&c.st.topk, 0, sizeof(TopKState))
         return code, 0, None
     finally:
-        topk_work_free(&c.w)
+        teardown(&c)
 
 
-def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
+def run(X, const double[::1] scale, const double[::1] frob,
         PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] S,
         const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows, double[:, ::1] V,
         object capsule):
@@ -424,7 +450,9 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     S += x_t x_t^T (dsyr, one triangle). Dense instances: rows of X are the
     n*n entries of symmetric PSD X_t, scale[t] an upper bound on ||X_t||_2,
     frob[t] = ||X_t||_F; gain tr(V_k^T X_t V_k), S += X_t on one triangle.
-    Then noise and the next top-k.
+    Then noise and the next top-k. X is C-contiguous float64, or float32 for
+    vector instances: read as float32 (no float64 copy of the block), each
+    row widened exactly when its trial starts, all arithmetic in float64.
 
     Returns (code, done, exc): OK after all trials, or ERR_INTERRUPTED after
     `done` whole trials with `exc` the exception a signal handler raised, or
@@ -433,22 +461,39 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     _check_records(state.base, params.base)
     cdef Ctx c
     cdef int code, n
-    cdef Py_ssize_t T = X.shape[0], done = 0
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    cdef const double *p64 = NULL
+    cdef const float *p32 = NULL
+    cdef Py_ssize_t T, ncol, done = 0
+    cdef bint is32 = getattr(X, "dtype", None) == np.float32
+    if is32:
+        X32 = X
+        T, ncol = X32.shape[0], X32.shape[1]
+    else:
+        X64 = X
+        T, ncol = X64.shape[0], X64.shape[1]
     code = setup(&c, &state[0], &params[0], S, N, C, rows, V, capsule)
     try:
         if code != OK:
             return code, 0, None
         n = c.n
-        if X.shape[1] != (n * n if c.kind == INSTANCE_DENSE else n):
-            raise ValueError(f"X has {X.shape[1]} columns, expected "
+        if ncol != (n * n if c.kind == INSTANCE_DENSE else n):
+            raise ValueError(f"X has {ncol} columns, expected "
                              f"{n * n if c.kind == INSTANCE_DENSE else n}")
+        if is32 and c.kind == INSTANCE_DENSE:
+            raise ValueError("X: dense instances must be float64")
         if scale.shape[0] != T or (c.kind == INSTANCE_DENSE and frob.shape[0] != T):
             raise ValueError(f"scale (and frob for dense instances) must have {T} entries")
         if T == 0:
             return OK, 0, None
+        if is32:
+            p32 = &X32[0, 0]
+        else:
+            p64 = &X64[0, 0]
         with nogil:
-            code = trials(&c, &X[0, 0], &scale[0], &frob[0] if frob.shape[0] else NULL,
+            code = trials(&c, p64, p32, &scale[0], &frob[0] if frob.shape[0] else NULL,
                           T, &done)
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
-        topk_work_free(&c.w)
+        teardown(&c)

@@ -18,11 +18,11 @@ SQRT_2_OVER_PI = 0.7978845608028654
 def fpl_tolerance(tol, L, sigma, n, k, t_next):
     """The Krylov gap tolerance PerturbedLeaderPCA documents, tol c / (2
     sqrt(t)), R_T <= c sqrt(T) the bound at sigma for vector instances of
-    ||x||^2 <= L: c = a / sigma + k sqrt(n) sigma, a = L^2 sqrt(2/pi) (here
+    ||x||^2 <= L: c = a / sigma + sqrt(2) k sqrt(n) sigma, a = L^2 sqrt(2/pi) (here
     as mantissa and exponent, the kernel's overflow-free evaluation)."""
     m, e = math.frexp(L)
     a = m * m * SQRT_2_OVER_PI
-    c = math.ldexp(a / math.ldexp(sigma, -e), e) + k * math.sqrt(n) * sigma
+    c = math.ldexp(a / math.ldexp(sigma, -e), e) + math.sqrt(2.0) * k * math.sqrt(n) * sigma
     return tol * c / (2.0 * math.sqrt(t_next))
 
 

@@ -21,19 +21,84 @@ from __future__ import annotations
 
 import copy
 import numbers
+import threading
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import ThreadpoolController
 
 from .._base import StreamEstimator, deferred_signals
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
-from .._validation import _as_float64, _check_finite
+from .._validation import _as_float64, _check_finite, _check_real_array
 
 # Attributes every fit has, beside the subclass's state arrays.
 _FIT_NAMES = ("n_features_in_", "feature_names_in_", "n_components_", "instances_", "_rng",
               "_fitted_random_state", "_regret_cache")
+
+
+def _set_threads(lib, count):
+    # threadpoolctl (>= 3.6) lets only one "controlling" Python thread change
+    # a pthreads OpenBLAS's process-wide count and silently ignores the others,
+    # so a fit in a worker thread would keep the multi-threaded BLAS. The count
+    # of _OneBlasThread already keeps concurrent calls from fighting over it:
+    # the library's own setter, where threadpoolctl has one.
+    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(count)
+
+
+class _OneBlasThread:
+    """A context manager that runs the BLAS of the calls inside it on one
+    thread, and restores the BLAS libraries' thread counts when the last
+    such call still inside ends.
+
+    Why: FPL's trial is a chain of BLAS calls on O(n^2) data and n x b blocks,
+    each too short for OpenBLAS's threads to pay (measured at n = 1000, k = 10:
+    6.4-6.9 ms/trial on one thread, 7.1-8.0 on two idle cores, 20.5-20.8 with
+    one core busy, where OpenBLAS's threads wait for the busy core). On one
+    thread the kernel's results also do not depend on the thread count.
+
+    The limit is threadpoolctl's, so it is process-wide: concurrent calls share
+    it through a count (the first one in sets it, the last one out restores
+    it; nested save/restore from two threads would leave the wrong count
+    behind), and other threads' BLAS calls made meanwhile run on one thread
+    too. A limit the caller set (``threadpool_limits(1)``) is left alone;
+    a count the caller changes while a call runs is overwritten when it ends.
+    Cost: about 10-20 us per call (measured), against >= 1 ms per trial at
+    the sizes where threads matter.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved = []
+        self._blas = None
+
+    def __enter__(self):
+        with self._lock:
+            if self._users == 0:
+                if self._blas is None:
+                    # after the kernels loaded scipy's BLAS (they import it)
+                    self._blas = ThreadpoolController().select(user_api="blas").lib_controllers
+                saved = [lib.num_threads for lib in self._blas]
+                for lib, count in zip(self._blas, saved):
+                    if count is not None and count != 1:     # None: count unknown
+                        _set_threads(lib, 1)
+                self._saved = saved
+            self._users += 1
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                for lib, count in zip(self._blas, self._saved):
+                    if count is not None and count != 1:
+                        _set_threads(lib, count)
+        return False
+
+
+_one_blas_thread = _OneBlasThread()
 
 
 def _symmetric(lower):
@@ -78,6 +143,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     _STATE_NAMES = ()
     _TRANSIENT_ATTRS = ("_regret_cache",)
     _STATE_DTYPE = None         # the kernel's state record (subclasses)
+    _FLOAT32_ROWS = False       # the kernel reads float32 rows as they are (FPL)
 
     # -- scikit-learn -----------------------------------------------------------
     def __sklearn_is_fitted__(self):
@@ -177,8 +243,12 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
 
     # -- validation -----------------------------------------------------------------
     @staticmethod
-    def _vectors(X, name="X"):
-        X = _as_float64(X, name)
+    def _vectors(X, name="X", float32=False):
+        # float32=True: float32 rows stay float32 (C-contiguous) for a kernel
+        # that reads them as such; everything else becomes float64
+        X = _check_real_array(X, name)
+        X = np.ascontiguousarray(X, dtype=np.float32 if float32 and X.dtype == np.float32
+                                 else np.float64)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-dimensional (n_trials, n_features), got an "
                              f"array of shape {X.shape}; Reshape your data (X.reshape(1, -1) "
@@ -191,8 +261,19 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     @staticmethod
     def _vector_sizes(X, name="X"):
         """||x||^2 per row; NaN/inf rejected (one pass over X: they show up
-        in the norms)."""
-        sqnorm = np.einsum("ij,ij->i", X, X)
+        in the norms). float32 rows are widened (exactly) in chunks of ~4 MB,
+        so the norms -- and sigma="auto" -- are those of the same rows as
+        float64, without a float64 copy of the block."""
+        if X.dtype == np.float32:
+            sqnorm = np.empty(X.shape[0])
+            step = max(1, (1 << 19) // max(X.shape[1], 1))
+            buf = np.empty((min(step, X.shape[0]), X.shape[1]))
+            for a in range(0, X.shape[0], step):
+                B = buf[:min(step, X.shape[0] - a)]
+                B[...] = X[a:a + step]
+                sqnorm[a:a + step] = np.einsum("ij,ij->i", B, B)
+        else:
+            sqnorm = np.einsum("ij,ij->i", X, X)
         if not np.isfinite(sqnorm).all():
             _check_finite(X, name)
             raise ValueError(f"{name} is too large for float64 arithmetic: ||x||^2 "
@@ -264,7 +345,10 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         ----------
         X : array-like of shape (n_trials, n_features)
             A block of the stream; an empty block plays nothing (but a first
-            call still sets up the first decision).
+            call still sets up the first decision). Follow the (Perturbed)
+            Leader reads float32 rows as float32 (no float64 copy of the
+            block) and makes the decisions of the same rows as float64;
+            other dtypes are converted to float64.
         y : ignored
 
         Returns
@@ -272,7 +356,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self
         """
         with self._serialized():
-            return self._learn_vectors(self._vectors(X), X)
+            return self._learn_vectors(self._vectors(X, float32=self._FLOAT32_ROWS), X)
 
     def _learn_vectors(self, X, X_in):
         params = self._prepare(X.shape[1], "vector", X_in)
@@ -337,7 +421,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self
         """
         with self._serialized():
-            Xc = self._vectors(X)
+            Xc = self._vectors(X, float32=self._FLOAT32_ROWS)
             if Xc.shape[0] == 0:
                 raise ValueError(f"X has 0 samples (shape={Xc.shape}): fit needs at least "
                                  f"one trial (partial_fit accepts empty blocks)")

@@ -19,7 +19,7 @@ from .._kernels import _pca as _k
 from .._kernels import _pca_api as _api
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from ._common import _OnlinePCA, _note_interrupt, _symmetric, _writable
+from ._common import _OnlinePCA, _note_interrupt, _one_blas_thread, _symmetric, _writable
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -64,14 +64,24 @@ def goe_matrix(n, sigma=1.0, random_state=None):
 
 
 def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_trace_sq=None):
-    """The sigma that minimises the paper's final bound
-    R <= r sqrt(2 T M / (pi sigma^2)) + k sqrt(n T sigma^2).
+    """The sigma that minimises the regret bound
+    R <= r sqrt(2 T M / (pi sigma^2)) + sqrt(2) k sqrt(n T sigma^2).
+
+    This is the paper's final bound with its noise term corrected: the paper
+    bounds E lambda_{1:k}(N) by k sigma sqrt(n), below the GOE's semicircle
+    edge (lambda_1(N) -> sqrt(2) sigma sqrt(n) for N = (G + G^T)/2,
+    G_ij ~ N(0, sigma^2)). What holds at every n is
+    E lambda_{1:k}(N) <= k E lambda_1(N) <= sqrt(2) k sigma sqrt(n), by the
+    Sudakov-Fernique inequality (Vershynin, *High-Dimensional Probability*,
+    2018, Sections 7.2-7.3: for A = sqrt(2) N / sigma compare X_u = u'Au with
+    Y_u = 2 g'u over unit u, so E lambda_1(A) <= 2 E||g|| <= 2 sqrt(n)). The
+    minimiser is 2^(-1/4) times the paper's sigma.
 
     ``instances="vector"``: x_t x_t^T with ||x_t||^2 <= scale (r = scale, M = scale^2),
-    sigma^2 = scale^2 sqrt(2/pi) / (k sqrt(n)).
+    sigma^2 = scale^2 / (k sqrt(pi n)).
     ``instances="dense"``: PSD X_t with ||X_t||_2 <= scale and tr(X_t^2) <= max_trace_sq
     (default n scale^2, the paper's worst case), r = k scale,
-    sigma^2 = scale sqrt(2 M / pi) / sqrt(n).
+    sigma^2 = scale sqrt(M / (pi n)).
 
     Computed without forming scale^2 (no overflow at any representable
     scale); 1 <= n_components <= n_features.
@@ -79,10 +89,10 @@ def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_t
     Examples
     --------
     >>> from streamfit.pca import auto_sigma
-    >>> round(auto_sigma(100, 4), 4)                     # (sqrt(2/pi) / 40) ** 0.5
-    0.1412
-    >>> round(auto_sigma(100, 4, instances="dense"), 4)  # (2/pi) ** 0.25
-    0.8932
+    >>> round(auto_sigma(100, 4), 4)                     # (1 / (4 sqrt(100 pi))) ** 0.5
+    0.1188
+    >>> round(auto_sigma(100, 4, instances="dense"), 4)  # pi ** -0.25
+    0.7511
     """
     A, E, b = _bound_terms(n_features, n_components, instances, scale, max_trace_sq)
     return math.ldexp(math.sqrt(A / b), E // 2)
@@ -90,15 +100,18 @@ def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_t
 
 def regret_bound(n_trials, n_features, n_components, sigma, *, instances="vector",
                  scale=1.0, max_trace_sq=None):
-    """The paper's regret bound a sqrt(T) / sigma + b sqrt(T) sigma for a given sigma
-    (see :func:`auto_sigma` for the terms); at the auto sigma it is 2 sqrt(a b T).
+    """The regret bound a sqrt(T) / sigma + b sqrt(T) sigma for a given sigma,
+    b = sqrt(2) k sqrt(n) (see :func:`auto_sigma` for the terms, and for the
+    sqrt(2) the paper's k sqrt(n) lacks: E lambda_1(N) <= sqrt(2) sigma sqrt(n)
+    by Sudakov-Fernique); at the auto sigma it is 2 sqrt(a b T), 2^(1/4)
+    times the paper's.
 
     Examples
     --------
     >>> from streamfit.pca import auto_sigma, regret_bound
     >>> s = auto_sigma(100, 4)
-    >>> round(regret_bound(10_000, 100, 4, s))     # 2 (2/pi)^(1/4) sqrt(k) n^(1/4) sqrt(T)
-    1130
+    >>> round(regret_bound(10_000, 100, 4, s))     # 2 (4/pi)^(1/4) sqrt(k) n^(1/4) sqrt(T)
+    1344
     >>> regret_bound(10_000, 100, 4, 2 * s) > regret_bound(10_000, 100, 4, s)
     True
     """
@@ -112,7 +125,8 @@ def regret_bound(n_trials, n_features, n_components, sigma, *, instances="vector
 
 def _bound_terms(n, k, instances, scale, max_trace_sq):
     """The bound's data term a = A 2^E (E even: a itself over- or underflows
-    at extreme scales) and b = k sqrt(n)."""
+    at extreme scales) and b = sqrt(2) k sqrt(n) (Sudakov-Fernique, see
+    :func:`auto_sigma`)."""
     check_scalar(n, "n_features", kind=numbers.Integral, low=1)
     check_scalar(k, "n_components", kind=numbers.Integral, low=1)
     if k > n:
@@ -137,7 +151,7 @@ def _bound_terms(n, k, instances, scale, max_trace_sq):
             A, E = 2 * A, E - 1
     else:
         raise ValueError(f"instances must be 'vector' or 'dense', got {instances!r}")
-    return A, E, k * math.sqrt(n)
+    return A, E, math.sqrt(2.0) * k * math.sqrt(n)
 
 
 class _LeaderPCA(_OnlinePCA):
@@ -151,6 +165,7 @@ class _LeaderPCA(_OnlinePCA):
                     "_fitted_noise")
     _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
     _STATE_DTYPE = _k.STATE_DTYPE
+    _FLOAT32_ROWS = True
     # arrays the kernel updates in place (noise_ it only reads)
     _IN_PLACE = ("state_", "perturbed_", "cumulative_", "rows_", "block_")
 
@@ -233,7 +248,7 @@ class _LeaderPCA(_OnlinePCA):
         buffered = kind == "vector" and noise in (_k.NOISE_FIXED, _k.NOISE_RANDOM_WALK)
         rows = np.zeros((_ROW_BUFFER if buffered else 0, n))
         V = np.zeros((int(params["b"][0]), n))
-        with rng.bit_generator.lock:
+        with rng.bit_generator.lock, _one_blas_thread:
             code, _, _ = _k.initialize(state, params, S, N, C, rows, V,
                                        rng.bit_generator.capsule)
         raise_for(code, type(self).__name__)
@@ -273,7 +288,7 @@ class _LeaderPCA(_OnlinePCA):
         if kind == "dense":
             X = X.reshape(T, n * n)
         rng = self._rng
-        with rng.bit_generator.lock:
+        with rng.bit_generator.lock, _one_blas_thread:
             code, done, exc = _k.run(X, scale, frob, self.state_, params, self.perturbed_,
                                      self.noise_, self.cumulative_, self.rows_, self.block_,
                                      rng.bit_generator.capsule)
@@ -366,13 +381,16 @@ class PerturbedLeaderPCA(_LeaderPCA):
     n_components : int
         k, the rank of the projections played.
     sigma : "auto" or float, default "auto"
-        Noise scale. "auto" minimises the paper's final bound
-        R <= r sqrt(2 T M / (pi sigma^2)) + k sqrt(n T sigma^2), scaled to the
-        data seen so far: for vector instances sigma^2 = L^2 sqrt(2/pi) / (k sqrt n)
+        Noise scale. "auto" minimises the paper's final bound with its GOE term
+        corrected (:func:`auto_sigma`: E lambda_1(N) <= sqrt(2) sigma sqrt(n) by
+        the Sudakov-Fernique inequality, where the paper has sigma sqrt(n)),
+        R <= r sqrt(2 T M / (pi sigma^2)) + sqrt(2) k sqrt(n T sigma^2), scaled to
+        the data seen so far: for vector instances sigma^2 = L^2 / (k sqrt(pi n))
         with L = max ||x_s||^2 (the paper's r = 1, M = 1 when ||x|| <= 1); for dense
-        ones sigma^2 = Lambda sqrt(2 M / pi) / sqrt(n) with M = max tr(X_s^2) and
+        ones sigma^2 = Lambda sqrt(M / (pi n)) with M = max tr(X_s^2) and
         Lambda = max min(||X_s||_F, max row sum |X_s|), an upper bound on the
-        eigenvalues (the paper's sqrt(2/pi) when eigenvalues <= 1 and M = n).
+        eigenvalues (1 / sqrt(pi) when eigenvalues <= 1 and M = n). Both are
+        2^(-1/4) times the paper's sigma.
         The scale at trial t uses trials before t only, so rescaling the data by
         c rescales sigma by c (vector: c^2 for x -> c x) and leaves every decision
         unchanged. The first trial plays the top-k of a unit GOE draw: a uniformly
@@ -393,7 +411,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
     tol : float, default 0.01
         The Krylov solve stops when its estimate of the objective gap
         lambda_{1:k}(S_t) - tr(V^T S_t V) is below tol * c / (2 sqrt(t)), where
-        R_T <= c sqrt(T) is the paper's bound at the sigma in use: the gaps then
+        R_T <= c sqrt(T) is the (corrected) bound at the sigma in use: the gaps then
         add at most tol times the bound over the run (Lemma 1 with an approximate
         leader). The estimate extrapolates the last two objective increases.
     random_state : None, int or numpy Generator
@@ -445,15 +463,24 @@ class PerturbedLeaderPCA(_LeaderPCA):
     counts in solver_stats_["kept"]). Calls from several threads take turns;
     none is lost.
 
+    **Threads.** The trial loop runs its BLAS calls on one thread: each is
+    too short for OpenBLAS's threads to pay (n = 1000, k = 10, measured before
+    this policy: 6.4-6.9 ms/trial on one thread, 7.1-8.0 on two idle cores,
+    ~20 with the second core busy). Each call sets the BLAS libraries that
+    threadpoolctl finds to one thread for its duration and restores their
+    counts when the last such call (of any FPL/FTL estimator, in any thread)
+    ends; the limit is process-wide, so BLAS calls other threads make
+    meanwhile run on one thread too. A ``threadpool_limits`` the caller set
+    stays in force. Use several processes (or Dask) for parallelism across
+    streams.
+
     **Reproducibility.** The same seed gives the same decisions bit for bit
-    however the stream is split into calls, pickled and resumed, and at every
-    power-of-two rescaling of the data -- with the same BLAS library and
-    thread count. Across BLAS thread counts the data's cumulative matrix and
-    n_trials_ are identical (best_gain_ up to LAPACK's rounding), but the
-    decisions agree only to the solver's tolerance: the block products and
-    LAPACK's blocked kernels split their sums by thread (after 100 trials at
-    n = 500, k = 10: 3e-5 in the projections with the Krylov solver, whose
-    stopping point moves with rounding; 4e-16 with solver="exact").
+    however the stream is split into calls, pickled and resumed, at every
+    power-of-two rescaling of the data, and whatever the BLAS thread count
+    (the kernel's BLAS runs on one thread, see above) -- with the same BLAS
+    library. The attributes computed outside the trial loop (best_gain_ and
+    regret_, one LAPACK solve) follow the caller's thread count and can move
+    by LAPACK's rounding.
 
     Examples
     --------

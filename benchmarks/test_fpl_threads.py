@@ -1,0 +1,202 @@
+"""Follow the Perturbed Leader's threads, memory traffic and float32 rows
+(issue 11), as ratios to baselines timed in the same run.
+
+* Threads table: PerturbedLeaderPCA(k=10) at n = 1000 on a spiked stream,
+  ms per trial on 1 BLAS thread and on the BLAS default (the count OpenBLAS
+  started with), with the machine as it is ("idle") and with one core kept
+  busy by a busy-loop process this benchmark starts; against scipy's top-k
+  ``eigh`` (subset_by_index) of the estimator's perturbed matrix at the same
+  thread count. Two FPLs: "fpl" (the kernel's one-thread BLAS policy) and
+  "fpl-unpinned" (the policy switched off, i.e. the behaviour before it: BLAS
+  threads follow the caller's count). Contenders interleaved, rotated each
+  round, medians.
+* Traffic: a trial must at least update S and read it once per Krylov product,
+  about (3 + products per trial) x n^2/2 x 8 bytes on one triangle. The
+  bandwidth is measured in the same run (a large array copy, read + write);
+  the table gives trial time / (bytes / bandwidth) at n = 500, 1000, 2000.
+* float32: the same stream as float32 rows against float64 rows (n = 1000):
+  the kernel reads float32 rows as they are and widens each one as its trial
+  starts, so the ratio should be ~1 and no float64 copy of the block is made.
+
+    pytest benchmarks/test_fpl_threads.py -s               # timed (~1-2 minutes)
+    pytest benchmarks/test_fpl_threads.py --benchmark-disable -q   # smoke: small n
+
+Every ratio is also in the benchmark's extra_info (--benchmark-json/autosave).
+"""
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import scipy.linalg
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from streamfit import PerturbedLeaderPCA
+from streamfit.pca import _fpl
+from streamfit.simulate import make_spiked_stream
+
+from ._timing import check_components
+
+K = 10
+# the BLAS thread count before the session fixture pins one thread
+DEFAULT_THREADS = max([lib["num_threads"] for lib in threadpool_info()
+                       if lib["user_api"] == "blas"] or [1])
+
+TIMED = {"n": 1000, "trials": 40, "rounds": 5, "eigh_reps": 2,
+         "traffic": (500, 1000, 2000), "traffic_trials": {500: 60, 1000: 40, 2000: 12},
+         "traffic_rounds": 3}
+SMOKE = {"n": 150, "trials": 4, "rounds": 1, "eigh_reps": 1,
+         "traffic": (100, 150), "traffic_trials": {100: 4, 150: 4}, "traffic_rounds": 1}
+
+
+@contextlib.contextmanager
+def busy_core(on):
+    """A busy-loop process on one core for the block (none when `on` is False)."""
+    if not on:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)                 # let it start spinning
+        yield
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def unpinned(on):
+    """FPL's one-thread BLAS policy switched off (the behaviour before it)."""
+    saved = _fpl._one_blas_thread
+    if on:
+        _fpl._one_blas_thread = contextlib.nullcontext()
+    try:
+        yield
+    finally:
+        _fpl._one_blas_thread = saved
+
+
+def warm(X, n_warm=3):
+    return PerturbedLeaderPCA(K, random_state=0).partial_fit(X[:n_warm])
+
+
+def per_trial(est, block):
+    start = time.perf_counter()
+    est.partial_fit(block)
+    return (time.perf_counter() - start) / len(block)
+
+
+def bandwidth():
+    """Bytes per second of a 256 MB copy (read + write counted), best of 5."""
+    a = np.ones(1 << 25)
+    b = np.empty_like(a)
+    best = np.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - start)
+    return 2 * a.nbytes / best
+
+
+def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
+    cfg = TIMED if timed else SMOKE
+    n, T, rounds = cfg["n"], cfg["trials"], cfg["rounds"]
+    thread_counts = sorted({1, DEFAULT_THREADS})
+    X = make_spiked_stream(3 + rounds * T * 2, n, n_spikes=K, random_state=0)
+    results, lines, extra = {}, [], {}
+
+    # --- threads: 1 / default x idle / busy x fpl, fpl-unpinned, eigh ---------
+    for load in ("idle", "busy"):
+        with busy_core(load == "busy"):
+            for threads in thread_counts:
+                with threadpool_limits(limits=threads, user_api="blas"):
+                    ests = {name: warm(X) for name in ("fpl", "fpl-unpinned")}
+                    S = ests["fpl"].perturbed_
+                    S = np.tril(S) + np.tril(S, -1).T
+                    names = ["fpl", "fpl-unpinned", "eigh"]
+                    for r in range(rounds):
+                        block = X[3 + r * T:3 + (r + 1) * T]
+                        for name in names[r % 3:] + names[:r % 3]:
+                            key = (load, threads, name)
+                            if name == "eigh":
+                                for _ in range(cfg["eigh_reps"]):
+                                    start = time.perf_counter()
+                                    scipy.linalg.eigh(S, subset_by_index=[n - K, n - 1],
+                                                      driver="evr")
+                                    results.setdefault(key, []).append(
+                                        time.perf_counter() - start)
+                            else:
+                                with unpinned(name == "fpl-unpinned"):
+                                    results.setdefault(key, []).append(
+                                        per_trial(ests[name], block))
+                    check_components(ests["fpl"], K, n)
+                    # the decisions do not depend on the thread count
+                    results.setdefault("components", []).append(ests["fpl"].components_)
+    same = all(np.array_equal(c, results["components"][0]) for c in results["components"])
+    med = {key: float(np.median(v)) for key, v in results.items() if key != "components"}
+    one = med["idle", 1, "fpl"]
+    lines.append(f"FPL threads, n = {n}, k = {K}: ms per trial (FPL) / per solve (eigh), "
+                 f"medians of {rounds} rounds; default = {DEFAULT_THREADS} BLAS threads")
+    lines.append(f"{'load':5} {'threads':>7} {'fpl':>8} {'unpinned':>9} {'eigh top-k':>11} "
+                 f"{'fpl/eigh':>9} {'unpinned/eigh':>14} {'fpl/fpl@1,idle':>15}")
+    for load in ("idle", "busy"):
+        for threads in thread_counts:
+            f, u, e = (med[load, threads, name] for name in ("fpl", "fpl-unpinned", "eigh"))
+            lines.append(f"{load:5} {threads:>7} {1e3 * f:8.2f} {1e3 * u:9.2f} {1e3 * e:11.2f} "
+                         f"{f / e:9.3f} {u / e:14.3f} {f / one:15.2f}")
+            extra[f"fpl_over_eigh_{load}_{threads}t"] = f / e
+            extra[f"unpinned_over_eigh_{load}_{threads}t"] = u / e
+            extra[f"fpl_over_fpl1idle_{load}_{threads}t"] = f / one
+    lines.append(f"projections identical across thread counts and loads: {same}")
+    assert same
+
+    # --- traffic floor ---------------------------------------------------------
+    bw = bandwidth()
+    lines.append("")
+    lines.append(f"Traffic: floor = (3 + products/trial) x n^2/2 x 8 bytes at {bw / 1e9:.1f} "
+                 f"GB/s (copy, read + write, measured now); 1 BLAS thread, machine as is")
+    lines.append(f"{'n':>5} {'ms/trial':>9} {'products':>9} {'floor ms':>9} {'time/floor':>11}")
+    for m in cfg["traffic"]:
+        t = cfg["traffic_trials"][m]
+        Xm = make_spiked_stream(3 + cfg["traffic_rounds"] * t, m, n_spikes=K, random_state=1)
+        est = warm(Xm)
+        p0, times = est.solver_stats_["products"], []
+        for r in range(cfg["traffic_rounds"]):
+            times.append(per_trial(est, Xm[3 + r * t:3 + (r + 1) * t]))
+        prods = (est.solver_stats_["products"] - p0) / (cfg["traffic_rounds"] * t)
+        floor = (3 + prods) * m * m / 2 * 8 / bw
+        tt = float(np.median(times))
+        lines.append(f"{m:>5} {1e3 * tt:9.2f} {prods:9.2f} {1e3 * floor:9.3f} "
+                     f"{tt / floor:11.1f}")
+        extra[f"time_over_floor_n{m}"] = tt / floor
+
+    # --- float32 rows against float64 rows -------------------------------------
+    X32 = X.astype(np.float32)
+    X64 = X32.astype(np.float64)
+    e32, e64 = warm(X32), warm(X64)
+    t32, t64 = [], []
+    for r in range(rounds):
+        sl = slice(3 + r * T, 3 + (r + 1) * T)
+        for name in (("32", "64") if r % 2 == 0 else ("64", "32")):
+            if name == "32":
+                t32.append(per_trial(e32, X32[sl]))
+            else:
+                t64.append(per_trial(e64, X64[sl]))
+    same32 = np.array_equal(e32.components_, e64.components_)
+    r32 = float(np.median(t32) / np.median(t64))
+    lines.append("")
+    lines.append(f"float32 rows: {1e3 * np.median(t32):.2f} ms/trial against float64 "
+                 f"{1e3 * np.median(t64):.2f} (ratio {r32:.2f}); the same decisions as "
+                 f"the float64 copy of the rows: {same32}")
+    extra["float32_over_float64"] = r32
+    assert same32
+
+    benchmark.extra_info.update(extra)
+    # pytest-benchmark's own line: one FPL call of T trials (1 thread, as is)
+    est = warm(X)
+    benchmark.pedantic(est.partial_fit, args=(X[3:3 + T],), rounds=1, iterations=1)
+    publish_table("\n".join(lines), "fpl_threads.txt")
