@@ -5,7 +5,10 @@ Leader (FPL): O(n^3) per trial (a full LAPACK dsyevd) against O(k n^2).
 Workloads, float64, BLAS pinned to one thread (conftest), k = 10,
 make_spiked_stream(n_spikes=10) at n = 250, 500, 1000, 2000:
 
-* MatrixEGPCA(k) and MatrixGDPCA(k), eta="auto": a warm-up call of
+* MatrixEGPCA(k) and MatrixGDPCA(k), eta="auto", each trial decomposed by
+  dsyevd (the stored-matrix path, ``_full_every = 0``; vector instances by
+  default update the decomposition by rank-one steps, timed against dsyevd in
+  the second half of this file): a warm-up call of
   CAPPED_WARMUP trials, then per timed round one partial_fit call of T new rows;
   per trial = time / T. MEG's "auto" eta restarts its epoch after the trials
   s = 2^j - 1 (s = 1, 3, 7, 15, ...), and such a trial resets W to (k/n) I
@@ -37,6 +40,14 @@ statistics side by side.
 
 Timed runs also write the table to .benchmarks/pca_comparators.txt (about 1.5
 minutes on a shared 2-core machine, most of it at n = 2000).
+
+The second half times the rank-one update of the eigendecomposition that
+vector instances use (see the comment there): one update against dsyevd at
+n = 250, 500, 1000 (2000 with STREAMFIT_BENCH_R1_2000=1), whole MEG and GD
+trials at n = 250, 500, and the drift over 10^4 trials at n = 100 with and
+without the periodic full decomposition; table in .benchmarks/pca_rank_one.txt.
+
+    pytest benchmarks/test_pca_comparators.py -s -k rank_one     # that half only
 """
 from __future__ import annotations
 
@@ -85,6 +96,7 @@ ESTIMATORS = {"meg": MatrixEGPCA, "gd": MatrixGDPCA, "fpl": PerturbedLeaderPCA}
 
 def pytest_generate_tests(metafunc):
     parametrize_sizes(metafunc, SMOKE_SIZES, cmp_n=SIZES)
+    parametrize_sizes(metafunc, R1_SMOKE, r1_n=R1_SIZES, r1_trial_n=R1_TRIAL_SIZES)
     if "contender" in metafunc.fixturenames:
         metafunc.parametrize("contender", list(NAMES), ids=list(NAMES.values()))
 
@@ -145,6 +157,12 @@ class Contender:
     def __init__(self, name, X, warmup, T, rounds):
         self.name, self.X, self.T = name, X, T
         self.est = ESTIMATORS[name](K, random_state=0)      # eta / sigma "auto"
+        if name != "fpl":
+            # MEG and GD here decompose by dsyevd every trial (the stored matrix):
+            # after a 4-trial warm-up their rank-one updates would keep a block
+            # of a few entries (the uniform start's tie), far cheaper than in a
+            # long run; the rank-one trials are timed below, past the warm-up
+            self.est._full_every = 0
         self.rounds, self.end = plan(warmup, T, rounds, avoid_restarts=name == "meg")
         self.times = []
         self.untimed = sum(u.stop - u.start for u, _ in self.rounds)
@@ -344,3 +362,211 @@ def test_comparator_floors(results, timed):
         pytest.skip(f"the floors need the runs at n = {', '.join(map(str, SIZES))} (whole file)")
     miss = missed(checks)
     assert not miss, "comparator floors missed:\n" + "\n".join(miss)
+
+
+# == the rank-one update against dsyevd (issue 11 item 4) ==================================
+#
+# Vector instances update the eigendecomposition of MEG's log W / GD's W by a
+# rank-one step (csrc/_rank1.pxd: deflation, dlaed4, Gu-Eisenstat vectors, one
+# dgemm over the kept block K), with a full dsyevd every FULL_EVERY-th update.
+#
+# * test_rank_one_kernel: one update of an n x n decomposition in its worst
+#   case (distinct eigenvalues, a generic x: nothing deflates, K = n) against
+#   dsyevd on the updated matrix (streamfit._kernels._linalg.eigh_all, the
+#   chain the estimators use), interleaved, R1_ROUNDS rounds, n = R1_SIZES.
+# * test_rank_one_trial: whole MEG and GD trials (eta = 0.5: no restarts) with
+#   the rank-one update only (no refresh in the timed rounds) against the
+#   stored matrix decomposed by dsyevd every trial (_full_every = 0),
+#   interleaved, after a warm-up of n + 10 trials (MEG's K grows by one per
+#   trial from the uniform start, whose eigenvalues are all tied: before n
+#   trials its updates are cheaper than in the long run). The table's
+#   amortised column adds one dsyevd trial per FULL_EVERY (the default's
+#   periodic full decomposition): (1 - 1/F) rank-one + (1/F) dsyevd.
+# * test_rank_one_drift: 10^4 trials at n = DRIFT_N: the rank-one estimators,
+#   with FULL_EVERY and with no refresh at all, against the stored matrix
+#   decomposed afresh every trial: max |eigenvalue difference| of W, max |W
+#   difference|, max |U U^T - I|, each the maximum over checkpoints every
+#   DRIFT_EVERY trials.
+#
+# Set STREAMFIT_BENCH_R1_2000=1 to add n = 2000 to the kernel timing.
+
+from streamfit._kernels import _capped as _capped_kernel  # noqa: E402
+from streamfit._kernels._linalg import eigh_all  # noqa: E402
+from streamfit.pca._capped import FULL_EVERY  # noqa: E402
+
+R1_SIZES = (250, 500, 1000) + ((2000,) if os.environ.get("STREAMFIT_BENCH_R1_2000") == "1"
+                               else ())
+R1_TRIAL_SIZES = (250, 500)
+R1_SMOKE = (30, 60)
+R1_ROUNDS = {30: 1, 60: 1, 250: 9, 500: 7, 1000: 5, 2000: 3}
+R1_TRIALS = {30: 2, 60: 2, 250: 20, 500: 20}     # trials per timed call
+R1_TRIAL_ROUNDS = {30: 1, 60: 1, 250: 10, 500: 10}
+DRIFT_N, DRIFT_T, DRIFT_EVERY = 100, 10_000, 1000
+DRIFT_SMOKE = (20, 300, 100)
+
+
+@pytest.fixture(scope="module")
+def r1_results():
+    """("kernel r1" | "kernel evd" | "<algo> r1" | "<algo> evd", n) -> seconds
+    per update / trial, one per round;
+    ("block", algo, n) -> the rank-one steps' mean K; ("drift", ...) -> the
+    drift rows."""
+    return {}
+
+
+def test_rank_one_kernel(benchmark, r1_results, timed, r1_n):
+    n = r1_n
+    rounds = R1_ROUNDS[n]
+    rng = np.random.default_rng(n)
+    U = np.linalg.qr(rng.standard_normal((n, n)))[0].T.copy()
+    d = np.sort(rng.standard_normal(n))
+    x = rng.standard_normal(n)
+    A = (U.T * d) @ U + 0.5 * np.outer(x, x)
+    A = (A + A.T) / 2
+    times = {"kernel r1": [], "kernel evd": []}
+    out = {}
+
+    def call(name, r):
+        if name == "kernel r1":
+            clock(times[name], lambda: out.__setitem__("r1", _capped_kernel._rank_one_update(
+                U, d, x, 0.5)))
+        else:
+            clock(times[name], lambda: out.__setitem__("evd", eigh_all(A)))
+
+    benchmark.group = f"rank-one update vs dsyevd n={n} (worst case K = n)"
+    interleave(benchmark, rounds, "kernel r1", ["kernel evd"], call)
+    Un, mu, K = out["r1"]
+    assert K == n
+    code, w, V = out["evd"][:3]
+    assert code == 0
+    # the same decomposition (the benchmark times correct work)
+    assert np.abs(mu - w).max() <= 1e-10 * np.abs(w).max()
+    assert np.abs(Un @ Un.T - np.eye(n)).max() <= 1e-12
+    for name, t in times.items():
+        r1_results[name, n] = t
+    benchmark.extra_info.update(n=n, **{f"median_ms_{k.replace(' ', '_')}":
+                                        float(np.median(t)) * 1e3 for k, t in times.items()})
+
+
+def test_rank_one_trial(benchmark, r1_results, timed, r1_trial_n):
+    n = r1_trial_n
+    rounds, T = R1_TRIAL_ROUNDS[n], R1_TRIALS[n]
+    warmup = n + 10
+    X = make_spiked_stream(warmup + rounds * T, n, n_spikes=K, random_state=n)
+    est = {}
+    for algo, cls in (("meg", MatrixEGPCA), ("gd", MatrixGDPCA)):
+        for how, every in (("r1", 10 ** 12), ("evd", 0)):
+            e = cls(K, eta=0.5, random_state=0)
+            e._full_every = every
+            e.partial_fit(X[:warmup])
+            est[f"{algo} {how}"] = e
+    times = {name: [] for name in est}
+    order = list(est)
+
+    def call(name, r):
+        a = warmup + r * T
+        clock(times[name], est[name].partial_fit, X[a:a + T], per=T)
+
+    benchmark.group = f"MEG/GD trial, rank-one vs dsyevd, n={n}, k={K}"
+    interleave(benchmark, rounds, order[0], order[1:], call)
+    for algo in ("meg", "gd"):
+        a, b = est[f"{algo} r1"], est[f"{algo} evd"]
+        assert a.n_trials_ == b.n_trials_ == warmup + rounds * T
+        np.testing.assert_allclose(a.parameter_matrix(), b.parameter_matrix(), rtol=0,
+                                   atol=1e-9)
+        stats = a.update_stats_
+        assert stats["rank_one"] > 0 and stats["full"] == 0
+        r1_results["block", algo, n] = stats["mean_block"]
+    for name, t in times.items():
+        r1_results[name, n] = t
+
+
+def test_rank_one_drift(r1_results, timed):
+    n, T, every = (DRIFT_N, DRIFT_T, DRIFT_EVERY) if timed else DRIFT_SMOKE
+    rng = np.random.default_rng(n)
+    X = make_spiked_stream(T, n, n_spikes=K, random_state=n) * rng.uniform(0.2, 3, (T, 1))
+    for algo, cls in (("meg", MatrixEGPCA), ("gd", MatrixGDPCA)):
+        for eta in ("auto", 0.5):
+            runs = {}
+            for how, fe in (("evd", 0), ("refresh", FULL_EVERY), ("none", 10 ** 12)):
+                e = cls(K, eta=eta, random_state=0)
+                e._full_every = fe
+                runs[how] = e
+            worst = {how: [0.0, 0.0, 0.0] for how in ("refresh", "none", "evd")}
+            for a in range(0, T, every):
+                for e in runs.values():
+                    e.partial_fit(X[a:a + every])
+                ref_w, ref_W = runs["evd"].parameter_eigenvalues_, runs["evd"].parameter_matrix()
+                for how, e in runs.items():
+                    U = e.eigenvectors_
+                    row = [np.abs(e.parameter_eigenvalues_ - ref_w).max(),
+                           np.abs(e.parameter_matrix() - ref_W).max(),
+                           np.abs(U @ U.T - np.eye(n)).max()]
+                    worst[how] = [max(p, q) for p, q in zip(worst[how], row)]
+            stats = {how: e.update_stats_ for how, e in runs.items()}
+            assert stats["none"]["full"] == 0 and stats["evd"]["rank_one"] == 0
+            r1_results["drift", algo, eta] = (n, T, worst, stats)
+            # drift bounds far above what is measured (~1e-14) and far below
+            # what a wrong update gives (O(1))
+            for how in ("refresh", "none"):
+                assert max(worst[how]) <= 1e-9, (algo, eta, how, worst[how])
+
+
+def rank_one_table(res, timed):
+    how = "median of timed rounds" if timed else \
+        "ONE round each under --benchmark-disable: indicative only"
+    lines = [f"Rank-one update of the eigendecomposition against LAPACK dsyevd "
+             f"(float64, {how})", "",
+             "one update, worst case (distinct eigenvalues, generic x: K = n), against "
+             "dsyevd (eigh_all) on the updated matrix:",
+             f"{'n':>6s}{'rank-one ms':>13s}{'dsyevd ms':>11s}{'speed-up':>10s}"]
+    sizes = sorted(key[1] for key in res if key[0] == "kernel r1")
+    for n in sizes:
+        a, b = seconds(res, "kernel r1", n), seconds(res, "kernel evd", n)
+        lines.append(f"{n:6d}{a * 1e3:13.2f}{b * 1e3:11.2f}{fmt_x(b / a, 1):>10s}")
+    if len(sizes) >= 2:
+        lines.append(f"log-log slopes over n = {', '.join(map(str, sizes))}: rank-one "
+                     f"{slope(res, 'kernel r1', sizes):.2f}, dsyevd "
+                     f"{slope(res, 'kernel evd', sizes):.2f}")
+    sizes = sorted(key[1] for key in res if key[0] == "meg r1")
+    if sizes:
+        lines += ["", f"whole trials (k={K}, eta=0.5, make_spiked_stream(n_spikes={K}), after "
+                      f"n + 10 warm-up trials): rank-one updates vs dsyevd every trial; "
+                      f"ms per trial; amortised: with a dsyevd every {FULL_EVERY}th",
+                  f"{'n':>6s}{'algo':>6s}{'r1 med':>9s}{'evd med':>9s}{'speed-up':>10s}"
+                  f"{'amortised':>11s}{'speed-up':>10s}{'mean K':>8s}"]
+        for n in sizes:
+            for algo in ("meg", "gd"):
+                a, b = seconds(res, f"{algo} r1", n), seconds(res, f"{algo} evd", n)
+                am = a + (b - a) / FULL_EVERY
+                lines.append(f"{n:6d}{NAMES[algo]:>6s}{a * 1e3:9.2f}{b * 1e3:9.2f}"
+                             f"{fmt_x(b / a, 1):>10s}{am * 1e3:11.2f}{fmt_x(b / am, 1):>10s}"
+                             f"{res['block', algo, n]:8.1f}")
+        if len(sizes) >= 2:
+            lines.append("log-log slopes (median): " + ", ".join(
+                f"{NAMES[algo]} {how} {slope(res, f'{algo} {how}', sizes):.2f}"
+                for algo in ("meg", "gd") for how in ("r1", "evd")))
+    drift = [key for key in res if key[0] == "drift"]
+    if drift:
+        n, T = res[drift[0]][:2]
+        lines += ["", f"drift against dsyevd every trial, n = {n}, {T} trials (max over "
+                      f"checkpoints): |eig W diff|, |W diff|, |U U^T - I|",
+                  f"{'algo':>6s}{'eta':>6s}{'refresh':>9s}{'eig':>10s}{'W':>10s}"
+                  f"{'U':>10s}{'full':>7s}{'rank-one':>10s}"]
+        for key in drift:
+            _, algo, eta = key
+            worst, stats = res[key][2], res[key][3]
+            for how, label in (("refresh", str(FULL_EVERY)), ("none", "never"),
+                               ("evd", "dsyevd")):
+                lines.append(f"{NAMES[algo]:>6s}{str(eta):>6s}{label:>9s}"
+                             + "".join(f"{v:10.1e}" for v in worst[how])
+                             + f"{stats[how]['full']:7d}{stats[how]['rank_one']:10d}")
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def rank_one_report(r1_results, timed, publish_table):
+    """After the module: the rank-one tables (.benchmarks/pca_rank_one.txt)."""
+    yield
+    if r1_results:
+        publish_table(rank_one_table(r1_results, timed), "pca_rank_one.txt")

@@ -2,8 +2,9 @@
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
 from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk,
-                                       dnrm2, dtrsm)
-from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon
+                                       dnrm2, dtrsm, drot)
+from scipy.linalg.cython_lapack cimport (dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon,
+                                         dlaed4)
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -187,3 +188,23 @@ cdef inline double trcon_upper(blas_int n, const double *A, blas_int lda, double
     cdef blas_int info = 0
     dtrcon(&norm, &uplo, &diag, &n, <double *> A, &lda, &rcond, work, iwork, &info)
     return rcond if info == 0 else 0.0
+
+
+# --- the rank-one update of a symmetric eigendecomposition (_rank1.pxd) ------
+
+cdef inline void rot(blas_int n, double *x, double *y, double c, double s) noexcept nogil:
+    # the plane rotation (x, y) := (c x + s y, c y - s x)
+    cdef blas_int one = 1
+    drot(&n, x, &one, y, &one, &c, &s)
+
+
+cdef inline blas_int laed4(blas_int n, blas_int i, const double *d, const double *z,
+                           double *delta, double rho, double *lam) noexcept nogil:
+    # The i-th (0-based) eigenvalue of diag(d) + rho z z^T into lam, by the
+    # secular equation (d strictly increasing, ||z|| = 1, rho > 0). For n >= 3,
+    # delta[j] = d[j] - lam, each difference computed directly, for the
+    # eigenvectors by the Gu-Eisenstat formula; n = 1: delta = [1]; n = 2: delta
+    # is the eigenvector itself (dlaed5). info > 0: the iteration failed.
+    cdef blas_int info = 0, i1 = i + 1
+    dlaed4(&n, &i1, <double *> d, <double *> z, delta, &rho, lam, &info)
+    return info

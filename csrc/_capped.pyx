@@ -2,8 +2,22 @@
 # Matrix Exponentiated Gradient (MEG) and matrix Gradient Descent (GD), with
 # their Bregman projections ("capping"), the Warmuth-Kuzmin mixture
 # decomposition and a systematic sampler. The trial loop -- expected and
-# sampled gain, update, full eigendecomposition, projection -- runs here
-# without the GIL; Python validates and owns the state arrays.
+# sampled gain, update, eigendecomposition, projection -- runs here without
+# the GIL; Python validates and owns the state arrays.
+#
+# Two ways to the eigendecomposition after an update (the projections act on
+# eigenvalues only, so the eigenvectors are those of the updated matrix):
+# * vector instances (full_every >= 1): the kernel's matrix M (MEG: log W, GD:
+#   W) is kept as its eigendecomposition, U (rows) and its eigenvalues d
+#   ("spectrum"); M + eta x x^T is a rank-one change of it, decomposed by
+#   _rank1.pxd in O(n K^2) (K <= n the block deflation leaves), and every
+#   full_every-th update (or when the secular solver fails) M is rebuilt from
+#   U, d and decomposed afresh by the dsyevd chain, which bounds the drift of
+#   the updates (U's orthogonality). M itself is not stored.
+# * dense instances, and vector ones with full_every = 0 (the benchmarks'
+#   baseline): M is stored (lower triangle), updated and corrected after the
+#   projection by low-rank updates, and decomposed by the dsyevd chain every
+#   update.
 #
 # Papers: Tsuda, Raetsch & Warmuth (JMLR 2005); Warmuth & Kuzmin (JMLR 2008);
 # Arora, Cotter & Srebro (NIPS 2013); Nie, Kotlowski & Warmuth (JMLR 2016).
@@ -15,7 +29,7 @@
 # The boundary: state and parameters cross as NumPy records of CappedState
 # and CappedParams (STATE_DTYPE, PARAMS_DTYPE, made from them); every def
 # entry checks them and the shapes of the arrays they describe.
-from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY
+from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY, isfinite
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
@@ -28,6 +42,7 @@ from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPA
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
+from _rank1 cimport Rank1Work, rank1_work_init, rank1_work_free, rank1_update
 
 from streamfit._kernels._common import check_struct
 
@@ -46,6 +61,11 @@ ctypedef struct CappedState:
     long long rebuilds      # GD updates that rebuilt W from its support, not corrected it
     long long scale_restarts  # MEG "auto": restarts because the scale passed 2 Lambda
     long long eig_fallbacks   # eigendecompositions that needed a routine after dsyevd
+    long long full            # updates decomposed afresh by the dsyevd chain
+    long long rank_one        # updates by the rank-one update of the decomposition
+    long long rank_one_failed # rank-one updates whose secular solver failed (redone full)
+    long long since_full      # rank-one updates since the last full decomposition (or reset)
+    long long block_sum       # sum over rank-one updates of the kept block's size K
     double eta              # the learning rate of the last update
     double scale            # L: vector max ||x||^2; dense max of a bound on ||X||_2
     double max_frob         # G: max ||X||_F (vector: ||x||^2)
@@ -62,6 +82,9 @@ ctypedef struct CappedParams:
     int k
     int eig_first           # the eigen-solver chain's first routine (1: dsyevd; tests force others)
     double eta_value
+    long long full_every    # vector instances: a full decomposition every full_every-th
+                            # update, rank-one updates in between; 0: every update full,
+                            # M stored (dense instances always)
 
 
 # the test hook of _poll.pxd (off unless a test arms it)
@@ -332,15 +355,22 @@ def systematic(const double[::1] w, int k, const double[::1] u, int[:, ::1] out)
 
 cdef struct Ctx:
     int n, k, algo, kind, eta_auto, eig_first
+    int stored      # M stored and decomposed every update (dense, or full_every = 0)
+    long long full_every
     double eta_value
-    double *M       # MEG: log W; GD: W (lower triangle)
-    double *U       # eigenvectors of W_t, rows, ascending
+    double *M       # stored: MEG log W, GD W (lower triangle); else NULL
+    double *U       # eigenvectors of M (and W_t), rows, ascending: the caller's
+                    # array or the rank-one work's (they alternate; copied back)
+    double *Ucaller
     double *w       # eigenvalues of W_t, ascending
+    double *d       # eigenvalues of M, ascending (MEG: log W's, not rounded
+                    # through exp; GD: w)
     double *C       # sum of the instances (lower triangle)
     double *Wd      # dense MEG: W_t itself, for tr(W_t X_t)
     CappedState *st
     bitgen_t *rng
-    double *B       # n x n: scaled eigenvector rows for dsyrk
+    double *buf     # the allocation below
+    double *B       # n x n (stored M): scaled eigenvector rows for dsyrk
     double *z       # n
     double *mu      # n: eigenvalues of the updated matrix
     double *s       # n: capping scratch
@@ -348,6 +378,7 @@ cdef struct Ctx:
     double *Z       # k x n: X @ Y^T (dense)
     int *sel        # k
     EigWork eig     # the eigen-solver chain, dsyevd first
+    Rank1Work r1    # the rank-one update's work space (M not stored)
 
 
 cdef inline double trace_lower(const double *A, const double *X, int n) noexcept nogil:
@@ -360,15 +391,20 @@ cdef inline double trace_lower(const double *A, const double *X, int n) noexcept
 
 
 cdef void reset(Ctx *c) noexcept nogil:
-    # W = (k/n) I: the uniform mixture, where both algorithms start
+    # W = (k/n) I: the uniform mixture, where both algorithms start (an exact
+    # eigendecomposition: U = I, one eigenvalue)
     cdef int n = c.n, i
     cdef double w0 = (<double> c.k) / n
-    memset(c.M, 0, n * n * sizeof(double))
+    cdef double m0 = log(w0) if c.algo == ALGO_MEG else w0
+    if c.M != NULL:
+        memset(c.M, 0, n * n * sizeof(double))
+        for i in range(n):
+            c.M[i * n + i] = m0
     memset(c.U, 0, n * n * sizeof(double))
     for i in range(n):
-        c.M[i * n + i] = log(w0) if c.algo == ALGO_MEG else w0
         c.U[i * n + i] = 1.0
         c.w[i] = w0
+        c.d[i] = m0
     if c.Wd != NULL:
         memset(c.Wd, 0, n * n * sizeof(double))
         for i in range(n):
@@ -406,8 +442,9 @@ cdef int rows_scaled(Ctx *c, const double *coef, int lo, int hi, int sign) noexc
     return r
 
 
-cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
-    # W_{t+1} from W_t and eta X_t; returns OK or ERR_LAPACK
+cdef int update_stored(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
+    # W_{t+1} from W_t and eta X_t with M stored: M + eta X_t decomposed afresh,
+    # then corrected to the projection; returns OK or ERR_LAPACK
     cdef int n = c.n, k = c.k, i, m, r, npos, ncorr
     cdef double logc = 0.0, theta, wi
     if dense:
@@ -421,6 +458,7 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
     if eig_all(&c.eig, c.eig_first, n, c.M, n, c.mu, c.U) != OK:
         return ERR_LAPACK
     c.st.eig_fallbacks += <long long> c.eig.fallbacks
+    c.st.full += 1
     if c.algo == ALGO_MEG:
         # log W_{t+1} = min(0, mu + log c) in the new eigenbasis, which is
         # M + log c I minus the capped directions' excess: a rank-m (m < k)
@@ -431,6 +469,7 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
             wi = exp(c.mu[i] + logc)
             c.w[i] = 1.0 if (i >= n - m or wi > 1.0) else wi
             c.s[i] = c.mu[i] + logc if i >= n - m else 0.0
+            c.d[i] = 0.0 if i >= n - m else c.mu[i] + logc
         r = rows_scaled(c, c.s, n - m, n, 1)
         syrk_upper(n, r, -1.0, c.B, 1.0, c.M)
         if c.Wd != NULL:
@@ -438,6 +477,7 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
             syrk_upper(n, r, 1.0, c.B, 0.0, c.Wd)
     else:
         theta = euclid_project(c.mu, n, k, c.s, c.w)
+        memcpy(c.d, c.w, n * sizeof(double))
         npos = 0
         ncorr = 0
         for i in range(n):
@@ -460,6 +500,91 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
             r = rows_scaled(c, c.s, 0, n, -1)
             syrk_upper(n, r, 1.0, c.B, 1.0, c.M)
     return OK
+
+
+cdef void project_spectrum(Ctx *c) noexcept nogil:
+    # w and d from the eigenvalues mu (ascending) of the updated M: MEG caps
+    # exp(mu) (log W = min(0, mu + log c), the capped at exactly 0); GD clips
+    # mu - theta (W's eigenvalues are M's)
+    cdef int n = c.n, i, m
+    cdef double logc = 0.0, wi
+    if c.algo == ALGO_MEG:
+        m = entropy_cap(c.mu, n, c.k, c.s, &logc)
+        for i in range(n):
+            wi = exp(c.mu[i] + logc)
+            c.w[i] = 1.0 if (i >= n - m or wi > 1.0) else wi
+            c.d[i] = 0.0 if i >= n - m else c.mu[i] + logc
+    else:
+        euclid_project(c.mu, n, c.k, c.s, c.w)
+        memcpy(c.d, c.w, n * sizeof(double))
+
+
+cdef int decompose_afresh(Ctx *c, double eta, const double *x) noexcept nogil:
+    # M + eta x x^T, M = U^T diag(d) U rebuilt (lower triangle, in the rank-one
+    # work's H) from the decomposition, by the dsyevd chain into U and mu: the
+    # drift of the rank-one updates (U's orthogonality) starts afresh
+    cdef int n = c.n, i, j, r, sign
+    cdef double f
+    cdef double *A = c.r1.H
+    cdef double *rows = c.r1.Q
+    for i in range(n):
+        if not isfinite(c.d[i]):
+            # the rebuild below would skip it (by sign): a non-finite state
+            # fails as the solvers fail on it
+            return ERR_LAPACK
+    memset(A, 0, <size_t> n * n * sizeof(double))
+    for sign in range(-1, 2, 2):
+        # M = sum_i d_i u_i u_i^T: dsyrk on the rows sqrt(|d_i|) u_i, by sign
+        r = 0
+        for i in range(n):
+            if sign * c.d[i] > 0.0:
+                f = sqrt(sign * c.d[i])
+                for j in range(n):
+                    rows[<size_t> r * n + j] = f * c.U[<size_t> i * n + j]
+                r += 1
+        syrk_upper(n, r, <double> sign, rows, 1.0, A)
+    syr_upper(n, eta, x, A, n)
+    c.eig.fallbacks = 0
+    if eig_all(&c.eig, c.eig_first, n, A, n, c.mu, c.U) != OK:
+        return ERR_LAPACK
+    c.st.eig_fallbacks += <long long> c.eig.fallbacks
+    c.st.full += 1
+    c.st.since_full = 0
+    return OK
+
+
+cdef int update_spectral(Ctx *c, double eta, const double *x) noexcept nogil:
+    # W_{t+1} from W_t and eta x x^T with M kept as (U, d): a rank-one update
+    # of the decomposition, or every full_every-th update (and when the
+    # secular solver fails) a full one; returns OK or ERR_LAPACK
+    cdef int K = 0, code
+    cdef double *tmp
+    if c.st.since_full + 1 >= c.full_every:
+        code = decompose_afresh(c, eta, x)
+    else:
+        code = rank1_update(&c.r1, c.n, c.U, c.d, x, eta, c.mu, &K)
+        if code == OK:
+            # the new rows are in the work's buffer: the two trade places
+            tmp = c.U
+            c.U = c.r1.Unew
+            c.r1.Unew = tmp
+            c.st.rank_one += 1
+            c.st.block_sum += K
+            c.st.since_full += 1
+        else:
+            c.st.rank_one_failed += 1
+            code = decompose_afresh(c, eta, x)
+    if code != OK:
+        return code
+    project_spectrum(c)
+    return OK
+
+
+cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
+    # W_{t+1} from W_t and eta X_t; returns OK or ERR_LAPACK
+    if c.stored:
+        return update_stored(c, eta, x, dense)
+    return update_spectral(c, eta, x)
 
 
 cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
@@ -510,6 +635,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
             # doubling trick: trial t + 1 = 2^j starts an epoch afresh, tuned
             # to the scale seen so far
             reset(c)
+            st.since_full = 0
             st.restarts += 1
             st.segment = st.scale
         elif frob[t] > 0.0:
@@ -521,6 +647,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
                 # old run played); the scales of such restarts more than
                 # double each time, so they cost O(L) regret in all
                 reset(c)
+                st.since_full = 0
                 st.scale_restarts += 1
                 st.segment = scale[t]
             else:
@@ -536,19 +663,27 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
 
 
 cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U,
-               double[::1] w, double[:, ::1] C, double[:, ::1] Wd) except? -1:
+               double[::1] w, double[::1] d, double[:, ::1] C,
+               double[:, ::1] Wd) except? -1:
     # the context over the caller's arrays, after checking their shapes
     cdef int n = U.shape[0]
+    cdef bint stored
     memset(c, 0, sizeof(Ctx))
-    if n < 1 or U.shape[1] != n or M.shape[0] != n or M.shape[1] != n or w.shape[0] != n:
-        raise ValueError(f"M and U must be n x n and w of length n, got M "
-                         f"({M.shape[0]}, {M.shape[1]}), U ({U.shape[0]}, {U.shape[1]}), "
-                         f"w ({w.shape[0]},)")
+    if n < 1 or U.shape[1] != n or w.shape[0] != n or d.shape[0] != n:
+        raise ValueError(f"U must be n x n and w, d of length n, got U "
+                         f"({U.shape[0]}, {U.shape[1]}), w ({w.shape[0]},), d ({d.shape[0]},)")
     if not (p.algo == ALGO_MEG or p.algo == ALGO_GD) or not (
             p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not 1 <= p.k <= n or (
-            not 0 <= p.eig_first <= 3):
-        raise ValueError(f"params: unknown algorithm or instance kind, or k = {p.k} "
-                         f"outside [1, {n}]")
+            not 0 <= p.eig_first <= 3) or p.full_every < 0:
+        raise ValueError(f"params: unknown algorithm or instance kind, k = {p.k} "
+                         f"outside [1, {n}], or full_every = {p.full_every} < 0")
+    stored = p.kind == INSTANCE_DENSE or p.full_every == 0
+    if stored and (M.shape[0] != n or M.shape[1] != n):
+        raise ValueError(f"M must be n x n (dense instances, or full_every = 0), got "
+                         f"({M.shape[0]}, {M.shape[1]})")
+    if not stored and (M.shape[0] != 0 or M.shape[1] != 0):
+        raise ValueError(f"M must be empty (0, 0) for vector instances with rank-one "
+                         f"updates (full_every >= 1), got ({M.shape[0]}, {M.shape[1]})")
     if (C.shape[0] != n or C.shape[1] != n) and C.shape[0] != 0:
         raise ValueError(f"C must be n x n (or empty), got ({C.shape[0]}, {C.shape[1]})")
     if (Wd.shape[0] != 0 or p.kind == INSTANCE_DENSE and p.algo == ALGO_MEG) and (
@@ -562,9 +697,13 @@ cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U
     c.eta_value = p.eta_value
     c.eig_first = p.eig_first
     c.k = p.k
-    c.M = &M[0, 0]
+    c.stored = stored
+    c.full_every = p.full_every
+    c.M = &M[0, 0] if stored else NULL
     c.U = &U[0, 0]
+    c.Ucaller = c.U
     c.w = &w[0]
+    c.d = &d[0]
     c.C = &C[0, 0] if C.shape[0] > 0 else NULL
     c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
     return OK
@@ -572,12 +711,15 @@ cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U
 
 def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
         CappedState[::1] state, const CappedParams[::1] params, double[:, ::1] M,
-        double[:, ::1] U, double[::1] w, double[:, ::1] C, double[:, ::1] Wd,
-        object capsule):
+        double[:, ::1] U, double[::1] w, double[::1] d, double[:, ::1] C,
+        double[:, ::1] Wd, object capsule):
     """Play the trials of X: rows (vector instances) or, with params' kind
     dense, X of shape (T, n*n) holding full symmetric matrices; scale and
     frob are per trial the eigenvalue bound and ||X_t||_F. The state arrays
-    are updated in place (the caller passes copies).
+    are updated in place (the caller passes copies): M the kernel's matrix
+    (MEG log W, GD W; n x n when stored, else (0, 0)), U, d its eigenvectors
+    (rows) and eigenvalues, w W's eigenvalues, C the instances' sum, Wd dense
+    MEG's W.
 
     Returns (code, done, exc): OK after all trials; ERR_INTERRUPTED after
     `done` whole trials (the arrays describe exactly those, the generator
@@ -589,8 +731,9 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     check_struct(params.base, PARAMS_DTYPE, "params")
     cdef Ctx c
     cdef int n, code
+    cdef size_t square
     cdef Py_ssize_t T = X.shape[0], done = 0
-    setup(&c, &params[0], M, U, w, C, Wd)
+    setup(&c, &params[0], M, U, w, d, C, Wd)
     n = c.n
     if c.C == NULL:
         raise ValueError("C must be n x n")
@@ -603,31 +746,76 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
         return OK, 0, None
     c.st = &state[0]
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    c.B = <double *> malloc((<size_t> n * n + 3 * <size_t> n + 2 * <size_t> c.k * n)
-                            * sizeof(double))
+    # the n x n rows for dsyrk only when M is stored; the rank-one updates
+    # have their own work space (which the full decompositions borrow)
+    square = <size_t> n * n if c.stored else 0
+    c.buf = <double *> malloc((square + 3 * <size_t> n + 2 * <size_t> c.k * n)
+                              * sizeof(double))
     c.sel = <int *> malloc(c.k * sizeof(int))
     try:
-        if c.B == NULL or c.sel == NULL or eig_work_init(&c.eig, n, n,
-                                                         c.eig_first == EIG_EVD) != OK:
+        if c.buf == NULL or c.sel == NULL or eig_work_init(&c.eig, n, n,
+                                                           c.eig_first == EIG_EVD) != OK:
             return ERR_NOMEM, 0, None
-        c.z = c.B + n * n
+        if not c.stored and rank1_work_init(&c.r1, n) != OK:
+            return ERR_NOMEM, 0, None
+        c.B = c.buf if c.stored else NULL
+        c.z = c.buf + square
         c.mu = c.z + n
         c.s = c.mu + n
         c.Y = c.s + n
         c.Z = c.Y + c.k * n
         with nogil:
             code = trials(&c, &X[0, 0], &scale[0], &frob[0], T, &done)
+            if c.U != c.Ucaller:
+                memcpy(c.Ucaller, c.U, <size_t> n * n * sizeof(double))
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
-        free(c.B); free(c.sel)
+        free(c.buf); free(c.sel)
         eig_work_free(&c.eig)
+        rank1_work_free(&c.r1)
 
 
 def reset_state(const CappedParams[::1] params, double[:, ::1] M, double[:, ::1] U,
-                double[::1] w, double[:, ::1] Wd):
-    """W = (k/n) I in the kernel's representation (MEG: log W)."""
+                double[::1] w, double[::1] d, double[:, ::1] Wd):
+    """W = (k/n) I in the kernel's representation (MEG: log W): M (when
+    stored), U = I, w = k/n, d = M's eigenvalues."""
     check_struct(params.base, PARAMS_DTYPE, "params")
     cdef Ctx c
     cdef double[:, ::1] C = np.zeros((0, 0))
-    setup(&c, &params[0], M, U, w, C, Wd)
+    setup(&c, &params[0], M, U, w, d, C, Wd)
     reset(&c)
+
+
+def _rank_one_update(const double[:, ::1] U, const double[::1] d, const double[::1] x,
+                     double rho):
+    """Tests: the kernel's rank-one update (_rank1.pxd) of the decomposition
+    A = U^T diag(d) U (U's rows the eigenvectors, d ascending) to
+    A + rho x x^T, rho > 0. Returns (U_new, mu, K): rows and eigenvalues
+    ascending, K the size of the block deflation left. Raises
+    numpy.linalg.LinAlgError if the secular solver failed."""
+    cdef int n = U.shape[0], K = 0, code, i
+    cdef Rank1Work ws
+    if n < 1 or U.shape[1] != n or d.shape[0] != n or x.shape[0] != n:
+        raise ValueError("U must be n x n, d and x of length n >= 1")
+    if not rho > 0.0:
+        raise ValueError(f"rho must be > 0, got {rho}")
+    for i in range(n - 1):
+        if d[i] > d[i + 1]:            # (a NaN passes: the kernel's to refuse)
+            raise ValueError("d must be ascending")
+    work = np.array(U, dtype=np.float64, order="C", copy=True)
+    cdef double[:, ::1] Uw = work
+    mu = np.empty(n)
+    cdef double[::1] muv = mu
+    if rank1_work_init(&ws, n) != OK:
+        raise MemoryError()
+    try:
+        with nogil:
+            code = rank1_update(&ws, n, &Uw[0, 0], &d[0], &x[0], rho, &muv[0], &K)
+        if code != OK:
+            raise np.linalg.LinAlgError("rank-one update: the secular equation solver "
+                                        "(dlaed4) failed")
+        out = np.empty((n, n))
+        out[...] = <double[:n, :n]> ws.Unew
+        return out, mu, K
+    finally:
+        rank1_work_free(&ws)

@@ -228,12 +228,12 @@ def test_kernel_entries_check_records_and_shapes():
     # the capped kernel alike
     cp = np.zeros(1, _capped.PARAMS_DTYPE)
     cp["algo"], cp["kind"], cp["k"], cp["eta_auto"], cp["eig_first"] = 1, 0, 2, 1, 1
-    M, U, w, C, Wd = (np.zeros((10, 10)), np.zeros((10, 10)), np.zeros(10),
-                      np.zeros((10, 10)), np.zeros((0, 0)))
-    _capped.reset_state(cp, M, U, w, Wd)
+    M, U, w, d, C, Wd = (np.zeros((10, 10)), np.zeros((10, 10)), np.zeros(10), np.zeros(10),
+                         np.zeros((10, 10)), np.zeros((0, 0)))
+    _capped.reset_state(cp, M, U, w, d, Wd)
     cs = np.zeros(1, _capped.STATE_DTYPE)
-    assert _capped.run(X, s, s, cs, cp, M, U, w, C, Wd, bitgen.capsule)[:2] == (0, 3)
+    assert _capped.run(X, s, s, cs, cp, M, U, w, d, C, Wd, bitgen.capsule)[:2] == (0, 3)
     with pytest.raises(ValueError, match="w"):
-        _capped.run(X, s, s, cs, cp, M, U, np.zeros(9), C, Wd, bitgen.capsule)
+        _capped.run(X, s, s, cs, cp, M, U, np.zeros(9), d, C, Wd, bitgen.capsule)
     with pytest.raises(ValueError, match="(?i)state"):      # Cython's check: CappedState
-        _capped.run(X, s, s, state, cp, M, U, w, C, Wd, bitgen.capsule)
+        _capped.run(X, s, s, state, cp, M, U, w, d, C, Wd, bitgen.capsule)

@@ -3,11 +3,18 @@ Gradient Descent, the comparators of "PCA with Gaussian perturbations".
 
 Both keep a parameter W_t in the convex hull of rank-k projections
 {W symmetric, 0 <= W <= I, tr W = k}, gain tr(W_t X_t) in expectation, and play
-a rank-k projection P_t sampled from W_t (E[P_t] = W_t). Every update needs a
-full eigendecomposition: O(n^3) per trial, against FPL's O(k n^2).
+a rank-k projection P_t sampled from W_t (E[P_t] = W_t). Every update needs the
+eigendecomposition of the updated matrix. For vector instances that is a
+rank-one change of the one already known, updated in O(n K^2) (K <= n the block
+that deflation leaves: the secular equation by LAPACK dlaed4 and one dgemm,
+against LAPACK dsyevd's ~4 n^3 and more), with a full dsyevd every
+FULL_EVERY-th update to bound the drift; dense instances are decomposed afresh
+(dsyevd) every trial. Either way O(n^3) at worst per trial, against FPL's
+O(k n^2).
 
 Python validates and owns the state; ``streamfit._kernels._capped`` runs the
-trial loop (gains, update, LAPACK dsyevd, projection, sampling) without the GIL.
+trial loop (gains, update, eigendecomposition, projection, sampling) without
+the GIL.
 """
 from __future__ import annotations
 
@@ -29,6 +36,20 @@ __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_deco
 
 _KINDS = {"vector": _k.INSTANCE_VECTOR, "dense": _k.INSTANCE_DENSE}
 
+#: Vector instances: every FULL_EVERY-th update decomposes the updated matrix
+#: afresh (LAPACK dsyevd, through the fallback chain) instead of updating the
+#: decomposition by a rank-one step. The rank-one steps lose U's orthogonality
+#: slowly (rounding of the n x K x K products, growing like sqrt(t)); the full
+#: decomposition starts it afresh. Chosen by measurement
+#: (benchmarks/test_pca_comparators.py, one BLAS thread): over 10^4 trials at
+#: n = 100 with no refresh at all, max |U U^T - I| <= 4e-14 and W within
+#: 2e-14 of dsyevd every trial (with a refresh every 200th: 7e-15, 7e-15), so
+#: drift does not force a short period; the cost does: a refresh costs one
+#: dsyevd trial, and GD's rank-one trials are ~50x cheaper than that (K ~ 30
+#: at n = 500), so a period of 200 added ~35% to GD's mean trial, 1000 adds
+#: ~5% (MEG, K ~ n: under 1%).
+FULL_EVERY = 1000
+
 
 # --- the estimators -------------------------------------------------------------
 
@@ -39,10 +60,15 @@ class _CappedSimplexPCA(_OnlinePCA):
     # the eigen-solver chain's first routine (1 dsyevd, 0 dsyevr, 2 dsyev, 3
     # Jacobi): a class attribute tests override to run the later routines
     _eig_first = 1
-    _STATE_NAMES = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
-                    "dense_parameter_", "_sample_rng", "_fitted_eta")
-    _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
-               "dense_parameter_")
+    # vector instances: a full decomposition every _full_every-th update,
+    # rank-one updates in between; 0 decomposes every update afresh with the
+    # matrix stored (as dense instances always do): the benchmarks' baseline
+    # and the tests' reference
+    _full_every = FULL_EVERY
+    _STATE_NAMES = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "spectrum_",
+                    "cumulative_", "dense_parameter_", "_sample_rng", "_fitted_eta")
+    _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "spectrum_",
+               "cumulative_", "dense_parameter_")
     _STATE_DTYPE = _k.STATE_DTYPE
     # n x n float64 state, several copies: 2^15 is already 8 GB each
     _MAX_FEATURES = 1 << 15
@@ -71,6 +97,7 @@ class _CappedSimplexPCA(_OnlinePCA):
         p["algo"], p["kind"], p["k"] = self._algo, _KINDS[kind], k
         p["eta_auto"], p["eta_value"] = auto, value
         p["eig_first"] = self._eig_first
+        p["full_every"] = self._full_every
         return p
 
     def _prepare(self, n, kind, X_in=None):
@@ -87,18 +114,22 @@ class _CappedSimplexPCA(_OnlinePCA):
     # -- state -------------------------------------------------------------------------
     def _initialize(self, n, kind, params, rng):
         state = np.zeros(1, _k.STATE_DTYPE)
-        M, U = np.zeros((n, n)), np.zeros((n, n))
-        w, C = np.zeros(n), np.zeros((n, n))
+        # the matrix itself only where it is decomposed afresh every update;
+        # vector instances otherwise keep just its eigendecomposition (U, d)
+        stored = kind == "dense" or params["full_every"][0] == 0
+        M = np.zeros((n, n)) if stored else np.zeros((0, 0))
+        U, w, d, C = np.zeros((n, n)), np.zeros(n), np.zeros(n), np.zeros((n, n))
         # dense MEG keeps W itself beside log W, for the gain tr(W_t X_t)
         dense_meg = kind == "dense" and self._algo == _k.ALGO_MEG
         Wd = np.zeros((n, n)) if dense_meg else np.zeros((0, 0))
-        _k.reset_state(params, M, U, w, Wd)
+        _k.reset_state(params, M, U, w, d, Wd)
         state["u"] = rng.random()
         # sample_projection draws from its own stream, so that auditing W
         # never changes the projections the trials play
         sample_rng = np.random.default_rng(int(rng.integers(2 ** 63)))
         return {"state_": state, "parameter_": M, "eigenvectors_": U, "eigenvalues_": w,
-                "cumulative_": C, "dense_parameter_": Wd, "_sample_rng": sample_rng}
+                "spectrum_": d, "cumulative_": C, "dense_parameter_": Wd,
+                "_sample_rng": sample_rng}
 
     def _play(self, kind, data, params, X_in):
         X, scale, frob = data
@@ -108,6 +139,11 @@ class _CappedSimplexPCA(_OnlinePCA):
             raise ValueError(f"eta = {self.eta!r} is too large for this data: eta times the "
                              f"instances' scale overflows float64")
         fresh = not self.__sklearn_is_fitted__()
+        if not fresh and kind == "vector" and \
+                (self.parameter_.shape[0] == 0) != (params["full_every"][0] > 0):
+            # the state is either the matrix or only its eigendecomposition
+            raise ValueError("_full_every changed since the first call (0 keeps the "
+                             "matrix, >= 1 only its eigendecomposition); fit() starts afresh")
         rng = check_random_state(self.random_state) if fresh else self._rng
         saved = rng.bit_generator.state
         published = False
@@ -190,6 +226,25 @@ class _CappedSimplexPCA(_OnlinePCA):
             check_is_fitted(self)
             U, w = self.eigenvectors_, self.eigenvalues_
         return (U.T * w) @ U
+
+    @property
+    def update_stats_(self):
+        """Counters of the updates: ``full`` (decomposed afresh by the dsyevd
+        chain: every update of dense instances; for vector ones every
+        FULL_EVERY-th and any whose rank-one step failed), ``rank_one`` (by the
+        rank-one update of the decomposition), ``rank_one_failed`` (rank-one
+        steps whose secular solver failed and were redone in full),
+        ``mean_block`` (the mean size K of the block the rank-one steps left
+        after deflation: their cost is O(n K^2)) and ``eig_fallbacks`` (full
+        decompositions that needed a routine after dsyevd)."""
+        with self._serialized():
+            check_is_fitted(self)
+            s = self.state_[0]
+            r = int(s["rank_one"])
+            return {"full": int(s["full"]), "rank_one": r,
+                    "rank_one_failed": int(s["rank_one_failed"]),
+                    "mean_block": float(s["block_sum"]) / r if r else 0.0,
+                    "eig_fallbacks": int(s["eig_fallbacks"])}
 
     @property
     def realized_gain_(self):
@@ -304,9 +359,12 @@ class MatrixEGPCA(_CappedSimplexPCA):
     n_trials_ : int
     eta_ : float, the last learning rate
     n_restarts_ : int, runs started afresh (doubling-trick epochs, scale jumps)
-    state_, parameter_, eigenvectors_, eigenvalues_, cumulative_, dense_parameter_ :
-        the kernel's state, pickled with the estimator (parameter_ holds log W
-        for MEG and W for GD, lower triangle only); read W through
+    update_stats_ : dict, how the updates were decomposed (rank-one or full)
+    state_, parameter_, eigenvectors_, eigenvalues_, spectrum_, cumulative_, dense_parameter_ :
+        the kernel's state, pickled with the estimator: the kernel's matrix
+        (log W for MEG, W for GD) as eigenvectors_ (rows) and spectrum_ (its
+        eigenvalues); parameter_ holds the matrix itself (lower triangle) for
+        dense instances only (empty for vector ones); read W through
         parameter_matrix() and parameter_eigenvalues_
 
     Notes
@@ -317,12 +375,28 @@ class MatrixEGPCA(_CappedSimplexPCA):
     refuses a changed one with a ValueError naming it, leaving the state as it
     was; ``fit`` starts afresh with the new value.
 
+    **Cost per trial.** With vector instances, W_t + eta x x^T (GD) and
+    log W_t + eta x x^T (MEG) are rank-one changes of a known
+    eigendecomposition, and the projections act on eigenvalues only: the
+    kernel keeps that decomposition and updates it as one merge step of
+    divide and conquer does (deflation, LAPACK dlaed4's secular equation,
+    Gu-Eisenstat eigenvectors, one n x K x K product, K <= n the entries
+    deflation keeps), O(n K^2) instead of a full dsyevd; every
+    ``FULL_EVERY``-th update (1000) is a full dsyevd, which bounds rounding
+    drift. Measured (one BLAS thread, n = 500, k = 10): MEG (K ~ n) ~3x and
+    GD (K ~ 30: its clipped zero eigenvalues are tied, so they deflate) ~40x
+    faster per trial than a dsyevd per trial. Dense instances are not rank-one
+    changes: they keep a full dsyevd every trial. The decisions are those of
+    a dsyevd per trial up to rounding (W to ~1e-14), except that within a
+    group of tied eigenvalues any orthonormal basis is W's, and the sampled
+    projection may then pick a different one.
+
     **Interrupts, failures, threads.** A call plays whole trials on copies of
     the state (O(n^2), against a trial's O(n^3)). Ctrl-C, or any signal
     handler that raises, stops it before the next trial, and the trials played
     are kept, the generator having moved on by exactly their uniforms (one per
-    trial); one trial -- a full eigendecomposition, ~0.3 s at n = 1000, ~3 s at
-    n = 2000 -- cannot be interrupted. Any other failure (no memory; an
+    trial); one trial -- at most a full eigendecomposition, ~0.5 s at
+    n = 1000 -- cannot be interrupted. Any other failure (no memory; an
     eigendecomposition every LAPACK routine and Jacobi refuse, which only a
     non-finite parameter makes happen) leaves the estimator as before the
     call. Calls from several threads take turns. Decisions are bit-identical
