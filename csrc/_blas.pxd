@@ -3,7 +3,8 @@
 # casts live here, once.
 from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk,
                                        dnrm2, dtrsm)
-from scipy.linalg.cython_lapack cimport dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon
+from scipy.linalg.cython_lapack cimport (dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon,
+                                         dgesvd)
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -187,3 +188,15 @@ cdef inline double trcon_upper(blas_int n, const double *A, blas_int lda, double
     cdef blas_int info = 0
     dtrcon(&norm, &uplo, &diag, &n, <double *> A, &lda, &rcond, work, iwork, &info)
     return rcond if info == 0 else 0.0
+
+
+cdef inline blas_int gesvd_thin(blas_int m, blas_int n, double *A, blas_int lda, double *s,
+                                double *U, blas_int ldu, double *VT, blas_int ldvt,
+                                double *work, blas_int lwork) noexcept nogil:
+    # Thin SVD A = U diag(s) VT of the column-major m x n A (destroyed) by
+    # Golub-Kahan QR iteration: s descending, U m x min(m, n), VT min(m, n) x n.
+    # lwork = -1 queries the workspace into work[0].
+    cdef char job = b'S'
+    cdef blas_int info = 0
+    dgesvd(&job, &job, &m, &n, A, &lda, s, U, &ldu, VT, &ldvt, work, &lwork, &info)
+    return info
