@@ -27,7 +27,16 @@ _CHUNK = 256          # samples per block: bounds the memory of dense X and of v
 
 def low_rank_truth(d, r, rng):
     """M* of shape (d, d) and rank r with singular values 1..2 (condition 2)
-    and random singular vectors, scaled to ||M*||_F = 1."""
+    and random singular vectors, scaled to ||M*||_F = 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.experiments.lowrank import low_rank_truth
+    >>> M = low_rank_truth(6, 2, np.random.default_rng(0))
+    >>> int(np.linalg.matrix_rank(M)), round(float(np.linalg.norm(M)), 6)
+    (2, 1.0)
+    """
     u = np.linalg.qr(rng.standard_normal((d, r)))[0]
     v = np.linalg.qr(rng.standard_normal((d, r)))[0]
     M = (u * np.linspace(2.0, 1.0, r)) @ v.T
@@ -52,7 +61,17 @@ def run_lowrank(d, r, sensing, noise, t_factor, snr, n_points, vector, seed):
     ``vector``) the vector online QR on vec(X), over T = t_factor d_eff
     samples generated block by block. The noise is SNR-scaled:
     rms <X, M*> / scale = snr, scale the standard deviation (Gaussian) or the
-    t_1.1 variate's multiplier."""
+    t_1.1 variate's multiplier.
+
+    Examples
+    --------
+    >>> from streamfit.experiments.lowrank import run_lowrank
+    >>> r = run_lowrank(8, 1, "completion", "gaussian", 200, 5.0, 5, True, seed=0)
+    >>> r["deff"], sorted(k for k in r if k not in ("t", "deff"))
+    (15, ['low-rank QR', 'low-rank least squares', 'vector QR on vec(M)'])
+    >>> bool(r["low-rank QR"][-1] < 0.2)
+    True
+    """
     rng = np.random.default_rng([seed, d, r, SENSINGS.index(sensing), NOISES.index(noise)])
     M = low_rank_truth(d, r, rng)
     deff = r * (2 * d - r)
