@@ -269,3 +269,34 @@ def test_recovers_a_low_rank_matrix_under_heavy_tailed_noise(form, T):
     except FloatingPointError:
         err_ls = np.inf
     assert err_ls > 2 * err
+
+
+def test_two_threads_feeding_one_estimator_take_turns():
+    import threading
+
+    X, y, _ = stream("index", 40000, seed=4)
+    est = Est(rank=2, shape=(12, 9)).partial_fit(X[:100], y[:100])
+    threads = [threading.Thread(target=est.partial_fit, args=(X[a:b], y[a:b]))
+               for a, b in ((100, 20000), (20000, 40000))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert est.n_samples_seen_ == 40000
+    # either order of the two calls: the state is one of the two sequential runs
+    runs = []
+    for order in (((100, 20000), (20000, 40000)), ((20000, 40000), (100, 20000))):
+        ref = Est(rank=2, shape=(12, 9)).partial_fit(X[:100], y[:100])
+        for a, b in order:
+            ref.partial_fit(X[a:b], y[a:b])
+        runs.append(ref.coef_)
+    assert any(np.array_equal(est.coef_, c) for c in runs)
+
+
+def test_clone_and_params_follow_scikit_learn():
+    from sklearn.base import clone
+
+    est = Est(rank=3, tau=0.2, loss="squared", shape=(5, 4))
+    c = clone(est)
+    assert c.get_params() == est.get_params()
+    assert not c.__sklearn_is_fitted__()
