@@ -4,7 +4,7 @@
 from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk,
                                        dnrm2, dtrsm, drot)
 from scipy.linalg.cython_lapack cimport (dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon,
-                                         dlaed4)
+                                         dlaed4, dgesvd)
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -207,4 +207,16 @@ cdef inline blas_int laed4(blas_int n, blas_int i, const double *d, const double
     # is the eigenvector itself (dlaed5). info > 0: the iteration failed.
     cdef blas_int info = 0, i1 = i + 1
     dlaed4(&n, &i1, <double *> d, <double *> z, delta, &rho, lam, &info)
+    return info
+
+
+cdef inline blas_int gesvd_thin(blas_int m, blas_int n, double *A, blas_int lda, double *s,
+                                double *U, blas_int ldu, double *VT, blas_int ldvt,
+                                double *work, blas_int lwork) noexcept nogil:
+    # Thin SVD A = U diag(s) VT of the column-major m x n A (destroyed) by
+    # Golub-Kahan QR iteration: s descending, U m x min(m, n), VT min(m, n) x n.
+    # lwork = -1 queries the workspace into work[0].
+    cdef char job = b'S'
+    cdef blas_int info = 0
+    dgesvd(&job, &job, &m, &n, A, &lda, s, U, &ldu, VT, &ldvt, work, &lwork, &info)
     return info

@@ -4,15 +4,17 @@ Online PCA by Follow the Perturbed Leader (Kotlowski & Warmuth) and by Follow
 the Leader with dropout perturbations (van Erven, Kotlowski & Warmuth), and its
 comparators MEG and matrix GD over the capped simplex, live in
 :mod:`streamfit.pca`; online quantile regression (Shen, Xia & Zhou, JMLR 2025) lives in
-:mod:`streamfit.quantile`; stepsize schedules in :mod:`streamfit.schedules`;
+:mod:`streamfit.quantile` (its low-rank matrix extension in
+:mod:`streamfit.lowrank`); stepsize schedules in :mod:`streamfit.schedules`;
 synthetic streams in :mod:`streamfit.simulate`; the paper experiments in
 :mod:`streamfit.experiments` (run them with ``python -m streamfit``).
 """
 from .pca import DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
+from .lowrank import OnlineLowRankQuantileRegressor
 from .quantile import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                        offline_quantile_regression)
 
 __version__ = "0.1.0"
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "DropoutPCA", "MatrixEGPCA", "MatrixGDPCA",
            "OnlineQuantileRegressor", "OnlineLeastSquaresRegressor",
-           "offline_quantile_regression", "__version__"]
+           "offline_quantile_regression", "OnlineLowRankQuantileRegressor", "__version__"]

@@ -11,7 +11,8 @@ The older table functions (``stepsize_comparison``, ``adversarial_regret``,
 ...) stay importable from :mod:`streamfit.experiments.quantile` and
 :mod:`streamfit.experiments.pca` for the tests and benchmarks that use them.
 """
-from . import (pca_compare, pca_dropout, pca_goe, pca_noise, pca_real, pca_scaling, qr_batch,
+from . import (lowrank, pca_compare, pca_dropout, pca_goe, pca_noise, pca_real, pca_scaling,
+               qr_batch,
                qr_batch_regret, qr_efficiency, qr_least_squares, qr_offline, qr_phase_one,
                qr_real, qr_regret, qr_remark3, qr_sensitivity, qr_stepsizes)
 from ._runner import open_runner
@@ -25,7 +26,7 @@ from .report import markdown_table, write_report
 #: every experiment of the report, in report order
 EXPERIMENTS = tuple(m.EXPERIMENT for m in (
     qr_remark3, qr_stepsizes, qr_phase_one, qr_offline, qr_efficiency, qr_least_squares,
-    qr_sensitivity, qr_regret, qr_batch, qr_batch_regret, qr_real,
+    qr_sensitivity, qr_regret, qr_batch, qr_batch_regret, qr_real, lowrank,
     pca_goe, pca_scaling, pca_noise, pca_compare, pca_real, pca_dropout))
 
 

@@ -1,0 +1,1260 @@
+# Online low-rank matrix regression (quantile or least squares) by Riemannian
+# sub-gradient descent on the manifold of rank-r matrices: seed 001's
+# Section 5 (Shen, Xia & Zhou, "Online Quantile Regression", JMLR 2025).
+#
+# The iterate is M = U diag(s) V^T with U (d1 x r), V (d2 x r) orthonormal,
+# kept as C-order (r, d1) and (r, d2) arrays (rows are the singular vectors,
+# i.e. column-major d1 x r and d2 x r matrices for BLAS/LAPACK). One sample's
+# step: the residual y - <X, M>, the sub-gradient G = g X, its projection on
+# the tangent space at M, P_T(G) = U U^T G + G V V^T - U U^T G V V^T, a step,
+# and the retraction to rank r through the factored form
+#     M - eta P_T(G) = [U Qu] K [V Qv]^T,   K (2r x 2r, or (r+1) x (r+1)),
+# an SVD of the small core K and two products with its singular vectors:
+# never a d1 x d2 SVD once M has rank r. Rank-one sensing (X = a b^T, and
+# matrix completion, X = e_i e_j^T) costs O((d1 + d2) r^2) a step; dense X
+# costs O(d1 d2 r) (reading X).
+#
+# A rank-deficient iterate (the start, M = 0) has zero columns in U and V
+# (and zero singular values). Its step uses the projection on the tangent
+# cone of the rank <= r matrices (Schneider & Uschmajew 2015): the tangent
+# part at the rank-k point plus the best rank-(r - k) part of
+# (I - UU^T) G (I - VV^T). For rank-one X that part is a rank-one
+# matrix whose factors complete the basis; for dense X it takes a d1 x d2 SVD,
+# so only while M has rank < r (generically the first update only).
+#
+# The stepsize schedule is the vector family's single-sample statistical
+# schedule (_quantile.pyx), copied here verbatim (its cdef functions cannot be
+# cimported: _quantile has no .pxd), with d the manifold's dimension
+# d_eff = r (d1 + d2 - r) and ||x||^2 standing for ||P_T X||^2 ~ d_eff ||X||^2
+# / (d1 d2), so that Cl is the mean eigenvalue of E[vec X vec X^T] as in the
+# vector case. tests/lowrank checks that it gives the same stepsizes as
+# streamfit._kernels._quantile.schedule_step.
+import threading
+
+import numpy as np
+
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS,
+                             PyBUF_WRITABLE)
+from cpython.pythread cimport PyThread_get_thread_ident
+from libc.math cimport fabs, pow, isnan, sqrt, NAN
+from libc.float cimport DBL_MAX, DBL_MIN, DBL_EPSILON
+from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memcpy, memset
+from libc.signal cimport raise_ as c_raise
+
+from _common cimport (OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED, ERR_NONFINITE,
+                      ERR_BADINPUT, ERR_SCALE, ERR_LAYOUT, interrupted, pending_exception)
+cimport _blas
+
+from streamfit._kernels._common import check_struct
+
+# Schedule kinds, losses and modes; cpdef makes them visible to Python.
+cpdef enum:
+    KIND_CONSTANT = 0
+    KIND_INVERSE_TIME = 1
+    KIND_STATISTICAL = 2
+    KIND_ARRAY = 3        # precomputed stepsizes (a user schedule)
+
+cpdef enum:
+    MODE_SINGLE = 0
+    MODE_BATCH = 1
+    MODE_STORAGE = 2
+
+cpdef enum:
+    LOSS_CHECK = 0
+    LOSS_SQUARED = 1
+
+cdef enum:
+    SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
+    ROW_WORK = 48         # per-row overhead, in units of element operations
+
+# Work (about one element operation a nanosecond) between two polls for
+
+# signals: ~1 ms. interrupted() costs ~1 us, so polling adds ~0.1%.
+cdef double POLL_WORK = 1 << 20
+cdef double poll_work = POLL_WORK
+# Test hook (_interrupt_at): the poll at which a real signal is raised, -1: none
+cdef long long hook_countdown = -1
+cdef int hook_signal = 0
+
+# 1 / Phi^{-1}(3/4): median |N(0, s^2)| = 0.6745 s.
+cdef double INV_MAD = 1.482602218505602
+# sqrt(DBL_MIN): below it x^2 leaves float64's normal range and loses precision
+cdef double SQRT_DBL_MIN = 1.4916681462400413e-154
+
+
+
+cdef struct SGDState:
+    double t              # schedule clock: updates taken (single mode: their weights' sum)
+    double n_updates      # updates taken
+    double n_seen         # rows seen (scored)
+    double intercept
+    double intercept_avg
+    double loss           # prequential loss: each row scored (weighted) before its update
+    double phase          # 0 warm-up, 1 geometric, 2 (const or 1/t), 3 1/t (batch)
+    double eta_geo        # next phase-one stepsize
+    double t_switch       # clock value where the current phase began
+    double d0             # initial error scale estimate (response units)
+    double b0             # sparsity 1/f(q_tau) estimate (response units)
+    double cl             # mean eigenvalue of E[x x'] estimate: mean ||x||^2 / d
+    double sumsq          # weighted sum of ||x||^2 seen during warm-up
+    double n_sumsq        # their weights' sum
+    double fill           # residuals in the current window
+    double n_avg          # iterates in the Polyak-Ruppert average
+    double min_med        # smallest window median |r| since phase one began (plateau test)
+    double last_eta       # stepsize of the last update
+    double eta_start      # stepsize at the start of the last phase
+    double avg_on         # 1 once settled in the last phase: the average runs
+    double n_flat         # consecutive windows without progress
+    double b0_cap         # b0 at the end of phase one: later estimates stay below
+    double block          # weight (rows) per update of the last block update
+    double k_pow          # last-phase step index of the cached eta_pow (-1: none)
+    double eta_pow        # cached eta_start (1 + k / scale)^-avg_power
+    double cu             # largest eigenvalue of E[x x'] (batch / storage modes)
+    double level          # running level of the window medians |r| (restart test)
+    double n_high         # consecutive windows far above the level
+    double n_restarts     # restarts of phase one after a jump of the residual scale
+    double win_sumsq      # weighted sum of ||x||^2 (+1 with an intercept) of the window's rows
+    double win_wsum       # their weights' sum
+    double xmax           # largest |x_ij| over the warm-up's rows (underflow check)
+
+
+cdef struct SGDParams:
+    double tau
+    double loss
+    double kind
+    double c              # constant / inverse_time coefficient
+    double eta0           # NaN: estimate from the stream
+    double eta0_scale     # C in eta0 = C D0 / (d Cl tau*^2) (single), C D0 m/d / Cl (blocks)
+    double decay          # single: eta *= 1 - decay / (d tau*^2); blocks: 1 - decay m/d
+    double Ca
+    double Cb
+    double b0             # NaN: estimate from the stream
+    double t_switch       # NaN: switch by the rule; else the update index
+    double n_warmup       # warm-up rows (no updates) for D0, b0, Cl (single, batch)
+    double window         # residual window for b0 and the plateau test
+    double average        # 1: Polyak-Ruppert averaging over the last phase
+    double avg_power      # alpha of the t^-alpha last phase used with averaging
+    double fit_intercept
+    double plateau        # a window makes progress below plateau * best median |r|
+    double eta_const      # batch/storage phase two: eta = eta_const * b0 / Cu
+    double ema            # weight of a new window in b0 (phase two) and the level
+    double patience       # windows without progress that make a plateau (or a jump)
+    double mode           # MODE_SINGLE, MODE_BATCH or MODE_STORAGE
+    double C0             # batch phase two needs block >= C0 tau*^2 d (Theorem 5)
+    double start          # 1: phase one after the warm-up; 2: straight to the last phase
+    double restart        # a window median above restart * level for patience windows
+                          # restarts phase one (0: never)
+
+
+cdef SGDState _state_proto
+cdef SGDParams _params_proto
+STATE_DTYPE = np.asarray(<SGDState[:1]> &_state_proto).dtype
+PARAMS_DTYPE = np.asarray(<SGDParams[:1]> &_params_proto).dtype
+
+
+cdef object NDARRAY = np.ndarray
+
+
+cdef int get_record(object arr, object dtype, str name, Py_ssize_t size, bint writable,
+                    Py_buffer *buf) except -1:
+    # A state or parameter record's buffer, checked: a (1,) array of exactly
+    # `dtype` (names included: check_struct), C-contiguous, `size` bytes,
+    # aligned for doubles, writable if asked. No buffer format is requested:
+    # NumPy would spend ~3 us spelling out the record's 32 fields for Cython to
+    # parse again, and the dtype check above says more than the format would.
+    # Release with PyBuffer_Release.
+    if not (type(arr) is NDARRAY and (<object> arr).dtype is dtype
+            and (<object> arr).shape == (1,)):
+        check_struct(arr, dtype, name)
+    PyObject_GetBuffer(arr, buf, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+    if buf.len != size or (<size_t> buf.buf) % sizeof(double) != 0:
+        PyBuffer_Release(buf)
+        raise ValueError(f"{name} must be an aligned record of {size} bytes")
+    return 0
+
+
+# Signals run in the main thread only; other threads never poll (a GIL round
+# trip there would buy nothing).
+cdef unsigned long MAIN_THREAD = threading.main_thread().ident
+
+
+cdef struct Poll:
+    bint on               # the main thread: poll for signals
+    double work           # work since the last poll
+
+
+cdef inline void poll_init(Poll *pl) noexcept:
+    pl.on = PyThread_get_thread_ident() == MAIN_THREAD
+    pl.work = 0.0
+
+
+cdef inline bint poll_stop(Poll *pl, double work) noexcept nogil:
+    # True when a signal handler raised: the caller stops before its next
+    # whole step. Called once per step with that step's work.
+    pl.work += work
+    if pl.work < poll_work:
+        return False
+    pl.work = 0.0
+    if hook_countdown >= 0 and pl.on:
+        poll_hook()
+    return pl.on and interrupted()
+
+
+cdef inline bint poll_final(Poll *pl) noexcept nogil:
+    # After the last whole step of a call that did work since its last poll
+    # (a storage step's order statistics, the tail of a long loop): a signal
+    # that came meanwhile is reported with the state after those steps,
+    # instead of surfacing in Python after the call (which then discards
+    # them). Short calls skip it: a GIL round trip costs ~1 us.
+    if pl.work < poll_work * 0.125:
+        return False
+    pl.work = 0.0
+    if hook_countdown >= 0 and pl.on:
+        poll_hook()
+    return pl.on and interrupted()
+
+
+cdef void poll_hook() noexcept nogil:
+    global hook_countdown, poll_work
+    if hook_countdown == 0:
+        hook_countdown = -1
+        poll_work = POLL_WORK
+        c_raise(hook_signal)      # a real signal: the Python handler runs in interrupted()
+    else:
+        hook_countdown -= 1
+
+
+def _interrupt_at(long long polls, int signum):
+    """Test hook: poll before every row (and every power-iteration row) and
+    raise the signal ``signum`` with C's raise() at poll number ``polls``
+    (0-based) of the main thread, once; then poll as usual again. The
+    signal's Python handler decides what happens (a raising handler stops
+    the kernel). ``polls=-1`` disarms."""
+    global hook_countdown, hook_signal, poll_work
+    hook_countdown = polls
+    hook_signal = signum
+    poll_work = 0.0 if polls >= 0 else POLL_WORK
+
+
+cdef tuple result(int code, Py_ssize_t done, Py_ssize_t row):
+    # (code, done, exc, row): exc is the signal handler's exception when
+    # interrupted, taken off the thread state
+    if code == ERR_INTERRUPTED:
+        return code, done, pending_exception(), row
+    return code, done, None, row
+
+
+def new_state():
+    """A fresh (zeroed) state record."""
+    return np.zeros(1, STATE_DTYPE)
+
+
+def copy_record(object src, object dst):
+    """dst[...] = src for two state records: a memcpy (NumPy copies a
+    structured record field by field, ~15 us for this one)."""
+    cdef Py_buffer a, b
+    get_record(src, STATE_DTYPE, "src", sizeof(SGDState), False, &a)
+    try:
+        get_record(dst, STATE_DTYPE, "dst", sizeof(SGDState), True, &b)
+        memcpy(b.buf, a.buf, sizeof(SGDState))
+        PyBuffer_Release(&b)
+    finally:
+        PyBuffer_Release(&a)
+
+
+def new_params():
+    """A parameter record, NaN where "estimate from the stream" is meant."""
+    p = np.zeros(1, PARAMS_DTYPE)
+    for name in ("eta0", "b0", "t_switch"):
+        p[name] = NAN
+    p["start"] = 1.0
+    return p
+
+
+# ----------------------------------------------------------------------------
+# Order statistics (Hoare selection) for the median and quantile spacings.
+
+cdef double select_kth(double *a, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    # a is permuted; returns the k-th smallest (0-based), like np.partition(a, k)[k]
+    cdef Py_ssize_t lo = 0, hi = n - 1, i, j
+    cdef double pivot, tmp
+    while lo < hi:
+        pivot = a[(lo + hi) >> 1]
+        i = lo
+        j = hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while a[j] > pivot:
+                j -= 1
+            if i <= j:
+                tmp = a[i]; a[i] = a[j]; a[j] = tmp
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+cdef double median_abs(const double *r, Py_ssize_t n, double *work) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        work[i] = fabs(r[i])
+    return select_kth(work, n, n // 2)
+
+
+cdef double error_scale(const double *r, Py_ssize_t n, double *work) noexcept nogil:
+    # D0 = median |r| / 0.6745, the standard deviation of x'(beta_0 - beta*)
+    # when it dominates; with more than half the residuals exactly 0 (e.g.
+    # zero-inflated y) the mean |r| stands in, and 1 if all are 0.
+    cdef Py_ssize_t i
+    cdef double d0 = median_abs(r, n, work) * INV_MAD, acc = 0.0
+    if d0 > 0:
+        return d0
+    for i in range(n):
+        acc += fabs(r[i])
+    if acc > 0:
+        return acc / n * 1.2533141373155003     # sqrt(pi / 2) mean |r|
+    return 1.0
+
+
+cdef double sparsity(const double *r, Py_ssize_t n, double tau, double *work) noexcept nogil:
+    # Siddiqui's difference quotient: (Q(tau + h) - Q(tau - h)) / (2h) estimates
+    # 1 / f(Q(tau)), Koenker's sparsity, from the residuals r.
+    cdef double h = 0.1
+    cdef Py_ssize_t klo, khi
+    cdef double qlo, qhi
+    if h > 0.5 * tau:
+        h = 0.5 * tau
+    if h > 0.5 * (1.0 - tau):
+        h = 0.5 * (1.0 - tau)
+    if n < 2:
+        return NAN
+    klo = <Py_ssize_t> ((tau - h) * n)
+    khi = <Py_ssize_t> ((tau + h) * n)
+    if khi > n - 1:
+        khi = n - 1
+    if khi < 1:
+        khi = 1
+    if klo > khi - 1:
+        klo = khi - 1
+    if klo < 0:
+        klo = 0
+    memcpy(work, r, n * sizeof(double))
+    qhi = select_kth(work, n, khi)
+    qlo = select_kth(work, khi, klo)    # select left the khi smallest in front
+    return (qhi - qlo) * n / <double> (khi - klo)
+
+
+def _py_sparsity(const double[::1] r, double tau):
+    """The kernel's sparsity quotient on the residuals r (for tests)."""
+    cdef double *work = <double *> malloc(max(r.shape[0], 1) * sizeof(double))
+    if work == NULL:
+        raise MemoryError("_py_sparsity: no work space")
+    try:
+        return sparsity(&r[0] if r.shape[0] else NULL, r.shape[0], tau, work)
+    finally:
+        free(work)
+
+
+cdef inline double row_absmax(const double *x, Py_ssize_t d, double m) noexcept nogil:
+    # max(m, max_j |x_j|): warm-up rows only (the underflow check)
+    cdef Py_ssize_t j
+    for j in range(d):
+        if fabs(x[j]) > m:
+            m = fabs(x[j])
+    return m
+
+
+cdef inline void start_phase(SGDState *s, double phase, double eta_start,
+                             bint avg_on) noexcept nogil:
+    s.phase = phase
+    s.t_switch = s.t
+    s.eta_start = eta_start
+    s.n_avg = 0        # averaging restarts with the last phase
+    s.avg_on = avg_on
+    s.n_flat = 0       # the next plateau is counted afresh
+    s.k_pow = -1
+
+
+
+cdef inline double tau_star2(double tau) noexcept nogil:
+    # 4 max(tau, 1 - tau)^2: Theorem 1's tau*^2, scaled to 1 at the median. It
+    # bounds the squared sub-gradient factor (1{r <= 0} - tau)^2, so phase one's
+    # stepsize and decay shrink with it (Section 3.1's rates are for tau = 1/2).
+    cdef double ts = tau if tau > 0.5 else 1.0 - tau
+    return 4.0 * ts * ts
+
+
+cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
+                                  double scale) noexcept nogil:
+    # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
+    # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
+    cdef double k = s.t - s.t_switch
+    if p.average != 0 and p.avg_power != 1.0:
+        # pow() per sample would cost as much as the update at d = 100: it is
+        # refreshed whenever k has grown by scale / 64, a change of at most
+        # avg_power / 64 (~1%) in the stepsize.
+        if s.k_pow < 0 or k < s.k_pow or k >= s.k_pow + scale * (1.0 / 64.0) \
+                or not (s.eta_pow > 0):
+            s.k_pow = k
+            s.eta_pow = s.eta_start * pow(1.0 + k / scale, -p.avg_power)
+        return s.eta_pow
+    return s.eta_start * scale / (scale + k)
+
+
+cdef inline double block_ratio(const SGDState *s, Py_ssize_t d) noexcept nogil:
+    # min(1, rows per update / d). The batch schedules are written for blocks
+    # of at least ~d rows; a block of m < d rows is m single-sample steps
+    # rolled into one, so its stepsizes and decay shrink by m / d (at m = 1,
+    # single-sample scales).
+    return s.block / d if s.block < d else 1.0
+
+
+cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
+                                   Py_ssize_t d, double phase) noexcept nogil:
+    cdef double const
+    # Stepsize at the start of phase 2 or 3, from the current sparsity estimate.
+    if p.loss == LOSS_SQUARED:
+        return s.eta_geo                              # continuous at t1
+    if p.mode == MODE_SINGLE:
+        return s.b0 * p.Ca / (s.cl * p.Cb * d)        # (b0/Cl) Ca / (Cb d)
+    # Batch and storage: a step on a block's mean gradient is stable only
+    # below 2 / (f Cu), Cu the block's top eigenvalue (the paper's
+    # (Cl / Cu^2) b1^2 / b0 scale; for blocks of m < d rows Cu grows like
+    # ||x||^2 / m, which covers the small block), and the 1/t phase starts
+    # no higher than the constant phase.
+    const = p.eta_const * s.b0 / s.cu
+    if phase == 2:
+        return const
+    return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
+
+
+cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
+    # Into the last phase (the plateau rule, or start="phase2" after the warm-up).
+    s.b0_cap = s.b0
+    if p.mode == MODE_BATCH and s.block < p.C0 * tau_star2(p.tau) / 4.0 * d:
+        # Batches too small for Theorem 5's constant phase: its one-step
+        # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
+        start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+    else:
+        start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+
+
+cdef int fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                         double *work, Py_ssize_t d) noexcept nogil:
+    # D0, b0, the plateau test's best median, the level and phase one's first
+    # stepsize from the residuals r at the current iterate: at the end of the
+    # warm-up, and again when the residual scale jumped (a restart). Cl (and
+    # Cu) are set by the caller first. Returns ERR_NONFINITE if phase one's
+    # first stepsize overflows (y's scale too large against X's).
+    cdef double med = median_abs(r, n, work)
+    s.level = med
+    s.n_high = 0
+    if p.loss == LOSS_CHECK:
+        s.d0 = error_scale(r, n, work)
+        s.b0 = p.b0 if not isnan(p.b0) else sparsity(r, n, p.tau, work)
+        if not (s.b0 > 1e-9 * s.d0):
+            s.b0 = s.d0
+        if not isnan(p.eta0):
+            s.eta_geo = p.eta0
+        elif p.mode == MODE_SINGLE:
+            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * d * tau_star2(p.tau))
+        else:
+            s.eta_geo = p.eta0_scale * s.d0 * block_ratio(s, d) / s.cl
+    else:
+        # least squares: constant eta0_scale / (d Cl) in phase one (Section 3.1)
+        s.eta_geo = p.eta0 if not isnan(p.eta0) else p.eta0_scale / (s.cl * d)
+    if not (s.eta_geo <= DBL_MAX):
+        return ERR_NONFINITE
+    if not (s.eta_geo > 0):
+        s.eta_geo = 1e-12
+    # single mode's plateau test starts from the warm-up's median; block
+    # modes from D0's (the same number when the error dominates)
+    s.min_med = med if p.mode == MODE_SINGLE else s.d0 / INV_MAD
+    s.phase = 1
+    s.t_switch = s.t
+    s.n_avg = 0
+    s.avg_on = 0
+    s.n_flat = 0
+    s.k_pow = -1
+    if p.start == 2:
+        end_phase_one(s, p, d)
+    return OK
+
+
+cdef int calibrated_cl(SGDState *s, Py_ssize_t d) noexcept nogil:
+    # Cl at the end of the warm-up: mean ||x||^2 / d. ERR_SCALE when the sum
+    # overflows, or when X's entries are all so small (but not 0) that their
+    # squares leave float64's normal range: the scale would be lost; X
+    # exactly 0 has no scale to learn and gets Cl = 1.
+    s.cl = s.sumsq / (s.n_sumsq * d)
+    if not (s.cl <= DBL_MAX):
+        return ERR_SCALE
+    if s.xmax > 0 and s.xmax < SQRT_DBL_MIN:
+        return ERR_SCALE
+    if not (s.cl > 0):
+        s.cl = 1.0
+    return OK
+
+
+cdef enum:
+    JUMP_NONE = 0         # a window like the others
+    JUMP_HIGH = 1         # far above the level: it teaches the estimates nothing yet
+    JUMP_RESTART = 2      # the patience-th high window in a row: restart phase one
+
+
+cdef int jump_test(SGDState *s, const SGDParams *p, double med) noexcept nogil:
+    # Non-stationary starts (a stuck sensor: constant y for a while) leave
+    # estimates fitted to the start: windows of (nearly) no spread say nothing
+    # about the noise, and when the residual scale then jumps far above its
+    # running level for `patience` windows in a row, the estimates are stale
+    # and phase one restarts (fresh_estimates on the last window, with Cl from
+    # its rows). `med` is the window's median |r|; the level is a running
+    # average of the medians of the windows that were not high.
+    if p.loss != LOSS_CHECK or not (p.restart > 0) or s.phase < 1:
+        return JUMP_NONE
+    if s.level > 0 and med > p.restart * s.level:
+        s.n_high += 1
+        return JUMP_RESTART if s.n_high >= p.patience else JUMP_HIGH
+    s.n_high = 0
+    s.level = med if not (s.level > 0) else s.level + p.ema * (med - s.level)
+    return JUMP_NONE
+
+
+cdef int full_window(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                     double *work, Py_ssize_t d) noexcept nogil:
+    # A full window of single or batch mode: the restart rule, then (unless
+    # the window is far above the level) the plateau test and b0. Returns the
+    # jump; on JUMP_RESTART the caller restarts phase one on this window.
+    cdef double med = median_abs(r, n, work)
+    cdef int jump = jump_test(s, p, med)
+    if jump == JUMP_NONE:
+        window_done(s, p, r, n, med, work, d)
+    return jump
+
+
+cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                      double med, double *work, Py_ssize_t d) noexcept nogil:
+    # Called on each full window of residuals (med: its median |r|). Their
+    # median |r| falls while the error dominates the residuals and levels off
+    # at the noise. A window makes progress when its median is below
+    # `plateau` times the best so far; `patience` windows in a row without
+    # progress make a plateau: the error has reached the noise level (or
+    # stopped moving). A plateau ends phase one (the paper: "until the error
+    # is at the noise level"), ends batch phase two, and in the last phase
+    # starts the Polyak-Ruppert average, which so leaves out the transient.
+    # For the check loss each window also refreshes the sparsity estimate b0.
+    cdef double est
+    cdef bint flat
+    if s.min_med <= 0 or med < p.plateau * s.min_med:
+        s.n_flat = 0
+    else:
+        s.n_flat += 1
+    if s.min_med <= 0 or med < s.min_med:
+        s.min_med = med
+    flat = s.n_flat >= p.patience
+    if p.loss == LOSS_CHECK and isnan(p.b0):
+        est = sparsity(r, n, p.tau, work)
+        # ties at the quantile (exact fits, discrete y) give a 0 spacing: such
+        # a window says nothing about the density
+        if est > 1e-9 * s.d0:
+            if s.phase >= 2 and p.mode != MODE_STORAGE:    # storage: all data, no need
+                s.b0 += p.ema * (est - s.b0)
+            else:
+                s.b0 = est
+            if s.phase >= 2 and s.b0 > s.b0_cap:
+                # Residuals are noise plus x'(beta - beta*): the estimate is
+                # biased up by the error. Capping it at its value at the end of
+                # phase one stops a larger error from buying larger steps.
+                s.b0 = s.b0_cap
+    if flat and s.phase == 1 and isnan(p.t_switch) and \
+            not (p.mode == MODE_SINGLE and p.loss == LOSS_CHECK and not isnan(p.b0)):
+        end_phase_one(s, p, d)
+    elif flat and s.phase == 2 and p.mode == MODE_BATCH:
+        start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+    elif flat and s.phase >= 2 and s.avg_on == 0:
+        s.avg_on = 1      # settled: the average (if any) starts here
+        s.n_avg = 0
+    elif s.phase >= 2 and p.loss == LOSS_CHECK:
+        s.eta_start = phase_start_eta(s, p, d, s.phase)
+        s.k_pow = -1      # eta_start moved: recompute the cached power
+
+
+cdef int restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                 double *work, Py_ssize_t d, double cu) noexcept nogil:
+    # Phase one afresh from this window: the residual scale jumped. Cl from
+    # the window's rows (if they give one), Cu (block modes) from the
+    # caller's block.
+    if s.win_wsum > 0 and s.win_sumsq / s.win_wsum >= DBL_MIN and s.win_sumsq <= DBL_MAX:
+        s.cl = s.win_sumsq / (s.win_wsum * d)
+    s.cu = cu if cu >= s.cl else s.cl
+    s.n_restarts += 1
+    return fresh_estimates(s, p, r, n, work, d)
+
+
+cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
+                              double weight) noexcept nogil:
+    # Stepsize of the next single-sample update under the statistical schedule.
+    cdef double eta
+    if s.phase == 1:
+        eta = s.eta_geo
+        if p.loss == LOSS_CHECK:
+            # the clock moves by the row's weight: so does the decay
+            if weight == 1.0:
+                s.eta_geo *= 1.0 - p.decay / (d * tau_star2(p.tau))
+            else:
+                s.eta_geo *= pow(1.0 - p.decay / (d * tau_star2(p.tau)), weight)
+        if (not isnan(p.t_switch) and s.t + 1 >= p.t_switch) or \
+                (p.loss == LOSS_CHECK and not isnan(p.b0) and isnan(p.t_switch)
+                 and eta <= phase_start_eta(s, p, d, 2)):
+            # with the noise's b0 known: the paper's continuity rule
+            s.b0_cap = s.b0
+            start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+            s.t_switch = s.t + weight
+        return eta
+    if p.loss == LOSS_CHECK:
+        return last_phase_eta(s, p, p.Cb * d)
+    # least squares phase two: Ca / (Cl (t - t1) + Ca / eta1), continuous at t1
+    return last_phase_eta(s, p, p.Ca / (s.eta_start * s.cl))
+
+
+# ----------------------------------------------------------------------------
+# Single-sample updates (Section 2.1 of the paper).
+
+cdef enum:
+    NO_UPDATE = 1         # not an error: the row warms the schedule up, no update
+
+
+cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, double *work,
+                                const double *x, Py_ssize_t d, Py_ssize_t da, double r,
+                                double xx, double wi, double *eta) noexcept nogil:
+    # The statistical schedule's work for one single-sample row of weight
+    # wi > 0, residual r and ||x||^2 = xx: the residual window, the warm-up,
+    # the window's tests (restarts included) and the stepsize of the row's
+    # update. Returns OK (update with eta[0]), NO_UPDATE (a warm-up row) or an
+    # error code. The caller moves the clock once it has updated.
+    cdef int code
+    cdef double fit_one = 1.0 if p.fit_intercept != 0 else 0.0
+    # Once settled (a plateau in the last phase) only b0 still learns from the
+    # window: a quarter of the residuals is enough and keeps the order
+    # statistics off the per-sample cost. Counted in updates, so that rows of
+    # weight 0 change nothing.
+    if s.avg_on == 0 or (<long long> s.n_updates) % SETTLED_STRIDE == 0:
+        win[<Py_ssize_t> s.fill] = r
+        s.fill += 1
+        s.win_sumsq += wi * (xx + fit_one)
+        s.win_wsum += wi
+    if s.phase == 0:
+        # warm-up: remember the residual and ||x||^2, no update
+        s.sumsq += wi * (xx + fit_one)
+        s.n_sumsq += wi
+        s.xmax = row_absmax(x, d, s.xmax)
+        if s.fill >= p.n_warmup:
+            code = calibrated_cl(s, da)
+            if code == OK:
+                code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
+            if code != OK:
+                return code
+            s.fill = 0
+            s.win_sumsq = 0
+            s.win_wsum = 0
+        return NO_UPDATE
+    if s.fill >= p.window:
+        if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
+            code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
+            if code != OK:
+                return code
+        s.fill = 0
+        s.win_sumsq = 0
+        s.win_wsum = 0
+    eta[0] = single_eta(s, p, da, wi)
+    return OK
+
+
+
+# ----------------------------------------------------------------------------
+# The low-rank iterate and its step.
+
+cdef inline double check_loss(double r, double tau) noexcept nogil:
+    # rho_tau(r) = r * (tau - 1{r < 0})
+    if r < 0:
+        return r * (tau - 1.0)
+    return r * tau
+
+
+cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss) noexcept nogil:
+    # G = g X: the check loss's sub-gradient factor 1{y < <X, M>} - tau (seed
+    # 001, Section 5), or -r for the squared loss r^2 / 2; adds the loss.
+    if p.loss == LOSS_CHECK:
+        loss[0] += check_loss(r, p.tau)
+        return (1.0 if r < 0 else 0.0) - p.tau
+    loss[0] += 0.5 * r * r
+    return -r
+
+
+cdef inline double fixed_eta(const SGDState *s, const SGDParams *p) noexcept nogil:
+    if p.kind == KIND_CONSTANT:
+        return p.c
+    return p.c / (s.t + 1.0)
+
+
+cdef struct LR:
+    Py_ssize_t d1, d2, r, m          # m: the core's order, r + 1 (rank one) or 2r (dense)
+    double *U                        # (r, d1): rows are the left singular vectors
+    double *s                        # (r,) singular values, descending, 0 when inactive
+    double *V                        # (r, d2)
+    double *alpha                    # (2r,) U a, then scratch
+    double *beta                     # (2r,) V b
+    double *tmp                      # (2r,)
+    double *ap                       # (d1,) a, then a - U U^T a
+    double *bp                       # (d2,)
+    double *ea                       # (d1,) e_i (completion), zero between samples
+    double *eb                       # (d2,) e_j
+    double *Ue                       # (m, d1): [U, Qu] column-major d1 x m
+    double *Ve                       # (m, d2)
+    double *K                        # (m, m) the core; destroyed by the SVD
+    double *W                        # (m, m) its left singular vectors
+    double *ZT                       # (m, m) its right ones, transposed
+    double *sv                       # (m,)
+    double *work                     # LAPACK work space
+    _blas.blas_int lwork
+    # dense only
+    double *B                        # (r, d1): X V, then (I - UU^T) X V
+    double *A                        # (r, d2): X^T U, then (I - VV^T) X^T U
+    double *C                        # (r, r): U^T X V
+    double *R                        # (r, r)
+    double *qtau                     # (r,)
+    double *Y                        # (d1, d2) the rank-deficient start's residual part
+    double *ysv                      # min(d1, d2)
+    double *yu                       # (min, d2)
+    double *yvt                      # (d1, min) column-major min x d1
+
+
+cdef int lr_init(LR *m, Py_ssize_t d1, Py_ssize_t d2, Py_ssize_t r, bint dense,
+                 double *U, double *s, double *V) noexcept nogil:
+    # Every work space of one call, before any state changes (ERR_NOMEM
+    # leaves everything untouched). lr_free is safe on a partial init.
+    cdef Py_ssize_t mm = 2 * r if dense else r + 1, mn = d1 if d1 < d2 else d2, k, dd
+    cdef double q = 0.0
+    cdef _blas.blas_int lw = 0
+    memset(m, 0, sizeof(LR))
+    m.d1, m.d2, m.r, m.m = d1, d2, r, mm
+    m.U, m.s, m.V = U, s, V
+    m.alpha = <double *> malloc(2 * r * sizeof(double))
+    m.beta = <double *> malloc(2 * r * sizeof(double))
+    m.tmp = <double *> malloc(2 * r * sizeof(double))
+    m.ap = <double *> malloc(d1 * sizeof(double))
+    m.bp = <double *> malloc(d2 * sizeof(double))
+    m.ea = <double *> calloc(d1, sizeof(double))
+    m.eb = <double *> calloc(d2, sizeof(double))
+    m.Ue = <double *> malloc(mm * d1 * sizeof(double))
+    m.Ve = <double *> malloc(mm * d2 * sizeof(double))
+    m.K = <double *> malloc(mm * mm * sizeof(double))
+    m.W = <double *> malloc(mm * mm * sizeof(double))
+    m.ZT = <double *> malloc(mm * mm * sizeof(double))
+    m.sv = <double *> malloc(mm * sizeof(double))
+    if (m.alpha == NULL or m.beta == NULL or m.tmp == NULL or m.ap == NULL or m.bp == NULL or m.ea == NULL or m.eb == NULL
+            or m.Ue == NULL or m.Ve == NULL or m.K == NULL or m.W == NULL or m.ZT == NULL
+            or m.sv == NULL):
+        return ERR_NOMEM
+    # work space: the core's SVD, and (dense) the QRs and the start's SVD
+    _blas.gesvd_thin(<_blas.blas_int> mm, <_blas.blas_int> mm, m.K, <_blas.blas_int> mm,
+                     m.sv, m.W, <_blas.blas_int> mm, m.ZT, <_blas.blas_int> mm, &q, -1)
+    lw = <_blas.blas_int> q
+    if dense:
+        m.B = <double *> malloc(r * d1 * sizeof(double))
+        m.A = <double *> malloc(r * d2 * sizeof(double))
+        m.C = <double *> malloc(r * r * sizeof(double))
+        m.R = <double *> malloc(r * r * sizeof(double))
+        m.qtau = <double *> malloc(r * sizeof(double))
+        m.Y = <double *> malloc(d1 * d2 * sizeof(double))
+        m.ysv = <double *> malloc(mn * sizeof(double))
+        m.yu = <double *> malloc(mn * d2 * sizeof(double))
+        m.yvt = <double *> malloc(mn * d1 * sizeof(double))
+        if (m.B == NULL or m.A == NULL or m.C == NULL or m.R == NULL or m.qtau == NULL
+                or m.Y == NULL or m.ysv == NULL or m.yu == NULL or m.yvt == NULL):
+            return ERR_NOMEM
+        for k in range(2):
+            dd = d1 if k == 0 else d2
+            _blas.geqrf(<_blas.blas_int> dd, <_blas.blas_int> r, m.B, <_blas.blas_int> dd,
+                        m.qtau, &q, -1)
+            lw = max(lw, <_blas.blas_int> q)
+            _blas.orgqr(<_blas.blas_int> dd, <_blas.blas_int> r, m.B, <_blas.blas_int> dd,
+                        m.qtau, &q, -1)
+            lw = max(lw, <_blas.blas_int> q)
+        _blas.gesvd_thin(<_blas.blas_int> d2, <_blas.blas_int> d1, m.Y, <_blas.blas_int> d2,
+                         m.ysv, m.yu, <_blas.blas_int> d2, m.yvt, <_blas.blas_int> mn, &q, -1)
+        lw = max(lw, <_blas.blas_int> q)
+    m.lwork = lw if lw > 1 else 1
+    m.work = <double *> malloc(m.lwork * sizeof(double))
+    if m.work == NULL:
+        return ERR_NOMEM
+    return OK
+
+
+cdef void lr_free(LR *m) noexcept nogil:
+    free(m.alpha); free(m.beta); free(m.tmp); free(m.ap); free(m.bp); free(m.ea); free(m.eb); free(m.Ue)
+    free(m.Ve); free(m.K); free(m.W); free(m.ZT); free(m.sv); free(m.work)
+    free(m.B); free(m.A); free(m.C); free(m.R); free(m.qtau); free(m.Y); free(m.ysv)
+    free(m.yu); free(m.yvt)
+
+
+cdef inline Py_ssize_t active_rank(const LR *m) noexcept nogil:
+    cdef Py_ssize_t k = 0
+    while k < m.r and m.s[k] > 0:
+        k += 1
+    return k
+
+
+cdef inline double project_out(const double *Q, Py_ssize_t r, Py_ssize_t d, double *x,
+                               double *coef, double *tmp) noexcept nogil:
+    # x -= Q^T (Q x) twice (classical Gram-Schmidt with one re-orthogonalization,
+    # enough for orthonormal rows Q); coef += the coefficients taken; ||x||.
+    cdef Py_ssize_t k
+    _blas.gemv_rows(<_blas.blas_int> r, <_blas.blas_int> d, 1.0, Q, x, 0.0, tmp)
+    _blas.gemv_rows_t(<_blas.blas_int> r, <_blas.blas_int> d, -1.0, Q, tmp, 1.0, x)
+    for k in range(r):
+        coef[k] += tmp[k]
+    _blas.gemv_rows(<_blas.blas_int> r, <_blas.blas_int> d, 1.0, Q, x, 0.0, tmp)
+    _blas.gemv_rows_t(<_blas.blas_int> r, <_blas.blas_int> d, -1.0, Q, tmp, 1.0, x)
+    for k in range(r):
+        coef[k] += tmp[k]
+    return _blas.nrm2(<_blas.blas_int> d, x)
+
+
+cdef int retract(LR *m) noexcept nogil:
+    # M = Ue K Ve^T (Ue: d1 x m, Ve: d2 x m, K: m x m, column-major) to its best
+    # rank-r approximation: U = Ue W_r, s = sv_r, V = Ve Z_r. Singular values
+    # at rounding level (a rank-deficient core) are set to 0 with their
+    # vectors, so the iterate's rank stays what its nonzero s say.
+    cdef Py_ssize_t k, r = m.r, mm = m.m
+    cdef _blas.blas_int info
+    cdef double tol
+    info = _blas.gesvd_thin(<_blas.blas_int> mm, <_blas.blas_int> mm, m.K,
+                            <_blas.blas_int> mm, m.sv, m.W, <_blas.blas_int> mm, m.ZT,
+                            <_blas.blas_int> mm, m.work, m.lwork)
+    if info != 0:
+        return ERR_LAPACK
+    _blas.gemm(b'N', b'N', <_blas.blas_int> m.d1, <_blas.blas_int> r, <_blas.blas_int> mm,
+               1.0, m.Ue, <_blas.blas_int> m.d1, m.W, <_blas.blas_int> mm, 0.0, m.U,
+               <_blas.blas_int> m.d1)
+    _blas.gemm(b'N', b'T', <_blas.blas_int> m.d2, <_blas.blas_int> r, <_blas.blas_int> mm,
+               1.0, m.Ve, <_blas.blas_int> m.d2, m.ZT, <_blas.blas_int> mm, 0.0, m.V,
+               <_blas.blas_int> m.d2)
+    tol = m.sv[0] * mm * DBL_EPSILON
+    for k in range(r):
+        if m.sv[k] > tol:
+            m.s[k] = m.sv[k]
+        else:
+            m.s[k] = 0.0
+            memset(m.U + k * m.d1, 0, m.d1 * sizeof(double))
+            memset(m.V + k * m.d2, 0, m.d2 * sizeof(double))
+    return OK
+
+
+cdef inline double rank1_pred(LR *m, const double *a, const double *b) noexcept nogil:
+    # <a b^T, M> = (U a)' diag(s) (V b); leaves U a, V b in alpha, beta
+    cdef Py_ssize_t k
+    cdef double acc = 0.0
+    _blas.gemv_rows(<_blas.blas_int> m.r, <_blas.blas_int> m.d1, 1.0, m.U, a, 0.0, m.alpha)
+    _blas.gemv_rows(<_blas.blas_int> m.r, <_blas.blas_int> m.d2, 1.0, m.V, b, 0.0, m.beta)
+    for k in range(m.r):
+        acc += m.alpha[k] * m.s[k] * m.beta[k]
+    return acc
+
+
+cdef int rank1_step(LR *m, const double *a, const double *b, double na0, double nb0,
+                    double c) noexcept nogil:
+    # M <- SVD_r(M + c P(a b^T)), P the projection on the tangent space (the
+    # tangent cone while rank(M) < r); alpha, beta hold U a, V b. na0, nb0:
+    # ||a||, ||b||. With a_p = (I - UU^T) a, b_p likewise,
+    #   M + c P(a b^T) = [U, a_p/|a_p|] K [V, b_p/|b_p|]^T,
+    #   K = [[diag(s) + c alpha beta^T, c |b_p| alpha], [c |a_p| beta^T, 0]].
+    cdef Py_ssize_t d1 = m.d1, d2 = m.d2, r = m.r, mm = m.m, i, j, k
+    cdef double na, nb
+    memcpy(m.ap, a, d1 * sizeof(double))
+    memcpy(m.bp, b, d2 * sizeof(double))
+    # alpha, beta afresh as the coefficients the projections take (U a plus
+    # the re-orthogonalization's correction)
+    memset(m.alpha, 0, r * sizeof(double))
+    memset(m.beta, 0, r * sizeof(double))
+    na = project_out(m.U, r, d1, m.ap, m.alpha, m.tmp)
+    nb = project_out(m.V, r, d2, m.bp, m.beta, m.tmp)
+    # parts at rounding level: a (or b) lies in the basis' span
+    if not (na > 1e-13 * na0):
+        na = 0.0
+    if not (nb > 1e-13 * nb0):
+        nb = 0.0
+    k = active_rank(m)
+    if k < r and na > 0 and nb > 0:
+        # rank-deficient: the tangent cone adds c a_p b_p^T, which completes
+        # the basis with one direction each side (zero singular value for now)
+        for i in range(d1):
+            m.U[k * d1 + i] = m.ap[i] / na
+        for j in range(d2):
+            m.V[k * d2 + j] = m.bp[j] / nb
+        m.alpha[k] = na
+        m.beta[k] = nb
+        na = nb = 0.0
+    memcpy(m.Ue, m.U, r * d1 * sizeof(double))
+    memcpy(m.Ve, m.V, r * d2 * sizeof(double))
+    for i in range(d1):
+        m.Ue[r * d1 + i] = m.ap[i] / na if na > 0 else 0.0
+    for j in range(d2):
+        m.Ve[r * d2 + j] = m.bp[j] / nb if nb > 0 else 0.0
+    for j in range(r):
+        for i in range(r):
+            m.K[i + j * mm] = c * m.alpha[i] * m.beta[j]
+        m.K[j + j * mm] += m.s[j]
+        m.K[r + j * mm] = c * na * m.beta[j]
+        m.K[j + r * mm] = c * nb * m.alpha[j]
+    m.K[r + r * mm] = 0.0
+    return retract(m)
+
+
+cdef double dense_products(LR *m, const double *X) noexcept nogil:
+    # B = X V, A = X^T U, C = U^T X V (column-major d1 x r, d2 x r, r x r);
+    # returns <X, M> = sum_k s_k C_kk. X: C-order (d1, d2), i.e. column-major
+    # d2 x d1 (X^T).
+    cdef Py_ssize_t k, d1 = m.d1, d2 = m.d2, r = m.r
+    cdef double acc = 0.0
+    _blas.gemm(b'T', b'N', <_blas.blas_int> d1, <_blas.blas_int> r, <_blas.blas_int> d2,
+               1.0, X, <_blas.blas_int> d2, m.V, <_blas.blas_int> d2, 0.0, m.B,
+               <_blas.blas_int> d1)
+    _blas.gemm(b'N', b'N', <_blas.blas_int> d2, <_blas.blas_int> r, <_blas.blas_int> d1,
+               1.0, X, <_blas.blas_int> d2, m.U, <_blas.blas_int> d1, 0.0, m.A,
+               <_blas.blas_int> d2)
+    _blas.gemm(b'T', b'N', <_blas.blas_int> r, <_blas.blas_int> r, <_blas.blas_int> d1,
+               1.0, m.U, <_blas.blas_int> d1, m.B, <_blas.blas_int> d1, 0.0, m.C,
+               <_blas.blas_int> r)
+    for k in range(r):
+        acc += m.s[k] * m.C[k + k * r]
+    return acc
+
+
+cdef int complete_dense(LR *m, const double *X, Py_ssize_t k) noexcept nogil:
+    # Rank k < r: the inactive columns of U, V take the top r - k singular
+    # pairs of (I - UU^T) X (I - VV^T) (the tangent cone's extra part), by one
+    # SVD of a d1 x d2 matrix. B, A, C are those of the current U, V.
+    cdef Py_ssize_t d1 = m.d1, d2 = m.d2, r = m.r, mn = d1 if d1 < d2 else d2, i, j
+    cdef _blas.blas_int info
+    cdef double tol
+    # Y^T (column-major d2 x d1) = X^T - A U^T - V B^T + V C^T U^T
+    memcpy(m.Y, X, d1 * d2 * sizeof(double))
+    _blas.gemm(b'N', b'T', <_blas.blas_int> d2, <_blas.blas_int> d1, <_blas.blas_int> r,
+               -1.0, m.A, <_blas.blas_int> d2, m.U, <_blas.blas_int> d1, 1.0, m.Y,
+               <_blas.blas_int> d2)
+    _blas.gemm(b'N', b'T', <_blas.blas_int> d2, <_blas.blas_int> d1, <_blas.blas_int> r,
+               -1.0, m.V, <_blas.blas_int> d2, m.B, <_blas.blas_int> d1, 1.0, m.Y,
+               <_blas.blas_int> d2)
+    _blas.gemm(b'N', b'T', <_blas.blas_int> d2, <_blas.blas_int> r, <_blas.blas_int> r,
+               1.0, m.V, <_blas.blas_int> d2, m.C, <_blas.blas_int> r, 0.0, m.Ve,
+               <_blas.blas_int> d2)
+    _blas.gemm(b'N', b'T', <_blas.blas_int> d2, <_blas.blas_int> d1, <_blas.blas_int> r,
+               1.0, m.Ve, <_blas.blas_int> d2, m.U, <_blas.blas_int> d1, 1.0, m.Y,
+               <_blas.blas_int> d2)
+    info = _blas.gesvd_thin(<_blas.blas_int> d2, <_blas.blas_int> d1, m.Y,
+                            <_blas.blas_int> d2, m.ysv, m.yu, <_blas.blas_int> d2, m.yvt,
+                            <_blas.blas_int> mn, m.work, m.lwork)
+    if info != 0:
+        return ERR_LAPACK
+    tol = m.ysv[0] * (d1 if d1 > d2 else d2) * DBL_EPSILON
+    for j in range(r - k):
+        if j >= mn or not (m.ysv[j] > tol):
+            break
+        for i in range(d1):
+            m.U[(k + j) * d1 + i] = m.yvt[j + i * mn]
+        memcpy(m.V + (k + j) * d2, m.yu + j * d2, d2 * sizeof(double))
+    dense_products(m, X)
+    return OK
+
+
+cdef int qr_block(LR *m, Py_ssize_t d, double *Q) noexcept nogil:
+    # Q (column-major d x r) = its Householder Q, R (r x r) into m.R
+    cdef Py_ssize_t r = m.r, i, j
+    cdef _blas.blas_int info
+    info = _blas.geqrf(<_blas.blas_int> d, <_blas.blas_int> r, Q, <_blas.blas_int> d,
+                       m.qtau, m.work, m.lwork)
+    if info != 0:
+        return ERR_LAPACK
+    for j in range(r):
+        for i in range(r):
+            m.R[i + j * r] = Q[i + j * d] if i <= j else 0.0
+    info = _blas.orgqr(<_blas.blas_int> d, <_blas.blas_int> r, Q, <_blas.blas_int> d,
+                       m.qtau, m.work, m.lwork)
+    if info != 0:
+        return ERR_LAPACK
+    return OK
+
+
+cdef int dense_step(LR *m, const double *X, double c) noexcept nogil:
+    # M <- SVD_r(M + c P_T(X)) with B, A, C from dense_products (and the
+    # basis completed if rank(M) < r). With Up = (I - UU^T) X V = Qu Ru and
+    # Vp = (I - VV^T) X^T U = Qv Rv,
+    #   M + c P_T(X) = [U, Qu] [[diag(s) + c C, c Rv^T], [c Ru, 0]] [V, Qv]^T.
+    cdef Py_ssize_t d1 = m.d1, d2 = m.d2, r = m.r, mm = m.m, i, j
+    cdef int code
+    cdef double *Qu = m.Ue + r * d1
+    cdef double *Qv = m.Ve + r * d2
+    # Up = B - U C, Vp = A - V C^T, each projected out twice (rounding)
+    memcpy(Qu, m.B, r * d1 * sizeof(double))
+    memcpy(Qv, m.A, r * d2 * sizeof(double))
+    _blas.gemm(b'N', b'N', <_blas.blas_int> d1, <_blas.blas_int> r, <_blas.blas_int> r,
+               -1.0, m.U, <_blas.blas_int> d1, m.C, <_blas.blas_int> r, 1.0, Qu,
+               <_blas.blas_int> d1)
+    _blas.gemm(b'N', b'T', <_blas.blas_int> d2, <_blas.blas_int> r, <_blas.blas_int> r,
+               -1.0, m.V, <_blas.blas_int> d2, m.C, <_blas.blas_int> r, 1.0, Qv,
+               <_blas.blas_int> d2)
+    for j in range(r):
+        project_out(m.U, r, d1, Qu + j * d1, m.alpha, m.beta)
+        project_out(m.V, r, d2, Qv + j * d2, m.alpha, m.beta)
+    code = qr_block(m, d1, Qu)
+    if code != OK:
+        return code
+    for j in range(r):
+        for i in range(r):
+            m.K[(r + i) + j * mm] = c * m.R[i + j * r]         # c Ru
+    code = qr_block(m, d2, Qv)
+    if code != OK:
+        return code
+    for j in range(r):
+        for i in range(r):
+            m.K[i + (r + j) * mm] = c * m.R[j + i * r]         # c Rv^T
+            m.K[i + j * mm] = c * m.C[i + j * r]
+            m.K[(r + i) + (r + j) * mm] = 0.0
+        m.K[j + j * mm] += m.s[j]
+    memcpy(m.Ue, m.U, r * d1 * sizeof(double))
+    memcpy(m.Ve, m.V, r * d2 * sizeof(double))
+    return retract(m)
+
+
+# ----------------------------------------------------------------------------
+# The sample loop, one per form of X.
+
+cdef enum:
+    FORM_DENSE = 0
+    FORM_RANK1 = 1
+    FORM_INDEX = 2
+
+
+cdef struct Records:
+    Py_buffer state
+    Py_buffer params
+
+
+cdef int take_records(object state, object params, Records *r) except -1:
+    get_record(state, STATE_DTYPE, "state", sizeof(SGDState), True, &r.state)
+    try:
+        get_record(params, PARAMS_DTYPE, "params", sizeof(SGDParams), False, &r.params)
+    except BaseException:
+        PyBuffer_Release(&r.state)
+        raise
+    return 0
+
+
+cdef void give_records(Records *r) noexcept:
+    PyBuffer_Release(&r.params)
+    PyBuffer_Release(&r.state)
+
+
+cdef tuple run(int form, const double *X, const double *A, const double *B,
+               const Py_ssize_t *index, const double *y, Py_ssize_t n, Py_ssize_t d1,
+               Py_ssize_t d2, Py_ssize_t r, double *U, double *sv, double *V,
+               SGDState *s, const SGDParams *p, double *win, Py_ssize_t wcap):
+    cdef LR m
+    cdef Poll pl
+    cdef int code = OK, kind = <int> p.kind
+    cdef bint stat = kind == KIND_STATISTICAL
+    cdef Py_ssize_t i, row = -1, done = 0, k, pi = 0, pj = 0
+    cdef Py_ssize_t deff = r * (d1 + d2 - r)
+    cdef double ratio = <double> deff / (<double> d1 * <double> d2)
+    cdef double pred, res, g, eta = 0.0, xx, na0 = 1.0, nb0 = 1.0, xs
+    cdef double step_work
+    cdef double *swork = NULL
+    cdef const double *a
+    cdef const double *b
+    if n == 0:
+        return result(OK, 0, -1)
+    if kind != KIND_CONSTANT and kind != KIND_INVERSE_TIME and not stat:
+        return result(ERR_LAYOUT, 0, -1)
+    if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
+        return result(ERR_LAYOUT, 0, -1)
+    swork = <double *> malloc(max(wcap, 1) * sizeof(double))
+    code = ERR_NOMEM if swork == NULL else lr_init(&m, d1, d2, r, form == FORM_DENSE,
+                                                    U, sv, V)
+    if code != OK:
+        lr_free(&m)
+        free(swork)
+        return result(code, 0, -1)
+    if form == FORM_DENSE:
+        step_work = 4.0 * d1 * d2 * r + 64.0 * r * r * r
+    else:
+        step_work = 8.0 * (d1 + d2) * r * (r + 1) + 64.0 * r * r * r
+    poll_init(&pl)
+    with nogil:
+        for i in range(n):
+            if poll_stop(&pl, step_work):
+                code = ERR_INTERRUPTED
+                break
+            if form == FORM_DENSE:
+                a = X + i * d1 * d2
+                pred = dense_products(&m, a)
+                xx = _blas.dot(<_blas.blas_int> (d1 * d2), a, a)
+            else:
+                if form == FORM_RANK1:
+                    a = A + i * d1
+                    b = B + i * d2
+                    na0 = _blas.nrm2(<_blas.blas_int> d1, a)
+                    nb0 = _blas.nrm2(<_blas.blas_int> d2, b)
+                else:
+                    # e_i, e_j in the scratch rows that rank1_step copies from
+                    if index[2 * i] < 0 or index[2 * i] >= d1 or index[2 * i + 1] < 0 \
+                            or index[2 * i + 1] >= d2:
+                        code = ERR_BADINPUT
+                        row = i
+                        break
+                    a = m.ea
+                    b = m.eb
+                    m.ea[pi] = 0.0          # the last sample's e_i, e_j
+                    m.eb[pj] = 0.0
+                    pi = index[2 * i]
+                    pj = index[2 * i + 1]
+                    m.ea[index[2 * i]] = 1.0
+                    m.eb[index[2 * i + 1]] = 1.0
+                    na0 = nb0 = 1.0
+                pred = rank1_pred(&m, a, b)
+                xx = na0 * na0 * nb0 * nb0
+            res = y[i] - pred
+            if not (fabs(res) <= DBL_MAX and xx <= DBL_MAX):
+                code = ERR_BADINPUT
+                row = i
+                break
+            g = loss_and_coef(res, p, &s.loss)
+            s.n_seen += 1
+            done = i + 1
+            if stat:
+                # the vector schedule with d = d_eff and ||x||^2 = d_eff ||X||^2 / (d1 d2)
+                xs = sqrt(xx * ratio)
+                code = stat_single_row(s, p, win, swork, &xs, 1, deff, res, xs * xs, 1.0,
+                                       &eta)
+                if code == NO_UPDATE:
+                    code = OK
+                    continue
+                if code != OK:
+                    break
+            else:
+                eta = fixed_eta(s, p)
+            if form == FORM_DENSE:
+                k = active_rank(&m)
+                if k < r:
+                    code = complete_dense(&m, a, k)
+                    if code != OK:
+                        break
+                code = dense_step(&m, a, -eta * g)
+            else:
+                code = rank1_step(&m, a, b, na0, nb0, -eta * g)
+            if code != OK:
+                break
+            s.t += 1.0
+            s.n_updates += 1
+            s.last_eta = eta
+            if not (fabs(sv[0]) < 1e300):
+                code = ERR_NONFINITE
+                break
+        if code == OK and poll_final(&pl):
+            code = ERR_INTERRUPTED
+    lr_free(&m)
+    free(swork)
+    return result(code, done, row)
+
+
+cdef int check_shapes(Py_ssize_t n, Py_ssize_t ny, Py_ssize_t d1, Py_ssize_t d2,
+                      object U, object sv, object V) except -1:
+    if ny != n:
+        raise ValueError(f"y must have {n} values (one per sample), got {ny}")
+    r = sv.shape[0]
+    if r < 1 or U.shape[0] != r or V.shape[0] != r or U.shape[1] != d1 or V.shape[1] != d2:
+        raise ValueError(f"U, s, V must have shapes (r, {d1}), (r,), (r, {d2}) with r >= 1, "
+                         f"got {U.shape}, {sv.shape}, {V.shape}")
+    if r > d1 or r > d2:
+        raise ValueError(f"rank {r} exceeds the matrix shape ({d1}, {d2})")
+    return 0
+
+
+def run_dense(const double[:, :, ::1] X, const double[::1] y, double[:, ::1] U,
+              double[::1] s, double[:, ::1] V, object state, object params,
+              double[::1] window):
+    """One step per sample (X[t], y[t]), X of shape (T, d1, d2), on the iterate
+    U^T diag(s) V (U (r, d1), V (r, d2): rows are singular vectors), in place.
+
+    ``state``/``params``: records of STATE_DTYPE / PARAMS_DTYPE (the vector
+    family's, single mode); ``window`` holds the schedule's residuals
+    (max(window, n_warmup) + 1 values). Needs 2 r <= min(d1, d2).
+
+    Returns (code, done, exc, row): ``done`` samples were applied and the
+    state holds exactly their effect (when code is OK or ERR_INTERRUPTED;
+    other codes leave a partly moved state: work on copies). ERR_BADINPUT:
+    sample ``row`` has a non-finite residual or ||X||^2.
+    """
+    cdef Records rec
+    cdef Py_ssize_t n = X.shape[0], d1 = X.shape[1], d2 = X.shape[2]
+    check_shapes(n, y.shape[0], d1, d2, U, s, V)
+    if 2 * s.shape[0] > min(d1, d2):
+        raise ValueError(f"dense X needs 2 r <= min(d1, d2), got r = {s.shape[0]} for "
+                         f"({d1}, {d2})")
+    take_records(state, params, &rec)
+    try:
+        return run(FORM_DENSE, &X[0, 0, 0] if n else NULL, NULL, NULL, NULL,
+                   &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
+                   <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                   &window[0] if window.shape[0] else NULL, window.shape[0])
+    finally:
+        give_records(&rec)
+
+
+def run_rank1(const double[:, ::1] A, const double[:, ::1] B, const double[::1] y,
+              double[:, ::1] U, double[::1] s, double[:, ::1] V, object state,
+              object params, double[::1] window):
+    """One step per sample X_t = A[t] B[t]^T (rank-one sensing), as
+    :func:`run_dense`; O((d1 + d2) r^2) a step."""
+    cdef Records rec
+    cdef Py_ssize_t n = A.shape[0], d1 = A.shape[1], d2 = B.shape[1]
+    if B.shape[0] != n:
+        raise ValueError(f"A and B must have the same number of rows, got {n} and "
+                         f"{B.shape[0]}")
+    check_shapes(n, y.shape[0], d1, d2, U, s, V)
+    take_records(state, params, &rec)
+    try:
+        return run(FORM_RANK1, NULL, &A[0, 0] if n else NULL, &B[0, 0] if n else NULL, NULL,
+                   &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
+                   <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                   &window[0] if window.shape[0] else NULL, window.shape[0])
+    finally:
+        give_records(&rec)
+
+
+def run_index(const Py_ssize_t[:, ::1] index, const double[::1] y, double[:, ::1] U,
+              double[::1] s, double[:, ::1] V, object state, object params,
+              double[::1] window):
+    """One step per sample X_t = e_i e_j^T, (i, j) = index[t] (matrix
+    completion), as :func:`run_rank1`; an index out of range is ERR_BADINPUT
+    at its row."""
+    cdef Records rec
+    cdef Py_ssize_t n = index.shape[0], d1 = U.shape[1], d2 = V.shape[1]
+    if index.shape[1] != 2:
+        raise ValueError(f"index must have shape (T, 2), got {tuple(index.shape)[:2]}")
+    check_shapes(n, y.shape[0], d1, d2, U, s, V)
+    take_records(state, params, &rec)
+    try:
+        return run(FORM_INDEX, NULL, NULL, NULL, &index[0, 0] if n else NULL,
+                   &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
+                   <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                   &window[0] if window.shape[0] else NULL, window.shape[0])
+    finally:
+        give_records(&rec)
