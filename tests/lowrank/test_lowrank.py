@@ -112,7 +112,8 @@ def test_statistical_schedule_is_the_vector_familys(loss):
     d_eff ||X||^2 / (d1 d2), fed the same residuals."""
     d1, d2, r = 10, 8, 2
     X, y, _ = stream("dense", 600, d1, d2, r, seed=5)
-    sched = StatisticalSchedule(n_warmup=20, window=40)
+    # decay 0.5: a phase one short enough to end within the 600 samples
+    sched = StatisticalSchedule(n_warmup=20, window=40, decay=0.5)
     est = Est(rank=r, tau=0.4, loss=loss, schedule=sched)
     deff = r * (d1 + d2 - r)
     code_loss = {"quantile": _q.LOSS_CHECK, "squared": _q.LOSS_SQUARED}[loss]
