@@ -378,13 +378,60 @@ cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
 
 
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
-                              SGDState *s) noexcept nogil:
+                              SGDState *s, double *rs, bint fit_b) noexcept nogil:
     # wbar += (w - wbar) / k : running mean of the iterates
     cdef double inv
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
     sf_average(d, inv, w, wbar)
     s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+    if rs != NULL:
+        rs_step(d, wbar, s, rs, fit_b)
+
+
+cdef inline Py_ssize_t rs_len(Py_ssize_t da) noexcept nogil:
+    return 2 * da + 1 + da * (da + 1) // 2
+
+
+def rs_length(Py_ssize_t da):
+    """Length of the random-scaling sums for da = d (+1 with an intercept)
+    coordinates: ref (da), sum k^2 (1), sum k^2 u (da), sum k^2 u u' packed
+    upper triangle, row by row (da (da + 1) / 2)."""
+    return rs_len(da)
+
+
+cdef void rs_step(Py_ssize_t d, const double *wbar, const SGDState *s, double *rs,
+                  bint fit_b) noexcept nogil:
+    # Random scaling (Lee, Liao, Seo & Shin 2022): the sums from which
+    # V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)' follows in O(da^2),
+    # z_s the s-th averaged iterate (coef then intercept). V is invariant to a
+    # shift of z: the sums are of u = z - z_1, which keeps their terms of the
+    # size of the path's spread instead of ||beta||^2 (no cancellation when
+    # ||beta|| is large against the interval). The average restarting
+    # (n_avg back to 1) restarts the sums: they cover exactly its window.
+    cdef Py_ssize_t da = d + (1 if fit_b else 0), i, j
+    cdef double k2 = s.n_avg * s.n_avg, fi, zi
+    cdef double *ref = rs
+    cdef double *bsum = rs + da + 1
+    cdef double *A = rs + 2 * da + 1
+    if s.n_avg == 1.0:
+        for i in range(d):
+            ref[i] = wbar[i]
+        if fit_b:
+            ref[d] = s.intercept_avg
+        for i in range(da, rs_len(da)):
+            rs[i] = 0.0
+    rs[da] += k2
+    for i in range(da):
+        zi = (wbar[i] if i < d else s.intercept_avg) - ref[i]
+        fi = k2 * zi
+        bsum[i] += fi
+        for j in range(i, d):
+            A[0] += fi * (wbar[j] - ref[j])
+            A += 1
+        if fit_b:
+            A[0] += fi * (s.intercept_avg - ref[d])
+            A += 1
 
 
 cdef inline void start_phase(SGDState *s, double phase, double eta_start,
@@ -870,6 +917,21 @@ cdef int check_lengths(Py_ssize_t n, Py_ssize_t d, Py_ssize_t ny, Py_ssize_t nsw
     return 0
 
 
+cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NULL:
+    # The random-scaling sums of sgd_single/sgd_blocks: None (not tracked) or
+    # exactly rs_length(d + fit_intercept) values.
+    cdef double[::1] view
+    cdef Py_ssize_t need
+    if rs is None:
+        return NULL
+    view = rs
+    need = rs_len(d + (1 if p.fit_intercept != 0 else 0))
+    if view.shape[0] != need:
+        raise ValueError(f"rs must have {need} values (rs_length(d + fit_intercept)), got "
+                         f"{view.shape[0]}")
+    return &view[0]
+
+
 cdef struct Records:
     Py_buffer state
     Py_buffer params
@@ -893,7 +955,7 @@ cdef void give_records(Records *r) noexcept:
 
 def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
-               double[::1] window, const double[::1] etas):
+               double[::1] window, const double[::1] etas, object rs=None):
     """One single-sample update per row of X (the paper's Section 2.1).
 
     ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
@@ -907,6 +969,9 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     norm (NaN/inf in it, ||x||^2 overflowing, or an iterate that diverged);
     ERR_NONFINITE: the iterate left the finite range; ERR_LAYOUT: a work array
     is too short (nothing was changed).
+
+    ``rs``: None, or the random-scaling sums (``rs_length(d + fit_intercept)``
+    values, see ``rs_step``) updated with every step of the average.
     """
     cdef Records rec
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
@@ -914,14 +979,15 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     take_records(state, params, &rec)
     try:
         return _sgd_single(X, y, sample_weight, w, wbar, <SGDState *> rec.state.buf,
-                           <const SGDParams *> rec.params.buf, window, etas)
+                           <const SGDParams *> rec.params.buf, window, etas,
+                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
     finally:
         give_records(&rec)
 
 
 cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                        double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
-                       double[::1] window, const double[::1] etas):
+                       double[::1] window, const double[::1] etas, double *rs):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j = 0, need = 0
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
@@ -938,6 +1004,8 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef Py_ssize_t row = -1, done = 0
     cdef Poll pl
+    # a row's work, the random-scaling sums' da^2 / 2 included
+    cdef double row_work = d + ROW_WORK + (0.5 * da * da if rs != NULL else 0.0)
     if n == 0:
         return result(OK, 0, -1)
     if kind == KIND_ARRAY:
@@ -958,7 +1026,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     poll_init(&pl)
     with nogil:
         for i in range(n):
-            if poll_stop(&pl, d + ROW_WORK):
+            if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
             x = &X[i, 0]
@@ -1002,7 +1070,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             s.n_updates += 1
             s.last_eta = eta
             if avg and (s.avg_on != 0 or not stat):
-                average_step(d, wp, &wbar[0], s)
+                average_step(d, wp, &wbar[0], s, rs, fit_b)
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED        # every row applied
     free(work)
@@ -1229,7 +1297,7 @@ cdef double block_eta(SGDState *s, const SGDParams *p, Py_ssize_t da) noexcept n
 cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
                     SGDState *s, const SGDParams *p, double eta_user, double *win,
-                    BlockWork *bw, Poll *pl, Py_ssize_t *bad) noexcept nogil:
+                    BlockWork *bw, Poll *pl, Py_ssize_t *bad, double *rs) noexcept nogil:
     # One update on rows [0, m); rows >= score_from are new: they add to the
     # prequential loss and (batch mode) to the residual window. Returns OK,
     # ERR_BADINPUT (row in bad), ERR_SCALE (the warm-up's sum of ||x||^2
@@ -1283,7 +1351,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     s.n_updates += 1
     s.last_eta = eta
     if p.average != 0 and (s.avg_on != 0 or not stat):
-        average_step(d, w, wbar, s)
+        average_step(d, w, wbar, s, rs, fit_b)
     return OK
 
 
@@ -1307,7 +1375,7 @@ cdef void block_work_free(BlockWork *bw) noexcept:
 
 def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                Py_ssize_t block, double[::1] w, double[::1] wbar, object state,
-               object params, double[::1] window, const double[::1] etas):
+               object params, double[::1] window, const double[::1] etas, object rs=None):
     """One update per consecutive block of ``block`` rows (batch mode).
 
     ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
@@ -1315,7 +1383,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     stepsize per block of positive total weight (user schedules).
 
     Returns (code, done, exc, row) as ``sgd_single``; ``done`` is a multiple
-    of ``block`` (whole blocks), ``row`` indexes X.
+    of ``block`` (whole blocks), ``row`` indexes X. ``rs``: as ``sgd_single``.
     """
     cdef Records rec
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
@@ -1323,14 +1391,16 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     take_records(state, params, &rec)
     try:
         return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
-                           <const SGDParams *> rec.params.buf, window, etas)
+                           <const SGDParams *> rec.params.buf, window, etas,
+                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
     finally:
         give_records(&rec)
 
 
 cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                        Py_ssize_t block, double[::1] w, double[::1] wbar, SGDState *s,
-                       const SGDParams *p, double[::1] window, const double[::1] etas):
+                       const SGDParams *p, double[::1] window, const double[::1] etas,
+                       double *rs):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb, i, j = 0, need = 0
     cdef double updates
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
@@ -1364,7 +1434,7 @@ cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double
             code = block_step(&X[b * block, 0], &y[b * block],
                               swp + b * block if swp != NULL else NULL, block, d, 0,
                               &w[0], &wbar[0], s, p, etas[j] if j < etas.shape[0] else 0.0,
-                              &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
+                              &window[0] if window.shape[0] else NULL, &bw, &pl, &bad, rs)
             if code != OK:
                 if bad >= 0:
                     row = bad + b * block
@@ -1421,7 +1491,8 @@ cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const doubl
     poll_init(&pl)
     with nogil:
         code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
-                          eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
+                          eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad,
+                          NULL)
         if code == OK:
             pl.work += 4.0 * n            # the order statistics over all residuals
             if poll_final(&pl):

@@ -21,6 +21,7 @@ from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
 from ..schedules import Schedule, resolve_schedule
+from ._inference import critical_value, random_scaling_matrix
 from ._inputs import as_matrix, as_target, as_weights, check_memory, feature_names
 from ._state import Plan, Work, advance, raise_row_error
 
@@ -46,6 +47,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     mode = "single"
     tau = 0.5
     batch_size = None
+    inference = False
     _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
@@ -69,9 +71,14 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             raise ValueError(f"mode must be one of {tuple(_MODES)}, got {self.mode!r}")
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1,
                      allow_none=True)
-        for name in ("average", "fit_intercept"):
+        for name in ("average", "fit_intercept", "inference"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.inference and not (self.average and self.mode != "storage"):
+            raise ValueError("inference=True needs average=True and mode 'single' or 'batch' "
+                             "(random scaling is for the averaged iterate of a stochastic-"
+                             "gradient path; storage mode's steps use all data so far), got "
+                             f"average={self.average!r}, mode={self.mode!r}")
         check_seed(getattr(self, "random_state", None))
         return resolve_schedule(self.schedule)
 
@@ -139,8 +146,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                  f"call; the learnt state belongs to {name}={before!r}. Set "
                                  f"it back, or call fit() to start afresh")
 
-    @staticmethod
-    def _continue_with(work, params, plan):
+    def _continue_with(self, work, params, plan):
         """Apply the accepted mid-stream changes to a working copy."""
         old = work.params[0]
         new = params[0]
@@ -152,6 +158,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         if new["average"] and not old["average"]:
             work.state["n_avg"] = 0.0        # the average restarts
         work.follow(params, plan)
+        work.track_inference(bool(self.inference))
 
     # -- fitting ----------------------------------------------------------------
     def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
@@ -195,6 +202,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 if n == 0:
                     return self
                 work = Work.fresh(d, params, plan, *init)
+                work.track_inference(bool(self.inference))
             else:
                 if coef_init is not None or intercept_init is not None:
                     raise ValueError("coef_init and intercept_init start a fresh fit: this "
@@ -249,6 +257,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                  "number); the estimator keeps its previous state")
             schedule, params, plan = self._resolve(d)
             work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
+            work.track_inference(bool(self.inference))
             if self.mode == "single":
                 out = advance(work, X, y, sw, schedule)
             else:
@@ -534,6 +543,12 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     fit_intercept : bool
     random_state : None, int or Generator
         Accepted for a uniform API; the updates are deterministic.
+    inference : bool
+        Keep the random-scaling sums (Lee, Liao, Seo & Shin, AAAI 2022) for
+        :meth:`conf_int` and ``coef_covariance_``: O((d+1)^2 / 2) more work
+        per update, inside the kernel. Needs ``average=True`` and mode
+        "single" or "batch" (storage mode's steps use all data so far, not a
+        stochastic-gradient path, so the theory does not apply: refused).
 
     Attributes
     ----------
@@ -546,6 +561,10 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when fitted on a DataFrame with string column names.
+    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1)
+        With ``inference=True``: the random-scaling matrix of (coef_,
+        intercept_) (no intercept row/column without ``fit_intercept``); see
+        :meth:`conf_int`.
 
     Notes
     -----
@@ -574,12 +593,21 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     (True, 20000)
     >>> bool(est.score(X, y) > 0.9)                  # D^2 pinball at tau = 0.75
     True
+
+    Confidence intervals for the coefficients, updated online:
+
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, inference=True).fit(X, y)
+    >>> ci = est.conf_int(alpha=0.05)                # rows: coef_ then intercept_
+    >>> ci.shape
+    (11, 2)
+    >>> bool(np.all(ci[:, 0] < ci[:, 1]))
+    True
     """
 
     _loss = _k.LOSS_CHECK
 
     def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
-                 average=False, fit_intercept=True, random_state=None):
+                 average=False, fit_intercept=True, random_state=None, inference=False):
         self.tau = tau
         self.mode = mode
         self.schedule = schedule
@@ -587,6 +615,80 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.average = average
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.inference = inference
+
+    def _random_scaling(self):
+        """(estimate, V_k / k) of one published state, read under the lock."""
+        with self._serialized():
+            fit = self._fitted()
+            if fit.rs is None:
+                raise AttributeError(
+                    f"{type(self).__name__} keeps no random-scaling sums: set inference=True "
+                    "(with average=True) before fitting for conf_int and coef_covariance_")
+            k = float(fit.state["n_avg"][0])
+            if k < 2:
+                raise ValueError(
+                    f"the average holds {int(k)} iterate(s) (it starts once the statistical "
+                    "schedule has settled in its last phase): random scaling needs at least "
+                    "2; learn from more rows first")
+            z = fit.wbar.copy()
+            if fit.params["fit_intercept"][0]:
+                z = np.append(z, fit.state["intercept_avg"][0])
+            return z, random_scaling_matrix(fit.rs, z, k)
+
+    @property
+    def coef_covariance_(self):
+        """The random-scaling matrix V_k / k of (coef_, intercept_) (shape
+        (d + 1, d + 1), intercept last; (d, d) without an intercept), with
+        V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)' over the k steps of
+        the average (z_s: the s-th averaged iterate). It is a random scale,
+        not a consistent estimate of the covariance: divide by it and use the
+        critical values of :meth:`conf_int`, not normal ones."""
+        return self._random_scaling()[1]
+
+    def conf_int(self, alpha=0.05):
+        """Confidence intervals for the coefficients and the intercept, by
+        random scaling (Lee, Liao, Seo & Shin, AAAI 2022).
+
+        (z_k - beta*)_j / sqrt(coef_covariance_[j, j]) is asymptotically
+        distributed as W(1) / sqrt(int_0^1 (W(r) - r W(1))^2 dr) (W a Brownian
+        motion); the interval is z_k,j +- c_alpha sqrt(coef_covariance_[j, j])
+        with c_alpha that law's two-sided critical value (6.747 at
+        alpha = 0.05; see :func:`streamfit.quantile.critical_value`). The
+        window is the average's: the iterates since the statistical schedule
+        settled in its last phase (every update with another schedule), one
+        step per update (single mode: per row of positive weight; batch mode:
+        per batch). Sample weights enter the sub-gradients (the target is the
+        minimiser of the weighted expected check loss); the intervals are
+        valid when the weights are drawn with the rows (i.i.d.), not for
+        weights that drift along the stream.
+
+        Parameters
+        ----------
+        alpha : {0.01, 0.02, 0.05, 0.1, 0.2}
+            One minus the coverage.
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1, 2)
+            Lower and upper bounds: rows for ``coef_`` in order, then (with
+            ``fit_intercept``) one for ``intercept_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit import OnlineQuantileRegressor
+        >>> from streamfit.simulate import make_linear_stream
+        >>> X, y, beta = make_linear_stream(20000, 3, tau=0.5, random_state=1)
+        >>> est = OnlineQuantileRegressor(average=True, inference=True).fit(X, y)
+        >>> lo, hi = est.conf_int(0.05)[:3].T
+        >>> bool(np.all((lo < beta) & (beta < hi)))
+        True
+        """
+        c = critical_value(alpha)
+        z, V = self._random_scaling()
+        half = c * np.sqrt(np.maximum(np.diag(V), 0.0))
+        return np.column_stack([z - half, z + half])
 
     def score(self, X, y, sample_weight=None):
         """D^2 pinball score at the fitted ``tau``: the fraction of the check
