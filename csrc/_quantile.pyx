@@ -426,9 +426,11 @@ cdef void rs_step(Py_ssize_t d, const double *wbar, const SGDState *s, double *r
         zi = (wbar[i] if i < d else s.intercept_avg) - ref[i]
         fi = k2 * zi
         bsum[i] += fi
+        # indexed from the row's start (no pointer stepping): the loop vectorises
         for j in range(i, d):
-            A[0] += fi * (wbar[j] - ref[j])
-            A += 1
+            A[j - i] += fi * (wbar[j] - ref[j])
+        if i < d:
+            A += d - i
         if fit_b:
             A[0] += fi * (s.intercept_avg - ref[d])
             A += 1
