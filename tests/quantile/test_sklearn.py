@@ -35,6 +35,7 @@ ESTIMATORS = [
     OnlineQuantileRegressor(0.7, mode="batch", batch_size=8, schedule=short()),
     OnlineQuantileRegressor(0.5, mode="storage", batch_size=16, schedule=short()),
     OnlineQuantileRegressor(0.5, average=True, schedule=short(patience=1)),
+    OnlineQuantileRegressor(0.5, average=True, inference=True, schedule=short(patience=1)),
     OnlineQuantileRegressor(0.5, mode="batch", batch_size=4, average=True,
                             schedule=short(patience=1)),
     OnlineQuantileRegressor(0.5, schedule=ConstantSchedule(0.05)),
