@@ -1520,3 +1520,164 @@ def predict(const double[:, ::1] X, const double[::1] w, double intercept, doubl
     with nogil:
         for i in range(n):
             out[i] = sf_dot(d, &X[i, 0], &w[0]) + intercept
+
+
+# ----------------------------------------------------------------------------
+# Several quantiles in one pass (single-sample mode): the row is read once,
+# each quantile keeps its own iterate, average, schedule state and window.
+
+cpdef enum:
+    NONCROSS_NONE = 0     # independent updates (predict rearranges)
+    NONCROSS_PROJECT = 1  # residuals at the predictions projected onto the ordered cone
+
+
+cdef void pav_increasing(double *v, Py_ssize_t m, double *level, double *size) noexcept nogil:
+    # v <- its least-squares projection onto {v_1 <= ... <= v_m} (pool adjacent
+    # violators, equal weights); level/size: m work values each
+    cdef Py_ssize_t i, j, nb = 0
+    cdef Py_ssize_t k
+    for i in range(m):
+        level[nb] = v[i]
+        size[nb] = 1.0
+        nb += 1
+        while nb > 1 and level[nb - 2] > level[nb - 1]:
+            level[nb - 2] = (level[nb - 2] * size[nb - 2] + level[nb - 1] * size[nb - 1]) / \
+                (size[nb - 2] + size[nb - 1])
+            size[nb - 2] += size[nb - 1]
+            nb -= 1
+    i = 0
+    for j in range(nb):
+        for k in range(<Py_ssize_t> size[j]):
+            v[i] = level[j]
+            i += 1
+
+
+def _py_pav(double[::1] v):
+    """The kernel's pool-adjacent-violators projection of v, in place (for tests)."""
+    cdef Py_ssize_t m = v.shape[0]
+    cdef double *buf = <double *> malloc(2 * max(m, 1) * sizeof(double))
+    if buf == NULL:
+        raise MemoryError("_py_pav: no work space")
+    if m:
+        pav_increasing(&v[0], m, buf, buf + m)
+    free(buf)
+
+
+def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+              double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
+              const SGDParams[::1] params, double[:, ::1] windows, int noncrossing):
+    """One single-sample update per row of X for each of m quantiles.
+
+    ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
+    records (STATE_DTYPE / PARAMS_DTYPE, one per quantile, taus increasing);
+    ``windows``: (m, capacity) residual windows. With ``noncrossing`` =
+    NONCROSS_PROJECT the m predictions at x are projected onto the ordered
+    cone (pool adjacent violators) before the residuals that decide the
+    sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
+    user-array schedule excepted: ERR_LAYOUT); with NONCROSS_NONE each
+    quantile's state is bit-identical to its own ``sgd_single`` run.
+
+    Returns (code, done, exc, row) as ``sgd_single``: every state holds the
+    effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
+    the states may be partly moved (the caller works on copies).
+    """
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], m = W.shape[0], q, i
+    cdef Py_ssize_t wcap = windows.shape[1]
+    cdef Py_ssize_t da
+    cdef double *work
+    cdef double *pred
+    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
+    cdef double r, g, eta, xx = 0.0, wi = 1.0
+    cdef const double *x
+    cdef SGDState *s
+    cdef const SGDParams *p
+    cdef int code = OK
+    cdef Py_ssize_t row = -1, done = 0
+    cdef bint fit_b
+    cdef Poll pl
+    check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
+    if not (m >= 1 and Wbar.shape[0] == m and states.shape[0] == m and params.shape[0] == m
+            and windows.shape[0] == m):
+        raise ValueError(f"W, Wbar, states, params and windows must have one row per "
+                         f"quantile, got {W.shape[0]}, {Wbar.shape[0]}, {states.shape[0]}, "
+                         f"{params.shape[0]} and {windows.shape[0]}")
+    if n == 0:
+        return result(OK, 0, -1)
+    for q in range(m):
+        p = &params[q]
+        if p.kind == KIND_ARRAY or p.mode != MODE_SINGLE or p.average != params[0].average \
+                or p.fit_intercept != params[0].fit_intercept:
+            return result(ERR_LAYOUT, 0, -1)
+        if p.kind == KIND_STATISTICAL and (wcap < p.window or wcap < p.n_warmup
+                                           or <Py_ssize_t> states[q].fill >= wcap):
+            return result(ERR_LAYOUT, 0, -1)
+    fit_b = params[0].fit_intercept != 0
+    da = d + (1 if fit_b else 0)
+    work = <double *> malloc((max(wcap, 1) + 4 * m) * sizeof(double))
+    if work == NULL:
+        return result(ERR_NOMEM, 0, -1)
+    pred = work + max(wcap, 1)          # m predictions, m residuals, 2 m PAV work
+    poll_init(&pl)
+    with nogil:
+        for i in range(n):
+            if poll_stop(&pl, m * (2 * d + ROW_WORK)):
+                code = ERR_INTERRUPTED
+                break
+            x = &X[i, 0]
+            # every quantile's residual first: a bad row changes nothing
+            for q in range(m):
+                pred[q] = sf_dot2(d, x, &W[q, 0], &xx) + states[q].intercept
+                pred[m + q] = y[i] - pred[q]
+                if not (fabs(pred[m + q]) <= DBL_MAX and xx <= DBL_MAX):
+                    code = ERR_BADINPUT
+                    break
+            if code != OK:
+                row = i
+                break
+            if noncrossing == NONCROSS_PROJECT and m > 1:
+                pav_increasing(pred, m, pred + 2 * m, pred + 3 * m)
+                for q in range(m):
+                    pred[m + q] = y[i] - pred[q]
+            if swp != NULL:
+                wi = swp[i]
+            for q in range(m):
+                s = &states[q]
+                p = &params[q]
+                r = pred[m + q]
+                g = loss_and_coef(r, p, &s.loss, wi)
+                s.n_seen += 1
+                if wi == 0:
+                    continue
+                if p.kind == KIND_STATISTICAL:
+                    code = stat_single_row(s, p, &windows[q, 0], work, x, d, da, r, xx, wi,
+                                           &eta)
+                    if code == NO_UPDATE:
+                        code = OK
+                        continue
+                    if code != OK:
+                        break
+                else:
+                    eta = fixed_eta(s, p, 0.0)
+                sf_axpy(d, -eta * g * wi, x, &W[q, 0])
+                if fit_b:
+                    s.intercept -= eta * g * wi
+                s.t += wi
+                s.n_updates += 1
+                s.last_eta = eta
+                if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
+                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b)
+            if code != OK:
+                row = i
+                break
+            done = i + 1
+        if code == OK and poll_final(&pl):
+            code = ERR_INTERRUPTED
+    free(work)
+    if code == OK or code == ERR_INTERRUPTED:
+        for q in range(m):
+            if not iterate_finite(&W[q, 0], d, &states[q]):
+                if code == ERR_INTERRUPTED:
+                    pending_exception()
+                code = ERR_NONFINITE
+                break
+    return result(code, done, row)
