@@ -134,6 +134,8 @@ cdef struct SGDParams:
     double start          # 1: phase one after the warm-up; 2: straight to the last phase
     double restart        # a window median above restart * level for patience windows
                           # restarts phase one (0: never)
+    double t0             # clock behind a warm start (start == 2): the last phase
+                          # continues from it until a restart
 
 
 cdef SGDState _state_proto
@@ -486,6 +488,8 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
     # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
     cdef double k = s.t - s.t_switch
+    if p.start == 2 and s.n_restarts == 0:
+        k += p.t0         # a warm start continues the clock of the fit behind it
     if p.average != 0 and p.avg_power != 1.0:
         # pow() per sample would cost as much as the update at d = 100: it is
         # refreshed whenever k has grown by scale / 64, a change of at most
@@ -616,6 +620,15 @@ cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
     return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
 
 
+cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept nogil:
+    # The iterates an average starts with: a warm start (start == 2) with t0
+    # rows behind it counts its starting point (still in wbar: the average has
+    # not run) as t0 iterates, until a restart of phase one; else none.
+    if p.start == 2 and s.n_restarts == 0 and p.t0 > 0:
+        return p.t0
+    return 0.0
+
+
 cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
     # Into the last phase (the plateau rule, or start="phase2" after the warm-up).
     s.b0_cap = s.b0
@@ -623,6 +636,7 @@ cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept 
         # Batches too small for Theorem 5's constant phase: its one-step
         # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+        s.n_avg = average_prior(s, p)
     else:
         start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
 
@@ -761,7 +775,7 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
     elif flat and s.phase >= 2 and s.avg_on == 0:
         s.avg_on = 1      # settled: the average (if any) starts here
-        s.n_avg = 0
+        s.n_avg = average_prior(s, p)
     elif s.phase >= 2 and p.loss == LOSS_CHECK:
         s.eta_start = phase_start_eta(s, p, d, s.phase)
         s.k_pow = -1      # eta_start moved: recompute the cached power

@@ -112,7 +112,12 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                              "gradient path; storage mode's steps use all data so far), got "
                              f"average={self.average!r}, mode={self.mode!r}")
         check_seed(getattr(self, "random_state", None))
-        return resolve_schedule(self.schedule)
+        schedule = resolve_schedule(self.schedule)
+        if self.inference and getattr(schedule, "t0", 0):
+            raise ValueError("inference=True with a warm start's schedule.t0 > 0: the average "
+                             "then counts the start as t0 iterates, which the random-scaling "
+                             "path does not contain; use t0=0 for intervals")
+        return schedule
 
     def __setattr__(self, name, value):
         # a parameter set (by __init__, set_params or by hand) invalidates the
