@@ -872,6 +872,72 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
     return OK
 
 
+cdef inline double feature_sd(const double *sc, Py_ssize_t d, Py_ssize_t j) noexcept nogil:
+    # running standard deviation of feature j (1 while it is 0 or undefined)
+    cdef double sd = (sc[1 + d + j] / sc[0]) ** 0.5 if sc[0] > 0 else 0.0
+    return sd if (sd > 0 and sd <= DBL_MAX) else 1.0
+
+
+cdef int scale_row(const double *x, Py_ssize_t d, double wi, double *sc, bint center,
+                   double *z, double *sds, double *w, double *intercept) noexcept nogil:
+    # Welford's weighted running mean and sum of squared deviations take the
+    # row, then z = (x - mean) / sd (x / sd without centering). The iterate
+    # (w on the z scale, and the intercept) is re-expressed under the new
+    # statistics so that the model on the original scale does not move: the
+    # statistics act as a preconditioner only (otherwise each update of them
+    # would move the target by ||beta|| times their change, and the iterate
+    # would chase it). ERR_BADINPUT for a non-finite entry, before anything
+    # changes.
+    cdef Py_ssize_t j
+    cdef double *mean = sc + 1
+    cdef double *m2 = sc + 1 + d
+    cdef double delta, old_sd, old_mean, f, beta
+    for j in range(d):
+        if not (fabs(x[j]) <= DBL_MAX):
+            return ERR_BADINPUT
+    if wi > 0:
+        for j in range(d):
+            sds[j] = feature_sd(sc, d, j)      # before the row
+        sc[0] += wi
+        f = wi / sc[0]
+        for j in range(d):
+            old_sd = sds[j]
+            old_mean = mean[j]
+            delta = x[j] - mean[j]
+            mean[j] += f * delta
+            m2[j] += wi * delta * (x[j] - mean[j])
+            sds[j] = feature_sd(sc, d, j)
+            w[j] *= sds[j] / old_sd
+            if center:
+                beta = w[j] / sds[j]
+                intercept[0] += (mean[j] - old_mean) * beta
+    else:
+        for j in range(d):
+            sds[j] = feature_sd(sc, d, j)
+    for j in range(d):
+        z[j] = (x[j] - mean[j]) / sds[j] if center else x[j] / sds[j]
+    return OK
+
+
+cdef void average_step_scaled(Py_ssize_t d, const double *w, double *wbar, SGDState *s,
+                              const double *sc, const double *sds, bint center,
+                              double *beta) noexcept nogil:
+    # The average of the iterates on the original scale (beta = w / sd,
+    # b = intercept - mean' beta under the statistics of their time): the
+    # statistics move while the average runs, so averaging w and converting at
+    # the end would mix scales (a bias of order ||beta|| |sd_s - sd|).
+    cdef Py_ssize_t j
+    cdef double b = s.intercept, inv
+    for j in range(d):
+        beta[j] = w[j] / sds[j]
+        if center:
+            b -= sc[1 + j] * beta[j]
+    s.n_avg += 1.0
+    inv = 1.0 / s.n_avg
+    sf_average(d, inv, beta, wbar)
+    s.intercept_avg += (b - s.intercept_avg) * inv
+
+
 def schedule_step(object state, object params, double[::1] window, const double[::1] x,
                   double residual, double weight):
     """The statistical schedule (single-sample mode) for one row ``x`` whose
@@ -971,7 +1037,7 @@ cdef void give_records(Records *r) noexcept:
 
 def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
-               double[::1] window, const double[::1] etas, object rs=None):
+               double[::1] window, const double[::1] etas, object rs=None, object scaler=None):
     """One single-sample update per row of X (the paper's Section 2.1).
 
     ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
@@ -988,22 +1054,35 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
 
     ``rs``: None, or the random-scaling sums (``rs_length(d + fit_intercept)``
     values, see ``rs_step``) updated with every step of the average.
+
+    ``scaler``: None, or 2 d + 1 values (weight sum, running means, running
+    sums of squared deviations): each row (of positive weight) joins them,
+    then the model sees z = (x - mean) / sd (sd = 1 where it is 0; without an
+    intercept, x / sd): w and wbar are on that scale.
     """
     cdef Records rec
+    cdef double[::1] sc
+    cdef double *scp = NULL
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
                   wbar.shape[0])
+    if scaler is not None:
+        sc = scaler
+        if sc.shape[0] != 2 * X.shape[1] + 1:
+            raise ValueError(f"scaler must have {2 * X.shape[1] + 1} values (2 d + 1), got "
+                             f"{sc.shape[0]}")
+        scp = &sc[0]
     take_records(state, params, &rec)
     try:
         return _sgd_single(X, y, sample_weight, w, wbar, <SGDState *> rec.state.buf,
                            <const SGDParams *> rec.params.buf, window, etas,
-                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
+                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf), scp)
     finally:
         give_records(&rec)
 
 
 cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                        double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
-                       double[::1] window, const double[::1] etas, double *rs):
+                       double[::1] window, const double[::1] etas, double *rs, double *sc):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j = 0, need = 0
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
@@ -1011,6 +1090,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     cdef double *wp
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0
+    cdef double *zbuf
     cdef bint have_dot = False
     cdef const double *x
     cdef int kind = <int> p.kind, code = OK
@@ -1034,9 +1114,10 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             return result(ERR_LAYOUT, 0, -1)
     if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
         return result(ERR_LAYOUT, 0, -1)
-    work = <double *> malloc(max(wcap, 1) * sizeof(double))
+    work = <double *> malloc((max(wcap, 1) + 3 * d) * sizeof(double))
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
+    zbuf = work + max(wcap, 1)
     win = &window[0] if wcap else NULL
     wp = &w[0]
     poll_init(&pl)
@@ -1046,6 +1127,16 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
                 code = ERR_INTERRUPTED
                 break
             x = &X[i, 0]
+            if swp != NULL:
+                wi = swp[i]
+            if sc != NULL:
+                # the row joins the running location/scale first (a bad row
+                # fails the call, which the caller then discards)
+                if scale_row(x, d, wi, sc, fit_b, zbuf, zbuf + d, wp, &s.intercept) != OK:
+                    code = ERR_BADINPUT
+                    row = i
+                    break
+                x = zbuf
             if not have_dot:
                 xw = sf_dot2(d, x, wp, &xx)
             have_dot = False
@@ -1057,8 +1148,6 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
                 code = ERR_BADINPUT
                 row = i
                 break
-            if swp != NULL:
-                wi = swp[i]
             g = loss_and_coef(r, p, &s.loss, wi)
             s.n_seen += 1
             done = i + 1
@@ -1075,7 +1164,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
                 eta = fixed_eta(s, p, etas[j] if kind == KIND_ARRAY else 0.0)
                 j += 1
             # w -= eta * g * x (and the next row's x'w and ||x||^2 in the same pass)
-            if i + 1 < n:
+            if i + 1 < n and sc == NULL:
                 xw = sf_axpy_dot2(d, -eta * g * wi, x, wp, x + d, &xx)
                 have_dot = True
             else:
@@ -1086,7 +1175,10 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             s.n_updates += 1
             s.last_eta = eta
             if avg and (s.avg_on != 0 or not stat):
-                average_step(d, wp, &wbar[0], s, rs, fit_b)
+                if sc != NULL:
+                    average_step_scaled(d, wp, &wbar[0], s, sc, zbuf + d, fit_b, zbuf + 2 * d)
+                else:
+                    average_step(d, wp, &wbar[0], s, rs, fit_b)
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED        # every row applied
     free(work)

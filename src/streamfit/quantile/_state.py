@@ -22,7 +22,7 @@ __all__ = ["Work", "Outcome", "advance", "raise_row_error"]
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
-          "store_X", "store_y", "store_w", "store_n", "names", "rs")
+          "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler")
 
 
 class Plan:
@@ -53,8 +53,8 @@ class Work:
     __slots__ = FIELDS + ("plan",)
 
     def __setstate__(self, state):
-        # pickles from before the random-scaling sums existed have no rs
-        self.rs = None
+        # pickles from before the random-scaling sums (or the scaler) existed
+        self.rs = self.scaler = None
         for key, value in (state[1] if isinstance(state, tuple) else state).items():
             setattr(self, key, value)
 
@@ -74,6 +74,7 @@ class Work:
             None, 0
         work.names = None
         work.rs = None
+        work.scaler = None
         return work
 
     def track_inference(self, on):
@@ -110,6 +111,7 @@ class Work:
             self.store_w, self.store_n
         work.names = self.names
         work.rs = None if self.rs is None else self.rs.copy()
+        work.scaler = None if self.scaler is None else self.scaler.copy()
         return work
 
     def follow(self, params, plan):
@@ -216,7 +218,7 @@ def _advance_single(work, X, y, sw, schedule):
         work.grow_window(_window_size(work.params, 0, work.state))
     code, done, exc, row = _k.sgd_single(X, y, _EMPTY if sw is None else sw, work.w,
                                          work.wbar, work.state, work.params, work.window, etas,
-                                         work.rs)
+                                         work.rs, work.scaler)
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))
