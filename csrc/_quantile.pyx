@@ -20,7 +20,7 @@ import numpy as np
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS,
                              PyBUF_WRITABLE)
 from cpython.pythread cimport PyThread_get_thread_ident
-from libc.math cimport fabs, pow, isnan, NAN
+from libc.math cimport fabs, pow, isnan, sqrt, NAN
 from libc.float cimport DBL_MAX, DBL_MIN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
@@ -874,7 +874,7 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
 
 cdef inline double feature_sd(const double *sc, Py_ssize_t d, Py_ssize_t j) noexcept nogil:
     # running standard deviation of feature j (1 while it is 0 or undefined)
-    cdef double sd = (sc[1 + d + j] / sc[0]) ** 0.5 if sc[0] > 0 else 0.0
+    cdef double sd = sqrt(sc[1 + d + j] / sc[0]) if sc[0] > 0 else 0.0
     return sd if (sd > 0 and sd <= DBL_MAX) else 1.0
 
 
