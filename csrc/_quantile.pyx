@@ -20,7 +20,7 @@ import numpy as np
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS,
                              PyBUF_WRITABLE)
 from cpython.pythread cimport PyThread_get_thread_ident
-from libc.math cimport fabs, pow, isnan, NAN
+from libc.math cimport fabs, pow, isnan, sqrt, NAN
 from libc.float cimport DBL_MAX, DBL_MIN
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
@@ -134,6 +134,8 @@ cdef struct SGDParams:
     double start          # 1: phase one after the warm-up; 2: straight to the last phase
     double restart        # a window median above restart * level for patience windows
                           # restarts phase one (0: never)
+    double t0             # clock behind a warm start (start == 2): the last phase
+                          # continues from it until a restart
 
 
 cdef SGDState _state_proto
@@ -378,13 +380,62 @@ cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
 
 
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
-                              SGDState *s) noexcept nogil:
+                              SGDState *s, double *rs, bint fit_b) noexcept nogil:
     # wbar += (w - wbar) / k : running mean of the iterates
     cdef double inv
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
     sf_average(d, inv, w, wbar)
     s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+    if rs != NULL:
+        rs_step(d, wbar, s, rs, fit_b)
+
+
+cdef inline Py_ssize_t rs_len(Py_ssize_t da) noexcept nogil:
+    return 2 * da + 1 + da * (da + 1) // 2
+
+
+def rs_length(Py_ssize_t da):
+    """Length of the random-scaling sums for da = d (+1 with an intercept)
+    coordinates: ref (da), sum k^2 (1), sum k^2 u (da), sum k^2 u u' packed
+    upper triangle, row by row (da (da + 1) / 2)."""
+    return rs_len(da)
+
+
+cdef void rs_step(Py_ssize_t d, const double *wbar, const SGDState *s, double *rs,
+                  bint fit_b) noexcept nogil:
+    # Random scaling (Lee, Liao, Seo & Shin 2022): the sums from which
+    # V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)' follows in O(da^2),
+    # z_s the s-th averaged iterate (coef then intercept). V is invariant to a
+    # shift of z: the sums are of u = z - z_1, which keeps their terms of the
+    # size of the path's spread instead of ||beta||^2 (no cancellation when
+    # ||beta|| is large against the interval). The average restarting
+    # (n_avg back to 1) restarts the sums: they cover exactly its window.
+    cdef Py_ssize_t da = d + (1 if fit_b else 0), i, j
+    cdef double k2 = s.n_avg * s.n_avg, fi, zi
+    cdef double *ref = rs
+    cdef double *bsum = rs + da + 1
+    cdef double *A = rs + 2 * da + 1
+    if s.n_avg == 1.0:
+        for i in range(d):
+            ref[i] = wbar[i]
+        if fit_b:
+            ref[d] = s.intercept_avg
+        for i in range(da, rs_len(da)):
+            rs[i] = 0.0
+    rs[da] += k2
+    for i in range(da):
+        zi = (wbar[i] if i < d else s.intercept_avg) - ref[i]
+        fi = k2 * zi
+        bsum[i] += fi
+        # indexed from the row's start (no pointer stepping): the loop vectorises
+        for j in range(i, d):
+            A[j - i] += fi * (wbar[j] - ref[j])
+        if i < d:
+            A += d - i
+        if fit_b:
+            A[0] += fi * (s.intercept_avg - ref[d])
+            A += 1
 
 
 cdef inline void start_phase(SGDState *s, double phase, double eta_start,
@@ -437,6 +488,8 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
     # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
     cdef double k = s.t - s.t_switch
+    if p.start == 2 and s.n_restarts == 0:
+        k += p.t0         # a warm start continues the clock of the fit behind it
     if p.average != 0 and p.avg_power != 1.0:
         # pow() per sample would cost as much as the update at d = 100: it is
         # refreshed whenever k has grown by scale / 64, a change of at most
@@ -567,6 +620,15 @@ cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
     return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
 
 
+cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept nogil:
+    # The iterates an average starts with: a warm start (start == 2) with t0
+    # rows behind it counts its starting point (still in wbar: the average has
+    # not run) as t0 iterates, until a restart of phase one; else none.
+    if p.start == 2 and s.n_restarts == 0 and p.t0 > 0:
+        return p.t0
+    return 0.0
+
+
 cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
     # Into the last phase (the plateau rule, or start="phase2" after the warm-up).
     s.b0_cap = s.b0
@@ -574,6 +636,7 @@ cdef void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept 
         # Batches too small for Theorem 5's constant phase: its one-step
         # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+        s.n_avg = average_prior(s, p)
     else:
         start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
 
@@ -712,7 +775,7 @@ cdef void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
     elif flat and s.phase >= 2 and s.avg_on == 0:
         s.avg_on = 1      # settled: the average (if any) starts here
-        s.n_avg = 0
+        s.n_avg = average_prior(s, p)
     elif s.phase >= 2 and p.loss == LOSS_CHECK:
         s.eta_start = phase_start_eta(s, p, d, s.phase)
         s.k_pow = -1      # eta_start moved: recompute the cached power
@@ -809,6 +872,72 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
     return OK
 
 
+cdef inline double feature_sd(const double *sc, Py_ssize_t d, Py_ssize_t j) noexcept nogil:
+    # running standard deviation of feature j (1 while it is 0 or undefined)
+    cdef double sd = sqrt(sc[1 + d + j] / sc[0]) if sc[0] > 0 else 0.0
+    return sd if (sd > 0 and sd <= DBL_MAX) else 1.0
+
+
+cdef int scale_row(const double *x, Py_ssize_t d, double wi, double *sc, bint center,
+                   double *z, double *sds, double *w, double *intercept) noexcept nogil:
+    # Welford's weighted running mean and sum of squared deviations take the
+    # row, then z = (x - mean) / sd (x / sd without centering). The iterate
+    # (w on the z scale, and the intercept) is re-expressed under the new
+    # statistics so that the model on the original scale does not move: the
+    # statistics act as a preconditioner only (otherwise each update of them
+    # would move the target by ||beta|| times their change, and the iterate
+    # would chase it). ERR_BADINPUT for a non-finite entry, before anything
+    # changes.
+    cdef Py_ssize_t j
+    cdef double *mean = sc + 1
+    cdef double *m2 = sc + 1 + d
+    cdef double delta, old_sd, old_mean, f, beta
+    for j in range(d):
+        if not (fabs(x[j]) <= DBL_MAX):
+            return ERR_BADINPUT
+    if wi > 0:
+        for j in range(d):
+            sds[j] = feature_sd(sc, d, j)      # before the row
+        sc[0] += wi
+        f = wi / sc[0]
+        for j in range(d):
+            old_sd = sds[j]
+            old_mean = mean[j]
+            delta = x[j] - mean[j]
+            mean[j] += f * delta
+            m2[j] += wi * delta * (x[j] - mean[j])
+            sds[j] = feature_sd(sc, d, j)
+            w[j] *= sds[j] / old_sd
+            if center:
+                beta = w[j] / sds[j]
+                intercept[0] += (mean[j] - old_mean) * beta
+    else:
+        for j in range(d):
+            sds[j] = feature_sd(sc, d, j)
+    for j in range(d):
+        z[j] = (x[j] - mean[j]) / sds[j] if center else x[j] / sds[j]
+    return OK
+
+
+cdef void average_step_scaled(Py_ssize_t d, const double *w, double *wbar, SGDState *s,
+                              const double *sc, const double *sds, bint center,
+                              double *beta) noexcept nogil:
+    # The average of the iterates on the original scale (beta = w / sd,
+    # b = intercept - mean' beta under the statistics of their time): the
+    # statistics move while the average runs, so averaging w and converting at
+    # the end would mix scales (a bias of order ||beta|| |sd_s - sd|).
+    cdef Py_ssize_t j
+    cdef double b = s.intercept, inv
+    for j in range(d):
+        beta[j] = w[j] / sds[j]
+        if center:
+            b -= sc[1 + j] * beta[j]
+    s.n_avg += 1.0
+    inv = 1.0 / s.n_avg
+    sf_average(d, inv, beta, wbar)
+    s.intercept_avg += (b - s.intercept_avg) * inv
+
+
 def schedule_step(object state, object params, double[::1] window, const double[::1] x,
                   double residual, double weight):
     """The statistical schedule (single-sample mode) for one row ``x`` whose
@@ -870,6 +999,21 @@ cdef int check_lengths(Py_ssize_t n, Py_ssize_t d, Py_ssize_t ny, Py_ssize_t nsw
     return 0
 
 
+cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NULL:
+    # The random-scaling sums of sgd_single/sgd_blocks: None (not tracked) or
+    # exactly rs_length(d + fit_intercept) values.
+    cdef double[::1] view
+    cdef Py_ssize_t need
+    if rs is None:
+        return NULL
+    view = rs
+    need = rs_len(d + (1 if p.fit_intercept != 0 else 0))
+    if view.shape[0] != need:
+        raise ValueError(f"rs must have {need} values (rs_length(d + fit_intercept)), got "
+                         f"{view.shape[0]}")
+    return &view[0]
+
+
 cdef struct Records:
     Py_buffer state
     Py_buffer params
@@ -893,7 +1037,7 @@ cdef void give_records(Records *r) noexcept:
 
 def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
-               double[::1] window, const double[::1] etas):
+               double[::1] window, const double[::1] etas, object rs=None, object scaler=None):
     """One single-sample update per row of X (the paper's Section 2.1).
 
     ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
@@ -907,21 +1051,38 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     norm (NaN/inf in it, ||x||^2 overflowing, or an iterate that diverged);
     ERR_NONFINITE: the iterate left the finite range; ERR_LAYOUT: a work array
     is too short (nothing was changed).
+
+    ``rs``: None, or the random-scaling sums (``rs_length(d + fit_intercept)``
+    values, see ``rs_step``) updated with every step of the average.
+
+    ``scaler``: None, or 2 d + 1 values (weight sum, running means, running
+    sums of squared deviations): each row (of positive weight) joins them,
+    then the model sees z = (x - mean) / sd (sd = 1 where it is 0; without an
+    intercept, x / sd): w and wbar are on that scale.
     """
     cdef Records rec
+    cdef double[::1] sc
+    cdef double *scp = NULL
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
                   wbar.shape[0])
+    if scaler is not None:
+        sc = scaler
+        if sc.shape[0] != 2 * X.shape[1] + 1:
+            raise ValueError(f"scaler must have {2 * X.shape[1] + 1} values (2 d + 1), got "
+                             f"{sc.shape[0]}")
+        scp = &sc[0]
     take_records(state, params, &rec)
     try:
         return _sgd_single(X, y, sample_weight, w, wbar, <SGDState *> rec.state.buf,
-                           <const SGDParams *> rec.params.buf, window, etas)
+                           <const SGDParams *> rec.params.buf, window, etas,
+                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf), scp)
     finally:
         give_records(&rec)
 
 
 cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                        double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
-                       double[::1] window, const double[::1] etas):
+                       double[::1] window, const double[::1] etas, double *rs, double *sc):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j = 0, need = 0
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
@@ -929,6 +1090,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     cdef double *wp
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0
+    cdef double *zbuf
     cdef bint have_dot = False
     cdef const double *x
     cdef int kind = <int> p.kind, code = OK
@@ -938,6 +1100,8 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef Py_ssize_t row = -1, done = 0
     cdef Poll pl
+    # a row's work, the random-scaling sums' da^2 / 2 included
+    cdef double row_work = d + ROW_WORK + (0.5 * da * da if rs != NULL else 0.0)
     if n == 0:
         return result(OK, 0, -1)
     if kind == KIND_ARRAY:
@@ -950,18 +1114,29 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             return result(ERR_LAYOUT, 0, -1)
     if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
         return result(ERR_LAYOUT, 0, -1)
-    work = <double *> malloc(max(wcap, 1) * sizeof(double))
+    work = <double *> malloc((max(wcap, 1) + 3 * d) * sizeof(double))
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
+    zbuf = work + max(wcap, 1)
     win = &window[0] if wcap else NULL
     wp = &w[0]
     poll_init(&pl)
     with nogil:
         for i in range(n):
-            if poll_stop(&pl, d + ROW_WORK):
+            if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
             x = &X[i, 0]
+            if swp != NULL:
+                wi = swp[i]
+            if sc != NULL:
+                # the row joins the running location/scale first (a bad row
+                # fails the call, which the caller then discards)
+                if scale_row(x, d, wi, sc, fit_b, zbuf, zbuf + d, wp, &s.intercept) != OK:
+                    code = ERR_BADINPUT
+                    row = i
+                    break
+                x = zbuf
             if not have_dot:
                 xw = sf_dot2(d, x, wp, &xx)
             have_dot = False
@@ -973,8 +1148,6 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
                 code = ERR_BADINPUT
                 row = i
                 break
-            if swp != NULL:
-                wi = swp[i]
             g = loss_and_coef(r, p, &s.loss, wi)
             s.n_seen += 1
             done = i + 1
@@ -991,7 +1164,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
                 eta = fixed_eta(s, p, etas[j] if kind == KIND_ARRAY else 0.0)
                 j += 1
             # w -= eta * g * x (and the next row's x'w and ||x||^2 in the same pass)
-            if i + 1 < n:
+            if i + 1 < n and sc == NULL:
                 xw = sf_axpy_dot2(d, -eta * g * wi, x, wp, x + d, &xx)
                 have_dot = True
             else:
@@ -1002,7 +1175,10 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             s.n_updates += 1
             s.last_eta = eta
             if avg and (s.avg_on != 0 or not stat):
-                average_step(d, wp, &wbar[0], s)
+                if sc != NULL:
+                    average_step_scaled(d, wp, &wbar[0], s, sc, zbuf + d, fit_b, zbuf + 2 * d)
+                else:
+                    average_step(d, wp, &wbar[0], s, rs, fit_b)
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED        # every row applied
     free(work)
@@ -1229,7 +1405,7 @@ cdef double block_eta(SGDState *s, const SGDParams *p, Py_ssize_t da) noexcept n
 cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
                     SGDState *s, const SGDParams *p, double eta_user, double *win,
-                    BlockWork *bw, Poll *pl, Py_ssize_t *bad) noexcept nogil:
+                    BlockWork *bw, Poll *pl, Py_ssize_t *bad, double *rs) noexcept nogil:
     # One update on rows [0, m); rows >= score_from are new: they add to the
     # prequential loss and (batch mode) to the residual window. Returns OK,
     # ERR_BADINPUT (row in bad), ERR_SCALE (the warm-up's sum of ||x||^2
@@ -1283,7 +1459,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     s.n_updates += 1
     s.last_eta = eta
     if p.average != 0 and (s.avg_on != 0 or not stat):
-        average_step(d, w, wbar, s)
+        average_step(d, w, wbar, s, rs, fit_b)
     return OK
 
 
@@ -1307,7 +1483,7 @@ cdef void block_work_free(BlockWork *bw) noexcept:
 
 def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                Py_ssize_t block, double[::1] w, double[::1] wbar, object state,
-               object params, double[::1] window, const double[::1] etas):
+               object params, double[::1] window, const double[::1] etas, object rs=None):
     """One update per consecutive block of ``block`` rows (batch mode).
 
     ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
@@ -1315,7 +1491,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     stepsize per block of positive total weight (user schedules).
 
     Returns (code, done, exc, row) as ``sgd_single``; ``done`` is a multiple
-    of ``block`` (whole blocks), ``row`` indexes X.
+    of ``block`` (whole blocks), ``row`` indexes X. ``rs``: as ``sgd_single``.
     """
     cdef Records rec
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
@@ -1323,14 +1499,16 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     take_records(state, params, &rec)
     try:
         return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
-                           <const SGDParams *> rec.params.buf, window, etas)
+                           <const SGDParams *> rec.params.buf, window, etas,
+                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
     finally:
         give_records(&rec)
 
 
 cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                        Py_ssize_t block, double[::1] w, double[::1] wbar, SGDState *s,
-                       const SGDParams *p, double[::1] window, const double[::1] etas):
+                       const SGDParams *p, double[::1] window, const double[::1] etas,
+                       double *rs):
     cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb, i, j = 0, need = 0
     cdef double updates
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
@@ -1364,7 +1542,7 @@ cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double
             code = block_step(&X[b * block, 0], &y[b * block],
                               swp + b * block if swp != NULL else NULL, block, d, 0,
                               &w[0], &wbar[0], s, p, etas[j] if j < etas.shape[0] else 0.0,
-                              &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
+                              &window[0] if window.shape[0] else NULL, &bw, &pl, &bad, rs)
             if code != OK:
                 if bad >= 0:
                     row = bad + b * block
@@ -1421,7 +1599,8 @@ cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const doubl
     poll_init(&pl)
     with nogil:
         code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
-                          eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad)
+                          eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad,
+                          NULL)
         if code == OK:
             pl.work += 4.0 * n            # the order statistics over all residuals
             if poll_final(&pl):
@@ -1447,3 +1626,164 @@ def predict(const double[:, ::1] X, const double[::1] w, double intercept, doubl
     with nogil:
         for i in range(n):
             out[i] = sf_dot(d, &X[i, 0], &w[0]) + intercept
+
+
+# ----------------------------------------------------------------------------
+# Several quantiles in one pass (single-sample mode): the row is read once,
+# each quantile keeps its own iterate, average, schedule state and window.
+
+cpdef enum:
+    NONCROSS_NONE = 0     # independent updates (predict rearranges)
+    NONCROSS_PROJECT = 1  # residuals at the predictions projected onto the ordered cone
+
+
+cdef void pav_increasing(double *v, Py_ssize_t m, double *level, double *size) noexcept nogil:
+    # v <- its least-squares projection onto {v_1 <= ... <= v_m} (pool adjacent
+    # violators, equal weights); level/size: m work values each
+    cdef Py_ssize_t i, j, nb = 0
+    cdef Py_ssize_t k
+    for i in range(m):
+        level[nb] = v[i]
+        size[nb] = 1.0
+        nb += 1
+        while nb > 1 and level[nb - 2] > level[nb - 1]:
+            level[nb - 2] = (level[nb - 2] * size[nb - 2] + level[nb - 1] * size[nb - 1]) / \
+                (size[nb - 2] + size[nb - 1])
+            size[nb - 2] += size[nb - 1]
+            nb -= 1
+    i = 0
+    for j in range(nb):
+        for k in range(<Py_ssize_t> size[j]):
+            v[i] = level[j]
+            i += 1
+
+
+def _py_pav(double[::1] v):
+    """The kernel's pool-adjacent-violators projection of v, in place (for tests)."""
+    cdef Py_ssize_t m = v.shape[0]
+    cdef double *buf = <double *> malloc(2 * max(m, 1) * sizeof(double))
+    if buf == NULL:
+        raise MemoryError("_py_pav: no work space")
+    if m:
+        pav_increasing(&v[0], m, buf, buf + m)
+    free(buf)
+
+
+def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+              double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
+              const SGDParams[::1] params, double[:, ::1] windows, int noncrossing):
+    """One single-sample update per row of X for each of m quantiles.
+
+    ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
+    records (STATE_DTYPE / PARAMS_DTYPE, one per quantile, taus increasing);
+    ``windows``: (m, capacity) residual windows. With ``noncrossing`` =
+    NONCROSS_PROJECT the m predictions at x are projected onto the ordered
+    cone (pool adjacent violators) before the residuals that decide the
+    sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
+    user-array schedule excepted: ERR_LAYOUT); with NONCROSS_NONE each
+    quantile's state is bit-identical to its own ``sgd_single`` run.
+
+    Returns (code, done, exc, row) as ``sgd_single``: every state holds the
+    effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
+    the states may be partly moved (the caller works on copies).
+    """
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], m = W.shape[0], q, i
+    cdef Py_ssize_t wcap = windows.shape[1]
+    cdef Py_ssize_t da
+    cdef double *work
+    cdef double *pred
+    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
+    cdef double r, g, eta, xx = 0.0, wi = 1.0
+    cdef const double *x
+    cdef SGDState *s
+    cdef const SGDParams *p
+    cdef int code = OK
+    cdef Py_ssize_t row = -1, done = 0
+    cdef bint fit_b
+    cdef Poll pl
+    check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
+    if not (m >= 1 and Wbar.shape[0] == m and states.shape[0] == m and params.shape[0] == m
+            and windows.shape[0] == m):
+        raise ValueError(f"W, Wbar, states, params and windows must have one row per "
+                         f"quantile, got {W.shape[0]}, {Wbar.shape[0]}, {states.shape[0]}, "
+                         f"{params.shape[0]} and {windows.shape[0]}")
+    if n == 0:
+        return result(OK, 0, -1)
+    for q in range(m):
+        p = &params[q]
+        if p.kind == KIND_ARRAY or p.mode != MODE_SINGLE or p.average != params[0].average \
+                or p.fit_intercept != params[0].fit_intercept:
+            return result(ERR_LAYOUT, 0, -1)
+        if p.kind == KIND_STATISTICAL and (wcap < p.window or wcap < p.n_warmup
+                                           or <Py_ssize_t> states[q].fill >= wcap):
+            return result(ERR_LAYOUT, 0, -1)
+    fit_b = params[0].fit_intercept != 0
+    da = d + (1 if fit_b else 0)
+    work = <double *> malloc((max(wcap, 1) + 4 * m) * sizeof(double))
+    if work == NULL:
+        return result(ERR_NOMEM, 0, -1)
+    pred = work + max(wcap, 1)          # m predictions, m residuals, 2 m PAV work
+    poll_init(&pl)
+    with nogil:
+        for i in range(n):
+            if poll_stop(&pl, m * (2 * d + ROW_WORK)):
+                code = ERR_INTERRUPTED
+                break
+            x = &X[i, 0]
+            # every quantile's residual first: a bad row changes nothing
+            for q in range(m):
+                pred[q] = sf_dot2(d, x, &W[q, 0], &xx) + states[q].intercept
+                pred[m + q] = y[i] - pred[q]
+                if not (fabs(pred[m + q]) <= DBL_MAX and xx <= DBL_MAX):
+                    code = ERR_BADINPUT
+                    break
+            if code != OK:
+                row = i
+                break
+            if noncrossing == NONCROSS_PROJECT and m > 1:
+                pav_increasing(pred, m, pred + 2 * m, pred + 3 * m)
+                for q in range(m):
+                    pred[m + q] = y[i] - pred[q]
+            if swp != NULL:
+                wi = swp[i]
+            for q in range(m):
+                s = &states[q]
+                p = &params[q]
+                r = pred[m + q]
+                g = loss_and_coef(r, p, &s.loss, wi)
+                s.n_seen += 1
+                if wi == 0:
+                    continue
+                if p.kind == KIND_STATISTICAL:
+                    code = stat_single_row(s, p, &windows[q, 0], work, x, d, da, r, xx, wi,
+                                           &eta)
+                    if code == NO_UPDATE:
+                        code = OK
+                        continue
+                    if code != OK:
+                        break
+                else:
+                    eta = fixed_eta(s, p, 0.0)
+                sf_axpy(d, -eta * g * wi, x, &W[q, 0])
+                if fit_b:
+                    s.intercept -= eta * g * wi
+                s.t += wi
+                s.n_updates += 1
+                s.last_eta = eta
+                if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
+                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b)
+            if code != OK:
+                row = i
+                break
+            done = i + 1
+        if code == OK and poll_final(&pl):
+            code = ERR_INTERRUPTED
+    free(work)
+    if code == OK or code == ERR_INTERRUPTED:
+        for q in range(m):
+            if not iterate_finite(&W[q, 0], d, &states[q]):
+                if code == ERR_INTERRUPTED:
+                    pending_exception()
+                code = ERR_NONFINITE
+                break
+    return result(code, done, row)

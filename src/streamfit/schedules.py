@@ -270,6 +270,15 @@ class StatisticalSchedule(Schedule):
         already good, e.g. a warm start from ``coef_init`` near the solution).
     restart : float or None
         Jump factor of the restart rule above (> 1); None never restarts.
+    t0 : float
+        With ``start="phase2"``: the rows (batch mode: batches; weights with
+        sample weights) behind the warm start, e.g. the size of the data the
+        ``coef_init`` was fitted on. The last phase's decay continues from
+        them, so a good start is not undone by the phase's first, largest
+        steps (Ca / (t0 + t - t1 + Cb d) instead of Ca / (t - t1 + Cb d)).
+        With ``average=True`` the average also starts from the warm start,
+        counted as t0 iterates (it has seen t0 rows). Forgotten at a restart
+        of phase one. Default 0: a fresh clock.
 
     Examples
     --------
@@ -289,7 +298,7 @@ class StatisticalSchedule(Schedule):
     def __init__(self, *, eta0=None, eta0_scale=None, decay=None, Ca=None, Cb=None,
                  b0=None, t_switch=None, n_warmup=50, window=None, eta_const=0.5,
                  avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3, C0=10.0,
-                 start="phase1", restart=4.0):
+                 start="phase1", restart=4.0, t0=0):
         self.eta0 = eta0
         self.eta0_scale = eta0_scale
         self.decay = decay
@@ -307,6 +316,7 @@ class StatisticalSchedule(Schedule):
         self.ema = ema
         self.start = start
         self.restart = restart
+        self.t0 = t0
 
     def _validate(self):
         pos = dict(low=0, low_open=True, allow_none=True)
@@ -331,6 +341,10 @@ class StatisticalSchedule(Schedule):
         if self.start not in ("phase1", "phase2"):
             raise ValueError(f"schedule.start must be 'phase1' or 'phase2', got {self.start!r}")
         check_scalar(self.restart, "schedule.restart", low=1, low_open=True, allow_none=True)
+        check_scalar(self.t0, "schedule.t0", low=0)
+        if self.t0 and self.start != "phase2":
+            raise ValueError(f"schedule.t0={self.t0!r} is the clock behind a warm start: it "
+                             "needs start='phase2'")
 
     def _kernel_params(self, loss, mode, n_features):
         squared = loss == _k.LOSS_SQUARED
@@ -363,6 +377,7 @@ class StatisticalSchedule(Schedule):
             "ema": float(self.ema),
             "start": 2.0 if self.start == "phase2" else 1.0,
             "restart": 0.0 if self.restart is None else float(self.restart),
+            "t0": float(self.t0),
         }
 
     def stepsizes(self, start, count):

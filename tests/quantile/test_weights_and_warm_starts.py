@@ -194,7 +194,8 @@ def test_a_warm_start_at_the_offline_solution_beats_a_cold_start(tau):
     # more rows: closer to beta* than a cold start on those rows (observed
     # 2.4x/1.4x the offline error against 2.7x/5.1x cold). Staying within 1.1x
     # of offline (issue 14) needs the clock to start at the 20,000 rows behind
-    # the warm start: the last phase begins at its largest step here.
+    # the warm start (schedule.t0, tested below): here the last phase begins at
+    # its largest step.
     X, y, beta = make_linear_stream(30_000, 10, tau=tau, random_state=6)
     coef, b = offline_quantile_regression(X[:20_000], y[:20_000], tau, fit_intercept=True)
     est = OnlineQuantileRegressor(tau, average=True, schedule=StatisticalSchedule(start="phase2"))
@@ -202,3 +203,37 @@ def test_a_warm_start_at_the_offline_solution_beats_a_cold_start(tau):
     assert est.schedule_state_["phase"] == 2 and est.schedule_state_["t_switch"] == 0
     cold = OnlineQuantileRegressor(tau, average=True).fit(X[20_000:], y[20_000:])
     assert np.linalg.norm(est.coef_ - beta) < 0.95 * np.linalg.norm(cold.coef_ - beta)
+
+
+@pytest.mark.parametrize("tau", [0.5, 0.9])
+def test_a_warm_start_continuing_the_clock_stays_at_the_offline_error(tau):
+    """start="phase2", t0=20,000 at the offline fit of 20,000 rows, then
+    10,000 more rows: the error stays at the offline one (issue 14: within
+    1.1x). Measured per seed 1.26 0.62 1.00 1.24 (tau 0.5) and 0.88 0.94 0.77
+    0.91 (tau 0.9); the offline fit of all 30,000 rows itself scores 1.24 0.63
+    0.92 1.39 and 0.85 0.99 0.67 0.91 against the 20,000-row one, so single
+    seeds scatter both ways: the mean over four seeds is tested. With t0=0
+    (the clock restarting) the means are 2.35 and 1.41."""
+    ratios, fresh = [], []
+    for seed in (6, 7, 8, 9):
+        X, y, beta = make_linear_stream(30_000, 10, tau=tau, random_state=seed)
+        coef, b = offline_quantile_regression(X[:20_000], y[:20_000], tau, fit_intercept=True)
+        off = np.linalg.norm(coef - beta)
+        for t0, out in ((20_000, ratios), (0, fresh)):
+            est = OnlineQuantileRegressor(tau, average=True,
+                                          schedule=StatisticalSchedule(start="phase2", t0=t0))
+            est.fit(X[20_000:], y[20_000:], coef_init=coef, intercept_init=b)
+            out.append(np.linalg.norm(est.coef_ - beta) / off)
+    assert np.mean(ratios) <= 1.1, ratios
+    assert np.mean(ratios) < 0.8 * np.mean(fresh), (ratios, fresh)
+
+
+def test_t0_needs_phase2_and_no_inference():
+    X, y, _ = make_linear_stream(500, 3, random_state=0)
+    with pytest.raises(ValueError, match="schedule.t0=100 is the clock behind a warm start"):
+        OnlineQuantileRegressor(schedule=StatisticalSchedule(t0=100)).fit(X, y)
+    with pytest.raises(ValueError, match="schedule.t0"):
+        OnlineQuantileRegressor(schedule=StatisticalSchedule(start="phase2", t0=-1)).fit(X, y)
+    with pytest.raises(ValueError, match="inference=True with a warm start"):
+        OnlineQuantileRegressor(average=True, inference=True,
+                                schedule=StatisticalSchedule(start="phase2", t0=100)).fit(X, y)

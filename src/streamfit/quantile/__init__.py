@@ -1,6 +1,7 @@
 """Online quantile regression (Shen, Xia & Zhou 2025) and its comparators."""
 from ._sgd import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from ._inference import critical_value, simulate_critical_value
 from ._offline import offline_quantile_regression
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor",
-           "offline_quantile_regression"]
+           "offline_quantile_regression", "critical_value", "simulate_critical_value"]

@@ -21,6 +21,8 @@ from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
 from ..schedules import Schedule, resolve_schedule
+from ._inference import critical_value, random_scaling_matrix
+from ._multi import NONCROSSING, MultiWork, advance_multi, rearrange
 from ._inputs import as_matrix, as_target, as_weights, check_memory, feature_names
 from ._state import Plan, Work, advance, raise_row_error
 
@@ -46,6 +48,9 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     mode = "single"
     tau = 0.5
     batch_size = None
+    inference = False
+    noncrossing = "rearrange"
+    scale = None
     _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
@@ -63,17 +68,64 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         return "_fit_" in self.__dict__
 
     # -- parameters -------------------------------------------------------------
+    def _taus(self):
+        """The taus as a tuple when ``tau`` is a list or array (several
+        quantiles), else None."""
+        tau = self.tau
+        if isinstance(tau, (list, tuple, np.ndarray)):
+            arr = _check_real_array(tau, "tau")
+            if arr.ndim != 1 or arr.size < 1:
+                raise ValueError(f"tau must be a number or a 1-D list of numbers, got shape "
+                                 f"{arr.shape}")
+            return tuple(float(t) for t in arr)
+        return None
+
     def _check_params(self):
-        check_scalar(self.tau, "tau", low=0, high=1, low_open=True, high_open=True)
+        taus = self._taus()
+        for t in (taus if taus is not None else (self.tau,)):
+            check_scalar(t, "tau", low=0, high=1, low_open=True, high_open=True)
+        if taus is not None and any(b <= a for a, b in zip(taus, taus[1:])):
+            raise ValueError(f"tau must be strictly increasing, got {list(taus)}")
+        if not isinstance(self.noncrossing, str) or self.noncrossing not in NONCROSSING:
+            raise ValueError(f"noncrossing must be one of {tuple(NONCROSSING)}, got "
+                             f"{self.noncrossing!r}")
+        if taus is not None:
+            if self.mode != "single":
+                raise ValueError(f"mode must be 'single' with several taus (the multi-quantile "
+                                 f"kernel updates per row), got {self.mode!r}")
+            if self.inference:
+                raise ValueError("inference=True is for one tau: conf_int is not implemented "
+                                 "for several quantiles yet")
+            if not isinstance(self.schedule, str) and not isinstance(self.schedule, Schedule):
+                raise ValueError("schedule: a user schedule (stepsizes(start, count)) is not "
+                                 "supported with several taus; use 'statistical', 'constant' "
+                                 "or 'inverse_time' or a schedule object of streamfit.schedules")
         if not isinstance(self.mode, str) or self.mode not in _MODES:
             raise ValueError(f"mode must be one of {tuple(_MODES)}, got {self.mode!r}")
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1,
                      allow_none=True)
-        for name in ("average", "fit_intercept"):
+        for name in ("average", "fit_intercept", "inference"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.inference and not (self.average and self.mode != "storage"):
+            raise ValueError("inference=True needs average=True and mode 'single' or 'batch' "
+                             "(random scaling is for the averaged iterate of a stochastic-"
+                             "gradient path; storage mode's steps use all data so far), got "
+                             f"average={self.average!r}, mode={self.mode!r}")
         check_seed(getattr(self, "random_state", None))
-        return resolve_schedule(self.schedule)
+        if self.scale not in (None, "online"):
+            raise ValueError(f"scale must be None or 'online', got {self.scale!r}")
+        if self.scale == "online" and (self.mode != "single" or taus is not None
+                                       or self.inference):
+            raise ValueError("scale='online' is implemented for one tau in mode 'single' "
+                             f"without inference, got mode={self.mode!r}, tau={self.tau!r}, "
+                             f"inference={self.inference!r}")
+        schedule = resolve_schedule(self.schedule)
+        if self.inference and getattr(schedule, "t0", 0):
+            raise ValueError("inference=True with a warm start's schedule.t0 > 0: the average "
+                             "then counts the start as t0 iterates, which the random-scaling "
+                             "path does not contain; use t0=0 for intervals")
+        return schedule
 
     def __setattr__(self, name, value):
         # a parameter set (by __init__, set_params or by hand) invalidates the
@@ -98,13 +150,25 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             return cache[2]
         schedule = self._check_params()
         params = self._params_record(schedule, d)
-        resolved = (schedule, params, Plan(params))
+        resolved = (schedule, params, Plan(params[:1]))
         self.__dict__["_param_cache"] = (d, key, resolved)
         return resolved
 
     def _params_record(self, schedule, d):
+        taus = self._taus()
+        if taus is not None:
+            records = []
+            for t in taus:
+                rec = self._one_params_record(schedule, d, t).copy()
+                records.append(rec)
+            p = np.concatenate(records)
+            p.flags.writeable = False
+            return p
+        return self._one_params_record(schedule, d, self.tau)
+
+    def _one_params_record(self, schedule, d, tau):
         p = _k.new_params()
-        p["tau"] = self.tau
+        p["tau"] = tau
         p["loss"] = self._loss
         p["average"] = float(bool(self.average))
         p["fit_intercept"] = float(bool(self.fit_intercept))
@@ -139,8 +203,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                  f"call; the learnt state belongs to {name}={before!r}. Set "
                                  f"it back, or call fit() to start afresh")
 
-    @staticmethod
-    def _continue_with(work, params, plan):
+    def _continue_with(self, work, params, plan):
         """Apply the accepted mid-stream changes to a working copy."""
         old = work.params[0]
         new = params[0]
@@ -152,6 +215,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         if new["average"] and not old["average"]:
             work.state["n_avg"] = 0.0        # the average restarts
         work.follow(params, plan)
+        work.track_inference(bool(self.inference))
 
     # -- fitting ----------------------------------------------------------------
     def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
@@ -185,16 +249,22 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
             X = as_matrix(X)
             n, d = X.shape
-            if fit is not None and d != fit.w.shape[0]:
+            if fit is not None and d != fit.w.shape[-1]:
                 self._check_n_features(d, False)
             y = as_target(y, n, type(self).__name__)
             sw = as_weights(sample_weight, n)
             schedule, params, plan = self._resolve(d)
+            self._check_kind(fit, params)
+            if params.shape[0] > 1 or self._taus() is not None:
+                return self._partial_fit_multi(fit, X, y, sw, params, names, coef_init,
+                                               intercept_init)
             if fit is None:
                 init = self._initial(d, coef_init, intercept_init)
                 if n == 0:
                     return self
                 work = Work.fresh(d, params, plan, *init)
+                work.track_inference(bool(self.inference))
+                self._start_scaler(work, d, coef_init, intercept_init)
             else:
                 if coef_init is not None or intercept_init is not None:
                     raise ValueError("coef_init and intercept_init start a fresh fit: this "
@@ -206,6 +276,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                     self._check_continuation(params)
                 if n == 0:
                     return self
+                if (fit.scaler is not None) != (self.scale == "online"):
+                    raise ValueError(f"scale changed to {self.scale!r} since the first call; "
+                                     "the learnt coefficients are on the old scale. Set it "
+                                     "back, or call fit() to start afresh")
                 work = fit.copy(self.__dict__.pop("_spare_state", None))
                 if changed:
                     self._continue_with(work, params, plan)
@@ -248,7 +322,16 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                  "learn (Sample weights must contain at least one non-zero "
                                  "number); the estimator keeps its previous state")
             schedule, params, plan = self._resolve(d)
+            if self._taus() is not None:
+                work = MultiWork.fresh(d, params, *self._initial_multi(d, params.shape[0],
+                                                                       coef_init,
+                                                                       intercept_init))
+                out = advance_multi(work, X, y, sw, self.noncrossing)
+                self._finish(work, out, X, names, "fit", fresh=True)
+                return self
             work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
+            work.track_inference(bool(self.inference))
+            self._start_scaler(work, d, coef_init, intercept_init)
             if self.mode == "single":
                 out = advance(work, X, y, sw, schedule)
             else:
@@ -276,6 +359,82 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 return out
         out.consumed = consumed
         return out
+
+    def _start_scaler(self, work, d, coef_init, intercept_init):
+        if self.scale != "online":
+            return
+        if coef_init is not None or intercept_init is not None:
+            raise ValueError("coef_init/intercept_init with scale='online': a warm start is on "
+                             "the original scale, which the scaler has not seen yet; use "
+                             "scale=None for warm starts")
+        work.scaler = np.zeros(2 * d + 1)
+
+    # -- several quantiles ------------------------------------------------------
+    def _check_kind(self, fit, params):
+        """One tau and several are different states: a switch mid-stream is
+        refused (naming tau), also on a call without rows."""
+        if fit is None or (not isinstance(fit, MultiWork) and self._taus() is None):
+            return          # one tau: _check_continuation
+        old = tuple(float(t) for t in fit.params["tau"])
+        new = tuple(float(t) for t in params["tau"])
+        if isinstance(fit, MultiWork) != (self._taus() is not None) or old != new:
+            before = list(old) if isinstance(fit, MultiWork) else old[0]
+            raise ValueError(f"tau changed from {before!r} to {self.tau!r} since the first "
+                             "call; the learnt state belongs to the old tau. Set it back, or "
+                             "call fit() to start afresh")
+
+    def _initial_multi(self, d, m, coef_init, intercept_init):
+        """The checked starting point of m quantiles: coef_init (m, d) or (d,)
+        (the same for each), intercept_init (m,) or a number."""
+        coef = None
+        if coef_init is not None:
+            arr = check_matrix(np.atleast_2d(_check_real_array(coef_init, "coef_init")),
+                               "coef_init")
+            if arr.shape == (1, d):
+                arr = np.repeat(arr, m, axis=0)
+            if arr.shape != (m, d):
+                raise ValueError(f"coef_init must have shape ({m}, {d}) or ({d},) for {m} "
+                                 f"taus and {d} features, got {np.shape(coef_init)}")
+            coef = np.ascontiguousarray(arr, dtype=np.float64)
+        b = None
+        if intercept_init is not None:
+            arr = _check_real_array(intercept_init, "intercept_init").astype(float).ravel()
+            if arr.size == 1:
+                arr = np.repeat(arr, m)
+            if arr.shape != (m,) or not np.isfinite(arr).all():
+                raise ValueError(f"intercept_init must be a finite number or {m} of them, got "
+                                 f"{np.shape(intercept_init)}")
+            if arr.any() and not self.fit_intercept:
+                raise ValueError("intercept_init is given but fit_intercept=False")
+            b = arr
+        return coef, b
+
+    def _partial_fit_multi(self, fit, X, y, sw, params, names, coef_init, intercept_init):
+        d = X.shape[1]
+        if fit is None:
+            init = self._initial_multi(d, params.shape[0], coef_init, intercept_init)
+            if X.shape[0] == 0:
+                return self
+            work = MultiWork.fresh(d, params, *init)
+        else:
+            if coef_init is not None or intercept_init is not None:
+                raise ValueError("coef_init and intercept_init start a fresh fit: this "
+                                 f"{type(self).__name__} has already learnt from "
+                                 f"{self.n_samples_seen_} rows. Call fit() to start afresh")
+            if bool(params["fit_intercept"][0]) != bool(fit.params["fit_intercept"][0]):
+                raise ValueError("fit_intercept changed since the first call; the learnt "
+                                 "state belongs to the old value. Set it back, or call fit() "
+                                 "to start afresh")
+            if X.shape[0] == 0:
+                return self
+            work = fit.copy()
+            if params is not fit.params:
+                if params["average"][0] and not fit.params["average"][0]:
+                    work.state["n_avg"] = 0.0
+                work.follow(params)
+        out = advance_multi(work, X, y, sw, self.noncrossing)
+        self._finish(work, out, X, names, "partial_fit")
+        return self
 
     def _initial(self, d, coef_init, intercept_init):
         """The checked starting point (coef, intercept) of a fresh fit."""
@@ -313,7 +472,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         # One assignment publishes everything: a signal handler (it runs
         # between bytecodes) or another thread sees the old state or the new.
         self._fit_ = work
-        if old is not None and old.state.flags.writeable and old.state is not work.state:
+        if old is not None and old.state.flags.writeable and old.state is not work.state \
+                and old.state.shape == (1,):
             # the old state record is the next call's working copy (readers
             # hold the lock, so none is reading it)
             self.__dict__["_spare_state"] = old.state
@@ -365,11 +525,29 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         """(coef, intercept) of one published state, read under the lock."""
         with self._serialized():
             fit = self._fitted()
+            if isinstance(fit, MultiWork):
+                # per quantile: the average once it runs, else the iterate
+                avg = (fit.params["average"] != 0) & (fit.state["n_avg"] > 0)
+                coef = np.where(avg[:, None], fit.wbar, fit.w)
+                b = np.where(avg, fit.state["intercept_avg"], fit.state["intercept"])
+                return coef, b.astype(float)
+            sc = getattr(fit, "scaler", None)
             if self._averaged(fit):
+                # (with scale='online' the kernel averages on the original scale)
                 return fit.wbar.copy(), float(fit.state["intercept_avg"][0])
-            return fit.w.copy(), float(fit.state["intercept"][0])
+            coef, b = fit.w.copy(), float(fit.state["intercept"][0])
+            if sc is not None:
+                # back to the original scale: beta = theta / sd, b -= mean' beta
+                d = coef.shape[0]
+                sd = np.sqrt(sc[1 + d:] / sc[0]) if sc[0] > 0 else np.zeros(d)
+                sd = np.where((sd > 0) & np.isfinite(sd), sd, 1.0)
+                coef = coef / sd
+                if fit.params["fit_intercept"][0]:
+                    b = b - float(sc[1:1 + d] @ coef)
+            return coef, b
 
     def _field(self, name):
+        # several quantiles: the first one's (they take the same updates)
         with self._serialized():
             return self._fitted().state[name][0]
 
@@ -386,7 +564,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     @property
     def n_features_in_(self):
         """Features seen by the first call (or ``fit``)."""
-        return self._fitted().w.shape[0]
+        return self._fitted().w.shape[-1]
 
     @property
     def feature_names_in_(self):
@@ -416,8 +594,11 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
-        least squares)."""
-        return float(self._field("loss"))
+        least squares); with several taus an array, one per tau."""
+        with self._serialized():
+            loss = self._fitted().state["loss"]
+            return loss.astype(float) if loss.shape[0] > 1 or self._taus() is not None \
+                else float(loss[0])
 
     @property
     def schedule_state_(self):
@@ -427,10 +608,13 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         sparsity b0, Cl, and how often a jump of the residual scale restarted
         phase one (restarts)."""
         with self._serialized():
-            s = self._fitted().state[0].copy()
-        return {"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
+            fit = self._fitted()
+            states = fit.state.copy()
+            multi = isinstance(fit, MultiWork)
+        out = [{"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
                 "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
-                "cl": float(s["cl"]), "restarts": int(s["n_restarts"])}
+                "cl": float(s["cl"]), "restarts": int(s["n_restarts"])} for s in states]
+        return out if multi else out[0]
 
     def predict(self, X):
         """Predicted tau-quantiles (conditional means for least squares).
@@ -449,6 +633,11 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         X = check_matrix(X, "X")
         self._check_n_features(X.shape[1], False)
         coef, intercept = self._solution()        # one state, both read together
+        if coef.ndim == 2:
+            out = np.empty((coef.shape[0], X.shape[0]))
+            for q in range(coef.shape[0]):
+                _k.predict(X, coef[q], float(intercept[q]), out[q])
+            return rearrange(out.T)
         out = np.empty(X.shape[0])
         _k.predict(X, coef, intercept, out)
         return out
@@ -520,8 +709,13 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
     Parameters
     ----------
-    tau : float in (0, 1)
-        The quantile.
+    tau : float in (0, 1), or a list of them
+        The quantile; a strictly increasing list of m taus fits m quantiles
+        in one pass (mode "single" only; each with its own schedule state,
+        bit-identical to m separate fits unless ``noncrossing="project"``):
+        ``coef_`` is then (m, n_features), ``intercept_`` (m,), ``predict``
+        (n_samples, m), sorted per row, and ``score`` the mean D^2 pinball
+        over the taus. ``inference`` is for one tau only.
     mode : {"single", "batch", "storage"}
     schedule : str or schedule object
         "statistical" (default), "constant", "inverse_time", or an object from
@@ -534,6 +728,31 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     fit_intercept : bool
     random_state : None, int or Generator
         Accepted for a uniform API; the updates are deterministic.
+    inference : bool
+        Keep the random-scaling sums (Lee, Liao, Seo & Shin, AAAI 2022) for
+        :meth:`conf_int` and ``coef_covariance_``: O((d+1)^2 / 2) more work
+        per update, inside the kernel. Needs ``average=True`` and mode
+        "single" or "batch" (storage mode's steps use all data so far, not a
+        stochastic-gradient path, so the theory does not apply: refused).
+    scale : None or "online"
+        "online": each row joins running (weighted) means and standard
+        deviations of the features and the model learns on the standardised
+        row z = (x - mean) / sd (x / sd without an intercept), a diagonal
+        preconditioner that the statistical schedule calibrates on (its Cl is
+        that of z); ``coef_`` and ``intercept_`` are reported on the original
+        scale. Mode "single", one tau, no ``inference``, no ``coef_init``
+        (refused otherwise); cannot change mid-stream. Default None (the
+        paper's algorithm on the raw features): results stay bit-identical to
+        earlier versions and to the paper's experiments, and a standardised
+        stream gains nothing from it (it costs one more pass over each row).
+    noncrossing : {"rearrange", "project"}
+        Several taus only (ignored with one). "rearrange": the quantiles learn
+        independently and ``predict`` sorts the m predictions of each row
+        (rearrangement, Chernozhukov, Fernandez-Val & Galichon, Econometrica
+        2010), so they never cross. "project": also during training, the m
+        predictions at each x_t are projected onto the ordered cone (pool
+        adjacent violators) before the residuals that give the sub-gradients
+        are taken; takes effect at the next call.
 
     Attributes
     ----------
@@ -546,6 +765,10 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when fitted on a DataFrame with string column names.
+    coef_covariance_ : ndarray of shape (n_features + 1, n_features + 1)
+        With ``inference=True``: the random-scaling matrix of (coef_,
+        intercept_) (no intercept row/column without ``fit_intercept``); see
+        :meth:`conf_int`.
 
     Notes
     -----
@@ -574,12 +797,38 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     (True, 20000)
     >>> bool(est.score(X, y) > 0.9)                  # D^2 pinball at tau = 0.75
     True
+
+    Several quantiles in one pass, never crossing:
+
+    >>> fan = OnlineQuantileRegressor(tau=[0.1, 0.5, 0.9]).fit(X, y)
+    >>> fan.coef_.shape, fan.predict(X[:4]).shape
+    ((3, 10), (4, 3))
+    >>> bool(np.all(np.diff(fan.predict(X), axis=1) >= 0))
+    True
+
+    Features on very different scales, standardised on the fly:
+
+    >>> Xs = X * np.r_[1e4, np.ones(9)]             # one feature 10^4 x larger
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, scale="online").fit(Xs, y)
+    >>> err = np.linalg.norm(est.coef_ * np.r_[1e4, np.ones(9)] - beta) / np.linalg.norm(beta)
+    >>> bool(err < 0.02)
+    True
+
+    Confidence intervals for the coefficients, updated online:
+
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, inference=True).fit(X, y)
+    >>> ci = est.conf_int(alpha=0.05)                # rows: coef_ then intercept_
+    >>> ci.shape
+    (11, 2)
+    >>> bool(np.all(ci[:, 0] < ci[:, 1]))
+    True
     """
 
     _loss = _k.LOSS_CHECK
 
     def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
-                 average=False, fit_intercept=True, random_state=None):
+                 average=False, fit_intercept=True, random_state=None, inference=False,
+                 noncrossing="rearrange", scale=None):
         self.tau = tau
         self.mode = mode
         self.schedule = schedule
@@ -587,6 +836,82 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.average = average
         self.fit_intercept = fit_intercept
         self.random_state = random_state
+        self.inference = inference
+        self.noncrossing = noncrossing
+        self.scale = scale
+
+    def _random_scaling(self):
+        """(estimate, V_k / k) of one published state, read under the lock."""
+        with self._serialized():
+            fit = self._fitted()
+            if fit.rs is None:
+                raise AttributeError(
+                    f"{type(self).__name__} keeps no random-scaling sums: set inference=True "
+                    "(with average=True) before fitting for conf_int and coef_covariance_")
+            k = float(fit.state["n_avg"][0])
+            if k < 2:
+                raise ValueError(
+                    f"the average holds {int(k)} iterate(s) (it starts once the statistical "
+                    "schedule has settled in its last phase): random scaling needs at least "
+                    "2; learn from more rows first")
+            z = fit.wbar.copy()
+            if fit.params["fit_intercept"][0]:
+                z = np.append(z, fit.state["intercept_avg"][0])
+            return z, random_scaling_matrix(fit.rs, z, k)
+
+    @property
+    def coef_covariance_(self):
+        """The random-scaling matrix V_k / k of (coef_, intercept_) (shape
+        (d + 1, d + 1), intercept last; (d, d) without an intercept), with
+        V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)' over the k steps of
+        the average (z_s: the s-th averaged iterate). It is a random scale,
+        not a consistent estimate of the covariance: divide by it and use the
+        critical values of :meth:`conf_int`, not normal ones."""
+        return self._random_scaling()[1]
+
+    def conf_int(self, alpha=0.05):
+        """Confidence intervals for the coefficients and the intercept, by
+        random scaling (Lee, Liao, Seo & Shin, AAAI 2022).
+
+        (z_k - beta*)_j / sqrt(coef_covariance_[j, j]) is asymptotically
+        distributed as W(1) / sqrt(int_0^1 (W(r) - r W(1))^2 dr) (W a Brownian
+        motion); the interval is z_k,j +- c_alpha sqrt(coef_covariance_[j, j])
+        with c_alpha that law's two-sided critical value (6.747 at
+        alpha = 0.05; see :func:`streamfit.quantile.critical_value`). The
+        window is the average's: the iterates since the statistical schedule
+        settled in its last phase (every update with another schedule), one
+        step per update (single mode: per row of positive weight; batch mode:
+        per batch). Sample weights enter the sub-gradients (the target is the
+        minimiser of the weighted expected check loss); the intervals are
+        valid when the weights are drawn with the rows (i.i.d.), not for
+        weights that drift along the stream.
+
+        Parameters
+        ----------
+        alpha : {0.01, 0.02, 0.05, 0.1, 0.2}
+            One minus the coverage.
+
+        Returns
+        -------
+        ndarray of shape (n_features + 1, 2)
+            Lower and upper bounds: rows for ``coef_`` in order, then (with
+            ``fit_intercept``) one for ``intercept_``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit import OnlineQuantileRegressor
+        >>> from streamfit.simulate import make_linear_stream
+        >>> X, y, beta = make_linear_stream(20000, 3, tau=0.5, random_state=1)
+        >>> est = OnlineQuantileRegressor(average=True, inference=True).fit(X, y)
+        >>> lo, hi = est.conf_int(0.05)[:3].T
+        >>> bool(np.all((lo < beta) & (beta < hi)))
+        True
+        """
+        c = critical_value(alpha)
+        z, V = self._random_scaling()
+        half = c * np.sqrt(np.maximum(np.diag(V), 0.0))
+        return np.column_stack([z - half, z + half])
 
     def score(self, X, y, sample_weight=None):
         """D^2 pinball score at the fitted ``tau``: the fraction of the check
@@ -603,9 +928,17 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         -------
         float
         """
-        tau = float(self._fit_.params["tau"][0]) if self.__sklearn_is_fitted__() else self.tau
-        return float(d2_pinball_score(y, self.predict(X), sample_weight=sample_weight,
-                                      alpha=tau))
+        if self.__sklearn_is_fitted__():
+            taus = [float(t) for t in self._fit_.params["tau"]]
+            multi = isinstance(self._fit_, MultiWork)
+        else:
+            taus, multi = self._taus() or [self.tau], self._taus() is not None
+        pred = self.predict(X)
+        if not multi:
+            return float(d2_pinball_score(y, pred, sample_weight=sample_weight,
+                                          alpha=taus[0]))
+        return float(np.mean([d2_pinball_score(y, pred[:, q], sample_weight=sample_weight,
+                                               alpha=t) for q, t in enumerate(taus)]))
 
 
 class OnlineLeastSquaresRegressor(_OnlineLinearSGD):

@@ -22,7 +22,7 @@ __all__ = ["Work", "Outcome", "advance", "raise_row_error"]
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
-          "store_X", "store_y", "store_w", "store_n", "names")
+          "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler")
 
 
 class Plan:
@@ -30,6 +30,9 @@ class Plan:
     record's field costs ~0.3 us, a noticeable part of a one-row call."""
 
     __slots__ = ("mode", "kind", "stat", "average", "window_need")
+
+    # (inference is an estimator parameter, not a kernel one: Work.rs says
+    # whether the random-scaling sums are kept)
 
     def __init__(self, params):
         p = params[0]
@@ -44,9 +47,16 @@ class Work:
     """The whole learnt state of one estimator: the iterate and its average,
     the kernel's state and parameter records, the residual window, rows
     waiting for a batch, stored data (with spare room: ``store_n`` rows are
-    used) and the feature names (or None); ``plan`` is read off ``params``."""
+    used) and the feature names (or None); ``plan`` is read off ``params``;
+    ``rs`` the random-scaling sums of the average (None: not kept)."""
 
     __slots__ = FIELDS + ("plan",)
+
+    def __setstate__(self, state):
+        # pickles from before the random-scaling sums (or the scaler) existed
+        self.rs = self.scaler = None
+        for key, value in (state[1] if isinstance(state, tuple) else state).items():
+            setattr(self, key, value)
 
     @classmethod
     def fresh(cls, d, params, plan, coef_init=None, intercept_init=0.0):
@@ -63,7 +73,19 @@ class Work:
         work.store_X, work.store_y, work.store_w, work.store_n = np.zeros((0, d)), np.zeros(0), \
             None, 0
         work.names = None
+        work.rs = None
+        work.scaler = None
         return work
+
+    def track_inference(self, on):
+        """Keep the random-scaling sums from the average's next (re)start on
+        (``on``), or drop them."""
+        if not on:
+            self.rs = None
+        elif self.rs is None:
+            da = self.w.shape[0] + bool(self.params["fit_intercept"][0])
+            self.rs = np.zeros(_k.rs_length(da))
+            self.state["n_avg"] = 0.0       # the average restarts with the sums
 
     def copy(self, spare=None):
         """A working copy: copies of what the kernels write (the average and
@@ -88,6 +110,8 @@ class Work:
         work.store_X, work.store_y, work.store_w, work.store_n = self.store_X, self.store_y, \
             self.store_w, self.store_n
         work.names = self.names
+        work.rs = None if self.rs is None else self.rs.copy()
+        work.scaler = None if self.scaler is None else self.scaler.copy()
         return work
 
     def follow(self, params, plan):
@@ -193,7 +217,8 @@ def _advance_single(work, X, y, sw, schedule):
         # window left in it)
         work.grow_window(_window_size(work.params, 0, work.state))
     code, done, exc, row = _k.sgd_single(X, y, _EMPTY if sw is None else sw, work.w,
-                                         work.wbar, work.state, work.params, work.window, etas)
+                                         work.wbar, work.state, work.params, work.window, etas,
+                                         work.rs, work.scaler)
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))
@@ -246,7 +271,7 @@ def _advance_batch(work, X, y, sw, schedule, block):
         code, done, exc, row = _k.sgd_blocks(X_part, y_part,
                                              _EMPTY if w_part is None else w_part, block,
                                              work.w, work.wbar, work.state, work.params,
-                                             work.window, etas)
+                                             work.window, etas, work.rs)
         processed += done
         if code != OK:
             if code == ERR_INTERRUPTED:

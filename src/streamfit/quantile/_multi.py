@@ -1,0 +1,83 @@
+"""Several quantiles from one pass: the state of ``OnlineQuantileRegressor``
+with a list of taus, and how a call advances it (``_quantile.sgd_multi``:
+the row is read once, each quantile has its own iterate, average, schedule
+state and residual window).
+
+Like :class:`~streamfit.quantile._state.Work`, a call works on a copy and the
+estimator publishes it with one assignment (on success, or after the whole
+rows before an interruption).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._errors import OK
+from .._kernels import _quantile as _k
+from ._state import Outcome, _bad_row
+
+__all__ = ["MultiWork", "advance_multi", "NONCROSSING"]
+
+NONCROSSING = {"rearrange": _k.NONCROSS_NONE, "project": _k.NONCROSS_PROJECT}
+
+
+class MultiWork:
+    """The learnt state of m quantiles: ``w``/``wbar`` (m, d), ``state`` and
+    ``params`` (m,) records, ``window`` (m, capacity), feature names.
+    ``pending_X`` is always empty (single mode: no rows wait)."""
+
+    __slots__ = ("w", "wbar", "state", "params", "window", "names", "pending_X", "rs")
+
+    @classmethod
+    def fresh(cls, d, params, coef_init=None, intercept_init=None):
+        m = params.shape[0]
+        work = cls()
+        work.w = np.zeros((m, d)) if coef_init is None else coef_init.copy()
+        work.wbar = work.w.copy()
+        work.state = np.zeros(m, _k.STATE_DTYPE)
+        if intercept_init is not None:
+            work.state["intercept"] = intercept_init
+            work.state["intercept_avg"] = intercept_init
+        work.params = params
+        need = int(max(params["window"].max(), params["n_warmup"].max(), 1)) + 1
+        work.window = np.zeros((m, need))
+        work.names = None
+        work.pending_X = np.zeros((0, d))
+        work.rs = None
+        return work
+
+    def copy(self):
+        work = MultiWork()
+        work.w, work.wbar, work.state = self.w.copy(), self.wbar.copy(), self.state.copy()
+        work.params, work.names, work.pending_X, work.rs = self.params, self.names, \
+            self.pending_X, None
+        work.window = self.window.copy()
+        return work
+
+    def follow(self, params):
+        """New schedule constants mid-stream: a larger window grows the buffers
+        (what they hold is kept)."""
+        need = int(max(params["window"].max(), params["n_warmup"].max(),
+                       self.state["fill"].max(), 1)) + 1
+        if self.window.shape[1] < need:
+            grown = np.zeros((self.window.shape[0], need))
+            grown[:, :self.window.shape[1]] = self.window
+            self.window = grown
+        self.params = params
+
+
+def advance_multi(work, X, y, sw, noncrossing):
+    """One kernel call over (X, y, sw); mutates ``work``; an Outcome."""
+    code, done, exc, row = _k.sgd_multi(X, y, np.zeros(0) if sw is None else sw, work.w,
+                                        work.wbar, work.state, work.params, work.window,
+                                        NONCROSSING[noncrossing])
+    if code == OK:
+        return Outcome(done)
+    return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))
+
+
+def rearrange(pred):
+    """Sort the m predicted quantiles of each row (Chernozhukov, Fernandez-Val &
+    Galichon, Econometrica 2010: the sorted curves are monotone and never
+    farther from the true quantile curves, nor of larger check loss summed
+    over the taus)."""
+    return np.sort(pred, axis=1)

@@ -1,0 +1,157 @@
+"""Several quantiles from one pass (OnlineQuantileRegressor(tau=[...])): the
+same as separate fits, never crossing, the estimator contract (pickling,
+interrupts, refusals) and the projection option."""
+import pickle
+import signal
+import sys
+
+import numpy as np
+import pytest
+from sklearn.metrics import d2_pinball_score
+
+from streamfit import OnlineQuantileRegressor
+from streamfit._kernels import _quantile as _k
+from streamfit.schedules import ConstantSchedule
+from streamfit.simulate import make_linear_stream
+
+TAUS = [0.1, 0.5, 0.9]
+
+
+def hetero(n, seed, d=4):
+    # quantile lines that fan out with x_0: separate fits can cross near x_0 = 0
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 1, (n, d))
+    y = X @ np.linspace(1, 2, d) + (0.05 + 2 * X[:, 0]) * rng.standard_t(3, n)
+    return X, y
+
+
+@pytest.mark.parametrize("kw", [{}, {"average": True},
+                                {"schedule": ConstantSchedule(0.01), "fit_intercept": False}])
+def test_one_pass_is_bit_identical_to_separate_fits(kw):
+    X, y, _ = make_linear_stream(5000, 4, random_state=0)
+    sw = np.random.default_rng(0).choice([0.0, 1.0, 2.5], len(y))
+    multi = OnlineQuantileRegressor(tau=TAUS, **kw)
+    for i in range(0, 5000, 999):
+        multi.partial_fit(X[i:i + 999], y[i:i + 999], sample_weight=sw[i:i + 999])
+    assert multi.coef_.shape == (3, 4) and multi.intercept_.shape == (3,)
+    for q, t in enumerate(TAUS):
+        one = OnlineQuantileRegressor(tau=t, **kw).fit(X, y, sample_weight=sw)
+        np.testing.assert_array_equal(multi.coef_[q], one.coef_)
+        assert multi.intercept_[q] == one.intercept_
+        assert multi.cumulative_loss_[q] == one.cumulative_loss_
+    assert multi.n_samples_seen_ == 5000
+
+
+@pytest.mark.parametrize("noncrossing", ["rearrange", "project"])
+def test_predictions_never_cross_on_a_held_out_grid(noncrossing):
+    X, y = hetero(1500, 1)
+    est = OnlineQuantileRegressor(tau=[0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95],
+                                  noncrossing=noncrossing).fit(X, y)
+    g = np.linspace(-0.5, 1.5, 21)      # beyond the data too
+    grid = np.array(np.meshgrid(g, g, [0.5], [0.5])).reshape(4, -1).T
+    pred = est.predict(grid)
+    assert pred.shape == (len(grid), 7)
+    assert (np.diff(pred, axis=1) >= 0).all()
+    raw = grid @ est.coef_.T + est.intercept_
+    # the raw lines do cross somewhere on this grid: the sort is what orders them
+    assert (np.diff(raw, axis=1) < 0).any()
+    np.testing.assert_allclose(np.sort(raw, axis=1), pred, rtol=1e-12, atol=1e-12)
+
+
+def test_projection_orders_the_training_residuals():
+    # the kernel's PAV against a direct least-squares projection check
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        v = rng.standard_normal(rng.integers(1, 8))
+        out = v.copy()
+        _k._py_pav(out)
+        assert (np.diff(out) >= -1e-15).all()
+        # optimality: block means, and no other ordered vector is closer (spot check)
+        other = np.sort(v)
+        assert np.sum((out - v) ** 2) <= np.sum((other - v) ** 2) + 1e-12
+        assert np.isclose(out.sum(), v.sum())
+    X, y = hetero(3000, 3)
+    a = OnlineQuantileRegressor(tau=TAUS, noncrossing="project").fit(X, y)
+    b = OnlineQuantileRegressor(tau=TAUS).fit(X, y)
+    assert not np.array_equal(a.coef_, b.coef_)
+    assert a.score(X, y) > 0.5 * b.score(X, y)
+
+
+def test_score_is_the_mean_d2_pinball_over_the_taus():
+    X, y = hetero(3000, 4)
+    est = OnlineQuantileRegressor(tau=TAUS).fit(X, y)
+    pred = est.predict(X)
+    expected = np.mean([d2_pinball_score(y, pred[:, q], alpha=t) for q, t in enumerate(TAUS)])
+    assert est.score(X, y) == pytest.approx(expected, rel=1e-12)
+
+
+def test_pickled_mid_stream_resumes_bit_identically():
+    X, y, _ = make_linear_stream(6000, 3, random_state=5)
+    est = OnlineQuantileRegressor(tau=TAUS, average=True).fit(X[:2500], y[:2500])
+    copy = pickle.loads(pickle.dumps(est))
+    est.partial_fit(X[2500:], y[2500:])
+    copy.partial_fit(X[2500:], y[2500:])
+    np.testing.assert_array_equal(est.coef_, copy.coef_)
+    np.testing.assert_array_equal(est._fit_.state, copy._fit_.state)
+    np.testing.assert_array_equal(est._fit_.window, copy._fit_.window)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("at", [0, 1, 333])
+def test_interrupt_keeps_whole_rows_of_every_quantile(at):
+    class Stop(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Stop()
+
+    X, y, _ = make_linear_stream(3000, 3, random_state=6)
+    est = OnlineQuantileRegressor(tau=TAUS).fit(X[:1000], y[:1000])
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        _k._interrupt_at(at, signal.SIGUSR1)
+        with pytest.raises(Stop):
+            est.partial_fit(X[1000:], y[1000:])
+    finally:
+        _k._interrupt_at(-1, 0)
+        signal.signal(signal.SIGUSR1, old)
+    assert est.n_samples_seen_ == 1000 + at
+    ref = OnlineQuantileRegressor(tau=TAUS).fit(X[:1000 + at], y[:1000 + at])
+    np.testing.assert_array_equal(est._fit_.state, ref._fit_.state)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+
+
+def test_refusals_name_the_argument_and_leave_the_state():
+    X, y, _ = make_linear_stream(2000, 3, random_state=7)
+    for kw, match in [({"tau": [0.5, 0.1]}, "tau must be strictly increasing"),
+                      ({"tau": [0.1, 1.0]}, "tau"),
+                      ({"tau": [[0.1, 0.5]]}, "tau must be a number or a 1-D list"),
+                      ({"tau": TAUS, "mode": "batch"}, "mode must be 'single'"),
+                      ({"tau": TAUS, "average": True, "inference": True}, "inference"),
+                      ({"tau": TAUS, "noncrossing": "sort"}, "noncrossing must be one of")]:
+        with pytest.raises(ValueError, match=match):
+            OnlineQuantileRegressor(**kw).fit(X, y)
+    est = OnlineQuantileRegressor(tau=TAUS).fit(X, y)
+    before = pickle.dumps(est._fit_)
+    with pytest.raises(ValueError, match="tau changed"):
+        est.set_params(tau=0.1).partial_fit(X[:5], y[:5])
+    with pytest.raises(ValueError, match="tau changed"):
+        est.set_params(tau=[0.1, 0.5]).partial_fit(X[:5], y[:5])
+    bad = X[:5].copy()
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        est.set_params(tau=TAUS).partial_fit(bad, y[:5])
+    with pytest.raises(ValueError, match="coef_init must have shape"):
+        OnlineQuantileRegressor(tau=TAUS).fit(X, y, coef_init=np.zeros((2, 3)))
+    assert pickle.dumps(est._fit_) == before
+    one = OnlineQuantileRegressor(tau=0.5).fit(X, y)
+    with pytest.raises(ValueError, match="tau changed"):
+        one.set_params(tau=[0.5]).partial_fit(X[:5], y[:5])
+
+
+def test_warm_start_per_quantile():
+    X, y, _ = make_linear_stream(3000, 3, random_state=8)
+    ref = OnlineQuantileRegressor(tau=TAUS).fit(X, y)
+    est = OnlineQuantileRegressor(tau=TAUS, schedule=ConstantSchedule(1e-6)).fit(
+        X[:10], y[:10], coef_init=ref.coef_, intercept_init=ref.intercept_)
+    np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-3)
