@@ -264,7 +264,14 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         p["tau"] = self.tau
         p["loss"] = loss
         p["mode"] = _k.MODE_SINGLE
-        for key, value in schedule._kernel_params(loss, "single", deff).items():
+        params = schedule._kernel_params(loss, "single", deff)
+        # The kernel carries its own copy of the vector family's schedule,
+        # without the warm-start clock (a warm start of the factors is not
+        # offered either).
+        if params.pop("t0", 0.0):
+            raise ValueError("schedule.t0 (a warm start's clock) is not supported by "
+                             "OnlineLowRankQuantileRegressor; leave it at 0")
+        for key, value in params.items():
             p[key] = value
         p.flags.writeable = False
         return p
