@@ -1,0 +1,16 @@
+"""Scale-out on Dask (``pip install 'streamfit[dask]'``).
+
+- :func:`stream_fit`: a stream stored as a Dask array or DataFrame, fed to an
+  estimator's ``partial_fit`` chunk by chunk on the workers that hold the
+  chunks (the state travels, the data stays).
+"""
+try:
+    import distributed  # noqa: F401
+    import dask.array  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("streamfit.dask needs Dask: pip install 'streamfit[dask]' "
+                      "(dask[array,dataframe] and distributed)") from exc
+
+from ._stream import stream_fit
+
+__all__ = ["stream_fit"]

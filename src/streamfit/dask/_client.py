@@ -1,0 +1,121 @@
+"""Which Dask cluster a call runs on, and waits that cannot hang.
+
+``client=None`` takes the current client (a ``distributed.Client`` made the
+default, or the one of the worker a task runs on) and, when there is none,
+starts a ``LocalCluster`` for the call and closes it afterwards; a string is a
+scheduler address; a ``Client`` is used as it is and left open. Connecting
+is bounded by ``timeout``; waits for results poll the connection, so a
+scheduler that dies mid-call gives an error within about ``timeout`` seconds
+rather than a hang.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import numbers
+import os
+import time
+
+import distributed
+from distributed import Client, LocalCluster
+
+__all__ = ["connect", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 10.0      # seconds
+_POLL = 0.5                 # seconds between checks of the connection while waiting
+
+
+def check_timeout(timeout):
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not timeout > 0 \
+            or timeout == float("inf"):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
+
+
+def _current_client(timeout):
+    try:
+        return distributed.get_client(timeout=timeout)
+    except ValueError:          # no default client, not inside a task
+        return None
+
+
+def _local_cluster():
+    # One single-threaded worker process per core: the estimators' Python
+    # layer holds the GIL, so processes, not threads, give the parallelism.
+    # Loopback only, no fixed dashboard port (another cluster may hold 8787).
+    return LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
+                        host="127.0.0.1", dashboard_address=":0",
+                        silence_logs=logging.ERROR)
+
+
+@contextlib.contextmanager
+def connect(client=None, timeout=None):
+    """``with connect(client, timeout) as c:`` -- the client to run on (see the
+    module docstring), made current for the block (``distributed.wait`` and
+    ``dask.compute`` inside use it), and closed afterwards if it was made
+    here."""
+    timeout = check_timeout(timeout)
+    owned = []
+    try:
+        if client is None:
+            c = _current_client(timeout)
+            if c is None:
+                cluster = _local_cluster()
+                owned.append(cluster)
+                c = Client(cluster, set_as_default=False, timeout=timeout)
+                owned.append(c)
+        elif isinstance(client, str):
+            try:
+                c = Client(client, set_as_default=False, timeout=timeout)
+            except (OSError, TimeoutError) as exc:
+                raise ConnectionError(f"client: no Dask scheduler answered at {client!r} "
+                                      f"within {timeout:g} s ({exc})") from exc
+            owned.append(c)
+        elif isinstance(client, Client):
+            c = client
+        else:
+            raise TypeError(f"client must be None, a distributed.Client or a scheduler "
+                            f"address such as 'tcp://host:8786', got {type(client).__name__}")
+        if c.status != "running":
+            raise ConnectionError(f"client: the Dask client is {c.status!r}, not running")
+        with c.as_current():
+            yield c
+    finally:
+        for obj in reversed(owned):
+            with contextlib.suppress(Exception):
+                obj.close()
+
+
+def settle(client, futures, what, timeout=None):
+    """Wait until every future is finished (done, erred or cancelled), checking
+    the connection to the scheduler every ``_POLL`` seconds: if it has been
+    lost for ``timeout`` seconds, raise ConnectionError naming ``what`` (the
+    call and the chunk it was at)."""
+    timeout = check_timeout(timeout)
+    lost_since = None
+    while True:
+        try:
+            distributed.wait(futures, timeout=_POLL)
+            return
+        except distributed.TimeoutError:
+            pass
+        except distributed.client.FuturesCancelledError as exc:
+            reasons = sorted({group.reason for group in getattr(exc, "error_groups", ())})
+            if "scheduler-connection-lost" in reasons:
+                raise ConnectionError(f"{what}: lost the connection to the Dask scheduler "
+                                      f"(the work was cancelled)") from exc
+            why = {"scheduler-restart": "the cluster was restarted"}.get(
+                reasons[0] if len(reasons) == 1 else None,
+                f"cancelled ({', '.join(reasons) or 'no reason given'})")
+            raise RuntimeError(f"{what}: the Dask work was cancelled: {why}; nothing was "
+                               f"kept, re-run the call") from exc
+        if client.status == "running":
+            lost_since = None
+            continue
+        now = time.monotonic()
+        lost_since = lost_since or now
+        if client.status in ("closing", "closed") or now - lost_since > timeout:
+            raise ConnectionError(f"{what}: lost the connection to the Dask scheduler "
+                                  f"(client status {client.status!r})")

@@ -1,0 +1,64 @@
+"""A real Dask cluster for the streamfit.dask tests: a LocalCluster of two
+single-threaded worker processes (module-scoped: ~2 s to start), and the
+helpers the test modules share."""
+import logging
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+
+def make_cluster(n_workers=2):
+    return distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                    host="127.0.0.1", dashboard_address=":0",
+                                    silence_logs=logging.CRITICAL)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with make_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(2, timeout=30)
+        yield client
+
+
+def assert_same_state(a, b, path="estimator"):
+    """Two estimators (or parts of one) hold the same state, bit for bit:
+    the same attributes, arrays equal including NaN positions and dtype,
+    generators in the same state. Locks and caches are not state."""
+    if hasattr(a, "__dict__") and not isinstance(a, np.ndarray) and \
+            not isinstance(a, np.random.Generator):
+        assert type(a) is type(b), path
+        skip = {"_lock", "_regret_cache"}
+        if hasattr(a, "get_params") and "random_state" not in a.get_params():
+            # an estimator without random_state (Follow the Leader) holds an
+            # unseeded generator it never draws from
+            skip.add("_rng")
+        va = {k: v for k, v in vars(a).items() if k not in skip}
+        vb = {k: v for k, v in vars(b).items() if k not in skip}
+        assert va.keys() == vb.keys(), (path, sorted(va.keys() ^ vb.keys()))
+        for key in va:
+            assert_same_state(va[key], vb[key], f"{path}.{key}")
+    elif isinstance(a, np.random.Generator):
+        assert a.bit_generator.state == b.bit_generator.state, path
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape, path
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), path
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            assert_same_state(a[key], b[key], f"{path}[{key!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert type(a) is type(b) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_state(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and np.isnan(a):
+        assert isinstance(b, float) and np.isnan(b), path
+    else:
+        assert a == b and type(a) is type(b), (path, a, b)
