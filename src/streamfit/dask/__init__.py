@@ -3,6 +3,9 @@
 - :func:`stream_fit`: a stream stored as a Dask array or DataFrame, fed to an
   estimator's ``partial_fit`` chunk by chunk on the workers that hold the
   chunks (the state travels, the data stays).
+- :func:`parallel_quantile_fit`: quantile regression by divide and conquer,
+  one averaged online fit per partition in parallel, combined by a
+  size-weighted mean (and, with ``rounds > 1``, iterative parameter mixing).
 """
 try:
     import distributed  # noqa: F401
@@ -11,6 +14,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("streamfit.dask needs Dask: pip install 'streamfit[dask]' "
                       "(dask[array,dataframe] and distributed)") from exc
 
+from ._parallel import ParallelQuantileFit, parallel_quantile_fit
 from ._stream import stream_fit
 
-__all__ = ["stream_fit"]
+__all__ = ["stream_fit", "parallel_quantile_fit", "ParallelQuantileFit"]

@@ -51,7 +51,11 @@ def _array_blocks(a, name, ndims):
     if a.ndim > 1 and any(len(c) > 1 for c in a.chunks[1:]):
         # one chunk per row block: the columns of a block are joined on a worker
         a = a.rechunk({axis: -1 for axis in range(1, a.ndim)})
-    delayed = a.to_delayed().reshape(a.numblocks[0], -1)[:, 0]
+    # Unoptimised per collection: X and y chunks made by one task (a reader,
+    # a generator) then share that task's key, and computing a block's X and
+    # y together runs it once (optimising each collection on its own would
+    # fuse a copy of it into each).
+    delayed = a.to_delayed(optimize_graph=False).reshape(a.numblocks[0], -1)[:, 0]
     return list(delayed), [int(r) for r in rows]
 
 

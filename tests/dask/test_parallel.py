@@ -1,0 +1,172 @@
+"""parallel_quantile_fit on a two-process LocalCluster: each partition's
+estimate is the in-memory averaged fit of that partition, bit for bit; the
+combination is their size-weighted mean; the divide-and-conquer estimate is
+as accurate as the single averaged fit; bad input and worker errors."""
+import inspect
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+dd = pytest.importorskip("dask.dataframe")
+pd = pytest.importorskip("pandas")
+
+from streamfit import OnlineQuantileRegressor  # noqa: E402
+from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit  # noqa: E402
+from streamfit.simulate import make_linear_stream  # noqa: E402
+
+HAS_INIT = "coef_init" in inspect.signature(OnlineQuantileRegressor.fit).parameters
+SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
+N, D = sum(SIZES), 4
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y, beta = make_linear_stream(N, D, tau=0.7, snr=5.0, random_state=1)
+    return X, y, beta
+
+
+def partitions(*arrays, sizes=SIZES):
+    edges = np.cumsum((0,) + tuple(sizes))
+    return [tuple(a[s:e] for a in arrays) for s, e in zip(edges[:-1], edges[1:])]
+
+
+def local_fit(X, y, tau, **kwargs):
+    est = OnlineQuantileRegressor(tau, average=True).fit(X, y, **kwargs)
+    return est.coef_, est.intercept_
+
+
+def test_partitions_are_the_in_memory_fits_and_weighted(client, data):
+    X, y, _ = data
+    fit = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                                da.from_array(y, chunks=(SIZES,)), 0.7, client=client)
+    assert isinstance(fit, ParallelQuantileFit)
+    assert fit.partition_sizes_.tolist() == list(SIZES) and fit.n_samples_seen_ == N
+    local = [local_fit(Xs, ys, 0.7) for Xs, ys in partitions(X, y)]
+    for s, (coef, intercept) in enumerate(local):
+        assert np.array_equal(fit.partition_coef_[s], coef)
+        assert fit.partition_intercept_[s] == intercept
+    w = np.array(SIZES) / N
+    expected = sum(wi * c for wi, (c, _) in zip(w, local))
+    np.testing.assert_allclose(fit.coef_, expected, rtol=1e-13, atol=0)
+    np.testing.assert_allclose(fit.intercept_, sum(wi * b for wi, (_, b) in zip(w, local)),
+                               rtol=1e-13)
+    unweighted = np.mean([c for c, _ in local], axis=0)
+    assert np.abs(fit.coef_ - unweighted).max() > 1e-6   # the sizes did weigh in
+    assert fit.rounds_ == 1 and fit.partition_fit_seconds_.shape == (1, 4)
+    np.testing.assert_allclose(fit.predict(X[:5]), X[:5] @ fit.coef_ + fit.intercept_)
+
+
+def test_several_taus(client, data):
+    X, y, _ = data
+    taus = [0.9, 0.1, 0.5]
+    fit = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                                da.from_array(y, chunks=(SIZES,)), taus, client=client)
+    assert fit.coef_.shape == (3, D) and fit.partition_coef_.shape == (4, 3, D)
+    for j, tau in enumerate(taus):
+        single = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                                       da.from_array(y, chunks=(SIZES,)), tau, client=client)
+        assert np.array_equal(fit.partition_coef_[:, j], single.partition_coef_)
+        assert np.array_equal(fit.coef_[j], single.coef_)
+    pred = fit.predict(X[:200])
+    assert pred.shape == (200, 3)
+    # non-crossing: increasing along the taus' order (0.1, 0.5, 0.9)
+    assert (pred[:, 1] <= pred[:, 2]).all() and (pred[:, 2] <= pred[:, 0]).all()
+    lazy = fit.predict(da.from_array(X[:200], chunks=(70, 2)))
+    np.testing.assert_array_equal(lazy.compute(), pred)
+
+
+def test_dataframe_with_an_empty_partition(client, data):
+    X, y, _ = data
+    df = pd.DataFrame(X, columns=list("abcd"))
+    df["y"] = y
+    pieces = [df.iloc[:3000], df.iloc[3000:5000], df.iloc[:0], df.iloc[5000:]]
+    # partitions of unknown sizes (from_delayed), one of them empty
+    ddf = dd.from_delayed([dask.delayed(p) for p in pieces], meta=df.iloc[:0])
+    fit = parallel_quantile_fit(ddf, "y", 0.7, client=client)
+    assert fit.partition_index_.tolist() == [0, 1, 3]
+    assert fit.partition_sizes_.tolist() == [3000, 2000, 3000]
+    for s, piece in enumerate(p for p in pieces if len(p)):
+        coef, _ = local_fit(piece[list("abcd")], piece["y"], 0.7)
+        assert np.array_equal(fit.partition_coef_[s], coef)
+
+
+@pytest.mark.skipif(not HAS_INIT, reason="fit(coef_init=...) not in this streamfit yet")
+def test_rounds_restart_every_partition_from_the_mean(client, data):
+    X, y, _ = data
+    fit = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                                da.from_array(y, chunks=(SIZES,)), 0.7, rounds=2,
+                                client=client)
+    assert fit.rounds_ == 2 and len(fit.history_) == 2
+    coef1, intercept1 = fit.history_[0]
+    for s, (Xs, ys) in enumerate(partitions(X, y)):
+        coef, intercept = local_fit(Xs, ys, 0.7, coef_init=coef1, intercept_init=intercept1)
+        assert np.array_equal(fit.partition_coef_[s], coef)
+        assert fit.partition_intercept_[s] == intercept
+    np.testing.assert_allclose(fit.coef_, fit.history_[1][0], rtol=0, atol=0)
+
+
+@pytest.mark.skipif(HAS_INIT, reason="fit(coef_init=...) is here: rounds > 1 is tested")
+def test_rounds_need_coef_init(client, data):
+    X, y, _ = data
+    with pytest.raises(NotImplementedError, match="coef_init"):
+        parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                              da.from_array(y, chunks=(SIZES,)), 0.7, rounds=2, client=client)
+
+
+def _errors(n, d, parts, seeds, client, tau=0.5):
+    """Squared errors of the divide-and-conquer and of the single averaged
+    fit on the same rows, over seeds."""
+    dc, single = [], []
+    for seed in seeds:
+        X, y, beta = make_linear_stream(n, d, tau=tau, random_state=seed)
+        fit = parallel_quantile_fit(da.from_array(X, chunks=n // parts),
+                                    da.from_array(y, chunks=n // parts), tau, client=client)
+        coef, _ = local_fit(X, y, tau)
+        dc.append(np.sum((fit.coef_ - beta) ** 2))
+        single.append(np.sum((coef - beta) ** 2))
+    return np.mean(dc), np.mean(single)
+
+
+def test_divide_and_conquer_is_as_accurate_as_one_fit(client):
+    # partitions of 25k rows, d = 10: large against d (Volgushev et al.), so
+    # the mean keeps the full-sample rate; one partition alone would have
+    # 4x the squared error, an unweighted or a broken combination more
+    dc, single = _errors(100_000, 10, 4, range(6), client)
+    assert dc < 1.5 * single, (dc, single)
+
+
+def test_bad_input(client, data):
+    X, y, _ = data
+    Xd, yd = da.from_array(X, chunks=(SIZES, D)), da.from_array(y, chunks=(SIZES,))
+    with pytest.raises(ValueError, match="tau must be in"):
+        parallel_quantile_fit(Xd, yd, 1.5, client=client)
+    with pytest.raises(ValueError, match="twice"):
+        parallel_quantile_fit(Xd, yd, [0.5, 0.5], client=client)
+    with pytest.raises(ValueError, match="rounds"):
+        parallel_quantile_fit(Xd, yd, 0.5, rounds=0, client=client)
+    with pytest.raises(TypeError, match="may not set 'average'"):
+        parallel_quantile_fit(Xd, yd, 0.5, estimator_params={"average": False}, client=client)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        parallel_quantile_fit(Xd, yd, 0.5, estimator_params={"mode": "nope"}, client=client)
+    with pytest.raises(ValueError, match=r"chunk 1 of 4 \(rows 3000..3999\) has 1000 rows, "
+                                         r"fewer than min_partition_rows = 2000"):
+        parallel_quantile_fit(Xd, yd, 0.5, min_partition_rows=2000, client=client)
+    with pytest.raises(ValueError, match="y's chunks"):
+        parallel_quantile_fit(Xd, da.from_array(y, chunks=2000), 0.5, client=client)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        parallel_quantile_fit(Xd[Xd[:, 0] > 0], yd, 0.5, client=client)
+    with pytest.raises(TypeError, match="y is required"):
+        parallel_quantile_fit(Xd, None, 0.5, client=client)
+
+
+def test_error_on_a_worker_names_the_partition(client, data):
+    X, y, _ = data
+    y = y.copy()
+    y[5000] = np.inf
+    with pytest.raises(ValueError, match="y contains NaN or inf") as info:
+        parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                              da.from_array(y, chunks=(SIZES,)), 0.5, client=client)
+    assert any("chunk 2 of 4 (rows 4000..6499)" in note for note in info.value.__notes__)
