@@ -6,6 +6,8 @@
 - :func:`parallel_quantile_fit`: quantile regression by divide and conquer,
   one averaged online fit per partition in parallel, combined by a
   size-weighted mean (and, with ``rounds > 1``, iterative parameter mixing).
+- :func:`best_gain` and :func:`regret`: the best rank-k projection in
+  hindsight of a stream stored as a Dask array, summed on the workers.
 """
 try:
     import distributed  # noqa: F401
@@ -15,6 +17,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "(dask[array,dataframe] and distributed)") from exc
 
 from ._parallel import ParallelQuantileFit, parallel_quantile_fit
+from ._regret import best_gain, regret
 from ._stream import stream_fit
 
-__all__ = ["stream_fit", "parallel_quantile_fit", "ParallelQuantileFit"]
+__all__ = ["stream_fit", "parallel_quantile_fit", "ParallelQuantileFit", "best_gain", "regret"]
