@@ -104,6 +104,18 @@ def test_dense_instances_go_to_partial_fit_dense(client):
     assert est.instances_ == "dense"
 
 
+def test_large_state_is_scattered_once(client):
+    # S and N, n x n with n = 300: a 1.4 MB state, sent ahead of the chain
+    # rather than inside its first task
+    X = make_spiked_stream(60, 300, n_spikes=2, random_state=1)
+    est = PerturbedLeaderPCA(2, random_state=0).partial_fit(X[:10])
+    assert len(pickle.dumps(est)) > (1 << 20)
+    stream_fit(est, da.from_array(X[10:], chunks=20), client=client)
+    ref = in_memory(PerturbedLeaderPCA(2, random_state=0).partial_fit(X[:10]),
+                    row_chunks(50, 20, X[10:]))
+    assert_same_state(est, ref)
+
+
 def test_stream_continues_a_fitted_estimator(client, regression):
     X, y = regression
     est = OnlineQuantileRegressor(0.3, average=True).partial_fit(X[:300], y[:300])

@@ -6,6 +6,8 @@
 - :func:`parallel_quantile_fit`: quantile regression by divide and conquer,
   one averaged online fit per partition in parallel, combined by a
   size-weighted mean (and, with ``rounds > 1``, iterative parameter mixing).
+- :func:`fit_groups`: one online model per group of a Dask DataFrame, the
+  models carried through the partitions where they are.
 - :func:`best_gain` and :func:`regret`: the best rank-k projection in
   hindsight of a stream stored as a Dask array, summed on the workers.
 """
@@ -16,8 +18,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("streamfit.dask needs Dask: pip install 'streamfit[dask]' "
                       "(dask[array,dataframe] and distributed)") from exc
 
+from ._groups import fit_groups
 from ._parallel import ParallelQuantileFit, parallel_quantile_fit
 from ._regret import best_gain, regret
 from ._stream import stream_fit
 
-__all__ = ["stream_fit", "parallel_quantile_fit", "ParallelQuantileFit", "best_gain", "regret"]
+__all__ = ["stream_fit", "parallel_quantile_fit", "ParallelQuantileFit", "fit_groups",
+           "best_gain", "regret"]

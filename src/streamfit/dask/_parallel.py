@@ -285,8 +285,9 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     history, seconds, init = [], [], None
     with connect(client, timeout) as c:
         for r in range(rounds):
-            tasks = [delayed(_fit_partition, pure=False, name=f"parallel_quantile_fit-{run}-{r}-{i}")(
-                         blocks.describe(i), taus, params, init, min_rows, y_column, *item)
+            tasks = [delayed(_fit_partition, pure=False)(
+                         blocks.describe(i), taus, params, init, min_rows, y_column, *item,
+                         dask_key_name=f"parallel_quantile_fit-{run}-{r}-{i}")
                      for i, item in enumerate(blocks.items)]
             futures = c.compute(tasks)
             try:

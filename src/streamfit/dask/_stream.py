@@ -7,15 +7,11 @@ import pickle
 import uuid
 
 from ._blocks import is_frame, row_blocks
-from ._client import connect, settle
+from ._chains import drive_chains
+from ._client import connect
 from ._state import add_note, adopt, caller_lock, snapshot
 
 __all__ = ["stream_fit"]
-
-# States up to this size ride inside the first task (so that a re-run after a
-# worker died can start over from them); larger ones are scattered once.
-_INLINE_BYTES = 1 << 20
-
 
 def _n_rows(part):
     return part.shape[0]
@@ -42,73 +38,21 @@ def _fit_block(state, where, method, y_column, X, y=None, sample_weight=None):
     return pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _raise_if_erred(futures, note):
-    for future in futures:
-        if future.status == "error":
-            try:
-                future.result()
-            except Exception as exc:
-                if note:
-                    add_note(exc, note)
-                raise
-
-
-def _holders(client, future):
-    """The workers that hold a finished future's data."""
-    return sorted(client.who_has([future]).get(future.key, ()))
-
-
-def _run_chain(client, blocks, state, where, method, y_column, prefetch, timeout):
-    """Submit the chain of block fits and return the final state (bytes).
-
-    Blocks are computed at most ``prefetch`` ahead of the fit being submitted
-    and only once the fit ``prefetch + 2`` back has finished, so at most
-    about ``prefetch + 2`` blocks are in cluster memory at a time. Each fit is
-    submitted once its block is computed, restricted to the worker holding
-    the block's X (loosely: if that worker is gone, any worker), so the
-    estimator's state moves to the data, not the other way.
-    """
+def _run_chain(client, blocks, state, method, y_column, prefetch, timeout):
+    """The chain of block fits (see drive_chains); returns the final state."""
     run = uuid.uuid4().hex[:8]
-    n = len(blocks)
-    pending, steps = {}, {}
-    if len(state) > _INLINE_BYTES:
-        state = client.scatter(state, hash=False)
-    previous = state
-    made = 0
-    try:
-        for i in range(n):
-            while made < n and made <= i + prefetch:
-                back = made - prefetch - 2
-                if back >= 0:
-                    settle(client, [steps[back]], f"{where}, {blocks.describe(back)}", timeout)
-                    _raise_if_erred([steps[back]], None)
-                pending[made] = client.compute(list(blocks.items[made]))
-                made += 1
-            block = pending.pop(i)
-            settle(client, block, f"{where}, {blocks.describe(i)}", timeout)
-            _raise_if_erred(block, f"while computing {blocks.describe(i)} for "
-                                   f"streamfit.dask.stream_fit")
-            steps[i] = client.submit(_fit_block, previous, blocks.describe(i), method, y_column,
-                                     *block, key=f"stream_fit-{run}-{i}",
-                                     workers=_holders(client, block[0]),
-                                     allow_other_workers=True, pure=False)
-            previous = steps[i]
-            steps.pop(i - prefetch - 3, None)
-        if n == 0:
-            return state if isinstance(state, bytes) else state.result()
-        settle(client, [previous], f"{where}, {blocks.describe(n - 1)}", timeout)
-        _raise_if_erred([previous], None)
-        return previous.result()
-    except BaseException:
-        outstanding = [f for block in pending.values() for f in block] + list(steps.values())
-        if not isinstance(state, bytes):
-            outstanding.append(state)
-        if outstanding and client.status == "running":
-            try:
-                client.cancel(outstanding)
-            except Exception:       # pragma: no cover - cancelling is best effort
-                pass
-        raise
+
+    def compute_block(i):
+        return client.compute(list(blocks.items[i]))
+
+    def submit_step(chain, i, previous, block, workers):
+        return client.submit(_fit_block, previous, blocks.describe(i), method, y_column,
+                             *block, key=f"stream_fit-{run}-{i}", workers=workers,
+                             allow_other_workers=True, pure=False)
+
+    [state] = drive_chains(client, len(blocks), compute_block, submit_step, [state],
+                           blocks.describe, "streamfit.dask.stream_fit", prefetch, timeout)
+    return state
 
 
 def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetch=2,
@@ -208,6 +152,5 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
     with caller_lock(estimator):
         state = snapshot(estimator)
         with connect(client, timeout) as c:
-            fitted = _run_chain(c, blocks, state, "streamfit.dask.stream_fit", method,
-                                y_column, int(prefetch), timeout)
+            fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
         return adopt(estimator, fitted)
