@@ -1,12 +1,27 @@
 """A real Dask cluster for the streamfit.dask tests: a LocalCluster of two
-single-threaded worker processes (module-scoped: ~2 s to start), and the
-helpers the test modules share."""
+single-threaded worker processes, and the helpers the test modules share.
+
+The cluster is shared by the whole directory (session scope): starting one
+and importing streamfit in its workers costs seconds, and no test harms it
+(the tests that kill workers, restart or close the scheduler start their
+own)."""
 import logging
+import pathlib
+import sys
 
 import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
+
+# The workers unpickle the test modules' helper functions by reference
+# (tests.dask.test_stream._slow, say): they find them from the repository's
+# root, which `python -m pytest` puts on sys.path and a bare `pytest` does
+# not. Spawned workers copy sys.path, so the root goes there (appended: it
+# shadows nothing) for the session.
+ROOT = str(pathlib.Path(__file__).resolve().parents[2])
+if ROOT not in sys.path:
+    sys.path.append(ROOT)
 
 
 def make_cluster(n_workers=2):
@@ -15,13 +30,13 @@ def make_cluster(n_workers=2):
                                     silence_logs=logging.CRITICAL)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
     with make_cluster() as cluster:
         yield cluster
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def client(cluster):
     with distributed.Client(cluster, set_as_default=False) as client:
         client.wait_for_workers(2, timeout=30)

@@ -26,7 +26,7 @@ from streamfit.dask import stream_fit  # noqa: E402
 from streamfit.simulate import (make_dense_stream, make_linear_stream,  # noqa: E402
                                 make_spiked_stream)
 
-from .conftest import assert_same_state, make_cluster  # noqa: E402
+from .conftest import ROOT, assert_same_state, make_cluster  # noqa: E402
 
 N, D, CHUNK = 1000, 5, 230          # chunks of 230, 230, 230, 230, 80 rows
 REGRESSORS = {
@@ -292,9 +292,35 @@ def test_restart_mid_run_raises_and_leaves_the_estimator_unchanged(rows):
     assert not hasattr(est, "state_")           # nothing partial was published
 
 
+def test_cluster_without_workers_fails_within_the_timeout(rows):
+    with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=30)
+        X = da.from_array(np.tile(rows, (4, 1)), chunks=30).map_blocks(_slow, dtype=float)
+        est = FollowTheLeaderPCA(K)
+        outcome = {}
+
+        def run():
+            try:
+                stream_fit(est, X, client=c, timeout=2)
+            except BaseException as exc:         # noqa: BLE001 - handed to the test
+                outcome["error"] = exc
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        time.sleep(2.0)
+        cluster.scale(0)                        # every worker leaves
+        thread.join(30)
+        assert not thread.is_alive()
+    assert isinstance(outcome.get("error"), RuntimeError), outcome
+    assert "no worker" in str(outcome["error"])
+    assert not hasattr(est, "state_")
+
+
 def _spawn(*args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
     return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, env=env)
 
 
 def test_scheduler_lost_mid_run_fails_within_the_timeout(tmp_path, rows):

@@ -88,13 +88,22 @@ def connect(client=None, timeout=None):
                 obj.close()
 
 
+def _n_workers(client):
+    try:
+        return len(client.nthreads())
+    except Exception:           # the scheduler is gone: settle's status check says so
+        return None
+
+
 def settle(client, futures, what, timeout=None):
     """Wait until every future is finished (done, erred or cancelled), checking
     the connection to the scheduler every ``_POLL`` seconds: if it has been
-    lost for ``timeout`` seconds, raise ConnectionError naming ``what`` (the
-    call and the chunk it was at)."""
+    lost, or the cluster has had no worker, for ``timeout`` seconds, raise
+    ConnectionError (RuntimeError) naming ``what`` (the call and the chunk it
+    was at)."""
     timeout = check_timeout(timeout)
     lost_since = None
+    idle_since = None
     while True:
         try:
             distributed.wait(futures, timeout=_POLL)
@@ -113,6 +122,17 @@ def settle(client, futures, what, timeout=None):
                                f"kept, re-run the call") from exc
         if client.status == "running":
             lost_since = None
+            if _n_workers(client) == 0:
+                # all workers died or left (a nanny gives up on a worker that
+                # cannot unpickle its tasks, say): nothing would ever run
+                now = time.monotonic()
+                idle_since = idle_since or now
+                if now - idle_since > timeout:
+                    raise RuntimeError(f"{what}: the Dask cluster has had no worker for "
+                                       f"{timeout:g} s (they died or left; see the workers' "
+                                       f"logs); nothing was kept")
+            else:
+                idle_since = None
             continue
         now = time.monotonic()
         lost_since = lost_since or now
