@@ -87,12 +87,12 @@ def chunks_on_workers(client, name, rows, chunk):
     for i, start in enumerate(range(0, rows, chunk)):
         n = min(chunk, rows - start)
         if name == "qr":
-            X, y, _ = delayed(make_linear_stream, nout=3, pure=True)(
+            X, y, _ = delayed(make_linear_stream, nout=3, pure=False)(
                 n, D, tau=0.5, beta=beta, random_state=i)
             parts.append((da.from_delayed(X, (n, D), dtype=float),
                           da.from_delayed(y, (n,), dtype=float)))
         else:
-            X = delayed(make_spiked_stream, pure=True)(n, D, n_spikes=5, random_state=i)
+            X = delayed(make_spiked_stream, pure=False)(n, D, n_spikes=5, random_state=i)
             parts.append((da.from_delayed(X, (n, D), dtype=float),))
     arrays = [da.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))]
     arrays = client.persist(arrays)
@@ -138,8 +138,7 @@ def test_stream_fit_throughput(benchmark, client, timed, results, name):
         med = {k: float(np.median(v)) for k, v in times.items()}
         results[(name, chunk)] = dict(rows=rows, chunks=n_chunks, med=med, rounds=rounds,
                                       overhead=(med["stream_fit"] - med["memory"]) / n_chunks)
-        client.cancel(arrays)
-        del arrays, local
+        del arrays, local          # releases the persisted chunks
 
 
 def table(results):
