@@ -43,6 +43,44 @@ def client(cluster):
         yield client
 
 
+def _block_on_worker(block, seed):
+    # computing a chunk anywhere but on a Dask worker fails: get_worker()
+    # raises ValueError outside a worker
+    distributed.get_worker()
+    rng = np.random.default_rng(seed + block.shape[0])
+    return rng.standard_normal(block.shape)
+
+
+def worker_only_array(shape, chunk, seed=7):
+    """A Dask array of normal draws whose chunks can only be made on a worker."""
+    import dask.array as da
+
+    template = da.zeros(shape, chunks=(chunk,) + tuple(shape[1:]))
+    return template.map_blocks(_block_on_worker, seed, dtype=np.float64)
+
+
+def _transfer_log(dask_worker):
+    # every get_data a worker served (to another worker or to a client)
+    return [str(key) for log in dask_worker.transfer_outgoing_log for key in log["keys"]]
+
+
+class TransferLog:
+    """``with TransferLog(client) as log:`` -- log.moved: the keys the workers
+    sent anywhere during the block."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def __enter__(self):
+        self.before = self.client.run(_transfer_log)
+        return self
+
+    def __exit__(self, *exc):
+        after = self.client.run(_transfer_log)
+        self.moved = [key for worker, keys in after.items()
+                      for key in keys[len(self.before.get(worker, ())):]]
+
+
 def assert_same_state(a, b, path="estimator"):
     """Two estimators (or parts of one) hold the same state, bit for bit:
     the same attributes, arrays equal including NaN positions and dtype,

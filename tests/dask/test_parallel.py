@@ -3,6 +3,7 @@ estimate is the in-memory averaged fit of that partition, bit for bit; the
 combination is their size-weighted mean; the divide-and-conquer estimate is
 as accurate as the single averaged fit; bad input and worker errors."""
 import inspect
+import os
 
 import dask
 import dask.array as da
@@ -16,6 +17,8 @@ pd = pytest.importorskip("pandas")
 from streamfit import OnlineQuantileRegressor  # noqa: E402
 from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
+
+from .conftest import TransferLog, make_cluster, worker_only_array  # noqa: E402
 
 HAS_INIT = "coef_init" in inspect.signature(OnlineQuantileRegressor.fit).parameters
 SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
@@ -114,6 +117,71 @@ def test_rounds_need_coef_init(client, data):
     with pytest.raises(NotImplementedError, match="coef_init"):
         parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
                               da.from_array(y, chunks=(SIZES,)), 0.7, rounds=2, client=client)
+
+
+def test_partitions_are_fitted_where_they_are(client):
+    X = worker_only_array((48_000, 6), 6000)
+    y = worker_only_array((48_000,), 6000, seed=9)
+    with TransferLog(client) as log:
+        fit = parallel_quantile_fit(X, y, 0.5, client=client)
+    assert fit.n_samples_seen_ == 48_000
+    assert not [key for key in log.moved if X.name in key], log.moved
+
+
+def _die_once(block, marker, block_info=None):
+    # the worker computing chunk 2 dies the first time
+    if block_info[0]["chunk-location"][0] == 2 and not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return block
+
+
+class _DieOnceSchedule:
+    """A constant stepsize schedule whose first call on a worker kills that
+    worker (mid-fit: the partition's task is pinned there)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def stepsizes(self, start, count):
+        try:
+            distributed.get_worker()
+        except ValueError:              # the client's parameter check
+            pass
+        else:
+            if not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os._exit(1)
+        return np.full(count, 1e-3)
+
+
+def test_worker_killed_in_a_fit_the_partition_is_fitted_again(tmp_path, data):
+    X, y, _ = data
+    marker = str(tmp_path / "died")
+    with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=30)
+        fit = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                                    da.from_array(y, chunks=(SIZES,)), 0.7, client=c,
+                                    estimator_params={"schedule": _DieOnceSchedule(marker)},
+                                    timeout=5)
+    assert os.path.exists(marker)               # a worker died in a fit
+    for s, (Xs, ys) in enumerate(partitions(X, y)):
+        est = OnlineQuantileRegressor(0.7, average=True, schedule=_DieOnceSchedule(marker))
+        assert np.array_equal(fit.partition_coef_[s], est.fit(Xs, ys).coef_)
+
+
+def test_worker_killed_mid_run_partitions_are_fitted_again(tmp_path, data):
+    X, y, _ = data
+    marker = str(tmp_path / "died")
+    sizes = (1000,) * 8
+    with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=30)
+        Xd = da.from_array(X, chunks=(sizes, D)).map_blocks(_die_once, marker, dtype=float)
+        fit = parallel_quantile_fit(Xd, da.from_array(y, chunks=(sizes,)), 0.7, client=c,
+                                    min_partition_rows=100, timeout=5)
+    assert os.path.exists(marker)               # a worker did die
+    for s, (Xs, ys) in enumerate(partitions(X, y, sizes=sizes)):
+        assert np.array_equal(fit.partition_coef_[s], local_fit(Xs, ys, 0.7)[0])
 
 
 def _errors(n, d, parts, seeds, client, tau=0.5):

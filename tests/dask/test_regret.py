@@ -12,6 +12,8 @@ from streamfit import FollowTheLeaderPCA, MatrixEGPCA, PerturbedLeaderPCA  # noq
 from streamfit.dask import best_gain, regret, stream_fit  # noqa: E402
 from streamfit.simulate import make_dense_stream, make_spiked_stream  # noqa: E402
 
+from .conftest import TransferLog, worker_only_array  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def rows():
@@ -43,6 +45,14 @@ def test_regret_matches_the_estimators_own(client, rows, make):
     est = stream_fit(make(), X, client=client)
     r = regret(est, X, client=client)
     assert r == pytest.approx(est.regret_, rel=1e-9, abs=1e-9 * est.best_gain_)
+
+
+def test_blocks_are_summed_where_they_are(client):
+    X = worker_only_array((24_000, 12), 3000)
+    with TransferLog(client) as log:
+        gain = best_gain(X, 2, client=client)
+    assert gain > 0
+    assert not [key for key in log.moved if X.name in key], log.moved
 
 
 def test_regret_refuses_another_stream(client, rows):

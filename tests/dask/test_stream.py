@@ -26,7 +26,8 @@ from streamfit.dask import stream_fit  # noqa: E402
 from streamfit.simulate import (make_dense_stream, make_linear_stream,  # noqa: E402
                                 make_spiked_stream)
 
-from .conftest import ROOT, assert_same_state, make_cluster  # noqa: E402
+from .conftest import (ROOT, TransferLog, assert_same_state, make_cluster,  # noqa: E402
+                       worker_only_array)
 
 N, D, CHUNK = 1000, 5, 230          # chunks of 230, 230, 230, 230, 80 rows
 REGRESSORS = {
@@ -171,47 +172,27 @@ def test_sample_weight_travels_with_its_chunk(client, regression):
 
 
 # -- the data stays where it is ------------------------------------------------------------
-def _block_on_worker(block, seed):
-    # computing a chunk anywhere but on a Dask worker fails: get_worker()
-    # raises ValueError outside a worker
-    distributed.get_worker()
-    rng = np.random.default_rng(seed + block.shape[0])
-    return rng.standard_normal(block.shape)
-
-
-def _worker_only_array(n, d, chunk):
-    template = da.zeros((n, d), chunks=(chunk, d))
-    return template.map_blocks(_block_on_worker, 7, dtype=np.float64)
-
-
 def test_chunks_are_computed_on_workers_only(client):
-    X = _worker_only_array(600, 6, 100)
+    X = worker_only_array((600, 6), 100)
     with pytest.raises(ValueError):
         X.compute(scheduler="sync")          # the guard works outside a worker
     est = stream_fit(FollowTheLeaderPCA(2), X, client=client)
     assert est.n_trials_ == 600
 
 
-def _transferred_keys(dask_worker):
-    # every get_data a worker served (to another worker or to a client)
-    return [str(key) for log in dask_worker.transfer_outgoing_log for key in log["keys"]]
-
-
 def test_no_chunk_is_transferred(client):
     # Chunks large against the state (8 x 5000 x 8 bytes vs < 2 kB), several
-    # of them per worker: a scheduler free to place the fits would move some.
-    X = _worker_only_array(40_000, 8, 5000)
-    y = da.zeros(40_000, chunks=5000).map_blocks(_block_on_worker, 8, dtype=np.float64)
-    before = client.run(_transferred_keys)
-    est = stream_fit(OnlineQuantileRegressor(0.5), X, y, client=client)
-    after = client.run(_transferred_keys)
-    moved = [key for worker, keys in after.items() for key in keys[len(before[worker]):]]
+    # of them per worker: a scheduler free to place the fits moves some.
+    X = worker_only_array((40_000, 8), 5000)
+    y = worker_only_array((40_000,), 5000, seed=8)
+    with TransferLog(client) as log:
+        est = stream_fit(OnlineQuantileRegressor(0.5), X, y, client=client)
     assert est.n_samples_seen_ == 40_000
     # the only data sent anywhere (to the client or another worker) are the
     # states and y's chunks: never a chunk of X
-    assert any(key.startswith("stream_fit-") for key in moved)     # the log is read
-    assert not [key for key in moved if X.name in key], moved
-    assert all(key.startswith("stream_fit-") or y.name in key for key in moved), moved
+    assert any(key.startswith("stream_fit-") for key in log.moved)     # the log is read
+    assert not [key for key in log.moved if X.name in key], log.moved
+    assert all(key.startswith("stream_fit-") or y.name in key for key in log.moved), log.moved
 
 
 # -- errors and faults ---------------------------------------------------------------------
@@ -252,15 +233,27 @@ def _die_once(block, marker, block_info=None):
     return block
 
 
-def test_worker_killed_mid_run_is_retried_to_the_same_result(tmp_path, rows):
+def test_worker_killed_mid_run_fails_clearly_or_gives_the_same_result(tmp_path, rows):
     marker = str(tmp_path / "died")
     with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
         c.wait_for_workers(2, timeout=30)
         X = da.from_array(rows, chunks=CHUNK_PCA).map_blocks(_die_once, marker, dtype=float)
-        est = stream_fit(PerturbedLeaderPCA(K, random_state=0), X, client=c)
+        est = PerturbedLeaderPCA(K, random_state=0)
+        before = copy.deepcopy(est)
+        try:
+            stream_fit(est, X, client=c, timeout=5)
+        except RuntimeError as exc:
+            # the dead worker held a state or a chunk a fit was pinned to
+            assert "left (died or was retired)" in str(exc) and "nothing was kept" in str(exc)
+            assert_same_state(est, before)
+            failed = True
+        else:
+            failed = False
     assert os.path.exists(marker)               # a worker did die
-    ref = in_memory(PerturbedLeaderPCA(K, random_state=0), row_chunks(N_PCA, CHUNK_PCA, rows))
-    assert_same_state(est, ref)
+    if not failed:      # it held nothing the chain still needed: Dask re-ran the chunk
+        ref = in_memory(PerturbedLeaderPCA(K, random_state=0),
+                        row_chunks(N_PCA, CHUNK_PCA, rows))
+        assert_same_state(est, ref)
 
 
 def _slow(block):
@@ -452,6 +445,18 @@ def test_no_client_starts_and_closes_a_local_cluster(regression):
                      da.from_array(y, chunks=CHUNK))
     assert distributed.client._get_global_client() is None
     assert_same_state(est, in_memory(OnlineQuantileRegressor(0.3), row_chunks(N, CHUNK, X, y)))
+
+
+@pytest.mark.parametrize("make", [lambda: OnlineQuantileRegressor(0.3),
+                                  lambda: PerturbedLeaderPCA(K, random_state=0)])
+def test_result_pickles_and_copies(client, rows, make):
+    est = make()
+    X = da.from_array(rows, chunks=CHUNK_PCA)
+    y = da.from_array(rows[:, 0], chunks=CHUNK_PCA) if est.__class__.__name__.startswith(
+        "Online") else None
+    stream_fit(est, X[:, 1:] if y is not None else X, y, client=client)
+    assert_same_state(pickle.loads(pickle.dumps(est)), est)
+    assert_same_state(copy.deepcopy(est), est)
 
 
 def test_result_pickles_and_resumes(client, regression):

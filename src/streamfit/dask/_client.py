@@ -19,7 +19,7 @@ import time
 import distributed
 from distributed import Client, LocalCluster
 
-__all__ = ["connect", "DEFAULT_TIMEOUT"]
+__all__ = ["connect", "settle", "WorkerLost", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 10.0      # seconds
 _POLL = 0.5                 # seconds between checks of the connection while waiting
@@ -88,25 +88,37 @@ def connect(client=None, timeout=None):
                 obj.close()
 
 
-def _n_workers(client):
+class WorkerLost(RuntimeError):
+    """A worker that tasks are pinned to (it holds their data) has left."""
+
+    def __init__(self, message, workers):
+        super().__init__(message)
+        self.workers = workers
+
+
+def _workers(client):
     try:
-        return len(client.nthreads())
+        return set(client.nthreads())
     except Exception:           # the scheduler is gone: settle's status check says so
         return None
 
 
-def settle(client, futures, what, timeout=None):
-    """Wait until every future is finished (done, erred or cancelled), checking
-    the connection to the scheduler every ``_POLL`` seconds: if it has been
-    lost, or the cluster has had no worker, for ``timeout`` seconds, raise
-    ConnectionError (RuntimeError) naming ``what`` (the call and the chunk it
-    was at)."""
+def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pins=None):
+    """Wait until every future (with ``return_when="FIRST_COMPLETED"``: one) is
+    finished (done, erred or cancelled).
+
+    Every ``_POLL`` seconds of waiting it checks the cluster: a connection to
+    the scheduler lost, or no worker at all, for ``timeout`` seconds raises
+    ConnectionError or RuntimeError; a worker among ``pins()`` (the workers
+    that pending tasks are pinned to) gone raises :class:`WorkerLost` at once
+    (those tasks would wait for it forever). Messages name ``what`` (the call
+    and the chunk it was at)."""
     timeout = check_timeout(timeout)
     lost_since = None
     idle_since = None
     while True:
         try:
-            distributed.wait(futures, timeout=_POLL)
+            distributed.wait(futures, timeout=_POLL, return_when=return_when)
             return
         except distributed.TimeoutError:
             pass
@@ -122,7 +134,13 @@ def settle(client, futures, what, timeout=None):
                                f"kept, re-run the call") from exc
         if client.status == "running":
             lost_since = None
-            if _n_workers(client) == 0:
+            alive = _workers(client)
+            gone = sorted(pins() - alive) if pins is not None and alive is not None else []
+            if gone:
+                raise WorkerLost(f"{what}: worker {', '.join(gone)} left (died or was "
+                                 f"retired) while holding data or states of this call; "
+                                 f"nothing was kept, re-run the call", gone)
+            if alive is not None and not alive:
                 # all workers died or left (a nanny gives up on a worker that
                 # cannot unpickle its tasks, say): nothing would ever run
                 now = time.monotonic()

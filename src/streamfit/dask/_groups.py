@@ -186,7 +186,7 @@ def fit_groups(estimator, df, by, *, y=None, columns=None, n_buckets=None, clien
         def submit_step(b, i, models, block, workers):
             return c.submit(_fit_bucket, models, block[0], b, template, describe(i),
                             key=f"fit_groups-{run}-{b}-{i}", workers=workers,
-                            allow_other_workers=True, pure=False)
+                            allow_other_workers=False, pure=False)
 
         final = drive_chains(c, n, compute_block, submit_step, [{}] * buckets, describe,
                              "streamfit.dask.fit_groups", int(prefetch), timeout)

@@ -8,11 +8,11 @@ import time
 import uuid
 
 import numpy as np
-from dask import delayed
 
 from ..quantile import OnlineQuantileRegressor
 from ._blocks import is_frame, row_blocks
-from ._client import connect, settle
+from ._chains import map_pinned
+from ._client import connect
 from ._state import add_note
 
 __all__ = ["parallel_quantile_fit", "ParallelQuantileFit"]
@@ -284,20 +284,24 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     run = uuid.uuid4().hex[:8]
     history, seconds, init = [], [], None
     with connect(client, timeout) as c:
+        window = 2 * max(1, len(c.nthreads()))      # a block being made, one fitted, per worker
         for r in range(rounds):
-            tasks = [delayed(_fit_partition, pure=False)(
-                         blocks.describe(i), taus, params, init, min_rows, y_column, *item,
-                         dask_key_name=f"parallel_quantile_fit-{run}-{r}-{i}")
-                     for i, item in enumerate(blocks.items)]
-            futures = c.compute(tasks)
-            try:
-                settle(c, futures, f"streamfit.dask.parallel_quantile_fit, round {r + 1}",
+            results = [None] * len(blocks)
+
+            def compute_block(i):
+                return c.compute(list(blocks.items[i]))
+
+            def submit_task(i, block, workers, r=r, init=init):
+                return c.submit(_fit_partition, blocks.describe(i), taus, params, init, min_rows,
+                                y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}",
+                                workers=workers, allow_other_workers=False, pure=False)
+
+            def on_result(i, future):
+                results[i] = future.result()        # d + 2 numbers per tau
+
+            map_pinned(c, len(blocks), compute_block, submit_task, on_result, window,
+                       blocks.describe, f"streamfit.dask.parallel_quantile_fit, round {r + 1}",
                        timeout)
-                results = c.gather(futures)
-            except BaseException:
-                if c.status == "running":
-                    c.cancel(futures)
-                raise
             kept = [(i, res) for i, res in enumerate(results) if res[0] > 0]
             if not kept:
                 raise ValueError("X has no rows")

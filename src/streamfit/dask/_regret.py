@@ -5,17 +5,14 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from dask import delayed
 
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
 from ._blocks import is_frame, row_blocks
-from ._client import connect, settle
+from ._chains import map_pinned
+from ._client import connect
 
 __all__ = ["best_gain", "regret"]
-
-_FAN_IN = 8     # partial sums added per task
-
 
 def _block_sum(X):
     """On a worker: sum_t X_t over one block -- X^T X for rows (one BLAS
@@ -27,26 +24,29 @@ def _block_sum(X):
     return X.sum(axis=0)
 
 
-def _add(*parts):
-    out = np.array(parts[0], dtype=np.float64, copy=True)
-    for part in parts[1:]:
-        out += part
-    return out
-
-
 def _instance_matrix_sum(blocks, client, what, timeout):
-    parts = [delayed(_block_sum, pure=False)(item[0]) for item in blocks.items]
-    while len(parts) > 1:       # a tree of sums on the workers: n x n matrices only
-        parts = [delayed(_add, pure=False)(*parts[i:i + _FAN_IN]) if i + 1 < len(parts)
-                 else parts[i] for i in range(0, len(parts), _FAN_IN)]
-    future = client.compute(parts[0])
-    try:
-        settle(client, [future], what, timeout)
-        return future.result()
-    except BaseException:
-        if client.status == "running":
-            client.cancel([future])
-        raise
+    """sum_t X_t: each block's share summed on the worker holding the block,
+    the n x n results added here as they arrive."""
+    total = []
+
+    def compute_block(i):
+        return client.compute([blocks.items[i][0]])
+
+    def submit_task(i, block, workers):
+        return client.submit(_block_sum, block[0], workers=workers, allow_other_workers=False,
+                             pure=False)
+
+    def on_result(i, future):
+        part = future.result()
+        if total:
+            total[0] += part
+        else:
+            total.append(part)
+
+    window = 2 * max(1, len(client.nthreads()))
+    map_pinned(client, len(blocks), compute_block, submit_task, on_result, window,
+               blocks.describe, what, timeout)
+    return total[0]
 
 
 def _check_k(k, n):
@@ -72,8 +72,8 @@ def best_gain(X, n_components, *, client=None, timeout=None):
     hindsight for a stream stored as a Dask array.
 
     The n x n matrix sum_t X_t (X^T X for vector rows) is summed block by
-    block on the workers, in a tree of partial sums, so only n x n matrices
-    ever travel; its top-k eigenvalues come from streamfit's eigen-solver
+    block, each block's share on the worker holding it, and the n x n shares
+    are added as they arrive: only n x n matrices ever travel; its top-k eigenvalues come from streamfit's eigen-solver
     chain. The stream itself never needs to fit in any one memory.
 
     Parameters

@@ -18,11 +18,23 @@ __all__ = ["snapshot", "adopt", "caller_lock", "add_note"]
 _TRANSIENT = ("_lock",)
 
 
+@contextlib.contextmanager
 def caller_lock(estimator):
-    """The estimator's call lock (streamfit estimators), else a no-op: a
-    stream_fit takes its turn like any other call that changes the state."""
+    """Hold the estimator's call lock (streamfit estimators; other estimators
+    have none): a stream_fit takes its turn like any other call that changes
+    the state, for as long as it runs."""
     serialized = getattr(estimator, "_serialized", None)
-    return serialized() if callable(serialized) else contextlib.nullcontext()
+    if not callable(serialized):
+        yield
+        return
+    had_lock = "_lock" in vars(estimator)
+    with serialized():
+        yield
+    # A class whose __getstate__ keeps the lock (the online PCA estimators
+    # before issue 10's base class) could no longer be pickled or copied
+    # with one: take away the lock made here.
+    if not had_lock and "_lock" in estimator.__getstate__():
+        vars(estimator).pop("_lock", None)
 
 
 def snapshot(estimator):

@@ -48,7 +48,7 @@ def _run_chain(client, blocks, state, method, y_column, prefetch, timeout):
     def submit_step(chain, i, previous, block, workers):
         return client.submit(_fit_block, previous, blocks.describe(i), method, y_column,
                              *block, key=f"stream_fit-{run}-{i}", workers=workers,
-                             allow_other_workers=True, pure=False)
+                             allow_other_workers=False, pure=False)
 
     [state] = drive_chains(client, len(blocks), compute_block, submit_step, [state],
                            blocks.describe, "streamfit.dask.stream_fit", prefetch, timeout)
