@@ -160,11 +160,13 @@ def test_parallel_quantile_regression(benchmark, client, timed, results):
             clock(times[name], lambda: fits.__setitem__(
                 name, parallel_quantile_fit(X, y, TAU, rounds=rounds, client=client)))
 
+    load = [os.getloadavg()[0]]
     benchmark.group = (f"dask parallel quantile regression: {size['rows']} rows, "
                        f"d={size['d']}, {size['parts']} partitions, 2 workers")
     interleave(benchmark, size["rounds"], "parallel", [n for n in names if n != "parallel"],
                call)
 
+    load.append(os.getloadavg()[0])
     single_fit = fits["single"]
     errors = {"single": stream.error(single_fit.coef_, single_fit.intercept_)}
     for name in names[1:]:
@@ -176,7 +178,7 @@ def test_parallel_quantile_regression(benchmark, client, timed, results):
     results["main"] = dict(size=size, med=med, times=times, errors=errors,
                            generate=float(np.median(generate)),
                            fit_seconds=fits["parallel"].partition_fit_seconds_.sum(),
-                           blas=worker_blas(client))
+                           blas=worker_blas(client), load=load)
     benchmark.extra_info.update({f"median_s_{k}": v for k, v in med.items()})
     benchmark.extra_info.update({f"error_{k}": v for k, v in errors.items()})
     # right at any size: partitions far larger than d keep the full-sample rate
@@ -195,10 +197,9 @@ def test_against_offline(client, timed, results):
     seconds = {name: [] for name in sq}
     for rep in range(size["reps"]):
         stream = Stream(size["rows"], size["d"], size["parts"], seed=100 + rep)
-        parts = [stream.partition(i) for i in range(stream.parts)]
-        X = np.concatenate([p[0] for p in parts])
-        y = np.concatenate([p[1] for p in parts])
-        del parts
+        # made on the workers and kept there; a copy here for the in-memory fits
+        Xd, yd = client.persist(list(stream.dask()))
+        X, y = client.compute([Xd, yd], sync=True)
         start = time.perf_counter()
         coef, intercept = offline_quantile_regression(X, y, TAU, fit_intercept=True)
         seconds["offline"].append(time.perf_counter() - start)
@@ -207,8 +208,6 @@ def test_against_offline(client, timed, results):
         est = OnlineQuantileRegressor(TAU, average=True).fit(X, y)
         seconds["single"].append(time.perf_counter() - start)
         sq["single"].append(stream.error(est.coef_, est.intercept_) ** 2)
-        Xd = da.from_array(X, chunks=(tuple(stream.sizes), size["d"]))
-        yd = da.from_array(y, chunks=(tuple(stream.sizes),))
         for name, rounds in (("parallel", 1), ("parallel_r2", 2)):
             if rounds > 1 and not HAS_INIT:
                 continue
@@ -216,6 +215,7 @@ def test_against_offline(client, timed, results):
             fit = parallel_quantile_fit(Xd, yd, TAU, rounds=rounds, client=client)
             seconds[name].append(time.perf_counter() - start)
             sq[name].append(stream.error(fit.coef_, fit.intercept_) ** 2)
+        del Xd, yd
     rms = {name: float(np.sqrt(np.mean(v))) for name, v in sq.items() if v}
     results["offline"] = dict(size=size, rms=rms,
                               seconds={k: float(np.median(v)) for k, v in seconds.items() if v})
@@ -246,6 +246,8 @@ def table(results):
         lines.append(f"single: making the data took {main['generate']:.2f} s of it; "
                      f"parallel: the partition fits took {main['fit_seconds']:.2f} s of worker "
                      f"time in all")
+        lines.append(f"machine load average (1 min, 2 cores, shared) before/after: "
+                     f"{main['load'][0]:.1f} / {main['load'][1]:.1f}")
         lines.append(f"goals: error <= {GOAL_SINGLE}x single, speed-up >= {GOAL_SPEEDUP}x"
                      + ("" if HAS_INIT else "; rounds=2 needs fit(coef_init=...), not here yet"))
     off = results.get("offline")
