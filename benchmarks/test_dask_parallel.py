@@ -246,6 +246,8 @@ def table(results):
         lines.append(f"single: making the data took {main['generate']:.2f} s of it; "
                      f"parallel: the partition fits took {main['fit_seconds']:.2f} s of worker "
                      f"time in all")
+        lines.append("seconds per round: " + "; ".join(
+            f"{name} " + ", ".join(f"{t:.1f}" for t in main["times"][name]) for name in med))
         lines.append(f"machine load average (1 min, 2 cores, shared) before/after: "
                      f"{main['load'][0]:.1f} / {main['load'][1]:.1f}")
         lines.append(f"goals: error <= {GOAL_SINGLE}x single, speed-up >= {GOAL_SPEEDUP}x"

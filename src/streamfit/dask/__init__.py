@@ -10,6 +10,20 @@
   models carried through the partitions where they are.
 - :func:`best_gain` and :func:`regret`: the best rank-k projection in
   hindsight of a stream stored as a Dask array, summed on the workers.
+
+Which cluster: every function takes ``client=``: a ``distributed.Client``
+(used as it is), a scheduler address such as ``"tcp://10.0.0.5:8786"``
+(connected for the call, within ``timeout`` seconds), or None: the current
+default client if there is one, else a ``LocalCluster`` of one process per
+core, started for the call and closed after it. Worker processes are
+started by spawning, so a script that relies on that default must guard its
+entry point with ``if __name__ == "__main__":``. No wait can hang: a lost
+scheduler, a cluster without workers or a worker that leaves while holding
+this call's data gives an error within about ``timeout`` seconds.
+
+Every task that reads a chunk runs on the worker that holds the chunk
+(pinned there): chunks never travel, only estimator states and small
+results do.
 """
 try:
     import distributed  # noqa: F401

@@ -15,6 +15,7 @@ import logging
 import numbers
 import os
 import time
+from concurrent.futures import CancelledError
 
 import distributed
 from distributed import Client, LocalCluster
@@ -122,7 +123,9 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
             return
         except distributed.TimeoutError:
             pass
-        except distributed.client.FuturesCancelledError as exc:
+        except CancelledError as exc:
+            # FuturesCancelledError (distributed >= 2024.7) groups the futures
+            # by reason; earlier versions raise a bare CancelledError
             reasons = sorted({group.reason for group in getattr(exc, "error_groups", ())})
             if "scheduler-connection-lost" in reasons:
                 raise ConnectionError(f"{what}: lost the connection to the Dask scheduler "
