@@ -59,6 +59,13 @@ def worker_only_array(shape, chunk, seed=7):
     return template.map_blocks(_block_on_worker, seed, dtype=np.float64)
 
 
+def slow_block(block, seconds=0.7):
+    import time
+
+    time.sleep(seconds)
+    return block
+
+
 def _transfer_log(dask_worker):
     # every get_data a worker served (to another worker or to a client)
     return [str(key) for log in dask_worker.transfer_outgoing_log for key in log["keys"]]

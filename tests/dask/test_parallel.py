@@ -4,6 +4,7 @@ combination is their size-weighted mean; the divide-and-conquer estimate is
 as accurate as the single averaged fit; bad input and worker errors."""
 import inspect
 import os
+import time
 
 import dask
 import dask.array as da
@@ -15,10 +16,10 @@ dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 
 from streamfit import OnlineQuantileRegressor  # noqa: E402
-from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit  # noqa: E402
+from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit, stream_fit  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
-from .conftest import TransferLog, make_cluster, worker_only_array  # noqa: E402
+from .conftest import TransferLog, make_cluster, slow_block, worker_only_array  # noqa: E402
 
 HAS_INIT = "coef_init" in inspect.signature(OnlineQuantileRegressor.fit).parameters
 SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
@@ -126,6 +127,27 @@ def test_partitions_are_fitted_where_they_are(client):
         fit = parallel_quantile_fit(X, y, 0.5, client=client)
     assert fit.n_samples_seen_ == 48_000
     assert not [key for key in log.moved if X.name in key], log.moved
+
+
+def test_nothing_is_held_after_the_call(client, data):
+    # chunks slower than the waits' poll: the waits time out (and used to
+    # leave futures, and their partitions, alive until a garbage collection)
+    X, y, _ = data
+    Xd = da.from_array(X, chunks=(SIZES, D)).map_blocks(slow_block, dtype=float)
+    parallel_quantile_fit(Xd, da.from_array(y, chunks=(SIZES,)), 0.7, client=client)
+    assert released(client)
+    stream_fit(OnlineQuantileRegressor(0.7), Xd, da.from_array(y, chunks=(SIZES,)),
+               client=client)
+    assert released(client)
+
+
+def released(client, grace=2.0):
+    # the futures' done-callbacks let go of them within milliseconds; a
+    # reference cycle would hold them until a garbage collection
+    deadline = time.monotonic() + grace
+    while client.futures and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not client.futures
 
 
 def _die_once(block, marker, block_info=None):

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import numbers
 import os
+import threading
 import time
 from concurrent.futures import CancelledError
 
@@ -104,6 +105,29 @@ def _workers(client):
         return None
 
 
+def _raise_cancelled(futures, what):
+    """The error for cancelled futures: distributed's own wait (which returns
+    at once for them) names the reason."""
+    try:
+        distributed.wait(futures)
+    except CancelledError as exc:
+        # FuturesCancelledError (distributed >= 2024.7) groups the futures by
+        # reason; earlier versions raise a bare CancelledError
+        reasons = sorted({group.reason for group in getattr(exc, "error_groups", ())})
+        if "scheduler-connection-lost" in reasons:
+            raise ConnectionError(f"{what}: lost the connection to the Dask scheduler "
+                                  f"(the work was cancelled)") from exc
+        why = {"scheduler-restart": "the cluster was restarted"}.get(
+            reasons[0] if len(reasons) == 1 else None,
+            f"cancelled ({', '.join(reasons) or 'no reason given'})")
+        raise RuntimeError(f"{what}: the Dask work was cancelled: {why}; nothing was "
+                           f"kept, re-run the call") from exc
+    except Exception:           # pragma: no cover - anything else: the generic message
+        pass
+    raise RuntimeError(f"{what}: the Dask work was cancelled; nothing was kept, re-run "
+                       f"the call")
+
+
 def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pins=None):
     """Wait until every future (with ``return_when="FIRST_COMPLETED"``: one) is
     finished (done, erred or cancelled).
@@ -112,29 +136,37 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
     the scheduler lost, or no worker at all, for ``timeout`` seconds raises
     ConnectionError or RuntimeError; a worker among ``pins()`` (the workers
     that pending tasks are pinned to) gone raises :class:`WorkerLost` at once
-    (those tasks would wait for it forever). Messages name ``what`` (the call
-    and the chunk it was at)."""
+    (those tasks would wait for it forever); cancelled futures raise
+    RuntimeError (ConnectionError when the scheduler connection was lost).
+    Messages name ``what`` (the call and the chunk it was at).
+
+    The wait is an event set by the futures' done-callbacks, not
+    ``distributed.wait(timeout=...)``: each of its timeouts raises an
+    exception whose traceback cycle holds the futures until the garbage
+    collector runs, and so keeps their data (whole partitions) in the
+    cluster's memory long after the call has let go of them.
+    """
     timeout = check_timeout(timeout)
+    futures = list(futures)
+    if not futures:
+        return
+    need = 1 if return_when == "FIRST_COMPLETED" else len(futures)
+    event = threading.Event()
+    finished = []
+    guard = threading.Lock()
+
+    def done(_):
+        with guard:
+            finished.append(None)
+            if len(finished) >= need:
+                event.set()
+
+    for future in futures:
+        future.add_done_callback(done)
+    del future
     lost_since = None
     idle_since = None
-    while True:
-        try:
-            distributed.wait(futures, timeout=_POLL, return_when=return_when)
-            return
-        except distributed.TimeoutError:
-            pass
-        except CancelledError as exc:
-            # FuturesCancelledError (distributed >= 2024.7) groups the futures
-            # by reason; earlier versions raise a bare CancelledError
-            reasons = sorted({group.reason for group in getattr(exc, "error_groups", ())})
-            if "scheduler-connection-lost" in reasons:
-                raise ConnectionError(f"{what}: lost the connection to the Dask scheduler "
-                                      f"(the work was cancelled)") from exc
-            why = {"scheduler-restart": "the cluster was restarted"}.get(
-                reasons[0] if len(reasons) == 1 else None,
-                f"cancelled ({', '.join(reasons) or 'no reason given'})")
-            raise RuntimeError(f"{what}: the Dask work was cancelled: {why}; nothing was "
-                               f"kept, re-run the call") from exc
+    while not event.wait(_POLL):
         if client.status == "running":
             lost_since = None
             alive = _workers(client)
@@ -155,8 +187,13 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
             else:
                 idle_since = None
             continue
+        if any(f.cancelled() for f in futures):
+            break
         now = time.monotonic()
         lost_since = lost_since or now
         if client.status in ("closing", "closed") or now - lost_since > timeout:
             raise ConnectionError(f"{what}: lost the connection to the Dask scheduler "
                                   f"(client status {client.status!r})")
+    cancelled = [f for f in futures if f.cancelled()]
+    if cancelled:
+        _raise_cancelled(cancelled, what)
