@@ -142,12 +142,17 @@ def test_nothing_is_held_after_the_call(client, data):
 
 
 def released(client, grace=2.0):
-    # the futures' done-callbacks let go of them within milliseconds; a
-    # reference cycle would hold them until a garbage collection
+    """No future holding data (finished or pending) is left: the futures'
+    done-callbacks let go of them within milliseconds, a reference cycle
+    would hold them until a garbage collection. (Erred and cancelled
+    futures, which hold no data, may outlive an earlier test's exception.)"""
+    def holding():
+        return [key for key, state in list(client.futures.items())
+                if state.status in ("finished", "pending")]
     deadline = time.monotonic() + grace
-    while client.futures and time.monotonic() < deadline:
+    while holding() and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not client.futures
+    return not holding()
 
 
 def _die_once(block, marker, block_info=None):
