@@ -152,13 +152,23 @@ def test_parallel_quantile_regression(benchmark, client, timed, results):
         generate.append(made)
         fits["single"] = est
 
+    cpu = {name: [] for name in names}      # (busiest process, all processes) CPU seconds
+
     def call(name, r):
         if name == "single":
+            start = time.process_time()
             clock(times[name], single)
+            used = time.process_time() - start
+            cpu[name].append((used, used))
         else:
             rounds = 2 if name == "parallel_r2" else 1
+            before, here = client.run(time.process_time), time.process_time()
             clock(times[name], lambda: fits.__setitem__(
                 name, parallel_quantile_fit(X, y, TAU, rounds=rounds, client=client)))
+            here = time.process_time() - here           # the client's share
+            after = client.run(time.process_time)
+            used = [after[w] - before[w] for w in after]
+            cpu[name].append((max(used), sum(used) + here))
 
     load = [os.getloadavg()[0]]
     benchmark.group = (f"dask parallel quantile regression: {size['rows']} rows, "
@@ -175,7 +185,9 @@ def test_parallel_quantile_regression(benchmark, client, timed, results):
         assert fit.partition_sizes_.tolist() == stream.sizes
         errors[name] = stream.error(fit.coef_, fit.intercept_)
     med = {name: float(np.median(t)) for name, t in times.items()}
-    results["main"] = dict(size=size, med=med, times=times, errors=errors,
+    cpu_med = {name: tuple(float(np.median([c[j] for c in cpu[name]])) for j in (0, 1))
+               for name in names}
+    results["main"] = dict(size=size, med=med, times=times, errors=errors, cpu=cpu_med,
                            generate=float(np.median(generate)),
                            fit_seconds=fits["parallel"].partition_fit_seconds_.sum(),
                            blas=worker_blas(client), load=load)
@@ -233,16 +245,21 @@ def table(results):
     main = results.get("main")
     if main:
         s, med, err = main["size"], main["med"], main["errors"]
+        cpu = main["cpu"]
         lines += [f"Parallel quantile regression (tau = {TAU}, t_1.1 noise): {s['rows']} rows, "
                   f"d = {s['d']}, {s['parts']} partitions; LocalCluster 2 worker processes x 1 "
                   f"thread (worker BLAS threads: {main['blas']}); {s['rounds']} interleaved "
                   f"rounds, medians",
                   f"{'contender':<14}{'median s':>10}{'min s':>9}{'speed-up':>10}"
-                  f"{'error':>12}{'err/single':>12}"]
+                  f"{'CPU s':>9}{'busiest':>9}{'CPU bound':>11}{'error':>12}{'err/single':>12}"]
         for name in med:
             lines.append(f"{name:<14}{med[name]:>10.2f}{min(main['times'][name]):>9.2f}"
-                         f"{fmt_x(med['single'] / med[name]):>10}{err[name]:>12.4g}"
-                         f"{fmt_x(err[name] / err['single']):>12}")
+                         f"{fmt_x(med['single'] / med[name]):>10}{cpu[name][1]:>9.1f}"
+                         f"{cpu[name][0]:>9.1f}{fmt_x(cpu['single'][0] / cpu[name][0]):>11}"
+                         f"{err[name]:>12.4g}{fmt_x(err[name] / err['single']):>12}")
+        lines.append("CPU s: CPU seconds of all the contender's processes (workers and client); "
+                     "busiest: of its busiest worker; CPU bound: the single fit's CPU seconds / "
+                     "the busiest worker's, the speed-up two free cores would give")
         lines.append(f"single: making the data took {main['generate']:.2f} s of it; "
                      f"parallel: the partition fits took {main['fit_seconds']:.2f} s of worker "
                      f"time in all")
