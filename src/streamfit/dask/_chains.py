@@ -16,7 +16,7 @@ from __future__ import annotations
 from ._client import WorkerLost, settle
 from ._state import add_note
 
-__all__ = ["drive_chains", "map_pinned"]
+__all__ = ["drive_chains", "map_pinned", "default_window"]
 
 # States up to this size ride inside their first task; larger ones are
 # scattered once (a graph of megabytes is slow to send and Dask warns).
@@ -119,6 +119,14 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
         raise
 
 
+def default_window(client):
+    """Blocks in flight for map_pinned: one per worker thread (a thread makes
+    or fits one block at a time; a second one queued per thread would only
+    double the memory) and one more, so that a thread finds the next block
+    ready while its last one's task is submitted."""
+    return sum(client.nthreads().values()) + 1
+
+
 def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, describe, what,
                timeout):
     """One task per block, each on the worker holding its block.
@@ -145,9 +153,15 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 i = todo.pop()
                 attempts[i] += 1
                 blocks[i] = compute_block(i)
-            watch = [f for block in blocks.values() for f in block] + list(tasks.values())
+            # only what is still running: a block whose X is done but whose y
+            # is not would otherwise end every wait at once
+            watch = [f for f in [f for block in blocks.values() for f in block]
+                     + list(tasks.values()) if not f.done()]
             try:
-                settle(client, watch, what, timeout, return_when="FIRST_COMPLETED", pins=pins)
+                if watch and not any(all(f.done() for f in block) for block in blocks.values()) \
+                        and not any(task.done() for task in tasks.values()):
+                    settle(client, watch, what, timeout, return_when="FIRST_COMPLETED",
+                           pins=pins)
             except WorkerLost as lost:
                 again = sorted(i for i in tasks if pinned.get(i) in lost.workers)
                 for i in again:

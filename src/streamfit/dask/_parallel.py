@@ -11,7 +11,7 @@ import numpy as np
 
 from ..quantile import OnlineQuantileRegressor
 from ._blocks import is_frame, row_blocks
-from ._chains import map_pinned
+from ._chains import default_window, map_pinned
 from ._client import connect
 from ._state import add_note
 
@@ -284,7 +284,7 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     run = uuid.uuid4().hex[:8]
     history, seconds, init = [], [], None
     with connect(client, timeout) as c:
-        window = 2 * max(1, len(c.nthreads()))      # a block being made, one fitted, per worker
+        window = default_window(c)
         for r in range(rounds):
             results = [None] * len(blocks)
 

@@ -9,7 +9,7 @@ import numpy as np
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
 from ._blocks import is_frame, row_blocks
-from ._chains import map_pinned
+from ._chains import default_window, map_pinned
 from ._client import connect
 
 __all__ = ["best_gain", "regret"]
@@ -43,7 +43,7 @@ def _instance_matrix_sum(blocks, client, what, timeout):
         else:
             total.append(part)
 
-    window = 2 * max(1, len(client.nthreads()))
+    window = default_window(client)
     map_pinned(client, len(blocks), compute_block, submit_task, on_result, window,
                blocks.describe, what, timeout)
     return total[0]
