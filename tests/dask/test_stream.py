@@ -195,6 +195,17 @@ def test_no_chunk_is_transferred(client):
     assert all(key.startswith("stream_fit-") or y.name in key for key in log.moved), log.moved
 
 
+def test_a_from_array_block_sends_its_chunk_not_the_array(client):
+    # 16 MB in memory here, 2 MB a chunk: Dask warns (an error under this
+    # suite's filterwarnings) when a graph over 10 MB is sent, as sending
+    # from_array's whole graph with every block would
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((200_000, 10)), rng.standard_normal(200_000)
+    est = stream_fit(OnlineQuantileRegressor(0.5), da.from_array(X, chunks=25_000),
+                     da.from_array(y, chunks=25_000), client=client)
+    assert est.n_samples_seen_ == 200_000
+
+
 # -- errors and faults ---------------------------------------------------------------------
 def test_error_on_a_worker_leaves_the_estimator_unchanged(client, regression):
     X, y = regression

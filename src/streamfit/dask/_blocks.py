@@ -12,7 +12,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-__all__ = ["Blocks", "row_blocks", "is_frame"]
+__all__ = ["Blocks", "row_blocks", "is_frame", "submit_block"]
 
 
 def is_frame(obj):
@@ -148,3 +148,11 @@ def row_blocks(X, y=None, sample_weight=None, *, x_ndims=(2,)):
         n_features = len(X.columns)
     items = list(zip(*(s[1] for s in split)))
     return Blocks(items, rows, tuple(s[3] for s in split), n_features)
+
+
+def submit_block(client, items):
+    """Submit one block's Delayed objects (X, y, ...) together and return their
+    futures. The graph is culled here to what the block needs: a block of
+    dask.array.from_array holds the whole NumPy array in its graph, which
+    the client would otherwise send with every block."""
+    return client.compute(list(dask.optimize(*items)))

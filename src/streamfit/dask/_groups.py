@@ -12,7 +12,7 @@ import numpy as np
 from dask import delayed
 from sklearn.base import clone
 
-from ._blocks import is_frame, row_blocks
+from ._blocks import is_frame, row_blocks, submit_block
 from ._chains import drive_chains
 from ._client import connect
 from ._state import add_note
@@ -179,9 +179,9 @@ def fit_groups(estimator, df, by, *, y=None, columns=None, n_buckets=None, clien
             max(1, 2 * sum(c.nthreads().values()))
 
         def compute_block(i):
-            return [c.compute(delayed(_split, pure=False)(
+            return submit_block(c, [delayed(_split, pure=False)(
                 parts[i], describe(i), by_arg, columns, y, buckets,
-                dask_key_name=f"fit_groups-split-{run}-{i}"))]
+                dask_key_name=f"fit_groups-split-{run}-{i}")])
 
         def submit_step(b, i, models, block, workers):
             return c.submit(_fit_bucket, models, block[0], b, template, describe(i),

@@ -10,7 +10,7 @@ import uuid
 import numpy as np
 
 from ..quantile import OnlineQuantileRegressor
-from ._blocks import is_frame, row_blocks
+from ._blocks import is_frame, row_blocks, submit_block
 from ._chains import default_window, map_pinned
 from ._client import connect
 from ._state import add_note
@@ -289,7 +289,7 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
             results = [None] * len(blocks)
 
             def compute_block(i):
-                return c.compute(list(blocks.items[i]))
+                return submit_block(c, blocks.items[i])
 
             def submit_task(i, block, workers, r=r, init=init):
                 return c.submit(_fit_partition, blocks.describe(i), taus, params, init, min_rows,

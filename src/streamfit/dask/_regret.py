@@ -8,7 +8,7 @@ import numpy as np
 
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
-from ._blocks import is_frame, row_blocks
+from ._blocks import is_frame, row_blocks, submit_block
 from ._chains import default_window, map_pinned
 from ._client import connect
 
@@ -30,7 +30,7 @@ def _instance_matrix_sum(blocks, client, what, timeout):
     total = []
 
     def compute_block(i):
-        return client.compute([blocks.items[i][0]])
+        return submit_block(client, blocks.items[i][:1])
 
     def submit_task(i, block, workers):
         return client.submit(_block_sum, block[0], workers=workers, allow_other_workers=False,

@@ -6,7 +6,7 @@ import numbers
 import pickle
 import uuid
 
-from ._blocks import is_frame, row_blocks
+from ._blocks import is_frame, row_blocks, submit_block
 from ._chains import drive_chains
 from ._client import connect
 from ._state import add_note, adopt, caller_lock, snapshot
@@ -43,7 +43,7 @@ def _run_chain(client, blocks, state, method, y_column, prefetch, timeout):
     run = uuid.uuid4().hex[:8]
 
     def compute_block(i):
-        return client.compute(list(blocks.items[i]))
+        return submit_block(client, blocks.items[i])
 
     def submit_step(chain, i, previous, block, workers):
         return client.submit(_fit_block, previous, blocks.describe(i), method, y_column,
