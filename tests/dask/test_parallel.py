@@ -135,24 +135,24 @@ def test_nothing_is_held_after_the_call(client, data):
     X, y, _ = data
     Xd = da.from_array(X, chunks=(SIZES, D)).map_blocks(slow_block, dtype=float)
     parallel_quantile_fit(Xd, da.from_array(y, chunks=(SIZES,)), 0.7, client=client)
-    assert released(client)
+    assert not still_held(client), still_held(client)
     stream_fit(OnlineQuantileRegressor(0.7), Xd, da.from_array(y, chunks=(SIZES,)),
                client=client)
-    assert released(client)
+    assert not still_held(client), still_held(client)
 
 
-def released(client, grace=2.0):
-    """No future holding data (finished or pending) is left: the futures'
-    done-callbacks let go of them within milliseconds, a reference cycle
-    would hold them until a garbage collection. (Erred and cancelled
-    futures, which hold no data, may outlive an earlier test's exception.)"""
+def still_held(client, grace=2.0):
+    """The futures still holding data (finished or pending) after a grace
+    period: the futures' done-callbacks let go of them within milliseconds,
+    a reference cycle would hold them until a garbage collection. (Erred and
+    cancelled futures hold no data.)"""
     def holding():
-        return [key for key, state in list(client.futures.items())
-                if state.status in ("finished", "pending")]
+        return {key: state.status for key, state in list(client.futures.items())
+                if state.status in ("finished", "pending")}
     deadline = time.monotonic() + grace
     while holding() and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not holding()
+    return holding()
 
 
 def _die_once(block, marker, block_info=None):

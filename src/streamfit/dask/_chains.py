@@ -13,6 +13,8 @@ workers: chains then fail with a clear error (WorkerLost), independent block
 tasks are submitted again (their block recomputed where Dask puts it)."""
 from __future__ import annotations
 
+import weakref
+
 from ._client import WorkerLost, settle
 from ._state import add_note
 
@@ -62,14 +64,17 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
     Blocks are computed at most ``prefetch`` ahead of the steps being
     submitted, and only once every step ``prefetch + 2`` blocks back has
     finished: about ``prefetch + 2`` blocks are in cluster memory at a time.
-    Each step is submitted once its block is computed, restricted (loosely:
-    if that worker is gone, any worker) to the worker holding the block, so
-    the states move to the data, not the other way. Two steps per chain are
-    queued at a time, so that the next starts as soon as one ends.
+    Each step is submitted once its block is computed, pinned to the worker
+    holding the block, so the states move to the data, not the other way.
+    Two steps per chain are queued at a time, so that the next starts as
+    soon as one ends. On any error every future of the call still alive is
+    cancelled: the exception's traceback keeps the driver's frames, and with
+    them futures whose data would otherwise stay in the cluster's memory.
     """
     states = [client.scatter(s, hash=False) if isinstance(s, bytes) and len(s) > INLINE_BYTES
               else s for s in states]
     scattered = [s for s in states if hasattr(s, "key")]
+    alive = weakref.WeakSet(scattered)      # every future made here (not kept alive by this)
     pending, steps, pinned = {}, {}, {}
     previous = list(states)
     made = 0
@@ -97,6 +102,7 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
                     settle(client, steps[back], f"{what}, {describe(back)}", timeout, pins=pins)
                     _raise_if_erred(steps[back])
                 pending[made] = compute_block(made)
+                alive.update(pending[made])
                 made += 1
             block = pending.pop(i)
             settle(client, block, f"{what}, {describe(i)}", timeout, pins=pins)
@@ -104,6 +110,7 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
             workers = _holders(client, block[0])
             steps[i] = [submit_step(c, i, previous[c], block, workers)
                         for c in range(len(previous))]
+            alive.update(steps[i])
             pinned[i] = workers[0] if workers else None
             previous = steps[i]
             steps.pop(i - prefetch - 3, None)
@@ -114,8 +121,7 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
         _raise_if_erred(previous)
         return client.gather(previous)
     except BaseException:
-        _cancel(client, [f for block in pending.values() for f in block]
-                + [f for chain in steps.values() for f in chain] + scattered)
+        _cancel(client, list(alive))
         raise
 
 
@@ -141,6 +147,7 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
     is computed and fitted again (up to ATTEMPTS times).
     """
     blocks, tasks, pinned = {}, {}, {}
+    alive = weakref.WeakSet()               # as in drive_chains
     attempts = [0] * n_blocks
     todo = list(range(n_blocks))[::-1]       # popped from the end: in order
 
@@ -153,6 +160,7 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 i = todo.pop()
                 attempts[i] += 1
                 blocks[i] = compute_block(i)
+                alive.update(blocks[i])
             # only what is still running: a block whose X is done but whose y
             # is not would otherwise end every wait at once
             watch = [f for f in [f for block in blocks.values() for f in block]
@@ -177,10 +185,11 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 workers = _holders(client, block[0])
                 pinned[i] = workers[0] if workers else None
                 tasks[i] = submit_task(i, block, workers)
+                alive.add(tasks[i])
             for i in [i for i, task in tasks.items() if task.done()]:
                 task = tasks.pop(i)
                 _raise_if_erred([task])
                 on_result(i, task)
     except BaseException:
-        _cancel(client, [f for block in blocks.values() for f in block] + list(tasks.values()))
+        _cancel(client, list(alive))
         raise
