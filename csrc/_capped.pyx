@@ -11,25 +11,25 @@
 # Layout as in _pca.pyx: symmetric n x n matrices are C-order with the
 # row-major lower triangle valid (BLAS's column-major 'U'); eigenvectors are
 # C-order rows (dsyevd's columns), ascending with their eigenvalues.
+#
+# The boundary: state and parameters cross as NumPy records of CappedState
+# and CappedParams (STATE_DTYPE, PARAMS_DTYPE, made from them); every def
+# entry checks them and the shapes of the arrays they describe.
 from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from _blas cimport (blas_int, dot, gemv_rows, syr_upper, syrk_upper, syevd_all, axpy_upper,
-                    quad_rows)
+import numpy as np
 
-cdef extern from "numpy/random/bitgen.h":
-    ctypedef struct bitgen_t:
-        pass
+from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, quad_rows
+from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
+                      ERR_INTERRUPTED, pending_exception)
+from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
+from _poll cimport PollHook, poll_start, poll_interrupted
+from _simplex cimport euclid_project, entropy_cap, systematic_pick
 
-cdef extern from "numpy/random/distributions.h" nogil:
-    # the same draw as Generator.random()
-    double random_standard_uniform(bitgen_t *state)
-
-# Field names, in memory order, of the state struct below.
-STATE_FIELDS = ("t", "eta", "scale", "max_frob", "gain", "realized", "u", "restarts",
-                "rebuilds", "segment", "scale_restarts")
+from streamfit._kernels._common import check_struct
 
 cpdef enum:
     ALGO_MEG = 0
@@ -39,125 +39,61 @@ cpdef enum:
     INSTANCE_VECTOR = 0
     INSTANCE_DENSE = 1
 
-cpdef enum:
-    OK = 0
-    ERR_NOMEM = -1
-    ERR_LAPACK = -2
 
 ctypedef struct CappedState:
-    double t            # trials played so far
-    double eta          # the learning rate of the last update
-    double scale        # L: vector max ||x||^2; dense max of a bound on ||X||_2
-    double max_frob     # G: max ||X||_F (vector: ||x||^2)
-    double gain         # expected gain, sum_t tr(W_t X_t)
-    double realized     # gain of the sampled projections, sum_t tr(P_t X_t)
-    double u            # the uniform that samples the next trial's projection
-    double restarts     # MEG doubling-trick restarts (epochs)
-    double rebuilds     # GD updates that rebuilt W from its support, not corrected it
-    double segment      # MEG "auto": the scale Lambda this run of the epoch is tuned to
-    double scale_restarts   # MEG "auto": restarts because the scale passed 2 Lambda
+    long long t             # trials played so far
+    long long restarts      # MEG doubling-trick restarts (epochs)
+    long long rebuilds      # GD updates that rebuilt W from its support, not corrected it
+    long long scale_restarts  # MEG "auto": restarts because the scale passed 2 Lambda
+    long long eig_fallbacks   # eigendecompositions that needed a routine after dsyevd
+    double eta              # the learning rate of the last update
+    double scale            # L: vector max ||x||^2; dense max of a bound on ||X||_2
+    double max_frob         # G: max ||X||_F (vector: ||x||^2)
+    double gain             # expected gain, sum_t tr(W_t X_t)
+    double realized         # gain of the sampled projections, sum_t tr(P_t X_t)
+    double u                # the uniform that samples the next trial's projection
+    double segment          # MEG "auto": the scale Lambda this run of the epoch is tuned to
 
 
-# --- projections onto the capped simplex (eigenvalues, sorted ascending) -----
-
-cdef double euclid_theta(const double *v, int n, int k) noexcept nogil:
-    # theta with sum_i clip(v_i - theta, 0, 1) = k, v ascending, 1 <= k < n.
-    # g(theta) is piecewise linear and non-increasing with breakpoints
-    # {v_i, v_i - 1}; walk them downwards by merging the two sorted lists (no
-    # sort needed), find the segment where g reaches k, and solve there. While
-    # walking, entries a+1..b are active (0 < v - theta < 1) and entries above
-    # b are capped at 1.
-    cdef int a = n - 1, b = n - 1, n_act = 0, n_cap = 0, i
-    cdef double sum_act = 0.0, beta = 0.0
-    cdef bint enter
-    while b >= 0:
-        enter = a >= 0 and v[a] >= v[b] - 1.0
-        beta = v[a] if enter else v[b] - 1.0
-        if n_cap + sum_act - n_act * beta >= k:
-            break
-        if enter:
-            sum_act += v[a]
-            n_act += 1
-            a -= 1
-        else:
-            sum_act -= v[b]
-            n_act -= 1
-            n_cap += 1
-            b -= 1
-    if n_act == 0:
-        return beta         # g is flat at k here
-    # the running sum steered the walk; the answer uses a fresh one
-    sum_act = 0.0
-    for i in range(a + 1, b + 1):
-        sum_act += v[i]
-    return (n_cap + sum_act - k) / n_act
+ctypedef struct CappedParams:
+    int algo                # ALGO_*
+    int kind                # INSTANCE_*
+    int eta_auto            # the documented "auto" schedule (else eta_value)
+    int k
+    int eig_first           # the eigen-solver chain's first routine (1: dsyevd; tests force others)
+    double eta_value
 
 
-cdef double euclid_project(const double *v, int n, int k, double *u, double *w) noexcept nogil:
-    # The Euclidean projection of v (ascending) onto the capped simplex into w;
-    # returns theta (w = clip(v - theta, 0, 1)). The answer depends on
-    # differences only, and theta lies in [v_(k+1) - 1, v_(k)] (k largest
-    # values v_(1) >= ...): fewer than k positive entries, or more than k
-    # capped ones, cannot sum to k. So entries below v_(k+1) - 1 are 0 and
-    # above v_(k) + 1 are 1 whatever they are, and the walk runs on
-    # u = v - v_(k) clamped to that window, in [-2, 1]: no overflow, and no
-    # loss of the +-1 breakpoints at |v| > 2^53.
-    cdef int i
-    cdef double hi, lo, theta, wi, d
-    if k >= n:
-        for i in range(n):
-            w[i] = 1.0
-        return v[0] - 1.0   # every v - theta >= 1
-    hi = v[n - k]
-    lo = v[n - k - 1]
-    if hi - lo > 1.0:
-        # a gap wider than the box: the top k capped, the rest 0
-        for i in range(n):
-            w[i] = 1.0 if i >= n - k else 0.0
-        return hi - 1.0
-    for i in range(n):
-        # on differences: hi + 1 would round back to hi beyond 2^53
-        d = v[i] - hi
-        if d >= 1.0:
-            u[i] = 1.0
-        elif v[i] - lo <= -1.0:
-            u[i] = (lo - hi) - 1.0
-        else:
-            u[i] = d
-    theta = euclid_theta(u, n, k)
-    for i in range(n):
-        wi = u[i] - theta
-        w[i] = 0.0 if wi < 0.0 else (1.0 if wi > 1.0 else wi)
-    return hi + theta
+# the test hook of _poll.pxd (off unless a test arms it)
+cdef PollHook _hook
+_hook.countdown = -1
+_hook.signum = 0
 
 
-cdef int entropy_cap(const double *mu, int n, int k, double *s, double *logc) noexcept nogil:
-    # The relative-entropy projection of exp(mu) (mu ascending, log domain) onto
-    # the capped simplex: w_i = min(1, c exp(mu_i)) with sum w = k (Warmuth &
-    # Kuzmin's capping). Cap the top m = 0, 1, ... and rescale the rest to mass
-    # k - m; stop at the first m where the largest rescaled entry is <= 1.
-    # s_j = sum_{i <= j} exp(mu_i - mu_j) by a stable ascending recurrence, so
-    # the rescaled top entry is (k - m) / s_{n-1-m}. Returns m, sets log c;
-    # entries equal to -inf (zero weight) are skipped.
-    cdef int j, f = 0, m
-    while f < n and mu[f] == -INFINITY:
-        f += 1
-    s[f] = 1.0
-    for j in range(f + 1, n):
-        s[j] = 1.0 + s[j - 1] * exp(mu[j - 1] - mu[j])
-    for m in range(k):
-        j = n - 1 - m
-        if s[j] >= k - m or m == k - 1:
-            logc[0] = log(<double> (k - m)) - mu[j] - log(s[j])
-            return m
-    return 0                # unreachable: m = k - 1 always qualifies
+def _interrupt_at(long long polls, int signum):
+    """Tests: raise the real signal `signum` at the trial loop's poll number
+    `polls` (one poll before each trial of a call, counted across calls);
+    polls < 0 disarms."""
+    _hook.countdown = polls
+    _hook.signum = signum
 
+
+cdef CappedState _state_proto
+cdef CappedParams _params_proto
+STATE_DTYPE = np.asarray(<CappedState[:1]> &_state_proto).dtype
+PARAMS_DTYPE = np.asarray(<CappedParams[:1]> &_params_proto).dtype
+
+
+# --- projections, sampling: entries over _simplex.pxd -------------------------
 
 def project_euclidean(const double[::1] v, int k, double[::1] out):
     """w = clip(v - theta, 0, 1) with sum w = k, for v sorted ascending; returns theta."""
     cdef int n = v.shape[0]
     cdef double theta
-    cdef double *u = <double *> malloc(n * sizeof(double))
+    cdef double *u
+    if n == 0 or out.shape[0] != n or not 1 <= k <= n:
+        raise ValueError(f"v and out must have the same length n >= 1, and 1 <= k <= n")
+    u = <double *> malloc(n * sizeof(double))
     if u == NULL:
         raise MemoryError()
     with nogil:
@@ -171,7 +107,10 @@ def project_entropy(const double[::1] logv, int k, double[::1] out):
     number of entries capped at 1."""
     cdef int n = logv.shape[0], i, m
     cdef double logc = 0.0, wi
-    cdef double *s = <double *> malloc(n * sizeof(double))
+    cdef double *s
+    if n == 0 or out.shape[0] != n or not 1 <= k <= n:
+        raise ValueError(f"logv and out must have the same length n >= 1, and 1 <= k <= n")
+    s = <double *> malloc(n * sizeof(double))
     if s == NULL:
         raise MemoryError()
     with nogil:
@@ -254,6 +193,13 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
     cdef dd total, mean, p, s, gap, zero
     cdef double mean0, tol, snap
     cdef bint to_mean
+    if (n == 0 or w.shape[0] != n or not 1 <= k <= n or weights.shape[0] < n + 2
+            or subsets.shape[0] < n + 2 or subsets.shape[1] != k):
+        raise ValueError("mixture: w and order of length n >= 1, 1 <= k <= n, weights of "
+                         "n + 2 entries and subsets of shape (n + 2, k)")
+    for i in range(n):
+        if not 0 <= order[i] < n:
+            raise ValueError("mixture: order must hold indices of w")
     cdef dd *val = <dd *> malloc((2 * n + 1) * sizeof(dd))
     cdef Py_ssize_t *idx = <Py_ssize_t *> malloc((3 * n + 1) * sizeof(Py_ssize_t))
     cdef Py_ssize_t *tight = <Py_ssize_t *> malloc((k + 1) * sizeof(Py_ssize_t))
@@ -370,43 +316,13 @@ def mixture(const double[::1] w, const Py_ssize_t[::1] order, int k, double[::1]
     return rounds
 
 
-cdef inline int systematic_pick(const double *w, int n, int k, double u,
-                                int *out) noexcept nogil:
-    # Systematic sampling: the points u, u + 1, ..., u + k - 1 fall in the
-    # intervals [c_{i-1}, c_i) of the cumulative sums c of w; interval i is
-    # hit with probability w_i <= 1, at most once, and exactly k are hit. The
-    # last cumulative sum is set to k so that rounding cannot lose a point.
-    cdef int i, cnt = 0, j
-    cdef double c = 0.0, nxt = u
-    for i in range(n):
-        c = k if i == n - 1 else c + w[i]
-        if cnt < k and nxt < c:
-            out[cnt] = i
-            cnt += 1
-            nxt += 1.0
-    # a rounding tie can push a point past the last interval: take the largest
-    # entries not yet taken (measure zero in exact arithmetic)
-    i = n - 1
-    while cnt < k and i >= 0:
-        for j in range(cnt):
-            if out[j] == i:
-                break
-        else:
-            # insert i in order: the indices stay ascending
-            j = cnt
-            while j > 0 and out[j - 1] > i:
-                out[j] = out[j - 1]
-                j -= 1
-            out[j] = i
-            cnt += 1
-        i -= 1
-    return cnt
-
-
 def systematic(const double[::1] w, int k, const double[::1] u, int[:, ::1] out):
     """One systematic sample of k indices of w per uniform in u (rows of out)."""
     cdef Py_ssize_t i
     cdef int n = w.shape[0]
+    if n == 0 or not 1 <= k <= n or out.shape[0] != u.shape[0] or out.shape[1] != k:
+        raise ValueError("systematic: w of length n >= 1, 1 <= k <= n, out of shape "
+                         "(len(u), k)")
     with nogil:
         for i in range(u.shape[0]):
             systematic_pick(&w[0], n, k, u[i], &out[i, 0])
@@ -415,7 +331,7 @@ def systematic(const double[::1] w, int k, const double[::1] u, int[:, ::1] out)
 # --- the trial loop ----------------------------------------------------------
 
 cdef struct Ctx:
-    int n, k, algo, kind, eta_auto
+    int n, k, algo, kind, eta_auto, eig_first
     double eta_value
     double *M       # MEG: log W; GD: W (lower triangle)
     double *U       # eigenvectors of W_t, rows, ascending
@@ -431,10 +347,7 @@ cdef struct Ctx:
     double *Y       # k x n: the sampled rows (dense)
     double *Z       # k x n: X @ Y^T (dense)
     int *sel        # k
-    double *work
-    blas_int lwork
-    blas_int *iwork
-    blas_int liwork
+    EigWork eig     # the eigen-solver chain, dsyevd first
 
 
 cdef inline double trace_lower(const double *A, const double *X, int n) noexcept nogil:
@@ -501,10 +414,13 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
         axpy_upper(n, eta, x, c.M)
     else:
         syr_upper(n, eta, x, c.M, n)
-    # W_t's eigenvectors have served (the trial is played): decompose in U
-    memcpy(c.U, c.M, n * n * sizeof(double))
-    if syevd_all(n, c.U, n, c.mu, c.work, c.lwork, c.iwork, c.liwork) != 0:
+    # W_t's eigenvectors have served (the trial is played): decompose in U,
+    # dsyevd first (the fastest full solver measured), then the rest of the
+    # chain, which does not fail on a finite matrix
+    c.eig.fallbacks = 0
+    if eig_all(&c.eig, c.eig_first, n, c.M, n, c.mu, c.U) != OK:
         return ERR_LAPACK
+    c.st.eig_fallbacks += <long long> c.eig.fallbacks
     if c.algo == ALGO_MEG:
         # log W_{t+1} = min(0, mu + log c) in the new eigenbasis, which is
         # M + log c I minus the capped directions' excess: a rank-m (m < k)
@@ -547,16 +463,21 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
 
 
 cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
-                Py_ssize_t T) noexcept nogil:
+                Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
+    # Play T trials; stops early only between two trials (a signal), or within
+    # one whose eigendecomposition failed (ERR_LAPACK: the caller's copies
+    # are then half-updated and discarded)
     cdef int n = c.n, k = c.k, i, j, code
     cdef int dense = c.kind == INSTANCE_DENSE
     cdef Py_ssize_t t
     cdef const double *x
-    cdef double g, realized, eta, mant
+    cdef double g, realized, eta, mant, due = poll_start()
     cdef int e
     cdef bint meg_auto
     cdef CappedState *st = c.st
     for t in range(T):
+        if poll_interrupted(&due, &_hook):
+            return ERR_INTERRUPTED
         x = X + t * n * (n if dense else 1)
         # play: expected gain tr(W_t X_t), and the gain of P_t sampled with u_t
         systematic_pick(c.w, n, k, st.u, c.sel)
@@ -583,7 +504,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
         if frob[t] > st.max_frob:
             st.max_frob = frob[t]
         # next decision
-        mant = frexp(st.t + 1.0, &e)
+        mant = frexp(<double> st.t + 1.0, &e)
         meg_auto = c.algo == ALGO_MEG and c.eta_auto
         if meg_auto and mant == 0.5:
             # doubling trick: trial t + 1 = 2^j starts an epoch afresh, tuned
@@ -608,76 +529,105 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
                 if code != OK:
                     return code
                 st.eta = eta
+        # the generator moves on by one uniform per trial, with the trial
         st.u = random_standard_uniform(c.rng)
+        done[0] = t + 1
+    return OK
+
+
+cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U,
+               double[::1] w, double[:, ::1] C, double[:, ::1] Wd) except? -1:
+    # the context over the caller's arrays, after checking their shapes
+    cdef int n = U.shape[0]
+    memset(c, 0, sizeof(Ctx))
+    if n < 1 or U.shape[1] != n or M.shape[0] != n or M.shape[1] != n or w.shape[0] != n:
+        raise ValueError(f"M and U must be n x n and w of length n, got M "
+                         f"({M.shape[0]}, {M.shape[1]}), U ({U.shape[0]}, {U.shape[1]}), "
+                         f"w ({w.shape[0]},)")
+    if not (p.algo == ALGO_MEG or p.algo == ALGO_GD) or not (
+            p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not 1 <= p.k <= n or (
+            not 0 <= p.eig_first <= 3):
+        raise ValueError(f"params: unknown algorithm or instance kind, or k = {p.k} "
+                         f"outside [1, {n}]")
+    if (C.shape[0] != n or C.shape[1] != n) and C.shape[0] != 0:
+        raise ValueError(f"C must be n x n (or empty), got ({C.shape[0]}, {C.shape[1]})")
+    if (Wd.shape[0] != 0 or p.kind == INSTANCE_DENSE and p.algo == ALGO_MEG) and (
+            Wd.shape[0] != n or Wd.shape[1] != n):
+        raise ValueError(f"Wd must be n x n for dense MEG (else empty), got "
+                         f"({Wd.shape[0]}, {Wd.shape[1]})")
+    c.n = n
+    c.algo = p.algo
+    c.kind = p.kind
+    c.eta_auto = p.eta_auto
+    c.eta_value = p.eta_value
+    c.eig_first = p.eig_first
+    c.k = p.k
+    c.M = &M[0, 0]
+    c.U = &U[0, 0]
+    c.w = &w[0]
+    c.C = &C[0, 0] if C.shape[0] > 0 else NULL
+    c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
     return OK
 
 
 def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
-        double[::1] state, const double[::1] params, double[:, ::1] M, double[:, ::1] U,
-        double[::1] w, double[:, ::1] C, double[:, ::1] Wd, object capsule):
+        CappedState[::1] state, const CappedParams[::1] params, double[:, ::1] M,
+        double[:, ::1] U, double[::1] w, double[:, ::1] C, double[:, ::1] Wd,
+        object capsule):
     """Play the trials of X: rows (vector instances) or, with params' kind
     dense, X of shape (T, n*n) holding full symmetric matrices; scale and
-    frob are per trial the eigenvalue bound and ||X_t||_F. params =
-    [algo, kind, eta_auto, eta_value, k]. State arrays are updated in place
-    (the caller passes copies); returns OK or an error code."""
+    frob are per trial the eigenvalue bound and ||X_t||_F. The state arrays
+    are updated in place (the caller passes copies).
+
+    Returns (code, done, exc): OK after all trials; ERR_INTERRUPTED after
+    `done` whole trials (the arrays describe exactly those, the generator
+    has moved on by one uniform each), with `exc` the exception a signal
+    handler raised; ERR_NOMEM before any change; ERR_LAPACK if an
+    eigendecomposition failed in trial done + 1 (the arrays are half-updated:
+    discard them). The caller holds the bit generator's lock."""
+    check_struct(state.base, STATE_DTYPE, "state")
+    check_struct(params.base, PARAMS_DTYPE, "params")
     cdef Ctx c
-    cdef int n = U.shape[0], code = OK
-    cdef double wq = 0.0
-    cdef blas_int iwq = 0
-    c.n = n
-    c.algo = <int> params[0]
-    c.kind = <int> params[1]
-    c.eta_auto = <int> params[2]
-    c.eta_value = params[3]
-    c.k = <int> params[4]
-    c.M = &M[0, 0]
-    c.U = &U[0, 0]
-    c.w = &w[0]
-    c.C = &C[0, 0]
-    c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
-    c.st = <CappedState *> &state[0]
+    cdef int n, code
+    cdef Py_ssize_t T = X.shape[0], done = 0
+    setup(&c, &params[0], M, U, w, C, Wd)
+    n = c.n
+    if c.C == NULL:
+        raise ValueError("C must be n x n")
+    if X.shape[1] != (n * n if c.kind == INSTANCE_DENSE else n):
+        raise ValueError(f"X has {X.shape[1]} columns, expected "
+                         f"{n * n if c.kind == INSTANCE_DENSE else n}")
+    if scale.shape[0] != T or frob.shape[0] != T:
+        raise ValueError(f"scale and frob must have {T} entries")
+    if T == 0:
+        return OK, 0, None
+    c.st = &state[0]
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
     c.B = <double *> malloc((<size_t> n * n + 3 * <size_t> n + 2 * <size_t> c.k * n)
                             * sizeof(double))
     c.sel = <int *> malloc(c.k * sizeof(int))
-    c.work = NULL
-    c.iwork = NULL
-    if c.B == NULL or c.sel == NULL:
-        free(c.B); free(c.sel)
-        return ERR_NOMEM
-    c.z = c.B + n * n
-    c.mu = c.z + n
-    c.s = c.mu + n
-    c.Y = c.s + n
-    c.Z = c.Y + c.k * n
     try:
+        if c.B == NULL or c.sel == NULL or eig_work_init(&c.eig, n, n,
+                                                         c.eig_first == EIG_EVD) != OK:
+            return ERR_NOMEM, 0, None
+        c.z = c.B + n * n
+        c.mu = c.z + n
+        c.s = c.mu + n
+        c.Y = c.s + n
+        c.Z = c.Y + c.k * n
         with nogil:
-            # dsyevd's workspace, queried once per call
-            if syevd_all(n, c.U, n, c.mu, &wq, -1, &iwq, -1) != 0:
-                code = ERR_LAPACK
-            else:
-                c.lwork = <blas_int> wq
-                c.liwork = iwq
-                c.work = <double *> malloc(c.lwork * sizeof(double))
-                c.iwork = <blas_int *> malloc(c.liwork * sizeof(blas_int))
-                if c.work == NULL or c.iwork == NULL:
-                    code = ERR_NOMEM
-                else:
-                    code = trials(&c, &X[0, 0], &scale[0], &frob[0], X.shape[0])
+            code = trials(&c, &X[0, 0], &scale[0], &frob[0], T, &done)
+        return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
-        free(c.B); free(c.sel); free(c.work); free(c.iwork)
-    return code
+        free(c.B); free(c.sel)
+        eig_work_free(&c.eig)
 
 
-def reset_state(const double[::1] params, double[:, ::1] M, double[:, ::1] U, double[::1] w,
-                double[:, ::1] Wd):
+def reset_state(const CappedParams[::1] params, double[:, ::1] M, double[:, ::1] U,
+                double[::1] w, double[:, ::1] Wd):
     """W = (k/n) I in the kernel's representation (MEG: log W)."""
+    check_struct(params.base, PARAMS_DTYPE, "params")
     cdef Ctx c
-    c.n = U.shape[0]
-    c.algo = <int> params[0]
-    c.k = <int> params[4]
-    c.M = &M[0, 0]
-    c.U = &U[0, 0]
-    c.w = &w[0]
-    c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
+    cdef double[:, ::1] C = np.zeros((0, 0))
+    setup(&c, &params[0], M, U, w, C, Wd)
     reset(&c)

@@ -93,4 +93,68 @@ static void sf_average(ptrdiff_t n, double inv, const double *restrict w,
         wbar[j] += (w[j] - wbar[j]) * inv;
 }
 
+SF_CLONES __attribute__((noinline))
+static double sf_dot2(ptrdiff_t n, const double *x, const double *w, double *xx) {
+    /* x @ w, summed exactly as sf_axpy_dot2 sums it, and *xx = x @ x (the
+     * row's squared norm, for the scale check) in the same pass */
+    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, q0 = a0, q1 = a0, x0, x1, w0, w1;
+    ptrdiff_t j = 0;
+    double s, q;
+    for (; j + 8 <= n; j += 8) {
+        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
+        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
+        a0 += x0 * w0;
+        a1 += x1 * w1;
+        q0 += x0 * x0;
+        q1 += x1 * x1;
+    }
+    a0 += a1;
+    q0 += q1;
+    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+    q = (q0[0] + q0[2]) + (q0[1] + q0[3]);
+    for (; j < n; j++) {
+        s += x[j] * w[j];
+        q += x[j] * x[j];
+    }
+    *xx = q;
+    return s;
+}
+
+SF_CLONES __attribute__((noinline))
+static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
+                           const double *xnext, double *xx) {
+    /* w += a * x, then return xnext @ w and set *xx = xnext @ xnext, in one
+     * pass over w: the next sample's prediction and scale come with this
+     * sample's update. The sums run in exactly sf_dot2's order, so results do
+     * not depend on where a stream is cut into calls. */
+    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, q0 = a0, q1 = a0, x0, x1, w0, w1, z0, z1;
+    sf_v4 av = {a, a, a, a};
+    ptrdiff_t j = 0;
+    double s, q;
+    for (; j + 8 <= n; j += 8) {
+        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
+        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
+        w0 += av * x0;
+        w1 += av * x1;
+        __builtin_memcpy(w + j, &w0, sizeof w0);
+        __builtin_memcpy(w + j + 4, &w1, sizeof w1);
+        SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
+        a0 += z0 * w0;
+        a1 += z1 * w1;
+        q0 += z0 * z0;
+        q1 += z1 * z1;
+    }
+    a0 += a1;
+    q0 += q1;
+    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+    q = (q0[0] + q0[2]) + (q0[1] + q0[3]);
+    for (; j < n; j++) {
+        w[j] += a * x[j];
+        s += xnext[j] * w[j];
+        q += xnext[j] * xnext[j];
+    }
+    *xx = q;
+    return s;
+}
+
 #endif

@@ -8,7 +8,9 @@
 # order, dsyevr -> dsyevd -> dsyev -> Jacobi, each on a fresh copy of the
 # source (drivers destroy their input), and reports ERR_LAPACK only if all of
 # them fail, which for a finite matrix Jacobi does not (it needs no
-# convergence test beyond the off-diagonal mass shrinking).
+# convergence test beyond the off-diagonal mass shrinking). A non-finite
+# matrix is refused (ERR_LAPACK) before any routine runs: on NaN the drivers
+# can return NaN with info = 0, or (dsyevr) never return.
 #
 # Layout as in the kernels: a symmetric n x n matrix is stored with the
 # column-major upper triangle valid (the row-major lower one); eigenvectors are
@@ -243,15 +245,32 @@ cdef inline int eig_full_stage(EigWork *ws, int stage, int n, const double *A, i
     return OK
 
 
+cdef inline bint finite_upper(int n, const double *A, int lda) noexcept nogil:
+    # Whether the upper triangle (row-major lower) is finite. LAPACK's drivers
+    # are not safe on NaN: dsyevd and dsyev can return info = 0 with NaN
+    # eigenvalues, and dsyevr's bisection (dlarrb/dlaneg) can loop forever.
+    # x * 0 is 0 for finite x and NaN otherwise; one pass, vectorisable.
+    cdef Py_ssize_t i, j
+    cdef double acc = 0.0
+    for j in range(n):
+        for i in range(j + 1):
+            acc += A[j * lda + i] * 0.0
+    return acc == 0.0
+
+
 cdef inline int eig_top(EigWork *ws, int first, int n, const double *A, int lda, double sc,
                         int m, double *w, double *Z, int ldz, double *B,
                         bint vectors) noexcept nogil:
     # The m largest eigenpairs of sc * A (A symmetric, upper triangle, not
-    # changed): eigenvalues ascending in w[0..m-1], eigenvectors in Z's columns
+    # changed): eigenvalues ascending in w[0..m-1] (w has room for n: dsyevr
+    # works in all of it), eigenvectors in Z's columns
     # (C-order rows, leading dimension ldz) with `vectors`. B is n x n scratch.
     # The chain starts at routine `first` (EIG_EVR normally; tests start later).
     cdef int stage, code = ERR_LAPACK, j
     cdef blas_int info
+    if not finite_upper(n, A, lda):
+        ws.last_info = 0
+        return ERR_LAPACK       # no routine is tried on a non-finite matrix
     for stage in range(first, EIG_JACOBI + 1):
         if stage == EIG_EVR:
             _copy_upper(n, A, lda, sc, B)
@@ -282,6 +301,9 @@ cdef inline int eig_all(EigWork *ws, int first, int n, const double *A, int lda,
     # routine `first` (MEG/GD: EIG_EVD, the fastest full solver measured).
     cdef int stage, code = ERR_LAPACK, i = 0, nxt
     cdef int order[4]
+    if not finite_upper(n, A, lda):
+        ws.last_info = 0
+        return ERR_LAPACK       # no routine is tried on a non-finite matrix
     # `first`, then the others in the usual order (Jacobi alone if first)
     order[0] = first
     i = 1

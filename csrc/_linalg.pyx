@@ -18,14 +18,16 @@ def eigh_top(const double[:, ::1] A, int m, bint vectors=True, int first=EIG_EVR
     routine failed (info: the last LAPACK info), or ERR_NOMEM."""
     cdef int n = A.shape[0], code
     cdef EigWork ws
-    cdef double[::1] w = np.zeros(m)
+    # dsyevr's W has n entries even when it returns m < n of them (it works
+    # in all of them): a buffer of m is written past its end
+    cdef double[::1] w = np.zeros(max(n, 1))
     cdef double[:, ::1] Z = np.zeros((m if vectors else 0, n))
     cdef double *B
     if A.shape[1] != n or not 0 <= m <= n:
         raise ValueError(f"A must be square and 0 <= m <= n, got {A.shape[0]}x{A.shape[1]}, "
                          f"m = {m}")
     if n == 0 or m == 0:
-        return OK, np.asarray(w), np.asarray(Z), 0, 0
+        return OK, np.zeros(m), np.asarray(Z), 0, 0
     B = <double *> malloc(<size_t> n * n * sizeof(double))
     code = eig_work_init(&ws, n, m, False)
     try:
@@ -34,7 +36,7 @@ def eigh_top(const double[:, ::1] A, int m, bint vectors=True, int first=EIG_EVR
         with nogil:
             code = eig_top(&ws, first, n, &A[0, 0], n, 1.0, m, &w[0],
                            &Z[0, 0] if vectors else NULL, n, B, vectors)
-        return code, np.asarray(w), np.asarray(Z), int(ws.fallbacks), int(ws.last_info)
+        return code, np.asarray(w)[:m].copy(), np.asarray(Z), int(ws.fallbacks), int(ws.last_info)
     finally:
         free(B)
         eig_work_free(&ws)

@@ -1,6 +1,8 @@
 # Online PCA by Follow the (Perturbed) Leader: the whole trial loop -- play,
 # gain, rank-one (or dense) update, noise update, warm-started top-k -- runs here
-# without the GIL. Python validates input and owns the state arrays.
+# without the GIL. Python validates input and owns the state arrays, which the
+# loop updates in place: it stops only between whole trials (on a signal), so
+# the state always describes a whole number of them.
 #
 # Paper: Kotlowski & Warmuth, "PCA with Gaussian perturbations".
 #
@@ -9,32 +11,25 @@
 # 0..i contiguously, which BLAS sees as the column-major upper triangle ('U').
 # Blocks of vectors are C-order (b, n) arrays: each row a vector, which BLAS
 # sees as a column-major n x b matrix with leading dimension n.
-from libc.math cimport sqrt, fabs, INFINITY, frexp, ldexp
-from libc.stdlib cimport malloc, free
+#
+# The boundary. State and parameters cross as NumPy records of the structs
+# below (STATE_DTYPE, PARAMS_DTYPE, made from them); every def entry checks
+# the records and the shapes of the arrays they describe.
+from libc.math cimport sqrt, frexp, ldexp, isfinite
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
-from _blas cimport (blas_int, axpy, axpy_upper, quad_rows, nrm2, gemv_rows, gemm, symm_upper,
-                    syr_upper, trcon_upper, geqrf, orgqr, syevr_top, trsm_right_upper)
+import numpy as np
 
-cdef extern from "_goe.h" nogil:
-    void sf_mirror_rows(Py_ssize_t n, double *A, Py_ssize_t ib, Py_ssize_t iend)
-    void sf_store_fence()
+from _blas cimport blas_int, axpy, axpy_upper, quad_rows, gemv_rows, syr_upper, syrk_upper
+from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
+                      pending_exception)
+from _goe cimport goe_row
+from _poll cimport PollHook, poll_start, poll_interrupted
+from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
+                    topk_solve)
 
-cdef extern from "numpy/random/bitgen.h":
-    ctypedef struct bitgen_t:
-        pass
-
-cdef extern from "numpy/random/distributions.h" nogil:
-    # numpy's ziggurat, the same one Generator.standard_normal uses
-    void random_standard_normal_fill(bitgen_t *state, Py_ssize_t count, double *out)
-
-# Field names, in memory order, of the state struct below; Python reads these
-# so the layout has one source of truth.
-STATE_FIELDS = (
-    "t", "sigma", "s", "scale", "max_trsq", "gain", "tol", "gap", "products",
-    "fallbacks", "solves", "max_gap_ratio", "skip", "backoff", "direct",
-)
+from streamfit._kernels._common import check_struct
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -47,418 +42,178 @@ cpdef enum:
     NOISE_INDEPENDENT = 3   # a fresh sqrt(t) sigma N every trial
 
 cpdef enum:
-    SOLVER_EXACT = 0        # LAPACK dsyevr (top b) every trial
-    SOLVER_KRYLOV = 1       # warm-started block Krylov, dsyevr as fallback
-
-cpdef enum:
-    OK = 0
-    ERR_NOMEM = -1
-    ERR_LAPACK = -2
-
-cdef enum:
-    TILE = 32
+    SOLVER_EXACT = 0        # the eigen-solver chain (dsyevr first) every trial
+    SOLVER_KRYLOV = 1       # warm-started block Krylov, the chain as fallback
 
 cdef double SQRT_2_OVER_PI = 0.7978845608028654
-cdef double INV_SQRT2 = 0.7071067811865476
+
 
 ctypedef struct PCAState:
-    double t            # trials played so far
+    long long t         # trials played so far
+    long long pending   # rows of `rows` not yet added to C (vector instances)
     double sigma        # sigma_{t+1}, the noise scale of the next decision
     double s            # sqrt(t+1) * sigma_{t+1}: N's coefficient in S (fixed noise)
     double scale        # vector: max ||x||^2; dense: max of an upper bound on ||X||_2
-    double max_trsq     # max tr(X^2) (dense; vector instances use scale^2)
+    double max_frob     # dense: max ||X||_F (vector instances use scale)
     double gain         # cumulative gain
-    double tol          # gap tolerance of the last solve
-    double gap          # estimated objective gap of the last solve (0 if exact)
-    double products     # S @ block products, all solves
-    double fallbacks    # solves that fell back to LAPACK
-    double solves
-    double max_gap_ratio  # max over Krylov solves of estimated gap / tolerance
-    double skip         # solves left that go straight to LAPACK after fallbacks
-    double backoff      # the next such run's length (doubles while Krylov fails)
-    double direct       # solves sent straight to LAPACK that way
+    TopKState topk      # the top-k solver's counters and back-off
+
+
+ctypedef struct PCAParams:
+    int kind            # INSTANCE_*
+    int noise           # NOISE_*
+    int solver          # SOLVER_*
+    int sigma_auto      # sigma from the bound and the data seen (else sigma_value)
+    int k               # rank of the decisions
+    int b               # block size of the top-k solver (k <= b <= n)
+    int maxiter         # Krylov iterations before a solve goes to LAPACK
+    int eig_first       # the eigen-solver chain's first routine (0: dsyevr; tests force others)
+    double sigma_value
+    double tol          # gap tolerance, as a fraction of the bound's increment
+
+
+# the test hook of _poll.pxd (off unless a test arms it)
+cdef PollHook _hook
+_hook.countdown = -1
+_hook.signum = 0
+
+
+def _interrupt_at(long long polls, int signum):
+    """Tests: raise the real signal `signum` at the trial loop's poll number
+    `polls` (one poll before each trial of a call, counted across calls);
+    polls < 0 disarms."""
+    _hook.countdown = polls
+    _hook.signum = signum
+
+
+cdef PCAState _state_proto
+cdef PCAParams _params_proto
+STATE_DTYPE = np.asarray(<PCAState[:1]> &_state_proto).dtype
+PARAMS_DTYPE = np.asarray(<PCAParams[:1]> &_params_proto).dtype
 
 
 cdef struct Ctx:
-    int n, k, b, kind, noise, solver, sigma_auto, maxiter
+    int n, k, b, kind, noise, solver, sigma_auto, nrows
     double sigma_value, tol
     double *S
-    double *N
-    double *C
+    const double *N
+    double *C           # X_<=t (lower triangle); NULL for Follow the Leader, whose S is it
+    double *rows        # vector instances not yet in C (nrows of room)
     double *V
     PCAState *st
     bitgen_t *rng
-    # workspaces
-    double *bas      # n x 3b basis [V, W, P]
-    double *sbas     # S @ bas
-    double *tmp      # n x 3b
-    double *G        # 3b x 3b projected matrix
-    double *Y        # 3b x b Ritz vectors
-    double *theta    # 3b Ritz values, descending
-    double *w        # 3b (or n for the fallback) eigenvalues, ascending
-    double *R        # up to 3b x 3b, the QR's triangle
-    double *P        # n x b, the previous step (LOBPCG)
-    double *SP       # S @ P
-    double *tau      # 3b (or 2b), the QR's reflectors
-    double *row      # n
-    double *work
-    blas_int lwork
-    blas_int *iwork
-    blas_int liwork
-    blas_int *isuppz
-    double *Sx       # n x n copy for the LAPACK fallback
-    double *Zx       # n x b eigenvectors from the fallback
+    double *row         # n scratch
+    TopKWork w
 
 
-# --- GOE noise --------------------------------------------------------------
+# --- the regret bound's terms, without overflow --------------------------------
 
-cdef inline void goe_row(bitgen_t *rng, Py_ssize_t i, double sigma, double *out) noexcept nogil:
-    # row i of the lower triangle of sigma (G + G^T)/2, G_ij ~ N(0, 1): N_ij ~
-    # N(0, sigma^2/2) for j < i, N_ii ~ N(0, sigma^2), drawing only the
-    # independent entries (i + 1 normals)
-    cdef Py_ssize_t j
-    cdef double off = sigma * INV_SQRT2
-    random_standard_normal_fill(rng, i + 1, out)
-    for j in range(i):
-        out[j] *= off
-    out[i] *= sigma
-
-
-cdef void goe_full(bitgen_t *rng, Py_ssize_t n, double sigma, double *A) noexcept nogil:
-    # A full GOE matrix: draw TILE rows of the lower triangle, then mirror them
-    # into the upper triangle while they are still in cache
-    cdef Py_ssize_t ib = 0, i, iend
-    while ib < n:
-        iend = min(ib + TILE, n)
-        for i in range(ib, iend):
-            goe_row(rng, i, sigma, A + i * n)
-        sf_mirror_rows(n, A, ib, iend)
-        ib += TILE
-    sf_store_fence()
-
-
-def goe(double[:, ::1] out, double sigma, object capsule):
-    """Fill ``out`` (n, n) with a GOE matrix (G + G^T)/2, G_ij ~ N(0, sigma^2),
-    drawing only the n(n+1)/2 independent entries, in row order of the lower
-    triangle, from the bit generator behind ``capsule``. The caller holds the
-    bit generator's lock."""
-    cdef bitgen_t *rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    cdef Py_ssize_t n = out.shape[0]
-    if n == 0:
-        return
-    with nogil:
-        goe_full(rng, n, sigma, &out[0, 0])
-
-
-# --- symmetric eigen-solvers -------------------------------------------------
-
-cdef inline double pow2_scale(Py_ssize_t n, const double *A, Py_ssize_t lda) noexcept nogil:
-    # 2^-e with 2^e near max |A_ij| (upper triangle): scaling by it is exact, so
-    # LAPACK sees the same matrix when the data are scaled by a power of two,
-    # and decisions are exactly scale-invariant (dsyevr itself is not)
-    cdef Py_ssize_t i, j
-    cdef double m = 0.0
-    cdef int e
-    for j in range(n):
-        for i in range(j + 1):
-            if fabs(A[j * lda + i]) > m:
-                m = fabs(A[j * lda + i])
-    if m == 0.0 or m != m:
-        return 1.0
-    frexp(m, &e)
-    return ldexp(1.0, -e)
-
-
-cdef int top_pairs(Ctx *c, double *A, int m, int keep, double sc, double *Z,
-                   double *out) noexcept nogil:
-    # the `keep` largest eigenpairs of the m x m symmetric A, already scaled by
-    # sc (destroyed; Z: m x keep scratch), into c.theta (descending, unscaled)
-    # and the rows of out (row j <-> theta[j])
-    cdef int j
-    if syevr_top(m, A, m, keep, c.w, Z, m, c.isuppz, c.work, c.lwork, c.iwork,
-                 c.liwork) != 0:
-        return ERR_LAPACK
-    for j in range(keep):
-        c.theta[j] = c.w[keep - 1 - j] / sc
-        memcpy(out + j * m, Z + (keep - 1 - j) * m, m * sizeof(double))
-    return OK
-
-
-cdef int ritz_top(Ctx *c, double *G, int m, int keep) noexcept nogil:
-    # the `keep` largest eigenpairs of the m x m symmetric G (destroyed), into
-    # c.theta (descending) and c.Y (m x keep, column j <-> theta[j])
-    cdef int i, j
-    cdef double sc = pow2_scale(m, G, m)
-    for j in range(m):
-        for i in range(j + 1):
-            G[j * m + i] *= sc
-    return top_pairs(c, G, m, keep, sc, c.tmp, c.Y)
-
-
-cdef int solve_exact(Ctx *c) noexcept nogil:
-    # top-b eigenvectors of S by LAPACK dsyevr on a copy
-    cdef int n = c.n
-    cdef double sc = pow2_scale(n, c.S, n)
-    cdef Py_ssize_t i
-    for i in range(<Py_ssize_t> n * n):
-        c.Sx[i] = c.S[i] * sc
-    if top_pairs(c, c.Sx, n, c.b, sc, c.Zx, c.V) != OK:
-        return ERR_LAPACK
-    c.st.gap = 0.0
-    c.st.solves += 1
-    return OK
-
-
-cdef inline double gap_estimate(double d, double d1, double d2, int it) noexcept nogil:
-    # Remaining objective gap after iteration `it` (1, 2, ...) raised the captured
-    # objective by d (d1, d2: the two increases before, -1 if none).
-    # - Linear convergence at rate rho leaves d rho / (1 - rho); rho is the larger
-    #   of the last two ratios (convergence slows as the easy directions settle),
-    #   capped at 0.99. After the first iteration rho = 0.8 is assumed.
-    # - On GOE's dense spectral edge the increases decay like a power of the
-    #   iteration count, not geometrically, and the ratio keeps creeping up; a
-    #   power law d_j ~ j^-p (p >= 2) leaves at most about j d. The estimate is the
-    #   larger of the two. Checked against exact gaps in tests/pca/test_solver.py.
-    cdef double rho, f
-    if d <= 0.0:
-        return 0.0
-    if d1 < 0.0:
-        return 4.0 * d
-    if d1 == 0.0:
-        return 99.0 * d
-    rho = d / d1
-    if d2 > 0.0 and d1 / d2 > rho:
-        rho = d1 / d2
-    if rho > 0.99:
-        rho = 0.99
-    if rho < 0.2:
-        rho = 0.2
-    f = rho / (1.0 - rho)
-    if f < it:
-        f = it
-    return d * f
-
-
-cdef int rayleigh_ritz(Ctx *c, int m) noexcept nogil:
-    # Ritz pairs of S on the orthonormal basis bas[:, :m] (sbas = S bas): the top
-    # b into c.theta / c.Y; for m == b the block is rotated onto them at once
-    gemm(b'T', b'N', m, m, c.n, 1.0, c.bas, c.n, c.sbas, c.n, 0.0, c.G, m)
-    cdef int code = ritz_top(c, c.G, m, c.b)
-    if code == OK and m == c.b:
-        rotate(c, m)
-    return code
-
-
-cdef void rotate(Ctx *c, int m) noexcept nogil:
-    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y
-    cdef int n = c.n, b = c.b
-    gemm(b'N', b'N', n, b, m, 1.0, c.bas, n, c.Y, m, 0.0, c.tmp, n)
-    memcpy(c.bas, c.tmp, <size_t> n * b * sizeof(double))
-    gemm(b'N', b'N', n, b, m, 1.0, c.sbas, n, c.Y, m, 0.0, c.tmp, n)
-    memcpy(c.sbas, c.tmp, <size_t> n * b * sizeof(double))
-
-
-cdef inline unsigned long long splitmix64(unsigned long long *x) noexcept nogil:
-    cdef unsigned long long z
-    x[0] += 0x9E3779B97F4A7C15ULL
-    z = x[0]
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
-    return z ^ (z >> 31)
-
-
-cdef void seed_directions(Ctx *c, const double *hint) noexcept nogil:
-    # The first iteration's new directions are the residual W = S V - V Theta.
-    # If V spans an invariant subspace of S (Follow the Leader on axis-aligned
-    # data: W = 0 exactly) no Krylov step can leave it, even when S's top-k lies
-    # elsewhere -- say, along a direction the data just started to use. So the
-    # weakest residual column is replaced by this trial's data direction
-    # (`hint`: x_t, or a column of a dense X_t), and any residual column at
-    # rounding level by a pseudo-random one (splitmix64 on the trial count:
-    # deterministic, and the estimator's generator is left alone).
-    cdef int n = c.n, b = c.b, j, jmin = 0
-    cdef Py_ssize_t i
-    cdef double nrm, nmin = INFINITY, scale = 0.0
-    cdef double *w
-    cdef unsigned long long state
-    for j in range(b):
-        if fabs(c.theta[j]) > scale:
-            scale = fabs(c.theta[j])
-    for j in range(b):
-        w = c.bas + (b + j) * n
-        nrm = nrm2(n, w)
-        if nrm < nmin:
-            nmin = nrm
-            jmin = j
-        if nrm <= 1e-12 * scale or nrm == 0.0:
-            state = (<unsigned long long> c.st.t) * 1000003ULL + <unsigned long long> j
-            for i in range(n):
-                w[i] = (<double> (splitmix64(&state) >> 11)) * (2.0 / 9007199254740992.0) - 1.0
-    if hint != NULL:
-        memcpy(c.bas + (b + jmin) * n, hint, n * sizeof(double))
-
-
-cdef int solve_krylov(Ctx *c, double tol_t, const double *hint) noexcept nogil:
-    # Warm-started block Krylov in the LOBPCG form: Rayleigh-Ritz on
-    # span[V, W, P] -- the current block V, its residual W = S V - V Theta and
-    # the previous step P (its non-V part) -- keeping the top b Ritz vectors,
-    # until the captured objective sum(theta[:k]) has (by gap_estimate) less than
-    # tol_t left to gain. One product S @ block per iteration: S V and S P are
-    # carried along through the rotations. Without room for 3b vectors (n < 3b)
-    # the basis is [V, W].
-    cdef int n = c.n, b = c.b, k = c.k, b2 = 2 * c.b, m, j, it, code, maxiter
-    cdef bint use_p = 3 * b <= n, have_p = False
-    cdef Py_ssize_t i
-    cdef double *bas = c.bas
-    cdef double *sbas = c.sbas
-    cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin
-    cdef blas_int info
-    # S V and Rayleigh-Ritz on the warm start. V is orthonormal to rounding: it
-    # comes from LAPACK or from the last iteration's basis @ Y, with the basis
-    # from a Householder QR and Y from dsyevr, so no re-orthonormalisation.
-    memcpy(bas, c.V, <size_t> n * b * sizeof(double))
-    symm_upper(n, b, 1.0, c.S, n, bas, 0.0, sbas)
-    c.st.products += 1
-    # a LAPACK error on the small problems below is no reason to fail the
-    # trial: the solve goes to LAPACK's dsyevr on S instead (maxiter = 0)
-    maxiter = c.maxiter
-    code = rayleigh_ritz(c, b)
-    if code != OK:
-        maxiter = 0
-    f = 0.0
-    for j in range(k):
-        f += c.theta[j]
-    for it in range(maxiter):
-        # block residual W = S V - V diag(theta) as the new directions
-        for j in range(b):
-            for i in range(n):
-                bas[(b + j) * n + i] = sbas[j * n + i] - c.theta[j] * bas[j * n + i]
-        if it == 0:
-            seed_directions(c, hint)
-        m = b2
-        if have_p:
-            # the previous step, columns scaled to unit norm (with S P alike) so
-            # that R33 below measures how independent of [V, W] it is
-            for j in range(b):
-                nrm = nrm2(n, c.P + j * n)
-                if nrm == 0.0:
-                    have_p = False
-                    break
-                for i in range(n):
-                    bas[(b2 + j) * n + i] = c.P[j * n + i] / nrm
-                    c.SP[j * n + i] /= nrm
-            if have_p:
-                m = 3 * b
-        # QR of the whole basis, so the new directions are orthogonal to V even
-        # at rounding level. [V, W, P] = Q R: S Q1 = (S V) R11^-1, S Q2 is the
-        # product, S Q3 = (S P - S Q1 R13 - S Q2 R23) R33^-1.
-        info = geqrf(n, m, bas, n, c.tau, c.work, c.lwork)
-        if info != 0:
-            est = INFINITY
-            break
-        for j in range(m):
-            memcpy(c.R + j * m, bas + j * n, (j + 1) * sizeof(double))
-        info = orgqr(n, m, bas, n, c.tau, c.work, c.lwork)
-        if info != 0:
-            est = INFINITY
-            break
-        trsm_right_upper(n, b, c.R, m, sbas, n)
-        symm_upper(n, b, 1.0, c.S, n, bas + b * n, 0.0, sbas + b * n)
-        c.st.products += 1
-        if m > b2:
-            # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned
-            # (P's columns have unit norm): a condition estimate, not just the
-            # diagonal, which can hide an ill-conditioned triangle
-            rmin = trcon_upper(b, c.R + b2 * m + b2, m, c.work, c.iwork)
-            if rmin < 1e-6:
-                m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
-            else:
-                memcpy(sbas + b2 * n, c.SP, <size_t> n * b * sizeof(double))
-                gemm(b'N', b'N', n, b, b, -1.0, sbas, n, c.R + b2 * m, m, 1.0,
-                     sbas + b2 * n, n)
-                gemm(b'N', b'N', n, b, b, -1.0, sbas + b * n, n, c.R + b2 * m + b, m, 1.0,
-                     sbas + b2 * n, n)
-                trsm_right_upper(n, b, c.R + b2 * m + b2, m, sbas + b2 * n, n)
-        code = rayleigh_ritz(c, m)
-        if code != OK:
-            est = INFINITY
-            break
-        if use_p:
-            # the step just taken, without its V part: the next P and S P
-            gemm(b'N', b'N', n, b, m - b, 1.0, bas + b * n, n, c.Y + b, m, 0.0, c.P, n)
-            gemm(b'N', b'N', n, b, m - b, 1.0, sbas + b * n, n, c.Y + b, m, 0.0, c.SP, n)
-            have_p = True
-        rotate(c, m)
-        fnew = 0.0
-        for j in range(k):
-            fnew += c.theta[j]
-        d = fnew - f
-        if d < 0.0:
-            d = 0.0     # rounding: Rayleigh-Ritz on a larger space cannot lose
-        f = fnew
-        est = gap_estimate(d, d1, d2, it + 1)
-        d2 = d1
-        d1 = d
-        if est <= tol_t:
-            break
-    c.st.solves += 1
-    if est > tol_t:
-        # the warm start did not pay: LAPACK now, and for the next `backoff`
-        # solves (doubling while Krylov keeps failing), so that a stream whose
-        # top-k jumps every trial (independent noise early on) costs about an
-        # exact solve per trial, not maxiter products on top of one
-        c.st.fallbacks += 1
-        c.st.skip = c.st.backoff
-        c.st.backoff = 64.0 if c.st.backoff >= 32.0 else 2.0 * c.st.backoff + 1.0
-        return solve_exact_counted(c)
-    c.st.backoff = 0.0
-    memcpy(c.V, bas, <size_t> n * b * sizeof(double))
-    c.st.gap = est
-    if tol_t > 0.0 and est / tol_t > c.st.max_gap_ratio:
-        c.st.max_gap_ratio = est / tol_t
-    return OK
-
-
-cdef int solve_exact_counted(Ctx *c) noexcept nogil:
-    # the fallback: an exact solve that does not count as a second solve
-    cdef int code = solve_exact(c)
-    c.st.solves -= 1
-    return code
-
-
-# --- the trial loop ------------------------------------------------------------
-
-cdef inline double bound_a(Ctx *c) noexcept nogil:
-    # the data term of the paper's bound R <= a/sigma + b sigma (per sqrt(T)):
-    # vector: r sqrt(2M/pi) = L * L sqrt(2/pi), L = max ||x||^2 (r = L, M = L^2);
-    # dense: r = k Lambda, M = max tr(X^2)
+cdef inline double bound_a(Ctx *c, int *E) noexcept nogil:
+    # The data term a of the paper's bound R <= sqrt(T) (a / sigma + bb sigma),
+    # as A 2^E with E even (a itself over- or underflows at extreme scales):
+    # vector, a = L^2 sqrt(2/pi), L = max ||x||^2 (r = L, M = L^2);
+    # dense, a = k Lambda F sqrt(2/pi), Lambda = max bound on ||X||_2,
+    # F = max ||X||_F (r = k Lambda, M = F^2). Mantissas times powers of two:
+    # every operation is the one on a itself, scaled exactly, so in float64's
+    # range the result is bit for bit a's.
+    cdef int el, ef
+    cdef double ml = frexp(c.st.scale, &el), mf, A
     if c.kind == INSTANCE_VECTOR:
-        return c.st.scale * c.st.scale * SQRT_2_OVER_PI
-    return c.k * c.st.scale * sqrt(c.st.max_trsq) * SQRT_2_OVER_PI
+        E[0] = 2 * el
+        return ml * ml * SQRT_2_OVER_PI
+    mf = frexp(c.st.max_frob, &ef)
+    A = c.k * ml * mf * SQRT_2_OVER_PI
+    E[0] = el + ef
+    if E[0] % 2 != 0:
+        A *= 2.0
+        E[0] -= 1
+    return A
+
+
+cdef inline double bound_bb(Ctx *c) noexcept nogil:
+    return c.k * sqrt(<double> c.n)
 
 
 cdef inline double next_sigma(Ctx *c) noexcept nogil:
-    cdef double a, bb
+    # "auto": sqrt(a / bb), the minimiser of a / sigma + bb sigma
+    cdef int E
+    cdef double A
     if c.noise == NOISE_NONE:
         return 0.0
     if not c.sigma_auto:
         return c.sigma_value
-    a = bound_a(c)
-    bb = c.k * sqrt(<double> c.n)
-    return sqrt(a / bb)
+    A = bound_a(c, &E)
+    return ldexp(sqrt(A / bound_bb(c)), E // 2)
 
 
 cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
-    # tol times the bound's per-trial increment c(sigma) / (2 sqrt(t)), where
-    # R_T <= c(sigma) sqrt(T); Follow the Leader uses the "auto" sigma's c
-    cdef double a = bound_a(c), bb = c.k * sqrt(<double> c.n), sig = c.st.sigma, cc
-    if a <= 0.0:
+    # tol times the bound's per-trial increment cc / (2 sqrt(t)), where
+    # R_T <= cc sqrt(T); Follow the Leader (and a sigma so far from "auto"
+    # that cc overflows) uses the "auto" sigma's cc = 2 sqrt(a bb), the
+    # smallest the bound gets
+    cdef int E
+    cdef double A = bound_a(c, &E), bb = bound_bb(c), sig = c.st.sigma, cc
+    if A <= 0.0:
         return 0.0
-    if sig <= 0.0:
-        cc = 2.0 * sqrt(a * bb)
-    else:
-        cc = a / sig + bb * sig
+    cc = ldexp(2.0 * sqrt(A * bb), E // 2)
+    if sig > 0.0:
+        # a / sig + bb sig, with a / sig = (A / (sig 2^-E/2)) 2^(E/2)
+        sig = ldexp(A / ldexp(sig, -(E // 2)), E // 2) + bb * sig
+        if isfinite(sig):
+            cc = sig
     return c.tol * cc / (2.0 * sqrt(t_next))
+
+
+# --- the data's cumulative matrix ------------------------------------------------
+
+cdef inline void flush_rows(Ctx *c) noexcept nogil:
+    # C += rows[:pending]^T rows[:pending]: one dsyrk instead of a rank-one
+    # pass over C per trial (C is read only for the regret, and by the random
+    # walk when sigma shrinks)
+    syrk_upper(c.n, <blas_int> c.st.pending, 1.0, c.rows, 1.0, c.C)
+    c.st.pending = 0
+
+
+cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
+    # S += x x^T; C follows (independent noise rebuilds S from C every trial,
+    # so there C is kept current; elsewhere x waits in the row buffer)
+    syr_upper(c.n, 1.0, x, c.S, c.n)
+    if c.C == NULL:
+        return
+    if c.noise == NOISE_INDEPENDENT:
+        syr_upper(c.n, 1.0, x, c.C, c.n)
+        return
+    memcpy(c.rows + c.st.pending * c.n, x, c.n * sizeof(double))
+    c.st.pending += 1
+    if c.st.pending == c.nrows:
+        flush_rows(c)
+
+
+cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
+    # S += X and C += X on the lower triangle, row by row in one pass over X
+    cdef Py_ssize_t i, n = c.n
+    for i in range(n):
+        axpy(<blas_int> (i + 1), 1.0, x + i * n, c.S + i * n)
+        if c.C != NULL:
+            axpy(<blas_int> (i + 1), 1.0, x + i * n, c.C + i * n)
+
+
+# --- the noise ----------------------------------------------------------------------
+
+cdef inline double walk_step(double s_new, double s) noexcept nogil:
+    # sqrt(s_new^2 - s^2) if s_new > s, -1 if s_new < s, 0 if equal: computed
+    # as 2^e sqrt(u^2 - v^2) with u, v = s_new, s scaled by 2^-e, bit for bit
+    # the plain formula wherever that neither under- nor overflows
+    cdef int e
+    cdef double u, v
+    if s_new == s:
+        return 0.0
+    if s_new < s:
+        return -1.0
+    frexp(s_new, &e)
+    u = ldexp(s_new, -e)
+    v = ldexp(s, -e)
+    return ldexp(sqrt(u * u - v * v), e)
 
 
 cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
@@ -470,15 +225,17 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
         if s_new != c.st.s:
             axpy_upper(n, s_new - c.st.s, c.N, c.S)
     elif c.noise == NOISE_RANDOM_WALK:
-        a = s_new * s_new - c.st.s * c.st.s
+        # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power
+        # of two (their squares under- or overflow at extreme data scales)
+        a = walk_step(s_new, c.st.s)
         if a > 0.0:
-            a = sqrt(a)
             for i in range(n):
                 goe_row(c.rng, i, 1.0, c.row)
                 axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
         elif a < 0.0:
             # a smaller sigma set mid-stream: shrink the walk so far,
             # S = C + (s_new / s) (S - C); no increment can lower a variance
+            flush_rows(c)
             a = s_new / c.st.s
             for i in range(n):
                 for j in range(i + 1):
@@ -491,116 +248,146 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     c.st.s = s_new
 
 
+# --- the trial loop --------------------------------------------------------------
+
 cdef int after_trial(Ctx *c, const double *hint) noexcept nogil:
     # the next decision: sigma_{t+1}, noise, and the top-k of S_{t+1}
     cdef double sig = next_sigma(c)
     c.st.t += 1
     c.st.sigma = sig
-    noise_update(c, sqrt(c.st.t + 1.0) * sig)
-    c.st.tol = tolerance(c, c.st.t + 1.0)
-    if c.solver == SOLVER_EXACT:
-        return solve_exact(c)
-    if c.st.skip > 0.0:
-        c.st.skip -= 1.0
-        c.st.direct += 1.0
-        return solve_exact(c)
-    return solve_krylov(c, c.st.tol, hint)
+    noise_update(c, sqrt(<double> c.st.t + 1.0) * sig)
+    return topk_solve(&c.w, c.S, c.V, &c.st.topk, tolerance(c, <double> c.st.t + 1.0),
+                      hint, <unsigned long long> c.st.t, c.solver == SOLVER_KRYLOV)
 
 
-cdef int setup(Ctx *c, int n, int k, int b, double[::1] state, double[::1] params,
-               double[:, ::1] S, double[:, ::1] N, double[:, ::1] C, double[:, ::1] V,
-               object capsule) except? -9:
-    cdef blas_int info, lw, liw, q
-    cdef double wq
-    cdef blas_int iq
+cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
+                Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
+    # Play T trials; stops early only before a trial, on a signal
+    cdef int n = c.n, k = c.k, code = OK
+    cdef Py_ssize_t t, j, jmax, step = n * (n if c.kind == INSTANCE_DENSE else 1)
+    cdef double g, due = poll_start()
+    cdef const double *x
+    cdef const double *hint
+    for t in range(T):
+        if poll_interrupted(&due, &_hook):
+            code = ERR_INTERRUPTED
+            break
+        x = X + t * step
+        if c.kind == INSTANCE_DENSE:
+            g = quad_rows(n, k, x, c.V, c.w.tmp)
+            if frob[t] > c.st.max_frob:
+                c.st.max_frob = frob[t]
+            add_dense(c, x)
+            # X_t's column of largest diagonal: a direction of its range
+            jmax = 0
+            for j in range(n):
+                if x[j * n + j] > x[jmax * n + jmax]:
+                    jmax = j
+            hint = x + jmax * n
+        else:
+            gemv_rows(k, n, 1.0, c.V, x, 0.0, c.row)
+            g = 0.0
+            for j in range(k):
+                g += c.row[j] * c.row[j]
+            add_vector(c, x)
+            hint = x
+        c.st.gain += g
+        if scale[t] > c.st.scale:
+            c.st.scale = scale[t]
+        code = after_trial(c, hint)
+        done[0] = t + 1
+        if code != OK:
+            break
+    return code
+
+
+# --- entries -------------------------------------------------------------------------
+
+cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
+               const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows,
+               double[:, ::1] V, object capsule) except? -1:
+    # the context over the caller's arrays, after checking their shapes
+    # against the parameters; workspaces allocated here, before any state
+    # changes (ERR_NOMEM then, or never)
+    cdef int n = S.shape[0]
     memset(c, 0, sizeof(Ctx))
+    if S.shape[1] != n or n < 1:
+        raise ValueError(f"S must be a non-empty square matrix, got {S.shape[0]}x{S.shape[1]}")
+    if not (p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not (
+            NOISE_NONE <= p.noise <= NOISE_INDEPENDENT) or not (
+            p.solver == SOLVER_EXACT or p.solver == SOLVER_KRYLOV):
+        raise ValueError("params: unknown instance kind, noise or solver code")
+    if not (1 <= p.k <= p.b <= n) or p.maxiter < 0 or not 0 <= p.eig_first <= 3:
+        raise ValueError(f"params: need 1 <= k <= b <= n and maxiter >= 0, got k = {p.k}, "
+                         f"b = {p.b}, n = {n}, maxiter = {p.maxiter}")
+    if V.shape[0] != p.b or V.shape[1] != n:
+        raise ValueError(f"V must have shape ({p.b}, {n}), got ({V.shape[0]}, {V.shape[1]})")
+    if p.noise == NOISE_FIXED and (N.shape[0] != n or N.shape[1] != n):
+        raise ValueError(f"N must have shape ({n}, {n}) for fixed noise")
+    if p.noise != NOISE_NONE and (C.shape[0] != n or C.shape[1] != n):
+        raise ValueError(f"C must have shape ({n}, {n}) with noise")
+    if p.noise == NOISE_NONE and C.shape[0] != 0:
+        raise ValueError("C must be empty for Follow the Leader (S is the data's sum)")
+    if rows.shape[1] != n or not (0 <= st.pending < max(rows.shape[0], 1)):
+        raise ValueError(f"rows must have shape (B, {n}) with 0 <= pending < B, got "
+                         f"({rows.shape[0]}, {rows.shape[1]}), pending = {st.pending}")
+    if (p.kind == INSTANCE_VECTOR and (p.noise == NOISE_FIXED or p.noise == NOISE_RANDOM_WALK)
+            and rows.shape[0] == 0):
+        raise ValueError("rows must have room for at least one row with this noise")
     c.n = n
-    c.k = k
-    c.b = b
-    c.kind = <int> params[0]
-    c.noise = <int> params[1]
-    c.solver = <int> params[2]
-    c.sigma_auto = <int> params[3]
-    c.sigma_value = params[4]
-    c.tol = params[5]
-    c.maxiter = <int> params[6]
-    c.st = <PCAState *> &state[0]
+    c.k = p.k
+    c.b = p.b
+    c.kind = p.kind
+    c.noise = p.noise
+    c.solver = p.solver
+    c.sigma_auto = p.sigma_auto
+    c.sigma_value = p.sigma_value
+    c.tol = p.tol
+    c.nrows = rows.shape[0]
+    c.st = st
     c.S = &S[0, 0]
     c.N = &N[0, 0] if N.shape[0] > 0 else NULL
     c.C = &C[0, 0] if C.shape[0] > 0 else NULL
+    c.rows = &rows[0, 0] if rows.shape[0] > 0 else NULL
     c.V = &V[0, 0]
     c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    q = 3 * b if 3 * b <= n else 2 * b
-    c.bas = <double *> malloc(<size_t> n * q * sizeof(double))
-    c.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
-    c.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
-    c.G = <double *> malloc(<size_t> q * q * sizeof(double))
-    c.Y = <double *> malloc(<size_t> q * q * sizeof(double))
-    c.theta = <double *> malloc(<size_t> (q + 1) * sizeof(double))
-    c.w = <double *> malloc(<size_t> (n + q) * sizeof(double))
-    c.R = <double *> malloc(<size_t> q * q * sizeof(double))
-    c.P = <double *> malloc(<size_t> n * b * sizeof(double))
-    c.SP = <double *> malloc(<size_t> n * b * sizeof(double))
-    c.tau = <double *> malloc(<size_t> q * sizeof(double))
-    c.row = <double *> malloc(<size_t> n * sizeof(double))
-    c.isuppz = <blas_int *> malloc(<size_t> 2 * (n + q) * sizeof(blas_int))
-    # everything a trial may need is allocated here, before any state changes,
-    # so a call fails for lack of memory up front or not at all (untouched pages
-    # of the LAPACK copy cost nothing while the Krylov solver keeps up)
-    c.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
-    c.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
-    if (c.bas == NULL or c.sbas == NULL or c.tmp == NULL or c.G == NULL or c.Y == NULL
-            or c.theta == NULL or c.w == NULL or c.R == NULL or c.tau == NULL
-            or c.row == NULL or c.isuppz == NULL or c.P == NULL or c.SP == NULL
-            or c.Sx == NULL or c.Zx == NULL):
+    if topk_work_init(&c.w, n, p.k, p.b, p.maxiter) != OK:
         return ERR_NOMEM
-    # workspace queried once per call, for the largest problem each routine sees
-    lw = 1
-    liw = 1
-    with nogil:
-        info = geqrf(n, q if q <= n else n, c.bas, n, c.tau, &wq, -1)
-        lw = max(lw, <blas_int> wq)
-        info = orgqr(n, q if q <= n else n, c.bas, n, c.tau, &wq, -1)
-        lw = max(lw, <blas_int> wq)
-        info = syevr_top(n, c.S, n, b, c.w, c.tmp, n, c.isuppz, &wq, -1, &iq, -1)
-        lw = max(lw, <blas_int> wq)
-        liw = max(liw, iq)
-        if q <= n:
-            info = syevr_top(q, c.G, q, b, c.w, c.tmp, q, c.isuppz, &wq, -1, &iq, -1)
-            lw = max(lw, <blas_int> wq)
-            liw = max(liw, iq)
-    c.lwork = max(lw, <blas_int> (3 * b))     # dtrcon needs 3b, b
-    c.liwork = max(liw, <blas_int> b)
-    c.work = <double *> malloc(<size_t> c.lwork * sizeof(double))
-    c.iwork = <blas_int *> malloc(<size_t> c.liwork * sizeof(blas_int))
-    if c.work == NULL or c.iwork == NULL:
-        return ERR_NOMEM
+    c.w.first = p.eig_first
+    # n doubles of scratch for the gains and the noise rows: the solver's
+    # n x 3b scratch is free outside a solve
+    c.row = c.w.tmp
     return OK
 
 
-cdef void teardown(Ctx *c) noexcept:
-    free(c.bas); free(c.sbas); free(c.tmp); free(c.G); free(c.Y); free(c.theta)
-    free(c.w); free(c.R); free(c.P); free(c.SP); free(c.tau); free(c.row); free(c.isuppz); free(c.work)
-    free(c.iwork); free(c.Sx); free(c.Zx)
+def _check_records(state, params):
+    check_struct(state, STATE_DTYPE, "state")
+    check_struct(params, PARAMS_DTYPE, "params")
 
 
-def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
-               double[:, ::1] N, double[:, ::1] C, double[:, ::1] V, object capsule):
+def initialize(PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] S,
+               const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows,
+               double[:, ::1] V, object capsule):
     """The first decision, before any data: S_1 = s_1 G for a unit GOE draw G
     (s_1 = sigma for a given sigma; 0 for "auto", whose scale is unknown until
     data arrive) and V = top-b of G, a uniformly random subspace whatever the
     scale. Follow the Leader starts from S = 0 and the first b coordinate axes.
-    For fixed noise G is kept in N. The caller holds the bit generator's lock."""
+    For fixed noise G goes to N (which must then be writable). Every state
+    array is overwritten. Returns (code, 0, None). The caller holds the bit
+    generator's lock."""
+    _check_records(state.base, params.base)
     cdef Ctx c
-    cdef int n = S.shape[0], b = V.shape[0], j, code
-    cdef int k = <int> params[7]
+    cdef int n, b, j, code
     cdef Py_ssize_t i
     cdef double s1
-    code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
+    code = setup(&c, &state[0], &params[0], S, N, C, rows, V, capsule)
     try:
         if code != OK:
-            return code
+            return code, 0, None
+        n = c.n
+        b = c.b
         with nogil:
+            memset(c.st, 0, sizeof(PCAState))
             memset(c.S, 0, <size_t> n * n * sizeof(double))
             memset(c.V, 0, <size_t> n * b * sizeof(double))
             if c.C != NULL:
@@ -608,78 +395,60 @@ def initialize(double[::1] state, double[::1] params, double[:, ::1] S,
             if c.noise == NOISE_NONE:
                 for j in range(b):
                     c.V[j * n + j] = 1.0
-                c.st.sigma = 0.0
-                c.st.s = 0.0
-                code = OK
             else:
                 s1 = 0.0 if c.sigma_auto else c.sigma_value
                 c.st.sigma = s1
                 # G goes to S first (solved there), then S becomes s1 G
                 for i in range(n):
                     goe_row(c.rng, i, 1.0, c.S + i * n)
-                code = solve_exact(&c)
+                topk_exact(&c.w, c.S, c.V, &c.st.topk)
+                if c.st.topk.kept:
+                    code = ERR_LAPACK
                 if c.noise == NOISE_FIXED:
-                    memcpy(c.N, c.S, <size_t> n * n * sizeof(double))
+                    memcpy(<double *> c.N, c.S, <size_t> n * n * sizeof(double))
                 for i in range(<Py_ssize_t> n * n):
                     c.S[i] *= s1
                 c.st.s = s1
-                c.st.solves = 0
-        return code
+                memset(&c.st.topk, 0, sizeof(TopKState))
+        return code, 0, None
     finally:
-        teardown(&c)
+        topk_work_free(&c.w)
 
 
-def run(const double[:, ::1] X, const double[::1] scale, const double[::1] trsq,
-        double[::1] state, double[::1] params, double[:, ::1] S, double[:, ::1] N,
-        double[:, ::1] C, double[:, ::1] V, object capsule):
-    """Play len(X) trials. Vector instances: rows x_t of X, scale[t] = ||x_t||^2;
-    gain ||V_k x_t||^2, S += x_t x_t^T (dsyr, one triangle). Dense instances
-    (params' kind): rows of X are the n*n entries of symmetric PSD X_t, scale[t]
-    an upper bound on ||X_t||_2, trsq[t] = tr(X_t^2); gain tr(V_k^T X_t V_k),
-    S += X_t on one triangle. Then noise and the next top-k. Returns 0 or a
-    negative error code. The caller holds the bit generator's lock."""
+def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
+        PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] S,
+        const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows, double[:, ::1] V,
+        object capsule):
+    """Play len(X) trials, updating every state array in place. Vector
+    instances: rows x_t of X, scale[t] = ||x_t||^2; gain ||V_k x_t||^2,
+    S += x_t x_t^T (dsyr, one triangle). Dense instances: rows of X are the
+    n*n entries of symmetric PSD X_t, scale[t] an upper bound on ||X_t||_2,
+    frob[t] = ||X_t||_F; gain tr(V_k^T X_t V_k), S += X_t on one triangle.
+    Then noise and the next top-k.
+
+    Returns (code, done, exc): OK after all trials, or ERR_INTERRUPTED after
+    `done` whole trials with `exc` the exception a signal handler raised, or
+    ERR_NOMEM before any; the state describes exactly `done` trials. The
+    caller holds the bit generator's lock."""
+    _check_records(state.base, params.base)
     cdef Ctx c
-    cdef int n = S.shape[0], b = V.shape[0], code
-    cdef int k = <int> params[7]
-    cdef Py_ssize_t t, T = X.shape[0], j, jmax
-    cdef double g
-    cdef const double *x
-    cdef const double *hint
-    code = setup(&c, n, k, b, state, params, S, N, C, V, capsule)
+    cdef int code, n
+    cdef Py_ssize_t T = X.shape[0], done = 0
+    code = setup(&c, &state[0], &params[0], S, N, C, rows, V, capsule)
     try:
         if code != OK:
-            return code
+            return code, 0, None
+        n = c.n
+        if X.shape[1] != (n * n if c.kind == INSTANCE_DENSE else n):
+            raise ValueError(f"X has {X.shape[1]} columns, expected "
+                             f"{n * n if c.kind == INSTANCE_DENSE else n}")
+        if scale.shape[0] != T or (c.kind == INSTANCE_DENSE and frob.shape[0] != T):
+            raise ValueError(f"scale (and frob for dense instances) must have {T} entries")
+        if T == 0:
+            return OK, 0, None
         with nogil:
-            for t in range(T):
-                x = &X[t, 0]
-                if c.kind == INSTANCE_DENSE:
-                    g = quad_rows(n, k, x, c.V, c.tmp)
-                    if trsq[t] > c.st.max_trsq:
-                        c.st.max_trsq = trsq[t]
-                    axpy_upper(n, 1.0, x, c.S)
-                    if c.C != NULL:
-                        axpy_upper(n, 1.0, x, c.C)
-                    # X_t's column of largest diagonal: a direction of its range
-                    jmax = 0
-                    for j in range(n):
-                        if x[j * n + j] > x[jmax * n + jmax]:
-                            jmax = j
-                    hint = x + jmax * n
-                else:
-                    gemv_rows(k, n, 1.0, c.V, x, 0.0, c.row)
-                    g = 0.0
-                    for j in range(k):
-                        g += c.row[j] * c.row[j]
-                    syr_upper(n, 1.0, x, c.S, n)
-                    if c.C != NULL:
-                        syr_upper(n, 1.0, x, c.C, n)
-                    hint = x
-                c.st.gain += g
-                if scale[t] > c.st.scale:
-                    c.st.scale = scale[t]
-                code = after_trial(&c, hint)
-                if code != OK:
-                    break
-        return code
+            code = trials(&c, &X[0, 0], &scale[0], &frob[0] if frob.shape[0] else NULL,
+                          T, &done)
+        return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
-        teardown(&c)
+        topk_work_free(&c.w)

@@ -70,9 +70,12 @@ class StreamEstimator(BaseEstimator):
     _TRANSIENT_ATTRS = ()
 
     def _serialized(self):
-        # dict.setdefault is atomic under the GIL: two threads racing on a fresh
-        # estimator get the same lock
-        return self.__dict__.setdefault("_lock", threading.RLock())
+        lock = self.__dict__.get("_lock")
+        if lock is None:
+            # dict.setdefault is atomic under the GIL: two threads racing on a
+            # fresh estimator get the same lock
+            lock = self.__dict__.setdefault("_lock", threading.RLock())
+        return lock
 
     def __getstate__(self):
         lock = self.__dict__.get("_lock")

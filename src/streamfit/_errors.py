@@ -50,8 +50,9 @@ def raise_for(code, where, *, exc=None, detail="", state=_UNCHANGED):
         raise FloatingPointError(f"{where}: the iterate diverged (it is no longer finite); "
                                  f"the stepsizes are too large for this data.{suffix} {state}")
     if code == ERR_SCALE:
-        raise ValueError(f"{where}: X is too large for float64 arithmetic (||x||^2 "
-                         f"overflows); rescale (standardize) the features.{suffix} {state}")
+        raise ValueError(f"{where}: X is too large or too small for float64 arithmetic "
+                         f"(||x||^2 overflows or underflows); rescale (standardize) the "
+                         f"features.{suffix} {state}")
     if code == ERR_BADINPUT:
         raise ValueError(f"{where}: the input contains NaN or inf; every value must be "
                          f"finite.{suffix} {state}")

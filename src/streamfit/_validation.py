@@ -5,14 +5,38 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_matrix", "check_vector", "check_n_features", "check_fitted", "check_seed",
+__all__ = ["InputTypeError", "check_matrix", "check_vector", "check_n_features", "check_fitted", "check_seed",
            "check_scalar", "check_random_state"]
 
 
+class InputTypeError(TypeError, ValueError):
+    """Input of a type streamfit refuses. A TypeError, and a ValueError too,
+    as scikit-learn's checks expect for complex data."""
+
+
+def _object_as_real(arr, name):
+    # An object array of real numbers (scikit-learn accepts those) as
+    # float64; anything else in it (strings included) is refused, naming it.
+    for index, value in np.ndenumerate(arr):
+        if not isinstance(value, numbers.Real):
+            if isinstance(value, (str, bytes)):
+                why = "strings are not converted"
+            else:
+                try:
+                    float(value)
+                    why = "not a real number"
+                except (TypeError, ValueError) as exc:
+                    why = f"float() refuses it too: {exc}"
+            raise InputTypeError(f"{name} must hold real numbers, got an object array with a "
+                                 f"{type(value).__name__} at {index} ({why})")
+    return arr.astype(np.float64)
+
+
 def _check_real_array(a, name):
-    """``a`` as an ndarray of real numbers (bool, integer or float), refusing
-    what would otherwise convert silently: masked arrays (the mask would be
-    dropped), sparse matrices, timedelta/datetime, complex, strings, objects."""
+    """``a`` as an ndarray of real numbers (bool, integer or float, or an
+    object array of real numbers), refusing what would otherwise convert
+    silently: masked arrays (the mask would be dropped), sparse matrices,
+    timedelta/datetime, complex, strings, other objects."""
     if isinstance(a, np.ma.MaskedArray):
         raise TypeError(f"{name} is a masked array; streamfit does not handle missing "
                         f"values: drop or impute the masked entries first")
@@ -24,9 +48,12 @@ def _check_real_array(a, name):
     except Exception as exc:  # pragma: no cover - exotic array-likes
         raise TypeError(f"{name} must be array-like, got {type(a).__name__}") from exc
     kind = arr.dtype.kind
+    if kind == "O":
+        return _object_as_real(arr, name)
     if kind not in "biuf":
-        what = {"m": "timedelta64", "M": "datetime64", "c": "complex"}.get(kind, str(arr.dtype))
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype} ({what})")
+        what = {"m": "timedelta64", "M": "datetime64",
+                "c": "complex: Complex data not supported"}.get(kind, str(arr.dtype))
+        raise InputTypeError(f"{name} must hold real numbers, got dtype {arr.dtype} ({what})")
     return arr
 
 
@@ -49,9 +76,12 @@ def check_matrix(X, name="X", *, min_rows=0, finite=True):
     arr = _as_float64(X, name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-dimensional (n_samples, n_features), "
-                         f"got an array of shape {arr.shape}")
+                         f"got an array of shape {arr.shape}. Reshape your data: "
+                         f"array.reshape(-1, 1) for a single feature, array.reshape(1, -1) "
+                         f"for a single sample")
     if arr.shape[1] == 0:
-        raise ValueError(f"{name} must have at least one feature, got shape {arr.shape}")
+        raise ValueError(f"{name} must have at least one feature, got shape {arr.shape}: "
+                         f"0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.")
     if arr.shape[0] < min_rows:
         raise ValueError(f"{name} must have at least {min_rows} rows, got {arr.shape[0]}")
     if finite:
@@ -108,8 +138,12 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
 
 
 def check_seed(random_state):
-    """random_state must be None, an int seed, a SeedSequence or a Generator
-    (checked without building a generator)."""
+    """random_state must be None, a non-negative int seed, a SeedSequence or a
+    Generator (checked without building a generator); the error names it."""
+    if (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state < 0):
+        raise ValueError(f"random_state must be None, a non-negative int or a numpy "
+                         f"Generator, got {random_state!r}")
     if not (random_state is None
             or isinstance(random_state, (np.random.Generator, np.random.SeedSequence))
             or (isinstance(random_state, numbers.Integral)

@@ -15,6 +15,7 @@ well (see :class:`Schedule`); such schedules cannot look at the data.
 """
 from __future__ import annotations
 
+import itertools
 import numbers
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = ["Schedule", "StatisticalSchedule", "ConstantSchedule",
            "InverseTimeSchedule", "FunctionSchedule", "resolve_schedule"]
 
 _NAN = float("nan")
+_VERSIONS = itertools.count()
 
 
 class Schedule(BaseEstimator):
@@ -50,6 +52,13 @@ class Schedule(BaseEstimator):
     """
 
     _kind = _k.KIND_ARRAY
+
+    def __setattr__(self, name, value):
+        # a changed constant (set_params, or by hand) bumps the version, so
+        # that an estimator's cached kernel parameters are made afresh
+        object.__setattr__(self, name, value)
+        if name[0] != "_":
+            object.__setattr__(self, "_version", next(_VERSIONS))
 
     def stepsizes(self, start, count):  # pragma: no cover - interface
         raise NotImplementedError
@@ -199,7 +208,21 @@ class StatisticalSchedule(Schedule):
       Once settled, single mode fills its windows with every fourth residual
       (only b0 still learns from them). With ``b0`` given, single mode uses
       the paper's continuity rule instead: phase one ends when its stepsize
-      falls to phase two's starting value.
+      falls to phase two's starting value;
+    - **non-stationary starts** (beyond the paper): a stream that begins
+      unlike it goes on (a stuck sensor: constant y for a while) would leave
+      estimates fitted to the start (a tiny b0 and its cap, a best median of
+      ~0, a 1/t phase already decayed). Windows whose residuals have no
+      spread say nothing about the noise and leave b0 and the plateau test's
+      best median alone; and when the window median of |residual| stays above
+      ``restart`` times its running level (an average of past window medians,
+      weight ``ema``) for ``patience`` windows in a row, the estimates are
+      stale: phase one restarts with D0, b0, Cl (and Cu) estimated afresh
+      on that window (``schedule_state_["restarts"]`` counts it). In storage
+      mode the windows of this rule are the newest rows' residuals (over all
+      data a change shows only gradually). A stationary stream's window
+      medians never move that far (they fall in phase one and hover at the
+      noise level after it).
 
     Parameters
     ----------
@@ -235,6 +258,11 @@ class StatisticalSchedule(Schedule):
         Weight of a new window's b0 estimate after phase one, in (0, 1].
     C0 : float
         Batch-size constant of Theorem 5 for the constant phase.
+    start : {"phase1", "phase2"}
+        "phase2" skips phase one after the warm-up (Remark 3: the start is
+        already good, e.g. a warm start from ``coef_init`` near the solution).
+    restart : float or None
+        Jump factor of the restart rule above (> 1); None never restarts.
 
     Examples
     --------
@@ -253,7 +281,8 @@ class StatisticalSchedule(Schedule):
 
     def __init__(self, *, eta0=None, eta0_scale=None, decay=None, Ca=None, Cb=None,
                  b0=None, t_switch=None, n_warmup=50, window=None, eta_const=0.5,
-                 avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3, C0=10.0):
+                 avg_power=2.0 / 3.0, plateau=0.9, patience=3, ema=0.3, C0=10.0,
+                 start="phase1", restart=4.0):
         self.eta0 = eta0
         self.eta0_scale = eta0_scale
         self.decay = decay
@@ -269,6 +298,8 @@ class StatisticalSchedule(Schedule):
         self.patience = patience
         self.C0 = C0
         self.ema = ema
+        self.start = start
+        self.restart = restart
 
     def _validate(self):
         pos = dict(low=0, low_open=True, allow_none=True)
@@ -290,6 +321,9 @@ class StatisticalSchedule(Schedule):
         check_scalar(self.patience, "schedule.patience", kind=numbers.Integral, low=1)
         check_scalar(self.ema, "schedule.ema", low=0, high=1, low_open=True)
         check_scalar(self.C0, "schedule.C0", low=0)
+        if self.start not in ("phase1", "phase2"):
+            raise ValueError(f"schedule.start must be 'phase1' or 'phase2', got {self.start!r}")
+        check_scalar(self.restart, "schedule.restart", low=1, low_open=True, allow_none=True)
 
     def _kernel_params(self, loss, mode, n_features):
         squared = loss == _k.LOSS_SQUARED
@@ -320,6 +354,8 @@ class StatisticalSchedule(Schedule):
             "patience": float(self.patience),
             "C0": float(self.C0),
             "ema": float(self.ema),
+            "start": 2.0 if self.start == "phase2" else 1.0,
+            "restart": 0.0 if self.restart is None else float(self.restart),
         }
 
     def stepsizes(self, start, count):

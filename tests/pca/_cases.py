@@ -119,7 +119,9 @@ BAD_DENSE = {
                              ValueError, "Xs[2]", "not positive semidefinite"),
     "Xs-indefinite": ("partial_fit_dense", lambda X, Xs: indefinite(Xs), ValueError,
                       "Xs[2]", "not positive semidefinite"),
-    "Xs-too-large": ("partial_fit_dense", lambda X, Xs: Xs * 1e160, ValueError, "Xs",
+    # ||X||_F is computed on scaled instances (1e160 is fine now): too large
+    # means the cumulative matrix would overflow
+    "Xs-too-large": ("partial_fit_dense", lambda X, Xs: Xs * 1e300, ValueError, "Xs",
                      "too large"),
     # the mirror image: vector rows to an estimator fitted with dense instances
     "X-after-dense": ("partial_fit", lambda X, Xs: X, ValueError, "X", "dense"),

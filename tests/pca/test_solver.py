@@ -143,7 +143,8 @@ def test_exact_solver_stats(kind):
                PerturbedLeaderPCA(3, solver="exact", random_state=0))
         est.partial_fit(make_spiked_stream(200, 40, random_state=0))
     assert est.solver_stats_ == {"solves": est.n_trials_, "products": 0, "fallbacks": 0,
-                                 "direct": 0, "last_gap": 0.0, "max_gap_ratio": 0.0}
+                                 "direct": 0, "eig_fallbacks": 0, "kept": 0,
+                                 "last_gap": 0.0, "max_gap_ratio": 0.0}
 
 
 @pytest.mark.parametrize("kind", ["vector", "dense", "ftl"])

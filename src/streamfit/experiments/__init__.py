@@ -1,11 +1,53 @@
-"""The paper experiments, one function each; ``python -m streamfit`` runs them."""
+"""The two papers' experiments, figure by figure, and the report that runs them.
+
+``python -m streamfit`` runs every experiment below and writes a report folder
+(``report.md`` and PNG figures); see :func:`write_report`. Each experiment
+module holds one figure or claim: its tasks (pure functions of setting and
+seed, run in this process or as Dask tasks, see :func:`open_runner`), its
+analysis (tables, a figure drawn like the paper's, and the criteria its
+verdict is computed from) and its quick and full presets.
+
+The older table functions (``stepsize_comparison``, ``adversarial_regret``,
+...) stay importable from :mod:`streamfit.experiments.quantile` and
+:mod:`streamfit.experiments.pca` for the tests and benchmarks that use them.
+"""
+from . import (pca_compare, pca_goe, pca_noise, pca_real, pca_scaling, qr_batch,
+               qr_batch_regret, qr_efficiency, qr_least_squares, qr_offline, qr_phase_one,
+               qr_real, qr_regret, qr_remark3, qr_sensitivity, qr_stepsizes)
+from ._runner import open_runner
 from .pca import (adversarial_regret, comparator_regret, dense_regret, loglog_slope,
                   noise_comparison, pca_trial_time, stochastic_regret)
 from .quantile import (format_table, least_squares_comparison, offline_comparison,
                        parameter_sensitivity, plot_paths, regret_dynamics,
                        stepsize_comparison, stepsize_paths)
+from .report import markdown_table, write_report
 
-__all__ = ["adversarial_regret", "noise_comparison", "stochastic_regret", "dense_regret",
-           "comparator_regret", "pca_trial_time", "loglog_slope", "stepsize_comparison", "stepsize_paths", "offline_comparison",
-           "least_squares_comparison", "parameter_sensitivity", "regret_dynamics",
-           "format_table", "plot_paths"]
+#: every experiment of the report, in report order
+EXPERIMENTS = tuple(m.EXPERIMENT for m in (
+    qr_remark3, qr_stepsizes, qr_phase_one, qr_offline, qr_efficiency, qr_least_squares,
+    qr_sensitivity, qr_regret, qr_batch, qr_batch_regret, qr_real,
+    pca_goe, pca_scaling, pca_noise, pca_compare, pca_real))
+
+
+def get_experiment(name):
+    """The experiment called ``name`` (see ``EXPERIMENTS``).
+
+    Examples
+    --------
+    >>> from streamfit.experiments import get_experiment
+    >>> get_experiment("qr-fig4").paper
+    '001'
+    """
+    for exp in EXPERIMENTS:
+        if exp.name == name:
+            return exp
+    raise ValueError(f"unknown experiment {name!r}; known: "
+                     f"{', '.join(e.name for e in EXPERIMENTS)}")
+
+
+__all__ = ["EXPERIMENTS", "get_experiment", "write_report", "open_runner", "markdown_table",
+           # the older table functions
+           "adversarial_regret", "noise_comparison", "stochastic_regret", "dense_regret",
+           "comparator_regret", "pca_trial_time", "loglog_slope", "stepsize_comparison",
+           "stepsize_paths", "offline_comparison", "least_squares_comparison",
+           "parameter_sensitivity", "regret_dynamics", "format_table", "plot_paths"]

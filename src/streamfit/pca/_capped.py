@@ -16,150 +16,18 @@ import numbers
 
 import numpy as np
 
+from .._base import deferred_signals
+from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _capped as _k
-from .._validation import (check_fitted, check_random_state, check_scalar, check_seed,
-                           check_vector)
-from ._common import _OnlinePCA, _symmetric
+from .._validation import check_random_state, check_scalar, check_seed
+from sklearn.utils.validation import check_is_fitted
+from ..kernels.pca import mixture_decomposition, project_capped_simplex, systematic_sample
+from ._common import _OnlinePCA, _note_interrupt, _symmetric
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
            "systematic_sample"]
 
-_STATE = {name: i for i, name in enumerate(_k.STATE_FIELDS)}
 _KINDS = {"vector": _k.INSTANCE_VECTOR, "dense": _k.INSTANCE_DENSE}
-
-
-# --- the capped simplex: projections, decomposition, sampling -----------------
-
-def _check_k(k, n, name="k"):
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {k!r}")
-    if not 1 <= k <= n:
-        raise ValueError(f"{name} must be in [1, {n}] (the length of the vector), got {k}")
-    return int(k)
-
-
-def project_capped_simplex(v, k, *, divergence="euclidean"):
-    """Project v onto the capped simplex {w : 0 <= w_i <= 1, sum w = k}.
-
-    ``divergence="euclidean"`` (GD): the Euclidean projection
-    w_i = clip(v_i - theta, 0, 1), with theta solved exactly from sum w = k by
-    walking the sorted breakpoints {v_i, v_i - 1} of the piecewise linear
-    sum (O(n log n)).
-
-    ``divergence="entropy"`` (MEG): the relative-entropy projection of v >= 0
-    (Warmuth & Kuzmin's capping), w_i = min(1, c v_i) with sum w = k: the
-    largest entries are capped at 1 and the rest rescaled. v needs at least k
-    positive entries.
-
-    Applied to the eigenvalues of a symmetric matrix, these are the matrix
-    projections (both divergences are unitarily invariant).
-
-    Examples
-    --------
-    >>> from streamfit.pca import project_capped_simplex
-    >>> project_capped_simplex([0.2, 1.9, 0.5, 0.1], 2).round(3).tolist()
-    [0.267, 1.0, 0.567, 0.167]
-    >>> project_capped_simplex([1.0, 8.0, 2.0, 1.0], 2, divergence="entropy").tolist()
-    [0.25, 1.0, 0.5, 0.25]
-    """
-    v = check_vector(v, None, "v")
-    k = _check_k(k, v.shape[0])
-    order = np.argsort(v, kind="stable")
-    sorted_v = np.ascontiguousarray(v[order])
-    out = np.empty_like(sorted_v)
-    if divergence == "euclidean":
-        _k.project_euclidean(sorted_v, k, out)
-    elif divergence == "entropy":
-        if sorted_v[0] < 0:
-            raise ValueError("v must be non-negative for divergence='entropy'")
-        if np.count_nonzero(sorted_v) < k:
-            raise ValueError(f"v must have at least k = {k} positive entries for "
-                             f"divergence='entropy', got {np.count_nonzero(sorted_v)}")
-        with np.errstate(divide="ignore"):
-            _k.project_entropy(np.log(sorted_v), k, out)
-    else:
-        raise ValueError(f"divergence must be 'euclidean' or 'entropy', got {divergence!r}")
-    w = np.empty_like(out)
-    w[order] = out
-    return w
-
-
-def _check_capped(w, k, name="w"):
-    w = check_vector(w, None, name)
-    k = _check_k(k, w.shape[0])
-    tol = 1e-9 * max(k, 1)
-    if w.min() < -tol or w.max() > 1 + tol:
-        raise ValueError(f"{name} must lie in [0, 1], got entries in "
-                         f"[{w.min():.3g}, {w.max():.3g}]")
-    if abs(w.sum() - k) > tol:
-        raise ValueError(f"{name} must sum to k = {k}, got {w.sum():.12g}")
-    return np.clip(w, 0.0, 1.0), k
-
-
-def mixture_decomposition(w, k):
-    """Warmuth & Kuzmin's decomposition of a capped vector into k-subsets.
-
-    For 0 <= w_i <= 1 with sum w = k, returns ``weights`` (m,) summing to 1 and
-    ``subsets`` (m, k) of indices with sum_j weights[j] 1[subsets[j]] = w, with
-    m <= n + 1 corners, in O(n^2). Each round takes the entries at the mean
-    sum(w)/k, fills up to k with the largest others, and removes as much weight
-    as keeps every entry below the new mean. Applied to the eigenvalues of W,
-    W = sum_j weights[j] P_j with P_j the projection onto eigenvectors
-    ``subsets[j]``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from streamfit.pca import mixture_decomposition
-    >>> w = np.array([0.9, 0.6, 0.3, 0.2])
-    >>> weights, subsets = mixture_decomposition(w, 2)
-    >>> bool(np.isclose(weights.sum(), 1.0))
-    True
-    >>> cover = np.zeros(4)
-    >>> for p, s in zip(weights, subsets):
-    ...     cover[s] += p
-    >>> bool(np.allclose(cover, w))
-    True
-    """
-    w, k = _check_capped(w, k)
-    order = np.ascontiguousarray(np.argsort(-w, kind="stable"), dtype=np.intp)
-    n = w.shape[0]
-    weights = np.empty(n + 2)
-    subsets = np.empty((n + 2, k), dtype=np.intc)
-    m = _k.mixture(w, order, k, weights, subsets)
-    subsets = subsets[:m].astype(np.intp)
-    if (subsets < 0).any():     # pragma: no cover - w's mass is not k after all
-        raise ValueError("w could not be decomposed: its entries do not sum to k")
-    return weights[:m].copy(), subsets
-
-
-def systematic_sample(w, k, *, size=None, random_state=None):
-    """Sample k distinct indices with P(i is taken) = w_i, for 0 <= w_i <= 1 with
-    sum w = k, by systematic sampling: one uniform u, then the points
-    u, u + 1, ..., u + k - 1 fall in the intervals of the cumulative sums of w.
-    O(n) per sample. Returns an int array (k,) or (size, k), indices ascending.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from streamfit.pca import systematic_sample
-    >>> w = np.array([0.9, 0.6, 0.3, 0.2])
-    >>> draws = systematic_sample(w, 2, size=20000, random_state=0)
-    >>> draws.shape
-    (20000, 2)
-    >>> freq = np.bincount(draws.ravel(), minlength=4) / 20000
-    >>> bool(np.abs(freq - w).max() < 0.02)
-    True
-    """
-    w, k = _check_capped(w, k)
-    rng = check_random_state(random_state)
-    if size is not None:
-        check_scalar(size, "size", kind=numbers.Integral, low=0)
-    u = np.ascontiguousarray(rng.random(1 if size is None else int(size)))
-    out = np.empty((u.shape[0], k), dtype=np.intc)
-    _k.systematic(w, k, u, out)
-    out = out.astype(np.intp)
-    return out[0] if size is None else out
 
 
 # --- the estimators -------------------------------------------------------------
@@ -168,10 +36,14 @@ class _CappedSimplexPCA(_OnlinePCA):
     """State handling shared by MEG and GD."""
 
     _algo = None
-    _STATE = _STATE
+    # the eigen-solver chain's first routine (1 dsyevd, 0 dsyevr, 2 dsyev, 3
+    # Jacobi): a class attribute tests override to run the later routines
+    _eig_first = 1
     _STATE_NAMES = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
-                    "dense_parameter_", "n_features_in_", "n_components_", "instances_",
-                    "_rng", "_sample_rng", "_fitted_eta", "_regret_cache")
+                    "dense_parameter_", "_sample_rng", "_fitted_eta")
+    _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "cumulative_",
+               "dense_parameter_")
+    _STATE_DTYPE = _k.STATE_DTYPE
     # n x n float64 state, several copies: 2^15 is already 8 GB each
     _MAX_FEATURES = 1 << 15
 
@@ -190,95 +62,102 @@ class _CappedSimplexPCA(_OnlinePCA):
         if isinstance(self.eta, str):
             if self.eta != "auto":
                 raise ValueError(f"eta must be 'auto' or a positive float, got {self.eta!r}")
-            auto, value = 1.0, 0.0
+            auto, value = 1, 0.0
         else:
             check_scalar(self.eta, "eta", low=0, low_open=True)
-            if not np.isfinite(self.eta):
-                raise ValueError(f"eta must be finite, got {self.eta!r}")
-            auto, value = 0.0, float(self.eta)
+            auto, value = 0, float(self.eta)
         check_seed(self.random_state)
-        return np.array([self._algo, _KINDS[kind], auto, value, k], dtype=np.float64)
+        p = np.zeros(1, _k.PARAMS_DTYPE)
+        p["algo"], p["kind"], p["k"] = self._algo, _KINDS[kind], k
+        p["eta_auto"], p["eta_value"] = auto, value
+        p["eig_first"] = self._eig_first
+        return p
 
-    def _prepare(self, n, kind):
+    def _prepare(self, n, kind, X_in=None):
+        self._check_instance(n, kind, X_in)
         params = self._params(n, kind)
-        if not self._check_continues(n, kind, int(params[4])):
-            return params
-        if self.eta != self._fitted_eta:
-            # the regret bound, and MEG's epochs, follow one rate policy per run
-            raise ValueError(f"eta changed from {self._fitted_eta!r} to {self.eta!r} since the "
-                             f"first call; refit a new estimator")
+        if self._check_continues(int(params["k"][0])):
+            if not (self.eta == self._fitted_eta
+                    and isinstance(self.eta, str) == isinstance(self._fitted_eta, str)):
+                # the regret bound, and MEG's epochs, follow one rate policy per run
+                raise ValueError(f"eta changed from {self._fitted_eta!r} to {self.eta!r} since "
+                                 f"the first call; fit() starts afresh")
         return params
 
     # -- state -------------------------------------------------------------------------
-    def _initialize(self, n, kind, params):
-        rng = check_random_state(self.random_state)
-        state = np.zeros(len(_k.STATE_FIELDS))
+    def _initialize(self, n, kind, params, rng):
+        state = np.zeros(1, _k.STATE_DTYPE)
         M, U = np.zeros((n, n)), np.zeros((n, n))
         w, C = np.zeros(n), np.zeros((n, n))
         # dense MEG keeps W itself beside log W, for the gain tr(W_t X_t)
-        Wd = np.zeros((n, n)) if (kind == "dense" and self._algo == _k.ALGO_MEG) else np.zeros((0, 0))
+        dense_meg = kind == "dense" and self._algo == _k.ALGO_MEG
+        Wd = np.zeros((n, n)) if dense_meg else np.zeros((0, 0))
         _k.reset_state(params, M, U, w, Wd)
-        state[_STATE["u"]] = rng.random()
-        self._rng = rng
+        state["u"] = rng.random()
         # sample_projection draws from its own stream, so that auditing W
         # never changes the projections the trials play
-        self._sample_rng = np.random.default_rng(int(rng.integers(2 ** 63)))
-        self._fitted_eta = self.eta
-        self.n_features_in_ = n
-        self.n_components_ = int(params[4])
-        self.instances_ = kind
-        self.state_ = state
-        self.parameter_ = M
-        self.eigenvectors_ = U
-        self.eigenvalues_ = w
-        self.cumulative_ = C
-        self.dense_parameter_ = Wd
+        sample_rng = np.random.default_rng(int(rng.integers(2 ** 63)))
+        return {"state_": state, "parameter_": M, "eigenvectors_": U, "eigenvalues_": w,
+                "cumulative_": C, "dense_parameter_": Wd, "_sample_rng": sample_rng}
 
-    def _run(self, kind, args, params):
-        n = args[0].shape[-1]
-        fresh = not hasattr(self, "state_")
-        top = float(np.max(args[1], initial=0.0))
-        if not params[2] and top > 0 and params[3] > 1e300 / top:
+    def _play(self, kind, data, params, X_in):
+        X, scale, frob = data
+        T, n = X.shape[0], X.shape[-1]
+        top = float(np.max(scale, initial=0.0))
+        if not params["eta_auto"][0] and top > 0 and params["eta_value"][0] > 1e300 / top:
             raise ValueError(f"eta = {self.eta!r} is too large for this data: eta times the "
                              f"instances' scale overflows float64")
-        if fresh:
-            self._initialize(n, kind, params)
-        T = args[0].shape[0]
-        if T == 0:
-            return self
-        if kind == "vector":
-            # ||x x^T||_F = ||x||^2: squaring it could under- or overflow
-            X, sqnorm = args
-            scale = frob = sqnorm
-        else:
-            Xs, scale, trsq = args
-            X = Xs.reshape(T, n * n)
-            frob = np.sqrt(trsq)
-        # a trial costs O(n^3); copying the O(n^2) state per call is noise, and
-        # a failed call then leaves the estimator exactly as it was. The copies
-        # are taken under the generator's lock, so concurrent calls serialise.
-        rng = self._rng
-        with rng.bit_generator.lock:
-            new = [a.copy() for a in (self.state_, self.parameter_, self.eigenvectors_,
-                                      self.eigenvalues_, self.cumulative_,
-                                      self.dense_parameter_)]
-            saved = rng.bit_generator.state
-            code = _k.run(X, np.ascontiguousarray(scale), np.ascontiguousarray(frob), new[0],
-                          params, *new[1:], rng.bit_generator.capsule)
-            if code != _k.OK:
+        fresh = not self.__sklearn_is_fitted__()
+        rng = check_random_state(self.random_state) if fresh else self._rng
+        saved = rng.bit_generator.state
+        published = False
+        try:
+            if fresh:
+                # the first decision (two draws: the first trial's uniform, the
+                # sampler's seed), published whole
+                with rng.bit_generator.lock:
+                    arrays = self._initialize(n, kind, params, rng)
+                with deferred_signals():
+                    self.__dict__.update(arrays)
+                    self._rng = rng
+                    self._fitted_random_state = self.random_state
+                    self._fitted_eta = self.eta
+                    self.n_components_ = int(params["k"][0])
+                    self.instances_ = kind
+                    self._publish_features(X_in, n)
+                saved = rng.bit_generator.state
+            if T == 0:
+                return
+            if kind == "dense":
+                X = X.reshape(T, n * n)
+            # a trial costs O(n^3); copying the O(n^2) state per call is noise,
+            # and a failed call then leaves the estimator exactly as it was
+            new = [np.array(getattr(self, name), copy=True) for name in self._ARRAYS]
+            with rng.bit_generator.lock:
+                code, done, exc = _k.run(X, scale, frob, new[0], params, *new[1:],
+                                         rng.bit_generator.capsule)
+                if code in (OK, ERR_INTERRUPTED):
+                    # the copies describe the whole trials played (the
+                    # generator moved on by one uniform each): publish them
+                    with deferred_signals():
+                        for name, value in zip(self._ARRAYS, new):
+                            setattr(self, name, value)
+                        published = True
+                else:
+                    rng.bit_generator.state = saved
+        except BaseException:
+            # interrupted outside the kernel, before the commit: as before the
+            # call, generator included
+            if not published:
                 rng.bit_generator.state = saved
-            else:
-                (self.state_, self.parameter_, self.eigenvectors_, self.eigenvalues_,
-                 self.cumulative_, self.dense_parameter_) = new
-        if code != _k.OK and fresh:
+                if fresh:
+                    self._forget()
+            raise
+        if code not in (OK, ERR_INTERRUPTED) and fresh:
             self._forget()          # a first call that failed leaves no fit behind
-        if code == _k.ERR_NOMEM:
-            raise MemoryError("the MEG/GD kernel could not allocate its work space; the "
-                              "estimator was left as it was before this call")
-        if code != _k.OK:
-            raise RuntimeError(f"LAPACK dsyevd failed (code {code}); the estimator was left "
-                               f"as it was before this call")
-        return self
+        if code == ERR_INTERRUPTED:
+            _note_interrupt(exc, self, done, T)
+        raise_for(code, type(self).__name__, exc=exc)
 
     # -- attributes --------------------------------------------------------------------
     def _sample(self, u):
@@ -294,19 +173,22 @@ class _CappedSimplexPCA(_OnlinePCA):
         """(k, n) orthonormal rows: the projection the next trial plays, sampled
         from W (systematic sampling with the trial's own uniform, so it does
         not depend on how the stream was split into calls)."""
-        check_fitted(self, "state_")
-        return self._sample(self._scalar("u"))
+        with self._serialized():
+            check_is_fitted(self)
+            return self._sample(self._scalar("u"))
 
     @property
     def parameter_eigenvalues_(self):
         """Eigenvalues of W, ascending: in [0, 1], summing to k."""
-        check_fitted(self, "state_")
-        return self.eigenvalues_.copy()
+        with self._serialized():
+            check_is_fitted(self)
+            return self.eigenvalues_.copy()
 
     def parameter_matrix(self):
         """W, the mixture of rank-k projections the next trial plays from (n x n)."""
-        check_fitted(self, "state_")
-        U, w = self.eigenvectors_, self.eigenvalues_
+        with self._serialized():
+            check_is_fitted(self)
+            U, w = self.eigenvectors_, self.eigenvalues_
         return (U.T * w) @ U
 
     @property
@@ -322,8 +204,9 @@ class _CappedSimplexPCA(_OnlinePCA):
 
     def cumulative_matrix(self):
         """sum_t X_t (full, symmetric)."""
-        check_fitted(self, "state_")
-        return _symmetric(self.cumulative_)
+        with self._serialized():
+            check_is_fitted(self)
+            return _symmetric(self.cumulative_)
 
     def sample_projection(self):
         """A rank-k projection P (n x n) drawn from W: E[P] = W. Draws from a
@@ -333,8 +216,9 @@ class _CappedSimplexPCA(_OnlinePCA):
         The draw is systematic sampling on W's eigenvalues (O(n), exact
         inclusion probabilities); :meth:`mixture_decomposition` gives the
         explicit mixture instead."""
-        check_fitted(self, "state_")
-        V = self._sample(self._sample_rng.random())
+        with self._serialized():
+            check_is_fitted(self)
+            V = self._sample(self._sample_rng.random())
         return V.T @ V
 
     def mixture_decomposition(self):
@@ -342,12 +226,19 @@ class _CappedSimplexPCA(_OnlinePCA):
         (Warmuth & Kuzmin): ``weights`` (m,) summing to 1 and ``bases``
         (m, k, n) of orthonormal rows, with
         W = sum_j weights[j] bases[j].T @ bases[j], m <= n + 1."""
-        check_fitted(self, "state_")
-        weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
-        return weights, self.eigenvectors_[subsets]
+        with self._serialized():
+            check_is_fitted(self)
+            weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
+            return weights, self.eigenvectors_[subsets]
+
+    def _captured(self, X):
+        # the expected captured energy under W: sum_i x_i^T W x_i
+        U, w = self.eigenvectors_, self.eigenvalues_
+        Z = X @ U.T
+        return float(np.einsum("ij,j,ij->", Z, w, Z))
 
     def _bound_args(self, n_trials):
-        check_fitted(self, "state_")
+        check_is_fitted(self)
         if n_trials is None:
             return self.n_trials_
         if isinstance(n_trials, bool) or not isinstance(n_trials, numbers.Integral):
@@ -357,7 +248,7 @@ class _CappedSimplexPCA(_OnlinePCA):
         return int(n_trials)
 
     def _bound_scale(self):
-        check_fitted(self, "state_")
+        check_is_fitted(self)
         L = self._scalar("scale")
         G = self._scalar("max_frob")
         B = 1.0 if self.instances_ == "vector" else float(self.n_components_)
@@ -417,6 +308,26 @@ class MatrixEGPCA(_CappedSimplexPCA):
         the kernel's state, pickled with the estimator (parameter_ holds log W
         for MEG and W for GD, lower triangle only); read W through
         parameter_matrix() and parameter_eigenvalues_
+
+    Notes
+    -----
+    **Changing parameters mid-stream** (``set_params`` between calls):
+    ``eta``, ``n_components`` and ``random_state`` describe the run itself
+    (MEG's epochs and the regret bound follow one rate policy): the next call
+    refuses a changed one with a ValueError naming it, leaving the state as it
+    was; ``fit`` starts afresh with the new value.
+
+    **Interrupts, failures, threads.** A call plays whole trials on copies of
+    the state (O(n^2), against a trial's O(n^3)). Ctrl-C, or any signal
+    handler that raises, stops it before the next trial, and the trials played
+    are kept, the generator having moved on by exactly their uniforms (one per
+    trial); one trial -- a full eigendecomposition, ~0.3 s at n = 1000, ~3 s at
+    n = 2000 -- cannot be interrupted. Any other failure (no memory; an
+    eigendecomposition every LAPACK routine and Jacobi refuse, which only a
+    non-finite parameter makes happen) leaves the estimator as before the
+    call. Calls from several threads take turns. Decisions are bit-identical
+    for the same seed at a fixed BLAS thread count; across counts, to LAPACK's
+    rounding.
 
     Examples
     --------
@@ -500,6 +411,12 @@ class MatrixGDPCA(_CappedSimplexPCA):
     Attributes
     ----------
     As for :class:`MatrixEGPCA` (without ``n_restarts_``).
+
+    Notes
+    -----
+    As for :class:`MatrixEGPCA`: a changed ``eta``, ``n_components`` or
+    ``random_state`` is refused by the next call (ValueError naming it);
+    interrupts keep the whole trials played.
 
     Examples
     --------

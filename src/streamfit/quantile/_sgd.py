@@ -1,49 +1,71 @@
 """Online quantile regression and online least squares by (sub-)gradient descent.
 
 Python validates and owns the state; ``streamfit._kernels._quantile`` runs the
-whole sample loop without the GIL.
+whole sample loop without the GIL (see ``_state`` for how a call advances the
+state).
 """
 from __future__ import annotations
 
+import itertools
 import numbers
 
 import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.metrics import d2_pinball_score
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import StreamEstimator
+from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK,
+                       raise_for)
 from .._kernels import _quantile as _k
-from .._validation import (check_fitted, check_matrix, check_n_features, check_seed,
-                           check_scalar, check_vector)
+from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
+                           check_vector)
 from ..schedules import Schedule, resolve_schedule
+from ._inputs import as_matrix, as_target, as_weights, check_memory, feature_names
+from ._state import Plan, Work, advance, raise_row_error
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 
-_STATE = {name: i for i, name in enumerate(_k.STATE_FIELDS)}
-_PARAM = {name: i for i, name in enumerate(_k.PARAM_FIELDS)}
+_SQRT_DBL_MIN = float(np.sqrt(np.finfo(float).tiny))
+_VERSIONS = itertools.count()
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
-_ERRORS = {
-    _k.ERR_NOMEM: (MemoryError, "the kernel could not allocate its work space"),
-    _k.ERR_WINDOW: (RuntimeError, "internal error: residual window too small"),
-    _k.ERR_SCALE: (ValueError, "X is too large for float64 arithmetic: ||x||^2 overflows. "
-                   "Rescale (standardize) the features"),
-    _k.ERR_NONFINITE: (FloatingPointError, "the iterate diverged (it is no longer finite); "
-                       "the schedule's stepsizes are too large for this data. "
-                       "The estimator was left as it was before this call"),
-}
+_MODE_NAMES = {v: k for k, v in _MODES.items()}
+_KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "InverseTimeSchedule",
+               _k.KIND_STATISTICAL: "StatisticalSchedule", _k.KIND_ARRAY: "a user schedule"}
+# State fields of the statistical schedule, zeroed when it takes over mid-stream
+_SCHEDULE_FIELDS = ("phase", "eta_geo", "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq",
+                    "fill", "min_med", "eta_start", "avg_on", "n_flat", "b0_cap", "k_pow",
+                    "eta_pow", "cu", "level", "n_high", "win_sumsq", "win_wsum", "n_avg")
 
 
-class _OnlineLinearSGD(StreamEstimator):
-    """Shared state handling of the online linear estimators."""
+class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
+    """What the online linear estimators share: parameters, state, calls."""
 
     _loss = _k.LOSS_CHECK
     # least squares has no tau, mode or batch_size parameters
     mode = "single"
     tau = 0.5
     batch_size = None
+    _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
-    # -- parameters ---------------------------------------------------------
+    # -- scikit-learn -----------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.target_tags.required = True
+        tags.target_tags.single_output = True
+        # one pass of online updates over a few hundred rows does not reach
+        # the offline R^2 of 0.5 scikit-learn asks of regressors
+        tags.regressor_tags.poor_score = True
+        return tags
+
+    def __sklearn_is_fitted__(self):
+        return "_fit_" in self.__dict__
+
+    # -- parameters -------------------------------------------------------------
     def _check_params(self):
         check_scalar(self.tau, "tau", low=0, high=1, low_open=True, high_open=True)
-        if self.mode not in _MODES:
+        if not isinstance(self.mode, str) or self.mode not in _MODES:
             raise ValueError(f"mode must be one of {tuple(_MODES)}, got {self.mode!r}")
         check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1,
                      allow_none=True)
@@ -53,286 +75,441 @@ class _OnlineLinearSGD(StreamEstimator):
         check_seed(getattr(self, "random_state", None))
         return resolve_schedule(self.schedule)
 
-    def _params_vector(self, schedule, d):
-        p = np.zeros(len(_k.PARAM_FIELDS))
-        p[_PARAM["tau"]] = self.tau
-        p[_PARAM["loss"]] = self._loss
-        p[_PARAM["average"]] = float(bool(self.average))
-        p[_PARAM["fit_intercept"]] = float(bool(self.fit_intercept))
-        p[_PARAM["mode"]] = _MODES[self.mode]
-        if isinstance(schedule, Schedule):
-            values = schedule._kernel_params(self._loss, self.mode, d + bool(self.fit_intercept))
-        else:
-            values = {"kind": _k.KIND_ARRAY}
+    def __setattr__(self, name, value):
+        # a parameter set (by __init__, set_params or by hand) invalidates the
+        # cached kernel parameters; the estimator's own state does not
+        object.__setattr__(self, name, value)
+        if name[0] != "_":
+            self.__dict__["_params_version"] = next(_VERSIONS)
+
+    def _param_key(self):
+        sched = self.schedule
+        return (self.__dict__.get("_params_version"), sched if isinstance(sched, str) else
+                id(sched), getattr(sched, "_version", None))
+
+    def _resolve(self, d):
+        """(schedule, params record, plan) for data of d features; cached
+        while the parameters stay the same (set_params and nested changes of
+        the schedule's constants are seen: both bump a version), so that an
+        unchanged record is the same object."""
+        key = self._param_key()
+        cache = self.__dict__.get("_param_cache")
+        if cache is not None and cache[0] == d and cache[1] == key:
+            return cache[2]
+        schedule = self._check_params()
+        params = self._params_record(schedule, d)
+        resolved = (schedule, params, Plan(params))
+        self.__dict__["_param_cache"] = (d, key, resolved)
+        return resolved
+
+    def _params_record(self, schedule, d):
+        p = _k.new_params()
+        p["tau"] = self.tau
+        p["loss"] = self._loss
+        p["average"] = float(bool(self.average))
+        p["fit_intercept"] = float(bool(self.fit_intercept))
+        p["mode"] = _MODES[self.mode]
+        da = d + bool(self.fit_intercept)
+        values = schedule._kernel_params(self._loss, self.mode, da) \
+            if isinstance(schedule, Schedule) else {"kind": _k.KIND_ARRAY}
         for key, value in values.items():
-            p[_PARAM[key]] = value
+            p[key] = value
+        if p["kind"][0] == _k.KIND_STATISTICAL:
+            for name in ("window", "n_warmup"):
+                # the residual buffer and its order-statistics twin
+                check_memory(16 * float(p[name][0]), f"schedule.{name}",
+                              getattr(schedule, name), "a residual buffer")
+        if self.mode == "batch" and self.batch_size is not None:
+            check_memory(8 * (d + 3) * float(self.batch_size), "batch_size", self.batch_size,
+                          f"a buffer for one batch of rows of {d} features")
+        p.flags.writeable = False
         return p
 
-    # -- state ----------------------------------------------------------------
-    @staticmethod
-    def _window_size(params, block, state):
-        # the residual window (or what it already holds, if the window was
-        # made smaller mid-stream) plus room for one block (push_residuals)
-        return int(max(params[_PARAM["window"]], params[_PARAM["n_warmup"]],
-                       state[_STATE["fill"]], 1)) + block + 1
-
-    def _fresh_state(self, d):
-        return {
-            "w": np.zeros(d),
-            "wbar": np.zeros(d),
-            "state": np.zeros(len(_k.STATE_FIELDS)),
-            "window": np.zeros(0),
-            "pending_X": np.zeros((0, d)),
-            "pending_y": np.zeros(0),
-            "store_X": np.zeros((0, d)),
-            "store_y": np.zeros(0),
-            "store_n": 0,
-        }
-
-    def _commit(self, new, d):
-        self._w_ = new["w"]
-        self._wbar_ = new["wbar"]
-        self._state_ = new["state"]
-        self._window_ = new["window"]
-        self._pending_X_ = new["pending_X"]
-        self._pending_y_ = new["pending_y"]
-        self._store_X_ = new["store_X"]
-        self._store_y_ = new["store_y"]
-        self._store_n_ = new["store_n"]
-        self.n_features_in_ = d
-
-    def _working_copy(self, d):
-        # The kernels write into copies; they replace the state only on success,
-        # so a rejected or failed call leaves the estimator as it was.
-        if not hasattr(self, "_state_"):
-            return self._fresh_state(d)
-        return {"w": self._w_.copy(), "wbar": self._wbar_.copy(), "state": self._state_.copy(),
-                "window": self._window_.copy(), "pending_X": self._pending_X_,
-                "pending_y": self._pending_y_, "store_X": self._store_X_,
-                "store_y": self._store_y_, "store_n": self._store_n_}
+    def _check_continuation(self, params):
+        """Refuse the mid-stream changes that would make the state meaningless
+        (see the class docstring), also on a call without rows."""
+        old = self._fit_.params[0]
+        new = params[0]
+        refused = [("mode", _MODE_NAMES[int(old["mode"])], _MODE_NAMES[int(new["mode"])]),
+                   ("tau", float(old["tau"]), float(new["tau"])),
+                   ("fit_intercept", bool(old["fit_intercept"]), bool(new["fit_intercept"]))]
+        for name, before, now in refused:
+            if before != now:
+                raise ValueError(f"{name} changed from {before!r} to {now!r} since the first "
+                                 f"call; the learnt state belongs to {name}={before!r}. Set "
+                                 f"it back, or call fit() to start afresh")
 
     @staticmethod
-    def _grow_window(new, size):
-        if new["window"].shape[0] < size:
-            new["window"] = np.concatenate([new["window"], np.zeros(size - new["window"].shape[0])])
+    def _continue_with(work, params, plan):
+        """Apply the accepted mid-stream changes to a working copy."""
+        old = work.params[0]
+        new = params[0]
+        if new["kind"] == _k.KIND_STATISTICAL and old["kind"] != _k.KIND_STATISTICAL:
+            # the statistical schedule takes over: it warms up afresh from
+            # the current iterate
+            for name in _SCHEDULE_FIELDS:
+                work.state[name] = 0.0
+        if new["average"] and not old["average"]:
+            work.state["n_avg"] = 0.0        # the average restarts
+        work.follow(params, plan)
 
-    @staticmethod
-    def _user_stepsizes(schedule, start, count):
-        etas = np.ascontiguousarray(schedule.stepsizes(int(start), int(count)), dtype=np.float64)
-        if etas.shape != (count,) or not (np.isfinite(etas).all() and (etas > 0).all()):
-            raise ValueError(f"schedule.stepsizes({int(start)}, {count}) must return {count} "
-                             f"finite, positive stepsizes")
-        return etas
-
-    # -- fitting --------------------------------------------------------------
-    def _validate_xy(self, X, y):
-        # Shapes and dtypes here; finiteness is checked by the kernels as they
-        # go (a NaN/inf makes a residual non-finite), which spares a second
-        # pass over X. Rows that wait for a later batch are checked here.
-        X = check_matrix(X, "X", finite=False)
-        y = check_vector(y, X.shape[0], "y", finite=False)
-        check_n_features(self, X.shape[1])
-        return X, y
-
-    def partial_fit(self, X, y):
+    # -- fitting ----------------------------------------------------------------
+    def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
         """Learn from one block of the stream.
 
         ``mode="single"``: one update per row, in order. ``"batch"``: one update
         per ``batch_size`` rows (rows short of a full batch wait for the next
         call); with ``batch_size=None`` the whole call is one batch.
         ``"storage"``: the rows join all data seen so far and one sub-gradient
-        step is taken on the loss over all of it.
+        step is taken on the loss over all of it. A call with no rows does
+        nothing.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), float or None
+            Non-negative row weights (see the class docstring).
+        coef_init, intercept_init : array-like of shape (n_features,), float
+            The starting point of a fresh estimator (a warm start); refused
+            once the estimator has learnt something.
 
         Returns
         -------
         self
         """
-        schedule = self._check_params()
-        X, y = self._validate_xy(X, y)
-        self._run(X, y, schedule, batch_size=self.batch_size)
+        with self._serialized():
+            fit = self.__dict__.get("_fit_")
+            names = feature_names(X)
+            if fit is not None and (names is not None or fit.names is not None):
+                validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
+            X = as_matrix(X)
+            n, d = X.shape
+            if fit is not None and d != fit.w.shape[0]:
+                self._check_n_features(d, False)
+            y = as_target(y, n, type(self).__name__)
+            sw = as_weights(sample_weight, n)
+            schedule, params, plan = self._resolve(d)
+            if fit is None:
+                init = self._initial(d, coef_init, intercept_init)
+                if n == 0:
+                    return self
+                work = Work.fresh(d, params, plan, *init)
+            else:
+                if coef_init is not None or intercept_init is not None:
+                    raise ValueError("coef_init and intercept_init start a fresh fit: this "
+                                     f"{type(self).__name__} has already learnt from "
+                                     f"{self.n_samples_seen_} rows. Call fit() to start "
+                                     "afresh from them")
+                changed = params is not fit.params
+                if changed:
+                    self._check_continuation(params)
+                if n == 0:
+                    return self
+                work = fit.copy(self.__dict__.pop("_spare_state", None))
+                if changed:
+                    self._continue_with(work, params, plan)
+            out = advance(work, X, y, sw, schedule, self.batch_size)
+            self._finish(work, out, X, names, "partial_fit")
         return self
 
-    def _learnt(self):
-        return {a: v for a, v in vars(self).items() if a.endswith("_") and not a.startswith("__")}
-
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
         """Forget what was learnt and make one pass over (X, y) in the chosen
         mode; in batch and storage modes the data arrive in blocks of
         ``batch_size`` rows (default max(2 (d + 1), 16)), the last block may be
-        shorter. If the data are rejected, the estimator keeps its old state."""
-        schedule = self._check_params()
-        X = check_matrix(X, "X", finite=False)     # afresh: n_features may change
-        y = check_vector(y, X.shape[0], "y", finite=False)
-        old = self._learnt()
-        for attr in old:
-            delattr(self, attr)
-        try:
+        shorter. If the call fails, the estimator keeps its previous state; if
+        a signal handler interrupts it, the estimator holds the fresh fit of
+        the rows before the interruption.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), n_samples >= 1
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), float or None
+        coef_init, intercept_init : array-like of shape (n_features,), float
+            Starting point (a warm start); default zeros.
+
+        Returns
+        -------
+        self
+        """
+        with self._serialized():
+            names = feature_names(X)
+            X = as_matrix(X)
+            n, d = X.shape
+            if n == 0:
+                raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
+                                 f"minimum of 1 is required by {type(self).__name__}.fit; "
+                                 "the estimator keeps its previous state")
+            y = as_target(y, n, type(self).__name__)
+            sw = as_weights(sample_weight, n)
+            if sw is not None and not sw.any():
+                raise ValueError("sample_weight: every weight is zero, so there is nothing to "
+                                 "learn (Sample weights must contain at least one non-zero "
+                                 "number); the estimator keeps its previous state")
+            schedule, params, plan = self._resolve(d)
+            work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
             if self.mode == "single":
-                self._run(X, y, schedule, batch_size=None)
+                out = advance(work, X, y, sw, schedule)
             else:
-                bs = self.batch_size or max(2 * (X.shape[1] + 1), 16)
-                n_full = (X.shape[0] // bs) * bs
-                if self.mode == "batch":
-                    self._run(X[:n_full], y[:n_full], schedule, batch_size=bs)
-                    if n_full < X.shape[0]:
-                        self._run(X[n_full:], y[n_full:], schedule, batch_size=None)
-                else:
-                    for start in range(0, X.shape[0], bs):
-                        self._run(X[start:start + bs], y[start:start + bs], schedule,
-                                  batch_size=None)
-        except BaseException:
-            for attr in self._learnt():
-                delattr(self, attr)
-            vars(self).update(old)
-            raise
+                bs = self.batch_size or max(2 * (d + 1), 16)
+                out = self._fit_blocks(work, X, y, sw, schedule, bs)
+            self._finish(work, out, X, names, "fit", fresh=True)
         return self
 
-    def _raise(self, code, row, X, y, row_offset=0):
-        if code == _k.ERR_BADINPUT:
-            i = row - row_offset
-            if 0 <= i < X.shape[0] and not np.isfinite(X[i]).all():
-                raise ValueError(f"X contains NaN or inf (row {i}); every value must be finite")
-            if 0 <= i < y.shape[0] and not np.isfinite(y[i]):
-                raise ValueError(f"y contains NaN or inf (row {i}); every value must be finite")
-            code = _k.ERR_NONFINITE     # finite input, overflowing residual
-        exc, msg = _ERRORS[code]
-        raise exc(f"{type(self).__name__}: {msg}")
-
-    def _run(self, X, y, schedule, batch_size):
-        n, d = X.shape
-        params = self._params_vector(schedule, d)
-        new = self._working_copy(d)
-        st = new["state"]
-        user = params[_PARAM["kind"]] == _k.KIND_ARRAY
-        t0 = st[_STATE["t"]]
-        code, row, offset = 0, -1, 0
-        if self.mode == "single":
-            etas = self._user_stepsizes(schedule, t0, n) if user else np.zeros(0)
-            self._grow_window(new, self._window_size(params, 0, st))
-            code, row = _k.sgd_single(X, y, new["w"], new["wbar"], st, params, new["window"],
-                                      etas)
-        elif self.mode == "batch":
-            # Rows waiting from the last call first complete their batch with
-            # the head of X; the rest of X goes down as it is (no copy of X).
-            k = new["pending_X"].shape[0]
-            block = batch_size or k + n
-            parts, start = [], 0          # (X rows, y rows, index of their first row in X)
-            if k:
-                start = min(block - k, n)
-                head_X = np.concatenate([new["pending_X"], X[:start]])
-                head_y = np.concatenate([new["pending_y"], y[:start]])
-                if head_X.shape[0] == block:
-                    parts.append((head_X, head_y, -k))
-                    new["pending_X"], new["pending_y"] = np.zeros((0, d)), np.zeros(0)
-            n_full = (n - start) // block * block
-            if n_full:
-                parts.append((X[start:start + n_full], y[start:start + n_full], start))
-            head_waits = k and not parts  # X joined the pending rows, still short
-            waiting = 0 if head_waits else start + n_full   # X rows the kernel skips
-            check_matrix(X[waiting:], "X")
-            check_vector(y[waiting:], n - waiting, "y")
-            if head_waits:
-                new["pending_X"], new["pending_y"] = head_X, head_y
-            else:
-                new["pending_X"] = np.concatenate([new["pending_X"], X[waiting:]])
-                new["pending_y"] = np.concatenate([new["pending_y"], y[waiting:]])
-            n_updates = sum(part[0].shape[0] for part in parts) // block
-            etas = self._user_stepsizes(schedule, t0, n_updates) if user and n_updates \
-                else np.zeros(0)
-            self._grow_window(new, self._window_size(params, block, st))
-            for X_part, y_part, first in parts:
-                nb = X_part.shape[0] // block
-                code, row = _k.sgd_blocks(X_part, y_part, block, new["w"], new["wbar"], st,
-                                          params, new["window"], etas[:nb])
-                etas = etas[nb:]
-                if code != 0:
-                    offset = -first
-                    break
+    def _fit_blocks(self, work, X, y, sw, schedule, bs):
+        n = X.shape[0]
+        n_full = n // bs * bs
+        if self.mode == "batch":
+            spans = [(0, n_full, bs)] + ([(n_full, n, None)] if n_full < n else [])
         else:
-            # All data so far, in arrays with spare capacity (amortised appends).
-            # Rows are checked before they are written: a step costs O(N d)
-            # anyway, and a rejected call must not write into the store.
-            check_matrix(X, "X")
-            check_vector(y, n, "y")
-            eta = float(self._user_stepsizes(schedule, t0, 1)[0]) if user and n else 0.0
-            n_old = int(new["store_n"])
-            in_place = n_old + n <= new["store_X"].shape[0]
-            if not in_place:
-                cap = max(2 * new["store_X"].shape[0], n_old + n, 64)
-                grown_X, grown_y = np.zeros((cap, d)), np.zeros(cap)
-                grown_X[:n_old], grown_y[:n_old] = new["store_X"][:n_old], new["store_y"][:n_old]
-                new["store_X"], new["store_y"] = grown_X, grown_y
-            new["store_X"][n_old:n_old + n] = X
-            new["store_y"][n_old:n_old + n] = y
-            new["store_n"] = n_old + n
-            offset = n_old
-            if n:
-                code, row = _k.sgd_storage(new["store_X"][:n_old + n], new["store_y"][:n_old + n],
-                                           n_old, new["w"], new["wbar"], st, params, eta)
-        if code != 0:
-            if self.mode == "storage" and in_place:     # leave the spare room as it was
-                new["store_X"][n_old:n_old + n] = 0.0
-                new["store_y"][n_old:n_old + n] = 0.0
-            self._raise(code, row, X, y, offset)
-        self._commit(new, d)
+            spans = [(a, min(a + bs, n), None) for a in range(0, n, bs)]
+        consumed = 0
+        for a, b, block in spans:
+            out = advance(work, X[a:b], y[a:b], None if sw is None else sw[a:b], schedule,
+                          block)
+            if out.bad is not None and out.bad[0] is not None:
+                out.bad = (out.bad[0] + a,) + out.bad[1:]
+            consumed += out.consumed
+            if out.code != OK:
+                out.consumed = consumed
+                return out
+        out.consumed = consumed
+        return out
 
-    # -- learnt attributes ----------------------------------------------------
-    def _averaged(self):
-        return self.average and self._state_[_STATE["n_avg"]] > 0
+    def _initial(self, d, coef_init, intercept_init):
+        """The checked starting point (coef, intercept) of a fresh fit."""
+        coef = None if coef_init is None else check_vector(coef_init, d, "coef_init").copy()
+        b = 0.0
+        if intercept_init is not None:
+            arr = _check_real_array(intercept_init, "intercept_init")
+            if arr.size != 1:
+                raise ValueError(f"intercept_init must be one number, got shape {arr.shape}")
+            b = check_scalar(float(arr.ravel()[0]), "intercept_init")
+            if b != 0 and not self.fit_intercept:
+                raise ValueError("intercept_init is given but fit_intercept=False")
+        return coef, float(b)
+
+    def _check_n_features(self, d, first):
+        if not first and d != self.n_features_in_:
+            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
+                             f"{self.n_features_in_} features as input.")
+
+    def _finish(self, work, out, X, names, method, fresh=False):
+        """Publish the state after a call (or after the rows before an
+        interruption), or raise the kernel's error with the state unchanged."""
+        if out.code != OK:
+            where = f"{type(self).__name__}.{method}"
+            if out.code != ERR_INTERRUPTED:
+                self._raise(out, work, where, X)
+            if out.consumed == 0 and (fresh or not self.__sklearn_is_fitted__()):
+                # nothing was learnt: the estimator stays as before the call
+                if hasattr(out.exc, "add_note"):
+                    out.exc.add_note(f"{where} was interrupted after 0 of its {X.shape[0]} "
+                                     "rows: the estimator is as it was before the call")
+                raise_for(ERR_INTERRUPTED, where, exc=out.exc)
+        old = self.__dict__.get("_fit_")
+        work.names = names if fresh or old is None else old.names
+        # One assignment publishes everything: a signal handler (it runs
+        # between bytecodes) or another thread sees the old state or the new.
+        self._fit_ = work
+        if old is not None and old.state.flags.writeable and old.state is not work.state:
+            # the old state record is the next call's working copy (readers
+            # hold the lock, so none is reading it)
+            self.__dict__["_spare_state"] = old.state
+        if out.code == ERR_INTERRUPTED:
+            exc, where = out.exc, f"{type(self).__name__}.{method}"
+            if hasattr(exc, "add_note"):
+                exc.add_note(f"{where} was interrupted after {out.consumed} of its "
+                             f"{X.shape[0]} rows: the estimator holds the state after them "
+                             f"(n_samples_seen_ = {self.n_samples_seen_})")
+            raise_for(ERR_INTERRUPTED, where, exc=exc)
+
+    def _raise(self, out, work, where, X):
+        """The exception for a kernel's failure (the state is left unchanged)."""
+        code, bad, st = out.code, out.bad, work.state[0]
+        if bad is not None and code == ERR_BADINPUT:
+            i, x, target, _ = bad
+            at = f"row {i} of this call" if i is not None else "a row held from an earlier call"
+            raise_row_error(where, at, x, target,
+                            float(st["cl"]) * (x.shape[0] + bool(self.fit_intercept)))
+        if code == ERR_SCALE:
+            big = float(np.abs(X).max()) if X.size else 0.0
+            if 0 < big < _SQRT_DBL_MIN:
+                raise_for(code, where, detail=f"X's entries are at most {big:.3g}: their "
+                          "squares underflow float64, so the schedule cannot learn their "
+                          "scale.")
+            raise_for(code, where, detail="The sum of ||x||^2 over the rows the schedule "
+                      "calibrates on overflows.")
+        if code == ERR_NONFINITE and not (float(st["eta_geo"]) <= np.finfo(float).max):
+            raise_for(code, where, detail=f"Phase one's first stepsize, of order "
+                      f"D0 / (d Cl), overflows: y's scale (D0 = {float(st['d0']):.3g}) is too "
+                      f"large against X's (Cl = {float(st['cl']):.3g}); rescale y or X.")
+        raise_for(code, where)
+
+    # -- learnt attributes ------------------------------------------------------
+    def _fitted(self):
+        # the published state (NotFittedError, an AttributeError, without
+        # one); the callers read it under the lock (a call reuses the state
+        # record it replaced)
+        fit = self.__dict__.get("_fit_")
+        if fit is None:
+            check_is_fitted(self)
+        return fit
+
+    @staticmethod
+    def _averaged(fit):
+        return fit.params["average"][0] != 0 and fit.state["n_avg"][0] > 0
+
+    def _solution(self):
+        """(coef, intercept) of one published state, read under the lock."""
+        with self._serialized():
+            fit = self._fitted()
+            if self._averaged(fit):
+                return fit.wbar.copy(), float(fit.state["intercept_avg"][0])
+            return fit.w.copy(), float(fit.state["intercept"][0])
+
+    def _field(self, name):
+        with self._serialized():
+            return self._fitted().state[name][0]
 
     @property
     def coef_(self):
         """Coefficients (the Polyak-Ruppert average when ``average=True``)."""
-        check_fitted(self, "_state_")
-        return (self._wbar_ if self._averaged() else self._w_).copy()
+        return self._solution()[0]
 
     @property
     def intercept_(self):
-        check_fitted(self, "_state_")
-        key = "intercept_avg" if self._averaged() else "intercept"
-        return float(self._state_[_STATE[key]])
+        """Intercept (averaged with ``average=True``); 0 without ``fit_intercept``."""
+        return self._solution()[1]
+
+    @property
+    def n_features_in_(self):
+        """Features seen by the first call (or ``fit``)."""
+        return self._fitted().w.shape[0]
+
+    @property
+    def feature_names_in_(self):
+        """Column names of the DataFrame the estimator learnt from (only then)."""
+        names = self._fitted().names
+        if names is None:
+            raise AttributeError(f"{type(self).__name__} was not fitted on data with "
+                                 "feature names (a DataFrame with string column names)")
+        return names
 
     @property
     def n_samples_seen_(self):
-        """Rows received so far (including rows waiting for a full batch)."""
-        check_fitted(self, "_state_")
-        return int(self._state_[_STATE["n_seen"]]) + self._pending_X_.shape[0]
+        """Rows received so far (including rows waiting for a full batch,
+        whatever their weight)."""
+        with self._serialized():
+            fit = self._fitted()
+            return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
 
     @property
     def n_updates_(self):
-        check_fitted(self, "_state_")
-        return int(self._state_[_STATE["t"]])
+        """Updates taken: rows of positive weight (single mode), blocks of
+        positive weight (batch mode), calls with new weight (storage mode);
+        statistical schedules take none during their warm-up."""
+        return int(self._field("n_updates"))
 
     @property
     def cumulative_loss_(self):
-        """Prequential loss: each sample's loss under the iterate before the
-        update it causes (check loss; squared loss r^2 / 2 for least squares)."""
-        check_fitted(self, "_state_")
-        return float(self._state_[_STATE["loss"]])
+        """Prequential loss: each sample's (weighted) loss under the iterate
+        before the update it causes (check loss; squared loss r^2 / 2 for
+        least squares)."""
+        return float(self._field("loss"))
 
     @property
     def schedule_state_(self):
         """The schedule's estimates and phase, for inspection: phase (0 warm-up,
         1 geometric, 2 and 3 as in the paper), stepsize of the last update,
-        start of the current phase (t_switch), D0, sparsity b0, Cl."""
-        check_fitted(self, "_state_")
-        s = self._state_
-        return {"phase": int(s[_STATE["phase"]]), "stepsize": float(s[_STATE["last_eta"]]),
-                "t_switch": int(s[_STATE["t_switch"]]), "d0": float(s[_STATE["d0"]]),
-                "b0": float(s[_STATE["b0"]]), "cl": float(s[_STATE["cl"]])}
+        start of the current phase (t_switch, on the schedule's clock), D0,
+        sparsity b0, Cl, and how often a jump of the residual scale restarted
+        phase one (restarts)."""
+        with self._serialized():
+            s = self._fitted().state[0].copy()
+        return {"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
+                "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
+                "cl": float(s["cl"]), "restarts": int(s["n_restarts"])}
 
     def predict(self, X):
-        """Predicted tau-quantiles (conditional means for least squares)."""
-        check_fitted(self, "_state_")
+        """Predicted tau-quantiles (conditional means for least squares).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        fit = self._fitted()
+        if feature_names(X) is not None or fit.names is not None:
+            validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
-        check_n_features(self, X.shape[1])
+        self._check_n_features(X.shape[1], False)
+        coef, intercept = self._solution()        # one state, both read together
         out = np.empty(X.shape[0])
-        _k.predict(X, self.coef_, self.intercept_, out)
+        _k.predict(X, coef, intercept, out)
         return out
 
 
+_COMMON_NOTES = """
+    **Sample weights** (``sample_weight`` in ``fit``/``partial_fit``): a row of
+    weight w counts w times in the loss and its (sub-)gradient, the weighted
+    check loss sum_i w_i rho_tau(y_i - x_i'beta). In single mode the
+    schedule's clock moves by w (a 1/t stepsize ages as over w rows; phase
+    one's geometric decay is raised to the power w); in batch and storage
+    modes a step uses the weighted mean gradient and a block counts its
+    weights as its size. A row of weight 0 is as if absent (it is scored at
+    weight 0 and counted in ``n_samples_seen_``, nothing else); a storage call
+    whose new rows all weigh 0 takes no step. The schedule's order statistics
+    (D0, b0, the plateau test) use the residuals of rows of positive weight,
+    unweighted. With a constant stepsize small enough that no residual
+    changes sign, a weight of 2 in single mode is the row given twice.
+
+    **Mid-stream parameter changes** (``set_params`` between ``partial_fit``
+    calls; ``fit`` always starts afresh):
+
+    - ``mode``, ``tau`` and ``fit_intercept`` are refused with a ValueError
+      naming the parameter: the learnt state (iterate, sparsity estimate,
+      stored or pending rows) belongs to the old value.
+    - ``batch_size`` takes effect at the next call; rows already waiting for a
+      batch are kept and go first (lowered below what waits, they make
+      several batches).
+    - ``average`` takes effect at the next call: switched on, the average
+      restarts from the next update (in the statistical schedule's last phase,
+      once settled); switched off, ``coef_`` is the last iterate.
+    - ``schedule``: a new schedule object, or new constants of the current one
+      (``schedule__Ca=...``), take effect at the next call. Constants used
+      once (``eta0``, ``eta0_scale``, ``n_warmup``, ``start``) act at the next
+      warm-up, which happens only when the statistical schedule takes over
+      from another schedule (it then warms up afresh from the current
+      iterate). A user schedule's ``stepsizes(start, count)`` is indexed by
+      ``n_updates_``.
+    - ``random_state`` has no effect (the updates are deterministic).
+
+    **Interrupts, failures, threads.** The kernels check for signals about
+    once a millisecond: Ctrl-C (or a signal handler that raises, e.g. a
+    SIGALRM timeout) stops a call between two whole rows (single mode), two
+    whole batches (batch mode) or before the step (storage mode); the
+    estimator then holds the state after the rows applied, every field
+    consistent (``n_samples_seen_`` counts exactly them, pending rows
+    included), and the exception is re-raised with a note saying how many
+    rows were taken. Continuing the stream from the next row gives the same
+    state as an uninterrupted run. Any other failure (bad input, a diverging
+    iterate) leaves the estimator exactly as before the call. Calls on one
+    estimator from several threads take turns (nothing is lost or mixed).
+
+    **Reproducibility.** The kernels call no BLAS: every result is the same
+    for any BLAS library and thread count, and for any split of a stream into
+    ``partial_fit`` calls in single mode (bit for bit); on another CPU
+    (with or without FMA instructions) results may differ in the last bits.
+"""
+
+
 class OnlineQuantileRegressor(_OnlineLinearSGD):
-    """Online linear quantile regression by sub-gradient descent on the check loss.
+    __doc__ = """Online linear quantile regression by sub-gradient descent on the check loss.
 
     Implements Shen, Xia & Zhou, "Online Quantile Regression" (JMLR 2025): the
     update beta <- beta - eta_t mean_i (1{y_i <= x_i'beta} - tau) x_i over one
@@ -360,16 +537,29 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
     Attributes
     ----------
-    coef_, intercept_, n_samples_seen_, n_updates_, cumulative_loss_,
-    schedule_state_, n_features_in_
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_samples_seen_ : int
+    n_updates_ : int
+    cumulative_loss_ : float
+    schedule_state_ : dict
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when fitted on a DataFrame with string column names.
 
     Notes
     -----
     The paper's stepsizes are scalars tuned to E[x x'] with eigenvalues in
     [Cl, Cu] of one order: standardize features on very different scales,
     or the small ones learn slowly (the schedule stays stable, it is not a
-    preconditioner). With an intercept, center the features too.
+    preconditioner). With an intercept, center the features too. Rows whose
+    ||x||^2 overflows float64 (entries beyond ~1e154) are refused with an
+    error naming the row.
 
+    ``score`` is D^2 pinball at ``tau`` (:func:`sklearn.metrics.d2_pinball_score`):
+    1 - the check loss of the predictions / that of the constant tau-quantile
+    of y.
+    """ + _COMMON_NOTES + """
     Examples
     --------
     >>> import numpy as np
@@ -382,6 +572,8 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     >>> err = np.linalg.norm(est.coef_ - beta) / np.linalg.norm(beta)
     >>> bool(err < 0.02), est.n_samples_seen_
     (True, 20000)
+    >>> bool(est.score(X, y) > 0.9)                  # D^2 pinball at tau = 0.75
+    True
     """
 
     _loss = _k.LOSS_CHECK
@@ -396,9 +588,28 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
 
+    def score(self, X, y, sample_weight=None):
+        """D^2 pinball score at the fitted ``tau``: the fraction of the check
+        loss of the best constant (the tau-quantile of y) that the model
+        explains (1 is perfect, 0 no better than the constant, may be < 0).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,) or None
+
+        Returns
+        -------
+        float
+        """
+        tau = float(self._fit_.params["tau"][0]) if self.__sklearn_is_fitted__() else self.tau
+        return float(d2_pinball_score(y, self.predict(X), sample_weight=sample_weight,
+                                      alpha=tau))
+
 
 class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
-    """Online least squares by single-sample gradient descent (the paper's
+    __doc__ = """Online least squares by single-sample gradient descent (the paper's
     comparator, Section 3.1).
 
     The gradient of (y - x'beta)^2 / 2 is -(y - x'beta) x. The statistical
@@ -407,7 +618,7 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     median of |residual| has not dropped 10% below its best for 3 windows),
     then Ca / (Cl (t - t1) + Ca / eta), an O(1/(t + d)) decay continuous at
     the switch. ``average=True`` (beyond the paper) averages the iterates
-    from the next plateau on, under a t^-2/3 decay.
+    from the next plateau on, under a t^-2/3 decay. ``score`` is R^2.
 
     Parameters
     ----------
@@ -415,6 +626,12 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     average : bool
     fit_intercept : bool
 
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_samples_seen_, n_updates_, cumulative_loss_, schedule_state_, n_features_in_
+    """ + _COMMON_NOTES + """
     Examples
     --------
     >>> import numpy as np

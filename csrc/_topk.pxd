@@ -1,0 +1,422 @@
+# A warm-started top-k eigensolver for a symmetric matrix that changes a
+# little between solves (Follow the Perturbed Leader's S_t; anything updated by
+# low-rank terms), as nogil primitives. The FPL kernel (_pca.pyx) and
+# streamfit.kernels.TopK (_topk.pyx) share them; Cython users cimport them.
+#
+#   cdef TopKWork w
+#   cdef TopKState st          # zeroed: memset(&st, 0, sizeof(TopKState))
+#   topk_work_init(&w, n, k, b, maxiter)        # before any state changes
+#   topk_exact(&w, S, V, &st)                   # a first block from LAPACK
+#   ... S changes ...
+#   topk_solve(&w, S, V, &st, tol, hint, seed, True)
+#   topk_work_free(&w)
+#
+# Layout: S is n x n, row-major, its lower triangle valid (BLAS's column-major
+# upper one); V is a C-order (b, n) block of orthonormal rows, the top b
+# eigenvector estimates, largest first; the solve targets the captured
+# objective of the first k of them, tr(V_k S V_k^T), and keeps b - k more so
+# that a near-tie at lambda_k does not stall it.
+#
+# The method. Block Krylov in the LOBPCG form: Rayleigh-Ritz on span[V, W, P]
+# -- the block, its residual W = S V - V Theta and the previous step P -- keeping
+# the top b Ritz vectors, until an extrapolated estimate of the objective gap
+# lambda_{1:k}(S) - tr(V_k S V_k^T) is below tol. One product S @ block per
+# iteration. Without convergence after `maxiter` iterations the solve goes to
+# LAPACK, and so do the next solves for a while (a back-off that doubles while
+# Krylov keeps failing). Every eigenproblem (the small Rayleigh-Ritz one, the
+# exact one) goes through _eigen.pxd's chain, which does not fail on finite
+# input; should even the chain fail (a non-finite S), the block is kept as it
+# was -- still orthonormal -- and counted in `kept`.
+from libc.math cimport sqrt, fabs, frexp, ldexp, INFINITY
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy, memset
+
+from _blas cimport (blas_int, nrm2, gemm, symm_upper, geqrf, orgqr, trcon_upper,
+                    trsm_right_upper)
+from _common cimport OK, ERR_NOMEM, ERR_LAPACK
+from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
+
+
+ctypedef struct TopKState:
+    long long solves          # solves so far (Krylov or exact)
+    long long products        # products S @ block, all solves
+    long long fallbacks       # Krylov solves that ran out of iterations: LAPACK then
+    long long direct          # solves sent straight to LAPACK by the back-off
+    long long skip            # solves left that go straight to LAPACK
+    long long backoff         # the next such run's length
+    long long eig_fallbacks   # eigenproblems that needed a later routine of the chain
+    long long kept            # solves where every routine failed: the block was kept
+    double tol                # the gap tolerance of the last solve
+    double gap                # its estimated objective gap (0 if exact)
+    double max_gap_ratio      # max over Krylov solves of estimated gap / tolerance
+
+
+ctypedef struct TopKWork:
+    int n, k, b, q, maxiter
+    int first        # the eigen-solver chain's first routine (EIG_EVR; tests force later ones)
+    double *bas      # n x q basis [V, W, P]
+    double *sbas     # S @ bas
+    double *tmp      # n x q
+    double *G        # q x q projected matrix
+    double *Y        # q x b Ritz vectors
+    double *theta    # q Ritz values, descending
+    double *w        # n + q: eigenvalues, ascending (dsyevr uses all n as workspace)
+    double *R        # q x q, the QR's triangle
+    double *P        # n x b, the previous step
+    double *SP       # S @ P
+    double *tau      # q, the QR's reflectors
+    double *Sx       # n x n scratch for the eigen-solver chain
+    double *Zx       # n x b eigenvectors from an exact solve
+    double *work     # geqrf, orgqr, trcon
+    blas_int lwork
+    blas_int *iwork
+    blas_int liwork
+    EigWork eig
+
+
+cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) noexcept nogil:
+    # Every buffer a solve may need, allocated before any state changes:
+    # ERR_NOMEM here or never (the untouched pages of the n x n scratch cost
+    # nothing while Krylov keeps up). 1 <= k <= b <= n.
+    cdef int q = 3 * b if 3 * b <= n else 2 * b
+    cdef double wq = 0.0
+    cdef blas_int lw = 1, qq = q if q <= n else n
+    memset(w, 0, sizeof(TopKWork))
+    w.n = n
+    w.k = k
+    w.b = b
+    w.q = q
+    w.maxiter = maxiter
+    w.first = EIG_EVR
+    w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
+    w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
+    w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
+    w.G = <double *> malloc(<size_t> q * q * sizeof(double))
+    w.Y = <double *> malloc(<size_t> q * q * sizeof(double))
+    w.theta = <double *> malloc(<size_t> (q + 1) * sizeof(double))
+    w.w = <double *> malloc(<size_t> (n + q) * sizeof(double))
+    w.R = <double *> malloc(<size_t> q * q * sizeof(double))
+    w.P = <double *> malloc(<size_t> n * b * sizeof(double))
+    w.SP = <double *> malloc(<size_t> n * b * sizeof(double))
+    w.tau = <double *> malloc(<size_t> q * sizeof(double))
+    w.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
+    w.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
+    if (w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL or w.Y == NULL
+            or w.theta == NULL or w.w == NULL or w.R == NULL or w.P == NULL or w.SP == NULL
+            or w.tau == NULL or w.Sx == NULL or w.Zx == NULL):
+        return ERR_NOMEM
+    # one workspace for the QR routines and the condition estimate, queried
+    # for the largest problem they see
+    if geqrf(n, qq, w.bas, n, w.tau, &wq, -1) == 0:
+        lw = max(lw, <blas_int> wq)
+    if orgqr(n, qq, w.bas, n, w.tau, &wq, -1) == 0:
+        lw = max(lw, <blas_int> wq)
+    w.lwork = max(lw, <blas_int> (3 * b))     # dtrcon needs 3b doubles, b ints
+    w.liwork = b
+    w.work = <double *> malloc(<size_t> w.lwork * sizeof(double))
+    w.iwork = <blas_int *> malloc(<size_t> w.liwork * sizeof(blas_int))
+    if w.work == NULL or w.iwork == NULL:
+        return ERR_NOMEM
+    return eig_work_init(&w.eig, n, b, False)
+
+
+cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
+    free(w.bas); free(w.sbas); free(w.tmp); free(w.G); free(w.Y); free(w.theta)
+    free(w.w); free(w.R); free(w.P); free(w.SP); free(w.tau); free(w.Sx); free(w.Zx)
+    free(w.work); free(w.iwork)
+    eig_work_free(&w.eig)
+    memset(w, 0, sizeof(TopKWork))
+
+
+cdef inline double pow2_scale(Py_ssize_t n, const double *A, Py_ssize_t lda) noexcept nogil:
+    # 2^-e with 2^e near max |A_ij| (upper triangle): scaling by it is exact, so
+    # LAPACK sees the same matrix when the data are scaled by a power of two,
+    # and decisions are exactly scale-invariant (dsyevr itself is not)
+    cdef Py_ssize_t i, j
+    cdef double m = 0.0
+    cdef int e
+    for j in range(n):
+        for i in range(j + 1):
+            if fabs(A[j * lda + i]) > m:
+                m = fabs(A[j * lda + i])
+    if m == 0.0 or m != m or m == INFINITY:
+        return 1.0
+    frexp(m, &e)
+    return ldexp(1.0, -e)
+
+
+cdef inline double krylov_unit(int n, const double *S) noexcept nogil:
+    # 2^-e with 2^e near max |S_ii| (O(n)): the Krylov iteration works on
+    # unit * S, so that its residuals, which shrink as it converges, stay far
+    # from float64's subnormal range whatever the scale of S. A power of two:
+    # every quantity of the iteration is exactly unit times the unscaled one
+    # (bit for bit), and the iteration is the same at every scale.
+    cdef Py_ssize_t i
+    cdef double m = 0.0
+    cdef int e
+    for i in range(n):
+        if fabs(S[i * n + i]) > m:
+            m = fabs(S[i * n + i])
+    if m == 0.0 or m != m or m == INFINITY:
+        return 1.0
+    frexp(m, &e)
+    return ldexp(1.0, -e)
+
+
+cdef inline int topk_pairs(TopKWork *w, TopKState *st, const double *A, int m, int keep,
+                           double sc, double *Z, double *out) noexcept nogil:
+    # The `keep` largest eigenpairs of the m x m symmetric A (upper triangle,
+    # not changed), solved as sc * A: eigenvalues into w.theta (descending,
+    # unscaled), eigenvectors into the rows of out (row j <-> theta[j]);
+    # Z holds m x keep scratch
+    cdef int j, code
+    w.eig.fallbacks = 0
+    code = eig_top(&w.eig, w.first, m, A, m, sc, keep, w.w, Z, m, w.Sx, True)
+    st.eig_fallbacks += <long long> w.eig.fallbacks
+    if code != OK:
+        return code
+    for j in range(keep):
+        w.theta[j] = w.w[keep - 1 - j] / sc
+        memcpy(out + j * m, Z + (keep - 1 - j) * m, m * sizeof(double))
+    return OK
+
+
+cdef inline int topk_exact(TopKWork *w, const double *S, double *V,
+                           TopKState *st) noexcept nogil:
+    # V = the top-b eigenvectors of S by the eigen-solver chain (dsyevr first);
+    # if every routine fails, V is kept as it was (and counted)
+    cdef double sc = pow2_scale(w.n, S, w.n)
+    st.solves += 1
+    if topk_pairs(w, st, S, w.n, w.b, sc, w.Zx, w.bas) != OK:
+        st.kept += 1
+        st.gap = INFINITY
+        return OK
+    memcpy(V, w.bas, <size_t> w.n * w.b * sizeof(double))
+    st.gap = 0.0
+    return OK
+
+
+cdef inline double gap_estimate(double d, double d1, double d2, int it) noexcept nogil:
+    # Remaining objective gap after iteration `it` (1, 2, ...) raised the captured
+    # objective by d (d1, d2: the two increases before, -1 if none).
+    # - Linear convergence at rate rho leaves d rho / (1 - rho); rho is the larger
+    #   of the last two ratios (convergence slows as the easy directions settle),
+    #   capped at 0.99. After the first iteration rho = 0.8 is assumed.
+    # - On GOE's dense spectral edge the increases decay like a power of the
+    #   iteration count, not geometrically, and the ratio keeps creeping up; a
+    #   power law d_j ~ j^-p (p >= 2) leaves at most about j d. The estimate is the
+    #   larger of the two. Checked against exact gaps in tests/pca/test_solver.py.
+    cdef double rho, f
+    if d <= 0.0:
+        return 0.0
+    if d1 < 0.0:
+        return 4.0 * d
+    if d1 == 0.0:
+        return 99.0 * d
+    rho = d / d1
+    if d2 > 0.0 and d1 / d2 > rho:
+        rho = d1 / d2
+    if rho > 0.99:
+        rho = 0.99
+    if rho < 0.2:
+        rho = 0.2
+    f = rho / (1.0 - rho)
+    if f < it:
+        f = it
+    return d * f
+
+
+cdef inline void topk_rotate(TopKWork *w, int m) noexcept nogil:
+    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y
+    cdef int n = w.n, b = w.b
+    gemm(b'N', b'N', n, b, m, 1.0, w.bas, n, w.Y, m, 0.0, w.tmp, n)
+    memcpy(w.bas, w.tmp, <size_t> n * b * sizeof(double))
+    gemm(b'N', b'N', n, b, m, 1.0, w.sbas, n, w.Y, m, 0.0, w.tmp, n)
+    memcpy(w.sbas, w.tmp, <size_t> n * b * sizeof(double))
+
+
+cdef inline int rayleigh_ritz(TopKWork *w, TopKState *st, int m) noexcept nogil:
+    # Ritz pairs of S on the orthonormal basis bas[:, :m] (sbas = S bas): the top
+    # b into w.theta / w.Y; for m == b the block is rotated onto them at once
+    cdef int code
+    gemm(b'T', b'N', m, m, w.n, 1.0, w.bas, w.n, w.sbas, w.n, 0.0, w.G, m)
+    code = topk_pairs(w, st, w.G, m, w.b, pow2_scale(m, w.G, m), w.tmp, w.Y)
+    if code == OK and m == w.b:
+        topk_rotate(w, m)
+    return code
+
+
+cdef inline unsigned long long splitmix64(unsigned long long *x) noexcept nogil:
+    cdef unsigned long long z
+    x[0] += 0x9E3779B97F4A7C15ULL
+    z = x[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline void seed_directions(TopKWork *w, const double *hint,
+                                 unsigned long long seed) noexcept nogil:
+    # The first iteration's new directions are the residual W = S V - V Theta.
+    # If V spans an invariant subspace of S (Follow the Leader on axis-aligned
+    # data: W = 0 exactly) no Krylov step can leave it, even when S's top-k lies
+    # elsewhere -- say, along a direction the data just started to use. So the
+    # weakest residual column is replaced by `hint` (FPL: this trial's data
+    # direction, x_t or a column of a dense X_t), and any residual column at
+    # rounding level by a pseudo-random one (splitmix64 on `seed`:
+    # deterministic, and no generator of the caller's is touched).
+    cdef int n = w.n, b = w.b, j, jmin = 0
+    cdef Py_ssize_t i
+    cdef double nrm, nmin = INFINITY, scale = 0.0
+    cdef double *col
+    cdef unsigned long long state
+    for j in range(b):
+        if fabs(w.theta[j]) > scale:
+            scale = fabs(w.theta[j])
+    for j in range(b):
+        col = w.bas + (b + j) * n
+        nrm = nrm2(n, col)
+        if nrm < nmin:
+            nmin = nrm
+            jmin = j
+        if nrm <= 1e-12 * scale or nrm == 0.0:
+            state = seed * 1000003ULL + <unsigned long long> j
+            for i in range(n):
+                col[i] = (<double> (splitmix64(&state) >> 11)) * (2.0 / 9007199254740992.0) - 1.0
+    if hint != NULL:
+        memcpy(w.bas + (b + jmin) * n, hint, n * sizeof(double))
+
+
+cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *st,
+                            double tol, const double *hint,
+                            unsigned long long seed) noexcept nogil:
+    # One warm-started solve (see the top of this file): V updated in place.
+    # Without room for 3b vectors (n < 3b) the basis is [V, W].
+    cdef int n = w.n, b = w.b, k = w.k, b2 = 2 * w.b, m, j, it, maxiter
+    cdef bint use_p = 3 * b <= n, have_p = False
+    cdef Py_ssize_t i
+    cdef double *bas = w.bas
+    cdef double *sbas = w.sbas
+    cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin
+    # the iteration runs on unit * S: S products, Ritz values, gaps and the
+    # tolerance all carry the factor
+    cdef double unit = krylov_unit(n, S), tol_u = tol * unit
+    # S V and Rayleigh-Ritz on the warm start. V is orthonormal to rounding: it
+    # comes from LAPACK or from the last iteration's basis @ Y, with the basis
+    # from a Householder QR and Y from the eigen-solver, so no
+    # re-orthonormalisation.
+    memcpy(bas, V, <size_t> n * b * sizeof(double))
+    symm_upper(n, b, unit, S, n, bas, 0.0, sbas)
+    st.products += 1
+    # an eigen-solver failure on the small problems below is no reason to fail
+    # the solve: it goes to the exact solve instead (maxiter = 0)
+    maxiter = w.maxiter
+    if rayleigh_ritz(w, st, b) != OK:
+        maxiter = 0
+    f = 0.0
+    for j in range(k):
+        f += w.theta[j]
+    for it in range(maxiter):
+        # block residual W = S V - V diag(theta) as the new directions
+        for j in range(b):
+            for i in range(n):
+                bas[(b + j) * n + i] = sbas[j * n + i] - w.theta[j] * bas[j * n + i]
+        if it == 0:
+            seed_directions(w, hint, seed)
+        m = b2
+        if have_p:
+            # the previous step, columns scaled to unit norm (with S P alike) so
+            # that R33 below measures how independent of [V, W] it is
+            for j in range(b):
+                nrm = nrm2(n, w.P + j * n)
+                if nrm == 0.0:
+                    have_p = False
+                    break
+                for i in range(n):
+                    bas[(b2 + j) * n + i] = w.P[j * n + i] / nrm
+                    w.SP[j * n + i] /= nrm
+            if have_p:
+                m = 3 * b
+        # QR of the whole basis, so the new directions are orthogonal to V even
+        # at rounding level. [V, W, P] = Q R: S Q1 = (S V) R11^-1, S Q2 is the
+        # product, S Q3 = (S P - S Q1 R13 - S Q2 R23) R33^-1.
+        if geqrf(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
+            est = INFINITY
+            break
+        for j in range(m):
+            memcpy(w.R + j * m, bas + j * n, (j + 1) * sizeof(double))
+        if orgqr(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
+            est = INFINITY
+            break
+        trsm_right_upper(n, b, w.R, m, sbas, n)
+        symm_upper(n, b, unit, S, n, bas + b * n, 0.0, sbas + b * n)
+        st.products += 1
+        if m > b2:
+            # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned
+            # (P's columns have unit norm): a condition estimate, not just the
+            # diagonal, which can hide an ill-conditioned triangle
+            rmin = trcon_upper(b, w.R + b2 * m + b2, m, w.work, w.iwork)
+            if rmin < 1e-6:
+                m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
+            else:
+                memcpy(sbas + b2 * n, w.SP, <size_t> n * b * sizeof(double))
+                gemm(b'N', b'N', n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
+                     sbas + b2 * n, n)
+                gemm(b'N', b'N', n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
+                     sbas + b2 * n, n)
+                trsm_right_upper(n, b, w.R + b2 * m + b2, m, sbas + b2 * n, n)
+        if rayleigh_ritz(w, st, m) != OK:
+            est = INFINITY
+            break
+        if use_p:
+            # the step just taken, without its V part: the next P and S P
+            gemm(b'N', b'N', n, b, m - b, 1.0, bas + b * n, n, w.Y + b, m, 0.0, w.P, n)
+            gemm(b'N', b'N', n, b, m - b, 1.0, sbas + b * n, n, w.Y + b, m, 0.0, w.SP, n)
+            have_p = True
+        topk_rotate(w, m)
+        fnew = 0.0
+        for j in range(k):
+            fnew += w.theta[j]
+        d = fnew - f
+        if d < 0.0:
+            d = 0.0     # rounding: Rayleigh-Ritz on a larger space cannot lose
+        f = fnew
+        est = gap_estimate(d, d1, d2, it + 1)
+        d2 = d1
+        d1 = d
+        if est <= tol_u:
+            break
+    if est > tol_u:
+        # the warm start did not pay: LAPACK now, and for the next `backoff`
+        # solves (doubling while Krylov keeps failing), so that a matrix whose
+        # top-k jumps every time (independent noise early on) costs about an
+        # exact solve per solve, not maxiter products on top of one
+        st.fallbacks += 1
+        st.skip = st.backoff
+        st.backoff = 64 if st.backoff >= 32 else 2 * st.backoff + 1
+        return topk_exact(w, S, V, st)
+    st.solves += 1
+    st.backoff = 0
+    memcpy(V, bas, <size_t> n * b * sizeof(double))
+    st.gap = est / unit
+    if tol_u > 0.0 and est / tol_u > st.max_gap_ratio:
+        st.max_gap_ratio = est / tol_u
+    for j in range(b):
+        w.theta[j] /= unit
+    return OK
+
+
+cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *st,
+                           double tol, const double *hint, unsigned long long seed,
+                           bint krylov) noexcept nogil:
+    # The next block for S: exact (krylov False, or while the back-off lasts) or
+    # warm-started from V with gap tolerance tol. Returns OK (a solve whose
+    # eigenproblems all failed keeps V and counts in st.kept).
+    st.tol = tol
+    if not krylov:
+        return topk_exact(w, S, V, st)
+    if st.skip > 0:
+        st.skip -= 1
+        st.direct += 1
+        return topk_exact(w, S, V, st)
+    return topk_krylov(w, S, V, st, tol, hint, seed)

@@ -1,0 +1,154 @@
+"""Where the experiments' replications run: in this process, or as Dask tasks.
+
+Every experiment is a list of :class:`Task` objects, each a pure function of
+(setting, seed) at module level, so that a task pickles to a worker and gives
+the same result wherever it runs. BLAS is held to one thread inside every task
+(a thread pool changes the order of floating-point sums, and two workers on
+two cores gain nothing from it), so a Dask run and a sequential run of the
+same seeds return identical numbers.
+
+Tasks of all experiments are submitted at once (:meth:`submit`) and collected
+experiment by experiment (:meth:`gather`), so the cluster stays busy while the
+report writer analyses and draws what has already arrived.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from threadpoolctl import threadpool_limits
+
+__all__ = ["Task", "SequentialRunner", "DaskRunner", "open_runner"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One replication: ``func(**setting, seed=seed)``; ``func`` must live at
+    module level (it travels to workers by reference)."""
+
+    func: object
+    setting: dict = field(default_factory=dict)
+    seed: int | None = None
+
+
+def execute(task):
+    """Run one task with BLAS on one thread (the same in every runner);
+    returns (result, seconds)."""
+    t0 = time.perf_counter()
+    with threadpool_limits(limits=1):
+        if task.seed is None:
+            out = task.func(**task.setting)
+        else:
+            out = task.func(**task.setting, seed=task.seed)
+    return out, time.perf_counter() - t0
+
+
+def _progress(total, desc, enabled):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=desc, unit="task", disable=not enabled or total == 0,
+                leave=False, dynamic_ncols=True)
+
+
+class SequentialRunner:
+    """Runs the tasks one after the other in this process, when gathered."""
+
+    workers = 0
+    description = "sequential, in this process"
+
+    def submit(self, tasks):
+        return list(tasks)
+
+    def gather(self, pending, desc="", progress=False):
+        """(results in task order, total seconds spent in the tasks)."""
+        out = []
+        with _progress(len(pending), desc, progress) as bar:
+            for task in pending:
+                out.append(execute(task))
+                bar.update()
+        return [r for r, _ in out], sum(s for _, s in out)
+
+
+class DaskRunner:
+    """Submits tasks to a ``distributed.Client`` and gathers them in order.
+
+    A task that raises on a worker re-raises here, with its traceback; the
+    futures of an experiment are released once gathered.
+    """
+
+    def __init__(self, client, description=None):
+        self.client = client
+        self.workers = len(client.scheduler_info().get("workers", {}))
+        self.description = description or f"Dask, {self.workers} worker(s)"
+
+    def submit(self, tasks):
+        tag = uuid.uuid4().hex[:8]
+        return [self.client.submit(execute, task, pure=False,
+                                   key=f"streamfit-{getattr(task.func, '__name__', 'task')}-"
+                                       f"{tag}-{i}")
+                for i, task in enumerate(tasks)]
+
+    def gather(self, pending, desc="", progress=False):
+        from distributed import as_completed
+
+        try:
+            with _progress(len(pending), desc, progress) as bar:
+                for future in as_completed(pending):
+                    if future.status == "error":
+                        future.result()          # re-raises the worker's exception
+                    bar.update()
+            out = [future.result() for future in pending]
+            return [r for r, _ in out], sum(s for _, s in out)
+        finally:
+            for future in pending:
+                future.release()
+
+
+@contextlib.contextmanager
+def open_runner(*, workers=None, scheduler=None, timeout=30):
+    """A runner for the report: ``workers=0`` runs in this process; otherwise a
+    ``distributed.LocalCluster`` with ``workers`` single-threaded worker
+    processes (default: one per core), started here and closed on exit, or
+    the existing cluster at ``scheduler`` (an address such as
+    ``tcp://10.0.0.5:8786``), which is left running.
+
+    Examples
+    --------
+    >>> from streamfit.experiments import open_runner
+    >>> with open_runner(workers=0) as runner:
+    ...     runner.description
+    'sequential, in this process'
+    """
+    if scheduler is None and workers == 0:
+        yield SequentialRunner()
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - dask is part of the report's extra
+        raise ImportError("running the report on Dask needs dask and distributed "
+                          "(pip install 'streamfit[report]'), or pass --workers 0") from exc
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within "
+                                  f"{timeout} s: {exc}") from exc
+        try:
+            yield DaskRunner(client, f"Dask cluster at {scheduler}")
+        finally:
+            client.close()
+        return
+    n = workers or os.cpu_count() or 1
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                           dashboard_address=None, silence_logs=logging.ERROR)
+    try:
+        client = Client(cluster)
+        try:
+            yield DaskRunner(client, f"Dask LocalCluster, {n} worker process(es)")
+        finally:
+            client.close()
+    finally:
+        cluster.close()

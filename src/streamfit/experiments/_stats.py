@@ -1,0 +1,102 @@
+"""Fits and summaries the verdicts are computed from."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import optimize, stats
+
+__all__ = ["loglog_slope", "mean_ci", "diff_ci", "fit_log_growth", "fit_power_growth",
+           "last_decade_slope", "median", "log_model"]
+
+
+def loglog_slope(x, y):
+    """Least-squares slope of log y against log x (finite, positive points)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    if ok.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
+
+
+def last_decade_slope(t, err, decades=1.0):
+    """Log-log slope of ``err`` against ``t`` over the last ``decades`` of t."""
+    t = np.asarray(t, float)
+    keep = t >= t[-1] / 10 ** decades
+    return loglog_slope(t[keep], np.asarray(err, float)[keep])
+
+
+def median(values):
+    values = np.asarray(values, float)
+    return float(np.median(values)) if values.size else float("nan")
+
+
+def mean_ci(values, level=0.95):
+    """Mean and the half-width of its Student-t confidence interval."""
+    values = np.asarray(values, float)
+    n = values.size
+    if n < 2:
+        return float(values.mean()) if n else float("nan"), float("nan")
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * values.std(ddof=1) / np.sqrt(n)
+    return float(values.mean()), float(half)
+
+
+def diff_ci(a, b, level=0.95):
+    """Mean of a - b and the half-width of Welch's confidence interval."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = np.sqrt(va + vb)
+    if se == 0:
+        return float(a.mean() - b.mean()), 0.0
+    dof = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+    return float(a.mean() - b.mean()), float(stats.t.ppf(0.5 + level / 2, dof) * se)
+
+
+def _least_squares(model, p0, t, r, bounds):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            p, _ = optimize.curve_fit(model, t, r, p0=p0, bounds=bounds, maxfev=20000)
+        except (RuntimeError, ValueError):
+            return None, float("nan")
+    resid = r - model(t, *p)
+    total = np.sum((r - r.mean()) ** 2)
+    return p, float(1 - np.sum(resid ** 2) / total) if total > 0 else float("nan")
+
+
+def _log_model(t, b, A, a):
+    return b + A * np.log1p(t / a)
+
+
+def _power_model(t, b, A, p):
+    return b + A * t ** p
+
+
+def fit_log_growth(t, r):
+    """Fit r = b + A log(1 + t / a) (the paper's Figure 9 benchmark shape).
+
+    Returns ``dict(b, A, a, r2)``; NaNs if the fit fails.
+    """
+    t, r = np.asarray(t, float), np.asarray(r, float)
+    span = max(r[-1] - r[0], 1e-12)
+    p, r2 = _least_squares(_log_model, (r[0], span / np.log1p(t[-1] / t[0]), t[0]), t, r,
+                           ([-np.inf, 0, 1e-9], [np.inf, np.inf, np.inf]))
+    if p is None:
+        return {"b": np.nan, "A": np.nan, "a": np.nan, "r2": np.nan}
+    return {"b": float(p[0]), "A": float(p[1]), "a": float(p[2]), "r2": r2}
+
+
+def fit_power_growth(t, r):
+    """Fit r = b + A t^p; p near 0 is logarithmic-like growth, 1/2 square-root,
+    1 linear. Returns ``dict(b, A, p, r2)``."""
+    t, r = np.asarray(t, float), np.asarray(r, float)
+    span = max(r[-1] - r[0], 1e-12)
+    p, r2 = _least_squares(_power_model, (r[0], span / t[-1] ** 0.5, 0.5), t, r,
+                           ([-np.inf, 0, 0], [np.inf, np.inf, 2.0]))
+    if p is None:
+        return {"b": np.nan, "A": np.nan, "p": np.nan, "r2": np.nan}
+    return {"b": float(p[0]), "A": float(p[1]), "p": float(p[2]), "r2": r2}
+
+
+def log_model(t, fit):
+    return _log_model(np.asarray(t, float), fit["b"], fit["A"], fit["a"])

@@ -1,0 +1,137 @@
+"""FTL, FPL, MEG and GD side by side: regret against T beside each bound, on
+FTL's adversary, a weak-spike stream and an i.i.d. spiked stream."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..pca import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA, \
+    regret_bound
+from ..simulate import make_ftl_adversary, make_spiked_stream
+from . import _plot
+from ._runner import Task
+from ._stats import loglog_slope
+from ._types import Check, Experiment, Outcome
+
+ALGORITHMS = ("FTL", "FPL", "MEG", "GD")
+
+
+def _stream(name, n, k, T):
+    if name == "adversary":
+        return make_ftl_adversary(T, n, k)
+    if name == "weak spike":
+        return make_spiked_stream(T, n, n_spikes=k, strength=n ** 1.25 / np.sqrt(k * T),
+                                  random_state=7)
+    return make_spiked_stream(T, n, n_spikes=k, random_state=300)
+
+
+def run_compare(stream, n, k, points, algorithm, seed):
+    """Regret (and the algorithm's bound) at each checkpoint, and seconds per trial."""
+    X = _stream(stream, n, k, points[-1])
+    est = {"FTL": lambda: FollowTheLeaderPCA(k),
+           "FPL": lambda: PerturbedLeaderPCA(k, random_state=seed),
+           "MEG": lambda: MatrixEGPCA(k, random_state=seed),
+           "GD": lambda: MatrixGDPCA(k, random_state=seed)}[algorithm]()
+    out = {"regret": [], "bound": []}
+    prev, t0 = 0, time.perf_counter()
+    for T in points:
+        est.partial_fit(X[prev:T])
+        prev = T
+        out["regret"].append(float(est.regret_))
+        if algorithm == "FPL":
+            out["bound"].append(regret_bound(T, n, k, est.sigma_))
+        elif algorithm in ("MEG", "GD"):
+            out["bound"].append(float(est.regret_bound()))
+        else:
+            out["bound"].append(np.nan)
+    out["seconds_per_trial"] = (time.perf_counter() - t0) / points[-1]
+    return out
+
+
+def _runs(p):
+    """(stream, algorithm, seed) per task: FPL over seeds; the others are
+    deterministic in expectation (MEG and GD report the expected regret of
+    their parameter matrix), one run each."""
+    out = []
+    for s in p["streams"]:
+        for a in ALGORITHMS:
+            seeds = range(p["reps"]) if a == "FPL" else (0,)
+            out += [(s, a, seed) for seed in seeds]
+    return out
+
+
+def _tasks(p):
+    return [Task(run_compare, dict(stream=s, n=p["streams"][s][0], k=p["streams"][s][1],
+                                   points=tuple(p["streams"][s][2]), algorithm=a), seed)
+            for s, a, seed in _runs(p)]
+
+
+def _analyse(p, results):
+    fig, axes = _plot.new_figure(len(p["streams"]), width=4.8, height=4.6)
+    grouped = {}
+    for (s, a, _), r in zip(_runs(p), results):
+        grouped.setdefault((s, a), []).append(r)
+    table = {k: [] for k in ("stream", "algorithm", "T", "regret", "bound", "regret / bound",
+                             "slope", "ms per trial")}
+    checks = []
+    for ax, s in zip(axes, p["streams"]):
+        n, k, pts = p["streams"][s]
+        shown = []
+        for j, a in enumerate(ALGORITHMS):
+            rs = grouped[(s, a)]
+            reg = np.mean([r["regret"] for r in rs], axis=0)
+            bnd = np.mean([r["bound"] for r in rs], axis=0)
+            slope = loglog_slope(pts, reg)
+            shown.extend(reg)
+            ax.plot(pts, reg, "o-", color=f"C{j}", ms=3,
+                    label=f"{a}{' (mean)' if len(rs) > 1 else ''}: slope {slope:+.2f}")
+            if np.isfinite(bnd).all():
+                ax.plot(pts, bnd, "--", color=f"C{j}", lw=0.9, label=f"{a} bound")
+            ms = 1e3 * float(np.mean([r["seconds_per_trial"] for r in rs]))
+            for key, v in zip(table, (s, a, pts[-1], reg[-1], bnd[-1], reg[-1] / bnd[-1], slope,
+                                      ms)):
+                table[key].append(v)
+            if a != "FTL":
+                checks.append(Check(f"{s}: {a} below its bound at every T (largest ratio "
+                                    f"{np.max(reg / bnd):.2f})", bool(np.all(reg < bnd))))
+            if s == "adversary":
+                if a == "FTL":
+                    checks.append(Check(f"adversary: FTL linear in T (slope {slope:+.2f} >= 0.9)",
+                                        slope >= 0.9))
+                else:
+                    checks.append(Check(f"adversary: {a} grows like sqrt(T) (slope "
+                                        f"{slope:+.2f} in [0.3, 0.7])", 0.3 <= slope <= 0.7))
+        _plot.finish(ax, xlabel="T", ylabel="regret", fontsize=6.5, below=True, logy=False,
+                     title=f"{s}: n = {n}, k = {k}")
+        _plot.signed_log_y(ax, shown)
+        _plot.value_ticks(ax, pts)
+    setting = ("FTL; FPL (sigma 'auto', fixed noise, mean over "
+               f"{p['reps']} seeds); MEG and GD (eta 'auto', expected regret of their parameter "
+               "matrix, which does not depend on the seed). Streams: make_ftl_adversary; a weak "
+               "spike of strength n^(5/4) / sqrt(kT) (the stream that makes FPL pay for its "
+               "noise, see `pca-scaling`); an i.i.d. spiked stream (strength 5). Bounds: the "
+               "paper's at FPL's sigma (regret_bound) and MEG's/GD's own (regret_bound()). "
+               "Milliseconds per trial are measured inside the tasks (one BLAS thread; "
+               "indicative only -- `benchmarks/` has the interleaved ratios).")
+    return Outcome(setting=setting, tables=[("At the last T", table)],
+                   figures={"pca_four_algorithms": fig}, checks=checks)
+
+
+EXPERIMENT = Experiment(
+    name="pca-compare", paper="000",
+    title="FTL, FPL, MEG and GD side by side",
+    claim=("MEG and GD have (near-)minimax regret O(sqrt(kT)) / O(k sqrt(T log n)) but need a "
+           "full eigendecomposition, O(n^3) a trial; FPL needs only the top k eigenvectors, "
+           "O(k n^2), at regret O(n^(1/4) sqrt(kT)); FTL is cheap and can be forced to linear "
+           "regret."),
+    presets={"quick": dict(reps=3, streams={"adversary": (10, 2, (500, 1500, 5000, 15_000)),
+                                            "weak spike": (32, 2, (300, 1000, 3000)),
+                                            "spiked": (50, 3, (300, 1000, 3000))}),
+             "tiny": dict(reps=2, streams={"adversary": (6, 2, (200, 600, 2000)),
+                          "weak spike": (8, 2, (100, 300)), "spiked": (10, 2, (100, 300))}),
+             "full": dict(reps=50, streams={"adversary": (10, 2, (1000, 3000, 10_000, 30_000,
+                                                                  100_000)),
+                                            "weak spike": (32, 2, (500, 1500, 5000, 15_000)),
+                                            "spiked": (50, 3, (500, 1500, 4000, 10_000))})},
+    tasks=_tasks, analyse=_analyse)

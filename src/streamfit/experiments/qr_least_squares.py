@@ -1,0 +1,120 @@
+"""Figure 7 of Shen, Xia & Zhou (2025): online quantile regression against
+online least squares under Gaussian and t_1.1 noise."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..quantile import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from . import _plot
+from ._qr_common import D_PAPER, T_PAPER, checkpoints, paper_stream, run_path
+from ._runner import Task
+from ._stats import last_decade_slope, median
+from ._types import Check, Experiment, Outcome
+
+
+def run_figure7(n, d, noise, snr, n_points, seed):
+    """One replication: error paths of online QR (tau = 1/2) and online least
+    squares, each with its default statistical schedule."""
+    X, y, beta = paper_stream(n, d, snr=snr, noise=noise, seed=seed)
+    pts = checkpoints(n, n_points)
+    return {"t": list(map(int, pts)),
+            "quantile": run_path(OnlineQuantileRegressor(0.5, fit_intercept=False), X, y, beta,
+                                 pts)["err"],
+            "quantile averaged": run_path(OnlineQuantileRegressor(0.5, fit_intercept=False,
+                                                                  average=True), X, y, beta,
+                                          pts)["err"],
+            "least squares": run_path(OnlineLeastSquaresRegressor(fit_intercept=False), X, y,
+                                      beta, pts)["err"]}
+
+
+def _tasks(p):
+    return [Task(run_figure7, dict(n=p["n"], d=p["d"], noise=noise, snr=snr,
+                                   n_points=p["n_points"]), seed)
+            for noise in ("gaussian", "t") for snr in p["snrs"] for seed in range(p["reps"])]
+
+
+def _analyse(p, results):
+    reps, snrs = p["reps"], list(p["snrs"])
+    fig, axes = _plot.new_figure(len(snrs), 2, width=5.0, height=3.6)
+    table = {k: [] for k in ("noise", "SNR", "quantile", "least squares", "QR / LS",
+                             "QR slope", "LS slope", "QR averaged", "QR averaged / LS")}
+    final, k = {}, 0
+    for ni, noise in enumerate(("gaussian", "t")):
+        for si, snr in enumerate(snrs):
+            res = results[k:k + reps]
+            k += reps
+            ax = axes[ni * len(snrs) + si]
+            t = res[0]["t"]
+            row = {}
+            for j, (m, label, style) in enumerate((
+                    ("quantile", "online QR", "-"), ("least squares", "online least squares", "-"),
+                    ("quantile averaged", "online QR, averaged (beyond the paper)", "--"))):
+                paths = np.array([r[m] for r in res])
+                _plot.path_band(ax, t, paths, label, color=f"C{j}", style=style)
+                row[m] = (median(paths[:, -1]),
+                          last_decade_slope(t, np.median(paths, axis=0)))
+            final[(noise, snr)] = row
+            vals = (noise, snr, row["quantile"][0], row["least squares"][0],
+                    row["quantile"][0] / row["least squares"][0], row["quantile"][1],
+                    row["least squares"][1], row["quantile averaged"][0],
+                    row["quantile averaged"][0] / row["least squares"][0])
+            for key, v in zip(table, vals):
+                table[key].append(v)
+            ax.axhline(1 / snr, color="grey", lw=0.8, ls="-.", label="E|xi| / ||b*||")
+            label = "Gaussian" if noise == "gaussian" else "t_1.1"
+            _plot.finish(ax, xlabel="t (samples)", ylabel="relative error",
+                         title=f"||b*|| / E|xi| = {snr:g}, {label} noise ({reps} reps)")
+    checks = []
+    for snr in snrs:
+        g = final[("gaussian", snr)]
+        ratio = g["quantile"][0] / g["least squares"][0]
+        checks.append(Check(f"Gaussian, SNR {snr:g}: QR and least squares end at almost the same "
+                            f"accuracy (QR / LS = {ratio:.2f} in [0.5, 2])", 0.5 <= ratio <= 2))
+        slopes = (g["quantile"][1], g["least squares"][1])
+        checks.append(Check(f"Gaussian, SNR {snr:g}: both O(1/t) at the end (slopes "
+                            f"{slopes[0]:+.2f}, {slopes[1]:+.2f} in [-0.75, -0.3])",
+                            all(-0.75 <= s <= -0.3 for s in slopes)))
+        tt = final[("t", snr)]
+        bad = tt["least squares"][0] / tt["quantile"][0]
+        checks.append(Check(f"t_1.1, SNR {snr:g}: least squares does not converge (its error "
+                            f"{tt['least squares'][0]:.3g} >= 10x QR's {tt['quantile'][0]:.3g})",
+                            bool(bad >= 10)))
+        rel = tt["quantile"][0] / g["quantile"][0]
+        checks.append(Check(f"t_1.1, SNR {snr:g}: QR's error comparable to the Gaussian case "
+                            f"(t / Gaussian = {rel:.2f} <= 2)", rel <= 2))
+    g = [final[("gaussian", snr)] for snr in snrs]
+    notes = ("Under Gaussian noise the plain QR iterate ends "
+             + ", ".join(f"{r['quantile'][0] / r['least squares'][0]:.2f}x" for r in g)
+             + " least squares' error. The efficient median regression is sqrt(pi/2) = 1.25x "
+             "the mean's at the Gaussian; the rest is the step constants' Robbins-Monro "
+             "factors sqrt(c^2/(2c-1)): c = Ca = 20 for QR (3.2x) against c = 2 for least "
+             "squares (1.15x), so 1.25 x 3.2 / 1.15 = 3.5x (see `qr-efficiency`). Averaged, QR "
+             "ends " + ", ".join(f"{r['quantile averaged'][0] / r['least squares'][0]:.2f}x"
+                                 for r in g)
+             + " least squares': the paper's 'almost the same accuracy' holds for the averaged "
+             "iterate.")
+    setting = (f"d = {p['d']}, T = {p['n']:,}, tau = 0.5, beta_0 = 0, {reps} replications. "
+               "Panels ||beta*|| / E|xi| = " + " and ".join(f"{s:g}" for s in snrs) + ": the "
+               "caption's labels read 'E|xi| = 20' and 'E|xi| = 200' in the text extraction, "
+               "but the same extraction drops the numerator of every stacked fraction (Figure "
+               "2's 'E|xi| = 0.02' is ||beta_0 - beta*|| / E|xi| by its text, Figures 8 and 9 "
+               "print a stray 'beta' above 'E|xi| = 20'), and Figure 4 speaks of moderate and "
+               "strong SNR: so these are signal-to-noise ratios, as in the other figures, not "
+               "E|xi| with ||beta*|| = 1000 (which would mean SNR 50 and 5). Both learners use "
+               "the library's default statistical schedules (least squares: the paper's "
+               "constant-then-O(1/(t + d)) scheme, Section 3.1).")
+    return Outcome(setting=setting, tables=[("Final relative errors (medians)", table)],
+                   figures={"fig7_least_squares": fig}, checks=checks, notes=notes)
+
+
+EXPERIMENT = Experiment(
+    name="qr-fig7", paper="001",
+    title="Figure 7: online QR vs online least squares",
+    claim=("d = 100, T = 1e5, tau = 1/2, Gaussian and t_1.1 noise at two noise levels. Claim: "
+           "under Gaussian noise both converge (linear, then O(1/t)) to almost the same "
+           "accuracy; under t_1.1 noise online least squares does not converge, while online "
+           "QR converges to errors comparable to the Gaussian case."),
+    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=3, n_points=40),
+             "tiny": dict(n=3000, d=10, snrs=(20.0,), reps=1, n_points=8),
+             "full": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=50, n_points=50)},
+    tasks=_tasks, analyse=_analyse)

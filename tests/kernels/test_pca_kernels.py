@@ -1,0 +1,239 @@
+"""streamfit.kernels' online PCA half from a second package's point of view:
+only the public low-level API -- goe, TopK, the capped-simplex functions --
+composed into Follow the Perturbed Leader's inner loop reproduces
+PerturbedLeaderPCA's projections; TopK on any symmetric matrix; pickling;
+argument checks."""
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from streamfit import kernels
+from streamfit.kernels import TopK, goe
+
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+def fpl_tolerance(tol, L, sigma, n, k, t_next):
+    """The Krylov gap tolerance PerturbedLeaderPCA documents, tol c / (2
+    sqrt(t)), R_T <= c sqrt(T) the bound at sigma for vector instances of
+    ||x||^2 <= L: c = a / sigma + k sqrt(n) sigma, a = L^2 sqrt(2/pi) (here
+    as mantissa and exponent, the kernel's overflow-free evaluation)."""
+    m, e = math.frexp(L)
+    a = m * m * SQRT_2_OVER_PI
+    c = math.ldexp(a / math.ldexp(sigma, -e), e) + k * math.sqrt(n) * sigma
+    return tol * c / (2.0 * math.sqrt(t_next))
+
+
+@pytest.mark.parametrize("n, k, sigma, seed", [(60, 3, 0.25, 0), (120, 5, 0.125, 3),
+                                               (40, 2, 0.5, 7)])
+def test_fpl_inner_loop_from_the_kernels_matches_the_estimator(n, k, sigma, seed):
+    """Fixed noise S_t = X_<t + sqrt(t) sigma N: one GOE draw, a rank-one and a
+    scaled-noise update per trial, a warm-started solve with the trial's row
+    as the hint -- the projections PerturbedLeaderPCA plays, bit for bit."""
+    from streamfit import PerturbedLeaderPCA
+    from streamfit.simulate import make_spiked_stream
+
+    X = make_spiked_stream(150, n, n_spikes=k, random_state=seed)
+    tol = 0.01
+    est = PerturbedLeaderPCA(k, sigma=sigma, random_state=seed).partial_fit(X[:0])
+
+    # --- the second package: streamfit.kernels only ---
+    rng = np.random.default_rng(seed)
+    N = goe(n, 1.0, rng)                          # one draw per run
+    topk = TopK(n, k)
+    topk.update(matrix=N, scale=sigma)            # S_1 = sigma N
+    topk.solve()                                  # the first decision, exact
+    np.testing.assert_array_equal(topk.vectors, est.components_)
+    s, L, gain = sigma, 0.0, 0.0
+    for t, x in enumerate(X, start=1):
+        V = topk.vectors
+        gain += float(np.sum((V @ x) ** 2))       # play V_t, see x_t
+        L = max(L, float(np.einsum("i,i->", x, x)))
+        topk.update(vector=x)                     # S += x x^T
+        s_new = math.sqrt(t + 1.0) * sigma
+        topk.update(matrix=N, scale=s_new - s)    # sqrt(t) sigma N -> sqrt(t + 1) sigma N
+        s = s_new
+        topk.solve(fpl_tolerance(tol, L, sigma, n, k, t + 1.0), hint=x, seed=t)
+        # --- the estimator, one trial behind ---
+        est.partial_fit(x[None])
+        np.testing.assert_array_equal(topk.vectors, est.components_, err_msg=f"trial {t}")
+    assert topk.stats["products"] > topk.stats["solves"]       # Krylov did the work
+    assert topk.stats["products"] == est.solver_stats_["products"]
+    np.testing.assert_allclose(gain, est.cumulative_gain_, rtol=1e-12)
+    np.testing.assert_array_equal(topk.matrix, est.perturbed_matrix())
+
+
+def test_topk_tracks_a_symmetric_matrix_under_low_rank_updates():
+    """Any symmetric matrix (not PSD, not FPL's): rank-one, rank-m, dense and
+    scaled updates; each warm-started solve within its gap tolerance of
+    LAPACK's top k."""
+    rng = np.random.default_rng(1)
+    n, k = 150, 4
+    A = rng.standard_normal((n, n))
+    A = (A + A.T) / 2
+    topk = TopK(n, k)
+    topk.update(matrix=A)
+    values, vectors = topk.solve()
+    ref = A.copy()
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(ref)[::-1][:k], rtol=1e-12)
+    for step in range(30):
+        kind = step % 3
+        if kind == 0:
+            x = rng.standard_normal(n)
+            topk.update(vector=x, scale=0.3)
+            ref += 0.3 * np.outer(x, x)
+        elif kind == 1:
+            R = rng.standard_normal((3, n))
+            topk.update(rows=R, scale=-0.1)
+            ref -= 0.1 * R.T @ R
+        else:
+            B = rng.standard_normal((n, n)) * 0.01
+            B = B + B.T
+            topk.update(matrix=B, scale=2.0)
+            ref += 2.0 * B
+        tol = 1e-6
+        values, vectors = topk.solve(tol)
+        exact = np.linalg.eigvalsh(ref)[::-1][:k]
+        captured = np.einsum("ij,jk,ik->", vectors, ref, vectors)
+        assert exact.sum() - captured <= 2 * tol + 1e-9 * abs(exact).sum()
+        np.testing.assert_allclose(vectors @ vectors.T, np.eye(k), atol=1e-12)
+        np.testing.assert_allclose(values.sum(), captured, rtol=1e-9)
+    np.testing.assert_allclose(topk.matrix, ref, atol=1e-12)
+    assert topk.stats["products"] > 0 and topk.stats["kept"] == 0
+
+
+def test_topk_pickles_and_resumes_bit_identically():
+    rng = np.random.default_rng(2)
+    n = 80
+    topk = TopK(n, 3)
+    topk.update(matrix=goe(n, 1.0, rng))
+    topk.solve()
+    xs = rng.standard_normal((10, n))
+    for x in xs[:5]:
+        topk.update(vector=x)
+        topk.solve(1e-3, hint=x)
+    twin = pickle.loads(pickle.dumps(topk))
+    for obj in (topk, twin):
+        for x in xs[5:]:
+            obj.update(vector=x)
+            obj.solve(1e-3, hint=x)
+    np.testing.assert_array_equal(twin.vectors, topk.vectors)
+    np.testing.assert_array_equal(twin.values, topk.values)
+    assert twin.stats == topk.stats
+    # a pickle records the API version its layout belongs to
+    state = topk.__getstate__()
+    assert state["api_version"] == kernels.API_VERSION
+    stale = TopK.__new__(TopK)
+    with pytest.raises(ValueError, match="API version"):
+        stale.__setstate__({**state, "api_version": 0})
+
+
+def test_goe_from_a_bit_generator_and_into_out():
+    bitgen = np.random.PCG64(5)
+    out = np.empty((64, 64))
+    N = goe(64, 2.0, bitgen, out=out)
+    assert N is out and np.array_equal(N, N.T)
+    ref = goe(64, 2.0, np.random.default_rng(np.random.PCG64(5)))
+    np.testing.assert_array_equal(N, ref)
+    # the bit generator moved on by exactly the n(n+1)/2 normals
+    z = np.random.Generator(np.random.PCG64(5)).standard_normal(64 * 65 // 2 + 1)
+    assert np.random.Generator(bitgen).standard_normal() == z[-1]
+
+
+@pytest.mark.parametrize("call, exc, name", [
+    (lambda: goe(-1), ValueError, "n"),
+    (lambda: goe(3, -1.0), ValueError, "sigma"),
+    (lambda: goe(3, random_state="x"), TypeError, "random_state"),
+    (lambda: goe(3, out=np.empty((3, 3), dtype=np.float32)), ValueError, "out"),
+    (lambda: goe(3, out=np.empty((3, 6))[:, ::2]), ValueError, "out"),
+    (lambda: TopK(0, 1), ValueError, "n"),
+    (lambda: TopK(5, 6), ValueError, "k"),
+    (lambda: TopK(5, 3, block=2), ValueError, "block"),
+    (lambda: TopK(5, 1).update(), ValueError, "exactly one"),
+    (lambda: TopK(5, 1).update(vector=np.ones(4)), ValueError, "vector"),
+    (lambda: TopK(5, 1).update(rows=np.ones((2, 4))), ValueError, "rows"),
+    (lambda: TopK(3, 1).update(matrix=np.triu(np.ones((3, 3)))), ValueError, "symmetric"),
+    (lambda: TopK(3, 1).update(vector=[1.0, np.nan, 0.0]), ValueError, "vector"),
+    (lambda: TopK(3, 1).update(vector=[1j, 0, 0]), TypeError, "vector"),
+    (lambda: TopK(3, 1).solve(-1.0), ValueError, "tol"),
+    (lambda: TopK(3, 1).solve(hint=np.ones(2)), ValueError, "hint"),
+    (lambda: kernels.project_capped_simplex([1.0, 2.0], 3), ValueError, "k"),
+    (lambda: kernels.mixture_decomposition([0.5, 0.5, 1.5], 2), ValueError, "w"),
+    (lambda: kernels.systematic_sample([0.5, 0.5], 1, size=-1), ValueError, "size"),
+])
+def test_arguments_are_checked_naming_them(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
+
+
+def test_the_kernels_module_exports_the_pca_api():
+    for name in ("goe", "TopK", "project_capped_simplex", "mixture_decomposition",
+                 "systematic_sample", "default_block_size", "default_max_iter"):
+        assert name in kernels.__all__ and getattr(kernels, name).__doc__
+    # the estimators' helpers are the same functions
+    from streamfit import pca
+    assert pca.project_capped_simplex is kernels.project_capped_simplex
+    assert pca.mixture_decomposition is kernels.mixture_decomposition
+    assert pca.systematic_sample is kernels.systematic_sample
+
+
+# -- the typed boundary of the compiled entries ------------------------------------------
+
+def _fpl_records(n=10, k=2, noise=1):
+    from streamfit._kernels import _pca
+    p = np.zeros(1, _pca.PARAMS_DTYPE)
+    p["kind"], p["noise"], p["solver"], p["k"], p["b"], p["maxiter"] = 0, noise, 0, k, k + 2, 5
+    p["sigma_auto"], p["tol"] = 1, 0.01
+    arrays = dict(S=np.zeros((n, n)), N=np.zeros((n, n)), C=np.zeros((n, n)),
+                  rows=np.zeros((4, n)), V=np.zeros((k + 2, n)))
+    return np.zeros(1, _pca.STATE_DTYPE), p, arrays
+
+
+def test_kernel_entries_check_records_and_shapes():
+    """State and parameters are records of the kernels' C structs, checked by
+    name and layout; every array is checked against the record it goes with:
+    a wrong one is a ValueError, never a write past its end."""
+    from streamfit._kernels import _capped, _pca
+    bitgen = np.random.PCG64(0)
+    state, params, a = _fpl_records()
+    code, done, exc = _pca.initialize(state, params, a["S"], a["N"], a["C"], a["rows"],
+                                      a["V"], bitgen.capsule)
+    assert (code, done, exc) == (0, 0, None)
+    X = np.ones((3, 10)) / np.sqrt(10)
+    s = np.einsum("ij,ij->i", X, X)
+    args = (a["S"], a["N"], a["C"], a["rows"], a["V"], bitgen.capsule)
+    assert _pca.run(X, s, s, state, params, *args)[:2] == (0, 3)
+    flat = np.zeros(len(_pca.STATE_DTYPE.names))                 # the old flat layout
+    with pytest.raises(ValueError):
+        _pca.run(X, s, s, flat, params, *args)
+    renamed = np.zeros(1, _pca.STATE_DTYPE.descr[:1] + [("x" + name, f) for name, f
+                                                      in _pca.STATE_DTYPE.descr[1:]])
+    with pytest.raises(ValueError, match="state"):
+        _pca.run(X, s, s, renamed.view(renamed.dtype), params, *args)
+    bad = dict(a)
+    for name, value in (("V", np.zeros((3, 10))), ("rows", np.zeros((4, 9))),
+                        ("C", np.zeros((5, 5))), ("N", np.zeros((0, 0)))):
+        bad = dict(a, **{name: value})
+        with pytest.raises(ValueError, match=name):
+            _pca.run(X, s, s, state, params, bad["S"], bad["N"], bad["C"], bad["rows"],
+                     bad["V"], bitgen.capsule)
+    with pytest.raises(ValueError, match="X has 9 columns"):
+        _pca.run(np.ascontiguousarray(X[:, :9]), s, s, state, params, *args)
+    p2 = params.copy()
+    p2["b"] = 11
+    with pytest.raises(ValueError, match="b"):
+        _pca.run(X, s, s, state, p2, *args)
+    # the capped kernel alike
+    cp = np.zeros(1, _capped.PARAMS_DTYPE)
+    cp["algo"], cp["kind"], cp["k"], cp["eta_auto"], cp["eig_first"] = 1, 0, 2, 1, 1
+    M, U, w, C, Wd = (np.zeros((10, 10)), np.zeros((10, 10)), np.zeros(10),
+                      np.zeros((10, 10)), np.zeros((0, 0)))
+    _capped.reset_state(cp, M, U, w, Wd)
+    cs = np.zeros(1, _capped.STATE_DTYPE)
+    assert _capped.run(X, s, s, cs, cp, M, U, w, C, Wd, bitgen.capsule)[:2] == (0, 3)
+    with pytest.raises(ValueError, match="w"):
+        _capped.run(X, s, s, cs, cp, M, U, np.zeros(9), C, Wd, bitgen.capsule)
+    with pytest.raises(ValueError, match="(?i)state"):      # Cython's check: CappedState
+        _capped.run(X, s, s, state, cp, M, U, w, C, Wd, bitgen.capsule)

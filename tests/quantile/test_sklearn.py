@@ -1,0 +1,183 @@
+"""The online regressors as native scikit-learn estimators: scikit-learn's own
+estimator checks over every mode, and the meta-estimators users combine them
+with (Pipeline, GridSearchCV, cross_val_score, clone, joblib)."""
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone, is_regressor
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import d2_pinball_score, make_scorer, r2_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from streamfit.schedules import ConstantSchedule, StatisticalSchedule
+from streamfit.simulate import make_linear_stream
+
+
+def short(**kw):
+    # scikit-learn's checks fit a few dozen rows: a 5-row warm-up and 16-row
+    # windows make the statistical schedule learn within them (the default
+    # 50-row warm-up would leave every check's model at zero)
+    return StatisticalSchedule(n_warmup=5, window=16, **kw)
+
+
+# Every mode, averaged, least squares; defaults and configurations that learn
+# within the checks' small datasets.
+ESTIMATORS = [
+    OnlineQuantileRegressor(),
+    OnlineQuantileRegressor(mode="batch"),
+    OnlineQuantileRegressor(mode="storage"),
+    OnlineLeastSquaresRegressor(),
+    OnlineQuantileRegressor(0.3, schedule=short()),
+    OnlineQuantileRegressor(0.7, mode="batch", batch_size=8, schedule=short()),
+    OnlineQuantileRegressor(0.5, mode="storage", batch_size=16, schedule=short()),
+    OnlineQuantileRegressor(0.5, average=True, schedule=short(patience=1)),
+    OnlineQuantileRegressor(0.5, mode="batch", batch_size=4, average=True,
+                            schedule=short(patience=1)),
+    OnlineQuantileRegressor(0.5, schedule=ConstantSchedule(0.05)),
+    OnlineLeastSquaresRegressor(schedule=short()),
+    OnlineLeastSquaresRegressor(average=True, schedule=short(patience=1)),
+]
+
+ORDER = ("an online learner's fit depends on the order of its rows, and the check "
+         "shuffles the weighted rows against the repeated ones")
+
+
+def expected_failures(est):
+    """The checks an online learner fails by nature, with the reason. Only
+    for configurations that learn within the check's 15 rows (the default
+    warm-up of 50 rows leaves both fits at zero: equal, vacuously)."""
+    sched = est.schedule
+    learns = isinstance(sched, ConstantSchedule) or \
+        (isinstance(sched, StatisticalSchedule) and sched.n_warmup < 15)
+    return {"check_sample_weight_equivalence_on_dense_data": ORDER} if learns else {}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures,
+                         xfail_strict=True)
+def test_scikit_learn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+# -- meta-estimators ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def data():
+    # features on different scales and away from 0: the pipeline's scaler matters
+    X, y, beta = make_linear_stream(6000, 5, tau=0.8, random_state=0)
+    scale = np.array([1.0, 10.0, 0.1, 3.0, 1.0])
+    return X * scale + 2.0, y, beta
+
+
+def test_is_a_regressor_with_tags():
+    est = OnlineQuantileRegressor()
+    assert is_regressor(est)
+    tags = est.__sklearn_tags__()
+    assert tags.target_tags.required and not tags.input_tags.allow_nan
+
+
+@pytest.mark.parametrize("est", [OnlineQuantileRegressor(), OnlineLeastSquaresRegressor()])
+def test_not_fitted_errors(est, data):
+    X, y, _ = data
+    for use in (lambda: est.predict(X), lambda: est.score(X, y), lambda: est.coef_):
+        with pytest.raises(NotFittedError, match="not fitted yet"):
+            use()
+
+
+def test_score_is_d2_pinball_at_tau_and_r2_for_least_squares(data):
+    X, y, _ = data
+    qr = OnlineQuantileRegressor(0.8).fit(X, y)
+    assert qr.score(X, y) == pytest.approx(d2_pinball_score(y, qr.predict(X), alpha=0.8),
+                                           rel=1e-12)
+    sw = np.random.default_rng(0).random(len(y))
+    assert qr.score(X, y, sample_weight=sw) == pytest.approx(
+        d2_pinball_score(y, qr.predict(X), alpha=0.8, sample_weight=sw), rel=1e-12)
+    ls = OnlineLeastSquaresRegressor().fit(X, y)
+    assert ls.score(X, y) == pytest.approx(r2_score(y, ls.predict(X)), rel=1e-12)
+
+
+def test_pipeline_with_a_scaler(data):
+    X, y, _ = data
+    pipe = make_pipeline(StandardScaler(), OnlineQuantileRegressor(0.8, average=True))
+    pipe.fit(X, y)
+    assert pipe.predict(X).shape == (len(y),)
+    # standardized features learn evenly: far better than on the raw scales
+    raw = OnlineQuantileRegressor(0.8, average=True).fit(X, y)
+    assert pipe.score(X, y) > 0.6 and pipe.score(X, y) > raw.score(X, y)
+    # sample weights reach the regressor through the pipeline
+    sw = np.ones(len(y))
+    weighted = make_pipeline(StandardScaler(), OnlineQuantileRegressor(0.8, average=True))
+    weighted.fit(X, y, onlinequantileregressor__sample_weight=sw)
+    np.testing.assert_array_equal(weighted.predict(X), pipe.predict(X))
+
+
+def test_grid_search_over_tau_specific_settings_scored_by_d2_pinball(data):
+    X, y, _ = data
+    pipe = make_pipeline(StandardScaler(), OnlineQuantileRegressor(0.8))
+    grid = {"onlinequantileregressor__average": [False, True],
+            "onlinequantileregressor__schedule": [StatisticalSchedule(Ca=5.0),
+                                                  StatisticalSchedule(Ca=20.0)]}
+    scorer = make_scorer(d2_pinball_score, alpha=0.8)
+    search = GridSearchCV(pipe, grid, scoring=scorer, cv=KFold(3)).fit(X, y)
+    assert len(search.cv_results_["params"]) == 4
+    best = search.best_params_
+    # the best score is the mean of that setting's fold scores, and scoring
+    # by the estimator's own score (D^2 pinball at its tau) agrees
+    again = cross_val_score(clone(pipe).set_params(**best), X, y, scoring=scorer, cv=KFold(3))
+    assert search.best_score_ == pytest.approx(again.mean(), rel=1e-12)
+    own = cross_val_score(clone(pipe).set_params(**best), X, y, cv=KFold(3))
+    np.testing.assert_allclose(own, again, rtol=1e-12)
+    assert search.best_score_ > 0.6
+    assert search.best_estimator_.predict(X).shape == (len(y),)
+
+
+def test_cross_val_score_uses_the_d2_pinball_score(data):
+    X, y, _ = data
+    est = OnlineQuantileRegressor(0.8, average=True)
+    scores = cross_val_score(est, X, y, cv=KFold(4))
+    manual = []
+    for train, test in KFold(4).split(X):
+        fit = clone(est).fit(X[train], y[train])
+        manual.append(d2_pinball_score(y[test], fit.predict(X[test]), alpha=0.8))
+    np.testing.assert_allclose(scores, manual, rtol=1e-12)
+
+
+def test_clone_and_joblib_round_trip(data, tmp_path):
+    X, y, _ = data
+    est = OnlineQuantileRegressor(0.8, mode="batch", batch_size=32, average=True)
+    est.partial_fit(X[:3001], y[:3001])                   # a row waits for its batch
+    twin = clone(est)
+    assert not twin.__sklearn_is_fitted__() and twin.get_params() == est.get_params()
+    joblib.dump(est, tmp_path / "est.joblib")
+    back = joblib.load(tmp_path / "est.joblib")
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    back.partial_fit(X[3001:], y[3001:])
+    est.partial_fit(X[3001:], y[3001:])
+    np.testing.assert_array_equal(back.coef_, est.coef_)
+    assert back.n_samples_seen_ == est.n_samples_seen_ == len(y)
+
+
+def test_feature_names_from_a_dataframe(data):
+    pd = pytest.importorskip("pandas")
+    X, y, _ = data
+    names = [f"f{j}" for j in range(X.shape[1])]
+    df = pd.DataFrame(X, columns=names)
+    est = OnlineQuantileRegressor(0.8).fit(df, y)
+    np.testing.assert_array_equal(est.feature_names_in_, names)
+    np.testing.assert_allclose(est.predict(df), X @ est.coef_ + est.intercept_, rtol=1e-12)
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.predict(df.rename(columns={"f0": "other"}))
+    with pytest.raises(ValueError, match="feature names should match"):
+        est.partial_fit(df.rename(columns={"f0": "other"}), y)
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        est.predict(X)
+    # a failed first call leaves no names behind; fit on arrays drops them
+    fresh = OnlineQuantileRegressor()
+    with pytest.raises(ValueError):
+        fresh.partial_fit(df.assign(f0=np.nan), y)
+    assert not hasattr(fresh, "feature_names_in_")
+    est.fit(X, y)
+    assert not hasattr(est, "feature_names_in_")

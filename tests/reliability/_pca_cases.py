@@ -1,0 +1,123 @@
+"""What the online PCA reliability suites share: the estimators in their main
+configurations, the degenerate streams of issue 9, and bit-for-bit state
+comparisons. Imported relatively (pytest's importlib mode puts no test folder
+on sys.path)."""
+import numpy as np
+
+from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
+from streamfit.pca import regret_bound
+
+# name -> (class, keyword arguments); FPL once per noise process
+ALGOS = {
+    "fpl": (PerturbedLeaderPCA, {"random_state": 0}),
+    "fpl-random_walk": (PerturbedLeaderPCA, {"noise": "random_walk", "random_state": 0}),
+    "fpl-independent": (PerturbedLeaderPCA, {"noise": "independent", "random_state": 0}),
+    "ftl": (FollowTheLeaderPCA, {}),
+    "meg": (MatrixEGPCA, {"random_state": 0}),
+    "gd": (MatrixGDPCA, {"random_state": 0}),
+}
+FOUR = ("fpl", "ftl", "meg", "gd")
+
+
+def make(algo, k=2, **kw):
+    cls, base = ALGOS[algo]
+    return cls(k, **{**base, **kw})
+
+
+# -- streams ------------------------------------------------------------------------------
+
+def rotation(n, seed=0):
+    return np.linalg.qr(np.random.default_rng(seed).standard_normal((n, n)))[0]
+
+
+def cyclic(T, n):
+    """x_t = e_{t mod n}: the cumulative matrix is diagonal with ties."""
+    return np.eye(n)[np.arange(T) % n]
+
+
+def rotated_cyclic(T, n, seed=0):
+    """x_t = Q e_{t mod n}: the same spectrum, in a rotated basis."""
+    return cyclic(T, n) @ rotation(n, seed).T
+
+
+def repeated_rows(T, n, seed=0):
+    """The same unit row over and over: one eigenvalue T, n - 1 zeros."""
+    u = np.random.default_rng(seed).standard_normal(n)
+    return np.tile(u / np.linalg.norm(u), (T, 1))
+
+
+def rank_one(T, n, seed=0):
+    """c_t u, the scales c_t including 0 (zero rows) and sign flips."""
+    u = np.random.default_rng(seed).standard_normal(n)
+    c = np.array([1.0, -2.0, 0.0, 0.5, 3.0, -1.0, 0.0])[np.arange(T) % 7]
+    return c[:, None] * (u / np.linalg.norm(u))
+
+
+def dense_projections(T, n, seed=None, m=2):
+    """X_t = projection onto span(e_t, ..., e_{t+m-1}) (indices mod n), rotated
+    by a fixed Q when seed is given: PSD, eigenvalues 0 and 1 only."""
+    m = min(m, n)
+    Q = np.eye(n) if seed is None else rotation(n, seed)
+    Xs = np.zeros((T, n, n))
+    for t in range(T):
+        cols = Q[:, [(t + j) % n for j in range(m)]]
+        Xs[t] = cols @ cols.T
+    return Xs
+
+
+# -- states ------------------------------------------------------------------------------
+
+def learnt(est):
+    """Every learnt attribute ('_'-suffixed, in __dict__), arrays as bytes,
+    and the generator's state: equal means bit-identical."""
+    out = {k: (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+           for k, v in vars(est).items() if k.endswith("_") and not k.startswith("__")}
+    if "_rng" in vars(est) and not isinstance(est, FollowTheLeaderPCA):
+        out["_rng"] = est._rng.bit_generator.state
+    if "_sample_rng" in vars(est):
+        out["_sample_rng"] = est._sample_rng.bit_generator.state
+    return out
+
+
+def assert_same_state(a, b):
+    la, lb = learnt(a), learnt(b)
+    assert la.keys() == lb.keys()
+    for key in la:
+        assert la[key] == lb[key], key
+
+
+def assert_sane(est, X=None):
+    """Finite orthonormal components, gains within [0, the stream's energy],
+    regret within the algorithm's bound."""
+    V = est.components_
+    k = est.n_components_
+    assert V.shape == (k, est.n_features_in_) and np.isfinite(V).all()
+    np.testing.assert_allclose(V @ V.T, np.eye(k), rtol=0, atol=1e-10)
+    C = est.cumulative_matrix()
+    energy = float(np.trace(C))
+    gain, best, regret = est.cumulative_gain_, est.best_gain_, est.regret_
+    assert np.isfinite([gain, best, regret]).all()
+    tiny = 1e-9 * max(energy, 1.0)
+    assert -tiny <= gain <= energy + tiny
+    assert -tiny <= best <= energy + tiny
+    assert regret <= bound(est) + tiny, (regret, bound(est))
+
+
+def bound(est):
+    """The regret bound each algorithm is held to here: MEG/GD their own
+    (expected gains, deterministic); FPL the paper's at its noise scale and the
+    largest instance seen; FTL, which has no sublinear bound, the trivial one
+    (regret <= the best gain)."""
+    T = est.n_trials_
+    if T == 0:
+        return 0.0
+    if isinstance(est, (MatrixEGPCA, MatrixGDPCA)):
+        return est.regret_bound()
+    if isinstance(est, FollowTheLeaderPCA) or est.sigma_ == 0.0:
+        return est.best_gain_
+    scale = float(est.state_["scale"][0])
+    if est.instances_ == "vector":
+        return regret_bound(T, est.n_features_in_, est.n_components_, est.sigma_, scale=scale)
+    return regret_bound(T, est.n_features_in_, est.n_components_, est.sigma_,
+                        instances="dense", scale=scale,
+                        max_trace_sq=float(est.state_["max_frob"][0]) ** 2)
