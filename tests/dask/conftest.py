@@ -95,7 +95,8 @@ def assert_same_state(a, b, path="estimator"):
     if hasattr(a, "__dict__") and not isinstance(a, np.ndarray) and \
             not isinstance(a, np.random.Generator):
         assert type(a) is type(b), path
-        skip = {"_lock", "_regret_cache"}
+        # locks and caches (an estimator's _TRANSIENT_ATTRS, dropped by pickling)
+        skip = {"_lock", "_regret_cache"} | set(getattr(type(a), "_TRANSIENT_ATTRS", ()))
         if hasattr(a, "get_params") and "random_state" not in a.get_params():
             # an estimator without random_state (Follow the Leader) holds an
             # unseeded generator it never draws from
@@ -105,10 +106,21 @@ def assert_same_state(a, b, path="estimator"):
         assert va.keys() == vb.keys(), (path, sorted(va.keys() ^ vb.keys()))
         for key in va:
             assert_same_state(va[key], vb[key], f"{path}.{key}")
+    elif hasattr(type(a), "__slots__") and not hasattr(a, "__dict__"):
+        # a state record with slots (the quantile family's Work and Plan)
+        assert type(a) is type(b), path
+        for name in type(a).__slots__:
+            assert hasattr(a, name) == hasattr(b, name), (path, name)
+            if hasattr(a, name):
+                assert_same_state(getattr(a, name), getattr(b, name), f"{path}.{name}")
     elif isinstance(a, np.random.Generator):
         assert a.bit_generator.state == b.bit_generator.state, path
     elif isinstance(a, np.ndarray):
         assert isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape, path
+        if a.dtype.names:       # a record (NaN fields: compared field by field)
+            for name in a.dtype.names:
+                assert_same_state(a[name], b[name], f"{path}[{name!r}]")
+            return
         assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), path
     elif isinstance(a, dict):
         assert a.keys() == b.keys(), path
