@@ -2,7 +2,7 @@
 online fit per partition, in parallel, combined by a size-weighted mean."""
 from __future__ import annotations
 
-import inspect
+import copy
 import numbers
 import time
 import uuid
@@ -10,6 +10,7 @@ import uuid
 import numpy as np
 
 from ..quantile import OnlineQuantileRegressor
+from ..schedules import StatisticalSchedule
 from ._blocks import is_frame, row_blocks, submit_block
 from ._chains import default_window, map_pinned
 from ._client import connect
@@ -183,6 +184,22 @@ def _check_params(params, taus, d):
     return params
 
 
+def _restart_params(params):
+    """The estimator parameters of rounds after the first: a statistical
+    schedule starts at phase two after its warm-up (``start="phase2"``, the
+    paper's Remark 3 for a start already near the solution) instead of
+    running phase one's large geometric steps again from the combined
+    estimate; any other schedule is kept as it is."""
+    schedule = params.get("schedule", "statistical")
+    if isinstance(schedule, str) and schedule == "statistical":
+        schedule = StatisticalSchedule()
+    if not isinstance(schedule, StatisticalSchedule):
+        return params
+    schedule = copy.copy(schedule)
+    schedule.start = "phase2"
+    return {**params, "schedule": schedule}
+
+
 def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_params=None,
                           min_partition_rows=None, timeout=None):
     """Quantile regression by divide and conquer: every partition of (X, y) is
@@ -208,8 +225,11 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     rounds : int, default 1
         ``rounds > 1``: iterative parameter mixing -- every partition starts
         again from the combined estimate of the previous round
-        (``fit(X, y, coef_init=..., intercept_init=...)``), which removes the
-        bias of short partitions' early iterates. Each round reads X again
+        (``fit(X, y, coef_init=..., intercept_init=...)``), which removes
+        much of the bias of short partitions' early iterates. In those
+        rounds a statistical schedule (the default) starts at phase two
+        (``StatisticalSchedule(start="phase2")``, a copy of the one given):
+        the start is already near the solution. Each round reads X again
         (persist it first if it fits in the cluster's memory).
     client : distributed.Client, scheduler address or None
         As for :func:`stream_fit`.
@@ -248,11 +268,6 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     taus, many = _check_taus(tau)
     if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or rounds < 1:
         raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
-    if rounds > 1 and "coef_init" not in inspect.signature(OnlineQuantileRegressor.fit).parameters:
-        raise NotImplementedError("rounds > 1 restarts each partition from the combined "
-                                  "estimate with OnlineQuantileRegressor.fit(coef_init=..., "
-                                  "intercept_init=...), which this version of streamfit "
-                                  "does not have yet")
     y_column = None
     if isinstance(y, str):
         if not (is_frame(X) and X.ndim == 2):
@@ -281,6 +296,7 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     if not any(n is None or n > 0 for n in blocks.rows):
         raise ValueError("X has no rows")
     params = _check_params(estimator_params, taus, d)
+    later = _restart_params(params)
     run = uuid.uuid4().hex[:8]
     history, seconds, init = [], [], None
     with connect(client, timeout) as c:
@@ -292,7 +308,8 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
                 return submit_block(c, blocks.items[i])
 
             def submit_task(i, block, workers, r=r, init=init):
-                return c.submit(_fit_partition, blocks.describe(i), taus, params, init, min_rows,
+                return c.submit(_fit_partition, blocks.describe(i), taus,
+                                params if r == 0 else later, init, min_rows,
                                 y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}",
                                 workers=workers, allow_other_workers=False, pure=False)
 
