@@ -6,22 +6,56 @@ and importing streamfit in its workers costs seconds, and no test harms it
 (the tests that kill workers, restart or close the scheduler start their
 own)."""
 import logging
-import pathlib
 import sys
 
+import cloudpickle
 import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
 
-# The workers unpickle the test modules' helper functions by reference
-# (tests.dask.test_stream._slow, say): they find them from the repository's
-# root, which `python -m pytest` puts on sys.path and a bare `pytest` does
-# not. Spawned workers copy sys.path, so the root goes there (appended: it
-# shadows nothing) for the session.
-ROOT = str(pathlib.Path(__file__).resolve().parents[2])
-if ROOT not in sys.path:
-    sys.path.append(ROOT)
+
+class by_value:
+    """``by_value(obj)``: a function or object of a test module that travels
+    to Dask workers by value, and stands for obj (calls, attributes,
+    signature).
+
+    The workers cannot import the test modules: CI runs the suite against
+    the installed wheel from outside the source tree, and a worker that
+    cannot unpickle its task never runs it (the wait would end only at a
+    timeout). ``cloudpickle.register_pickle_by_value`` alone does not help:
+    distributed pickles a task with pickle, which takes functions and
+    classes by reference (it turns to cloudpickle only when the object
+    pickled is itself from a registered module), and the scheduler
+    unpickles and pickles tasks again on their way to a worker. So this
+    wrapper pickles as cloudpickle's by-value bytes of a call that makes the
+    wrapper again, around obj: it stays a wrapper on every hop.
+    """
+
+    def __init__(self, obj):
+        for module in (__name__, getattr(obj, "__module__", None) or type(obj).__module__):
+            if module in sys.modules:       # (not on a worker, which needs none)
+                cloudpickle.register_pickle_by_value(sys.modules[module])
+        self.__dict__.update(_obj=obj, __wrapped__=obj)
+
+    def __call__(self, *args, **kwargs):
+        return self._obj(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_obj"], name)
+
+    def __reduce__(self):
+        return cloudpickle.loads, (cloudpickle.dumps(_Remake(self._obj)),)
+
+
+class _Remake:
+    # pickled by cloudpickle (by value, with by_value itself): unpickles to
+    # by_value(obj)
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __reduce__(self):
+        return by_value, (self.obj,)
 
 
 def make_cluster(n_workers=2):
@@ -56,14 +90,17 @@ def worker_only_array(shape, chunk, seed=7):
     import dask.array as da
 
     template = da.zeros(shape, chunks=(chunk,) + tuple(shape[1:]))
-    return template.map_blocks(_block_on_worker, seed, dtype=np.float64)
+    return template.map_blocks(by_value(_block_on_worker), seed, dtype=np.float64)
 
 
-def slow_block(block, seconds=0.7):
+def _slow_block(block, seconds=0.7):
     import time
 
     time.sleep(seconds)
     return block
+
+
+slow_block = by_value(_slow_block)
 
 
 def _transfer_log(dask_worker):
@@ -79,11 +116,11 @@ class TransferLog:
         self.client = client
 
     def __enter__(self):
-        self.before = self.client.run(_transfer_log)
+        self.before = self.client.run(by_value(_transfer_log))
         return self
 
     def __exit__(self, *exc):
-        after = self.client.run(_transfer_log)
+        after = self.client.run(by_value(_transfer_log))
         self.moved = [key for worker, keys in after.items()
                       for key in keys[len(self.before.get(worker, ())):]]
 

@@ -14,7 +14,7 @@ from streamfit import (FollowTheLeaderPCA, OnlineQuantileRegressor,  # noqa: E40
                        PerturbedLeaderPCA)
 from streamfit.dask import fit_groups  # noqa: E402
 
-from .conftest import assert_same_state  # noqa: E402
+from .conftest import assert_same_state, by_value  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -80,10 +80,10 @@ def _moved(dask_worker):
 
 def test_rows_never_leave_their_worker(client, frame):
     ddf = dd.from_pandas(pd.concat([frame] * 4, ignore_index=True), npartitions=8, sort=False)
-    before = client.run(_moved)
+    before = client.run(by_value(_moved))
     fit_groups(FollowTheLeaderPCA(1), ddf, "sensor", columns=["x0", "x1"], n_buckets=4,
                client=client)
-    after = client.run(_moved)
+    after = client.run(by_value(_moved))
     moved = [key for w, keys in after.items() for key in keys[len(before[w]):]]
     # only the buckets' models travel: never a partition nor its split
     assert moved and all(key.startswith("fit_groups-") and "split" not in key

@@ -19,7 +19,8 @@ from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit, stream_fi
 from streamfit.schedules import StatisticalSchedule  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
-from .conftest import TransferLog, make_cluster, slow_block, worker_only_array  # noqa: E402
+from .conftest import (TransferLog, by_value, make_cluster, slow_block,  # noqa: E402
+                       worker_only_array)
 
 SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
 N, D = sum(SIZES), 4
@@ -236,7 +237,7 @@ def test_worker_killed_in_a_fit_the_partition_is_fitted_again(tmp_path, data):
         c.wait_for_workers(2, timeout=30)
         fit = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
                                     da.from_array(y, chunks=(SIZES,)), 0.7, client=c,
-                                    estimator_params={"schedule": _DieOnceSchedule(marker)},
+                                    estimator_params={"schedule": by_value(_DieOnceSchedule(marker))},
                                     timeout=5)
     assert os.path.exists(marker)               # a worker died in a fit
     for s, (Xs, ys) in enumerate(partitions(X, y)):
@@ -250,7 +251,7 @@ def test_worker_killed_mid_run_partitions_are_fitted_again(tmp_path, data):
     sizes = (1000,) * 8
     with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
         c.wait_for_workers(2, timeout=30)
-        Xd = da.from_array(X, chunks=(sizes, D)).map_blocks(_die_once, marker, dtype=float)
+        Xd = da.from_array(X, chunks=(sizes, D)).map_blocks(by_value(_die_once), marker, dtype=float)
         fit = parallel_quantile_fit(Xd, da.from_array(y, chunks=(sizes,)), 0.7, client=c,
                                     min_partition_rows=100, timeout=5)
     assert os.path.exists(marker)               # a worker did die
