@@ -31,6 +31,8 @@ d = 20; under ``--benchmark-disable`` (CI) smaller still, one round.
     pytest benchmarks -k dask_parallel -s                    # timed, default size
     STREAMFIT_BENCH_FULL=1 pytest benchmarks -k dask_parallel -s
     STREAMFIT_BENCH_FLOORS=1 ...                              # also assert the goals
+    STREAMFIT_BENCH_SIZE=2000000,100,8,2 STREAMFIT_BENCH_OFFLINE=100000,100,8,2 ...
+                                                      # another size (rows,d,parts,rounds|reps)
 
 Timed runs write the table to .benchmarks/dask_parallel.txt.
 """
@@ -62,10 +64,22 @@ FLOORS = os.environ.get("STREAMFIT_BENCH_FLOORS") == "1"
 SIZE = dict(rows=10_000_000, d=100, parts=8, rounds=3) if FULL else \
     dict(rows=400_000, d=20, parts=8, rounds=3)
 SMOKE = dict(rows=80_000, d=10, parts=8, rounds=1)
+
+
+def _size_from_env(name, keys, default):
+    # STREAMFIT_BENCH_SIZE=rows,d,parts,rounds (OFFLINE: rows,d,parts,reps):
+    # a measured size between the default and the full one, for a loaded
+    # machine on which the full size would not finish in time
+    value = os.environ.get(name)
+    return dict(zip(keys, map(int, value.split(",")), strict=True)) if value else default
+
+
+SIZE = _size_from_env("STREAMFIT_BENCH_SIZE", ("rows", "d", "parts", "rounds"), SIZE)
 # rows, features, partitions, replications
 OFFLINE = dict(rows=100_000, d=100, parts=8, reps=3) if FULL else \
     dict(rows=20_000, d=20, parts=8, reps=3)
 SMOKE_OFFLINE = dict(rows=8_000, d=5, parts=4, reps=1)
+OFFLINE = _size_from_env("STREAMFIT_BENCH_OFFLINE", ("rows", "d", "parts", "reps"), OFFLINE)
 # The issue's goals: error within 1.1x of the single averaged fit, within
 # 1.2x of offline on the small stream, speed-up >= 1.6x on 2 cores.
 GOAL_SINGLE, GOAL_OFFLINE, GOAL_SPEEDUP = 1.1, 1.2, 1.6
