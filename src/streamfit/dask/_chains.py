@@ -1,0 +1,195 @@
+"""Tasks that run on the worker holding their data block: chains that carry
+states through a sequence of blocks (stream_fit: one chain; fit_groups: one
+per bucket of groups), and one independent task per block
+(parallel_quantile_fit, best_gain).
+
+Dask's scheduler places a task where most of its input bytes are, unless
+that worker is busy and another idle: then it moves the input (placement or
+work stealing, which also takes loosely restricted tasks), and a block is
+most of the data. Here a task is submitted only once its block is computed,
+strictly restricted to the worker that holds the block. Dask cannot re-run
+such a task elsewhere if that worker dies, so the waits watch the pinned
+workers: chains then fail with a clear error (WorkerLost), independent block
+tasks are submitted again (their block recomputed where Dask puts it)."""
+from __future__ import annotations
+
+import weakref
+
+from ._client import WorkerLost, settle
+from ._state import add_note
+
+__all__ = ["drive_chains", "map_pinned", "default_window"]
+
+# States up to this size ride inside their first task; larger ones are
+# scattered once (a graph of megabytes is slow to send and Dask warns).
+INLINE_BYTES = 1 << 20
+# attempts per block of map_pinned when workers holding its data leave
+ATTEMPTS = 3
+
+
+def _raise_if_erred(futures, note=None):
+    for future in futures:
+        if future.status == "error":
+            try:
+                future.result()
+            except Exception as exc:
+                if note:
+                    add_note(exc, note)
+                raise
+
+
+def _holders(client, future):
+    """The workers that hold a finished future's data."""
+    return sorted(client.who_has([future]).get(future.key, ()))
+
+
+def _cancel(client, futures):
+    if futures and client.status == "running":
+        try:
+            client.cancel(futures)
+        except Exception:       # pragma: no cover - cancelling is best effort
+            pass
+
+
+def drive_chains(client, n_blocks, compute_block, submit_step, states, describe, what,
+                 prefetch, timeout):
+    """Run len(states) chains over blocks 0..n_blocks-1 and return their final
+    states (gathered to the client).
+
+    ``compute_block(i)`` submits block i and returns its futures (the first
+    is the one whose worker runs the steps); ``submit_step(chain, i, state,
+    block, workers)`` submits chain's step on block i from ``state`` (a
+    future or the initial value), restricted to ``workers``.
+
+    Blocks are computed at most ``prefetch`` ahead of the steps being
+    submitted, and only once every step ``prefetch + 2`` blocks back has
+    finished: about ``prefetch + 2`` blocks are in cluster memory at a time.
+    Each step is submitted once its block is computed, pinned to the worker
+    holding the block, so the states move to the data, not the other way.
+    Two steps per chain are queued at a time, so that the next starts as
+    soon as one ends. On any error every future of the call still alive is
+    cancelled: the exception's traceback keeps the driver's frames, and with
+    them futures whose data would otherwise stay in the cluster's memory.
+    """
+    states = [client.scatter(s, hash=False) if isinstance(s, bytes) and len(s) > INLINE_BYTES
+              else s for s in states]
+    scattered = [s for s in states if hasattr(s, "key")]
+    alive = weakref.WeakSet(scattered)      # every future made here (not kept alive by this)
+    pending, steps, pinned = {}, {}, {}
+    previous = list(states)
+    made = 0
+
+    # where the scattered states are, until the first steps have taken them
+    seeds = {w for st in scattered for w in _holders(client, st)}
+
+    def pins():
+        # the workers of steps that are running or queued, or whose state the
+        # next step has not taken yet
+        needed = set()
+        for i, chain in steps.items():
+            after = steps.get(i + 1)
+            if pinned.get(i) and (after is None or not all(step.done() for step in after)):
+                needed.add(pinned[i])
+        if 0 not in steps or not all(step.done() for step in steps[0]):
+            needed |= seeds
+        return needed
+
+    try:
+        for i in range(n_blocks):
+            while made < n_blocks and made <= i + prefetch:
+                back = made - prefetch - 2
+                if back >= 0:
+                    settle(client, steps[back], f"{what}, {describe(back)}", timeout, pins=pins)
+                    _raise_if_erred(steps[back])
+                pending[made] = compute_block(made)
+                alive.update(pending[made])
+                made += 1
+            block = pending.pop(i)
+            settle(client, block, f"{what}, {describe(i)}", timeout, pins=pins)
+            _raise_if_erred(block, f"while computing {describe(i)} for {what}")
+            workers = _holders(client, block[0])
+            steps[i] = [submit_step(c, i, previous[c], block, workers)
+                        for c in range(len(previous))]
+            alive.update(steps[i])
+            pinned[i] = workers[0] if workers else None
+            previous = steps[i]
+            steps.pop(i - prefetch - 3, None)
+            pinned.pop(i - prefetch - 3, None)
+        if n_blocks == 0:
+            return [s.result() if hasattr(s, "key") else s for s in states]
+        settle(client, previous, f"{what}, {describe(n_blocks - 1)}", timeout, pins=pins)
+        _raise_if_erred(previous)
+        return client.gather(previous)
+    except BaseException:
+        _cancel(client, list(alive))
+        raise
+
+
+def default_window(client):
+    """Blocks in flight for map_pinned: one per worker thread (a thread makes
+    or fits one block at a time; a second one queued per thread would only
+    double the memory) and one more, so that a thread finds the next block
+    ready while its last one's task is submitted."""
+    return sum(client.nthreads().values()) + 1
+
+
+def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, describe, what,
+               timeout):
+    """One task per block, each on the worker holding its block.
+
+    ``compute_block(i)`` submits block i (its futures; the first one's worker
+    runs the task); ``submit_task(i, block, workers)`` submits the block's
+    task; ``on_result(i, future)`` receives each finished task's future, and
+    should take its (small) result at once. At most ``window`` blocks are
+    computed or waiting for their task at a time, so the cluster holds about
+    ``window`` blocks, whatever n_blocks is; blocks are computed in order as
+    room frees up. A block whose worker leaves before its task has finished
+    is computed and fitted again (up to ATTEMPTS times).
+    """
+    blocks, tasks, pinned = {}, {}, {}
+    alive = weakref.WeakSet()               # as in drive_chains
+    attempts = [0] * n_blocks
+    todo = list(range(n_blocks))[::-1]       # popped from the end: in order
+
+    def pins():
+        return {pinned[i] for i in tasks if pinned.get(i)}
+
+    try:
+        while todo or blocks or tasks:
+            while todo and len(blocks) + len(tasks) < window:
+                i = todo.pop()
+                attempts[i] += 1
+                blocks[i] = compute_block(i)
+                alive.update(blocks[i])
+            # only what is still running: a block whose X is done but whose y
+            # is not would otherwise end every wait at once
+            watch = [f for f in [f for block in blocks.values() for f in block]
+                     + list(tasks.values()) if not f.done()]
+            try:
+                if watch and not any(all(f.done() for f in block) for block in blocks.values()) \
+                        and not any(task.done() for task in tasks.values()):
+                    settle(client, watch, what, timeout, return_when="FIRST_COMPLETED",
+                           pins=pins)
+            except WorkerLost as lost:
+                again = sorted(i for i in tasks if pinned.get(i) in lost.workers)
+                for i in again:
+                    if attempts[i] >= ATTEMPTS:
+                        raise
+                    _cancel(client, [tasks.pop(i)])
+                    todo.append(i)
+                todo.sort(reverse=True)
+                continue
+            for i in [i for i, block in blocks.items() if all(f.done() for f in block)]:
+                block = blocks.pop(i)
+                _raise_if_erred(block, f"while computing {describe(i)} for {what}")
+                workers = _holders(client, block[0])
+                pinned[i] = workers[0] if workers else None
+                tasks[i] = submit_task(i, block, workers)
+                alive.add(tasks[i])
+            for i in [i for i, task in tasks.items() if task.done()]:
+                task = tasks.pop(i)
+                _raise_if_erred([task])
+                on_result(i, task)
+    except BaseException:
+        _cancel(client, list(alive))
+        raise

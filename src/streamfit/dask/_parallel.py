@@ -1,0 +1,337 @@
+"""parallel_quantile_fit: divide-and-conquer quantile regression, one averaged
+online fit per partition, in parallel, combined by a size-weighted mean."""
+from __future__ import annotations
+
+import copy
+import numbers
+import time
+import uuid
+
+import numpy as np
+
+from ..quantile import OnlineQuantileRegressor
+from ..schedules import StatisticalSchedule
+from ._blocks import is_frame, row_blocks, submit_block
+from ._chains import default_window, map_pinned
+from ._client import connect
+from ._state import add_note
+
+__all__ = ["parallel_quantile_fit", "ParallelQuantileFit"]
+
+
+def _fit_partition(where, taus, params, init, min_rows, y_column, X, y=None):
+    """On a worker: the averaged online fit of each tau on one partition.
+    Returns (rows, coefs (m, d), intercepts (m,), seconds)."""
+    start = time.perf_counter()
+    if y_column is not None:
+        X, y = X.drop(columns=[y_column]), X[y_column]
+    n = X.shape[0]
+    if y.shape[0] != n:
+        raise ValueError(f"parallel_quantile_fit: {where}: y has {y.shape[0]} rows but X has "
+                         f"{n}; X and y must be split alike")
+    if n == 0:
+        return 0, None, None, 0.0
+    if n < min_rows:
+        raise ValueError(f"parallel_quantile_fit: {where} has {n} rows, fewer than "
+                         f"min_partition_rows = {min_rows}: a partition's estimate is only "
+                         f"as good as its size against d. Rechunk/repartition X and y into "
+                         f"larger partitions, or lower min_partition_rows")
+    coefs, intercepts = [], []
+    for j, tau in enumerate(taus):
+        est = OnlineQuantileRegressor(tau, average=True, **params)
+        kwargs = {}
+        if init is not None:
+            kwargs["coef_init"] = init[0][j]
+            if est.fit_intercept:
+                kwargs["intercept_init"] = init[1][j]
+        try:
+            est.fit(X, y, **kwargs)
+        except Exception as exc:
+            add_note(exc, f"raised by OnlineQuantileRegressor(tau={tau}).fit on {where} in "
+                          f"streamfit.dask.parallel_quantile_fit")
+            raise
+        coefs.append(est.coef_)
+        intercepts.append(est.intercept_)
+    return n, np.array(coefs), np.array(intercepts), time.perf_counter() - start
+
+
+class ParallelQuantileFit:
+    """The result of :func:`parallel_quantile_fit`: the combined estimate and
+    the partitions' own.
+
+    Attributes
+    ----------
+    tau : float or list of float
+        As passed.
+    coef_ : array (d,), or (m, d) for m taus
+        The size-weighted mean of the partitions' averaged estimates (of the
+        last round).
+    intercept_ : float, or array (m,)
+    partition_coef_ : array (S, d) or (S, m, d)
+        Each non-empty partition's estimate in the last round.
+    partition_intercept_ : array (S,) or (S, m)
+    partition_sizes_ : int array (S,)
+        Rows per non-empty partition (the weights).
+    partition_index_ : int array (S,)
+        Which partitions of X these are (empty ones are left out).
+    n_samples_seen_ : int
+        Rows in all partitions (in each round).
+    rounds_ : int
+    history_ : list of (coef, intercept)
+        The combined estimate after each round.
+    partition_fit_seconds_ : array (rounds, S)
+        Time each partition's fits took on its worker (data access excluded).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.dask import ParallelQuantileFit
+    >>> fit = ParallelQuantileFit(0.5, [np.array([1.0, 2.0]), np.array([3.0, 4.0])],
+    ...                           [0.0, 1.0], [100, 300], [0, 1], [[0.01, 0.02]])
+    >>> fit.coef_, fit.intercept_, fit.n_samples_seen_
+    (array([2.5, 3.5]), 0.75, 400)
+    >>> fit.predict(np.array([[1.0, 1.0]]))
+    array([6.75])
+    """
+
+    def __init__(self, tau, partition_coef, partition_intercept, partition_sizes,
+                 partition_index, partition_fit_seconds, history=None):
+        self.tau = tau
+        self.partition_coef_ = np.asarray(partition_coef, dtype=np.float64)
+        self.partition_intercept_ = np.asarray(partition_intercept, dtype=np.float64)
+        self.partition_sizes_ = np.asarray(partition_sizes, dtype=np.int64)
+        self.partition_index_ = np.asarray(partition_index, dtype=np.int64)
+        self.partition_fit_seconds_ = np.asarray(partition_fit_seconds, dtype=np.float64)
+        self.coef_, self.intercept_ = _combine(self.partition_coef_, self.partition_intercept_,
+                                               self.partition_sizes_)
+        if np.ndim(tau) == 0:
+            self.intercept_ = float(self.intercept_)
+        self.n_samples_seen_ = int(self.partition_sizes_.sum())
+        self.history_ = list(history) if history is not None else \
+            [(self.coef_.copy(), self.intercept_)]
+        self.rounds_ = len(self.history_)
+
+    def __repr__(self):
+        return (f"ParallelQuantileFit(tau={self.tau!r}, partitions={len(self.partition_sizes_)}, "
+                f"n_samples_seen_={self.n_samples_seen_}, rounds_={self.rounds_})")
+
+    def predict(self, X):
+        """Predicted quantiles X @ coef_.T + intercept_: shape (n,) for one
+        tau, (n, m) for m taus, sorted across the taus at each row (the
+        rearrangement of Chernozhukov, Fernandez-Val & Galichon, which never
+        increases the check loss). X may be a NumPy or a Dask array."""
+        import dask.array as da
+
+        coef = np.atleast_2d(self.coef_)
+        intercept = np.atleast_1d(self.intercept_)
+        one = np.ndim(self.tau) == 0
+        if isinstance(X, da.Array):
+            if X.ndim != 2 or X.shape[1] != coef.shape[1]:
+                raise ValueError(f"X must have shape (n_samples, {coef.shape[1]}), got "
+                                 f"{X.shape}")
+            out = X.rechunk({1: -1}).map_blocks(_predict_block, coef, intercept, one,
+                                               np.argsort(np.atleast_1d(self.tau)),
+                                               drop_axis=[1] if one else [],
+                                               chunks=(X.chunks[0],) if one else
+                                               (X.chunks[0], (coef.shape[0],)),
+                                               dtype=np.float64)
+            return out
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != coef.shape[1]:
+            raise ValueError(f"X must have shape (n_samples, {coef.shape[1]}), got {X.shape}")
+        return _predict_block(X, coef, intercept, one, np.argsort(np.atleast_1d(self.tau)))
+
+
+def _predict_block(X, coef, intercept, one, order):
+    pred = X @ coef.T + intercept
+    if one:
+        return pred[:, 0]
+    # sorted predictions go to the taus in increasing order
+    out = np.empty_like(pred)
+    out[:, order] = np.sort(pred, axis=1)
+    return out
+
+
+def _combine(coefs, intercepts, sizes):
+    w = sizes / sizes.sum()
+    return np.tensordot(w, coefs, axes=1), np.tensordot(w, intercepts, axes=1)
+
+
+def _check_taus(tau):
+    many = np.ndim(tau) > 0
+    taus = list(np.atleast_1d(np.asarray(tau, dtype=object)))
+    if not taus:
+        raise ValueError("tau must be a float in (0, 1) or a non-empty list of them")
+    for t in taus:
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 < t < 1:
+            raise ValueError(f"tau must be in (0, 1) (each of a list), got {t!r}")
+    taus = [float(t) for t in taus]
+    if len(set(taus)) != len(taus):
+        raise ValueError(f"tau lists a quantile twice: {taus}")
+    return taus, many
+
+
+def _check_params(params, taus, d):
+    params = dict(params or {})
+    for name in ("tau", "average"):
+        if name in params:
+            raise TypeError(f"estimator_params may not set {name!r}: parallel_quantile_fit "
+                            f"fits OnlineQuantileRegressor(tau, average=True)")
+    # the parameters are checked here, on a throwaway fit of one row, rather
+    # than on every partition
+    OnlineQuantileRegressor(taus[0], average=True, **params).partial_fit(np.zeros((1, d)),
+                                                                         np.zeros(1))
+    return params
+
+
+def _restart_params(params):
+    """The estimator parameters of rounds after the first: a statistical
+    schedule starts at phase two after its warm-up (``start="phase2"``, the
+    paper's Remark 3 for a start already near the solution) instead of
+    running phase one's large geometric steps again from the combined
+    estimate; any other schedule is kept as it is."""
+    schedule = params.get("schedule", "statistical")
+    if isinstance(schedule, str) and schedule == "statistical":
+        schedule = StatisticalSchedule()
+    if not isinstance(schedule, StatisticalSchedule):
+        return params
+    schedule = copy.copy(schedule)
+    schedule.start = "phase2"
+    return {**params, "schedule": schedule}
+
+
+def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_params=None,
+                          min_partition_rows=None, timeout=None):
+    """Quantile regression by divide and conquer: every partition of (X, y) is
+    fitted in parallel by the averaged online regressor, and the estimates
+    are combined by their size-weighted mean.
+
+    Each partition (row chunk of a Dask array, partition of a DataFrame)
+    runs ``OnlineQuantileRegressor(tau, average=True)`` (statistical
+    schedule, Polyak-Ruppert average) on the worker that holds it; only the
+    d + 1 numbers of each estimate come back. The averaged online estimator
+    is asymptotically normal, and Volgushev, Chao & Cheng (Ann. Statist.
+    2019) show that the mean of S local quantile regression estimators keeps
+    the full-sample rate when each partition is large against d (S growing
+    slower than about sqrt(N) / (d log N)).
+
+    Parameters
+    ----------
+    X : Dask array (n_samples, n_features) or Dask DataFrame
+    y : Dask array or Series split like X, or a column name of a DataFrame X
+    tau : float in (0, 1), or a list of them
+        With a list, each partition fits every tau in turn on its data
+        (the data is read once per round).
+    rounds : int, default 1
+        ``rounds > 1``: iterative parameter mixing -- every partition starts
+        again from the combined estimate of the previous round
+        (``fit(X, y, coef_init=..., intercept_init=...)``), which removes
+        much of the bias of short partitions' early iterates. In those
+        rounds a statistical schedule (the default) starts at phase two
+        (``StatisticalSchedule(start="phase2")``, a copy of the one given):
+        the start is already near the solution. Each round reads X again
+        (persist it first if it fits in the cluster's memory).
+    client : distributed.Client, scheduler address or None
+        As for :func:`stream_fit`.
+    estimator_params : dict, optional
+        Other parameters of :class:`~streamfit.OnlineQuantileRegressor`
+        (``schedule``, ``mode``, ``fit_intercept``, ...); not tau or average.
+    min_partition_rows : int, default 20 (d + 1)
+        Smaller non-empty partitions are an error (their estimates would
+        weigh noise into the mean); empty ones are skipped.
+    timeout : float, default 10
+        Seconds to connect to a scheduler or to wait for a lost connection.
+
+    Returns
+    -------
+    ParallelQuantileFit
+        ``coef_``, ``intercept_``, ``predict``, and the partitions' estimates
+        and sizes.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from distributed import Client, LocalCluster
+    >>> from streamfit.dask import parallel_quantile_fit
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(40_000, 5, tau=0.5, random_state=0)
+    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \\
+    ...         Client(cluster) as client:
+    ...     fit = parallel_quantile_fit(da.from_array(X, chunks=10_000),
+    ...                                 da.from_array(y, chunks=10_000), 0.5, client=client)
+    >>> fit.partition_sizes_, fit.coef_.shape
+    (array([10000, 10000, 10000, 10000]), (5,))
+    >>> bool(np.linalg.norm(fit.coef_ - beta) < 0.01 * np.linalg.norm(beta))
+    True
+    """
+    taus, many = _check_taus(tau)
+    if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or rounds < 1:
+        raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
+    y_column = None
+    if isinstance(y, str):
+        if not (is_frame(X) and X.ndim == 2):
+            raise TypeError("y may be a column name only when X is a Dask DataFrame")
+        if y not in X.columns:
+            raise ValueError(f"y: X has no column {y!r}")
+        y_column, y = y, None
+    elif y is None:
+        raise TypeError("y is required: a Dask array or Series split like X, or a column "
+                        "name of X")
+    blocks = row_blocks(X, y)
+    d = blocks.n_features - (y_column is not None)
+    if min_partition_rows is None:
+        min_rows = 20 * (d + 1)
+    else:
+        if isinstance(min_partition_rows, bool) or \
+                not isinstance(min_partition_rows, numbers.Integral) or min_partition_rows < 1:
+            raise ValueError(f"min_partition_rows must be a positive integer, got "
+                             f"{min_partition_rows!r}")
+        min_rows = int(min_partition_rows)
+    for i, n in enumerate(blocks.rows):
+        if n is not None and 0 < n < min_rows:
+            raise ValueError(f"parallel_quantile_fit: {blocks.describe(i)} has {n} rows, fewer "
+                             f"than min_partition_rows = {min_rows}: rechunk X and y into "
+                             f"larger partitions, or lower min_partition_rows")
+    if not any(n is None or n > 0 for n in blocks.rows):
+        raise ValueError("X has no rows")
+    params = _check_params(estimator_params, taus, d)
+    later = _restart_params(params)
+    run = uuid.uuid4().hex[:8]
+    history, seconds, init = [], [], None
+    with connect(client, timeout) as c:
+        window = default_window(c)
+        for r in range(rounds):
+            results = [None] * len(blocks)
+
+            def compute_block(i):
+                return submit_block(c, blocks.items[i])
+
+            def submit_task(i, block, workers, r=r, init=init):
+                return c.submit(_fit_partition, blocks.describe(i), taus,
+                                params if r == 0 else later, init, min_rows,
+                                y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}",
+                                workers=workers, allow_other_workers=False, pure=False)
+
+            def on_result(i, future):
+                results[i] = future.result()        # d + 2 numbers per tau
+
+            map_pinned(c, len(blocks), compute_block, submit_task, on_result, window,
+                       blocks.describe, f"streamfit.dask.parallel_quantile_fit, round {r + 1}",
+                       timeout)
+            kept = [(i, res) for i, res in enumerate(results) if res[0] > 0]
+            if not kept:
+                raise ValueError("X has no rows")
+            index = [i for i, _ in kept]
+            sizes = np.array([res[0] for _, res in kept])
+            coefs = np.stack([res[1] for _, res in kept])          # (S, m, d)
+            intercepts = np.stack([res[2] for _, res in kept])     # (S, m)
+            seconds.append([res[3] for _, res in kept])
+            coef, intercept = _combine(coefs, intercepts, sizes)
+            init = (coef, intercept)
+            history.append((coef if many else coef[0],
+                            intercept if many else float(intercept[0])))
+    if not many:
+        coefs, intercepts = coefs[:, 0], intercepts[:, 0]
+    return ParallelQuantileFit(tau if many else taus[0], coefs, intercepts, sizes, index,
+                               seconds, history)
