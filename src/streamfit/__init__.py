@@ -14,7 +14,9 @@ from .lowrank import OnlineLowRankQuantileRegressor
 from .quantile import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                        offline_quantile_regression)
 
+from ._include import get_include
+
 __version__ = "0.1.0"
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "DropoutPCA", "MatrixEGPCA", "MatrixGDPCA",
            "OnlineQuantileRegressor", "OnlineLeastSquaresRegressor",
-           "offline_quantile_regression", "OnlineLowRankQuantileRegressor", "__version__"]
+           "offline_quantile_regression", "OnlineLowRankQuantileRegressor", "get_include", "__version__"]
