@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import streamfit
+from streamfit.pca._common import _one_blas_thread
 from streamfit._kernels import _capped, _pca
 from streamfit.simulate import make_spiked_stream
 
@@ -260,6 +261,11 @@ def test_sigint_at_every_line_of_a_call(algo, method):
         assert_same_state(est, make(algo, 2).partial_fit(X[:t]))
         outcomes.add("whole trials")
     assert "finished" in outcomes and len(outcomes) >= 2, outcomes
+    # no interrupt left the one-BLAS-thread count taken (or its lock held: the
+    # next call would then wait forever), nor an estimator's generator locked
+    assert _one_blas_thread.users == 0
+    assert est._rng.bit_generator.lock.acquire(blocking=False)
+    est._rng.bit_generator.lock.release()
 
 
 def learnt_equal(a, b):

@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import copy
 import numbers
-import threading
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
-from threadpoolctl import ThreadpoolController
 
 from .._base import StreamEstimator, deferred_signals
 from .._errors import raise_for
 from .._kernels._linalg import eigh_top
+from .._kernels._threads import call_one_blas_thread, one_blas_thread as _one_blas_thread
 from .._validation import _as_float64, _check_finite, _check_real_array
 
 # Attributes every fit has, beside the subclass's state arrays.
@@ -38,67 +37,18 @@ _FIT_NAMES = ("n_features_in_", "feature_names_in_", "n_components_", "instances
               "_fitted_random_state", "_regret_cache")
 
 
-def _set_threads(lib, count):
-    # threadpoolctl (>= 3.6) lets only one "controlling" Python thread change
-    # a pthreads OpenBLAS's process-wide count and silently ignores the others,
-    # so a fit in a worker thread would keep the multi-threaded BLAS. The count
-    # of _OneBlasThread already keeps concurrent calls from fighting over it:
-    # the library's own setter, where threadpoolctl has one.
-    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(count)
-
-
-class _OneBlasThread:
-    """A context manager that runs the BLAS of the calls inside it on one
-    thread, and restores the BLAS libraries' thread counts when the last
-    such call still inside ends.
-
-    Why: FPL's trial is a chain of BLAS calls on O(n^2) data and n x b blocks,
-    each too short for OpenBLAS's threads to pay (measured at n = 1000, k = 10:
-    6.4-6.9 ms/trial on one thread, 7.1-8.0 on two idle cores, 20.5-20.8 with
-    one core busy, where OpenBLAS's threads wait for the busy core). On one
-    thread the kernel's results also do not depend on the thread count.
-
-    The limit is threadpoolctl's, so it is process-wide: concurrent calls share
-    it through a count (the first one in sets it, the last one out restores
-    it; nested save/restore from two threads would leave the wrong count
-    behind), and other threads' BLAS calls made meanwhile run on one thread
-    too. A limit the caller set (``threadpool_limits(1)``) is left alone;
-    a count the caller changes while a call runs is overwritten when it ends.
-    Cost: about 10-20 us per call (measured), against >= 1 ms per trial at
-    the sizes where threads matter.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._users = 0
-        self._saved = []
-        self._blas = None
-
-    def __enter__(self):
-        with self._lock:
-            if self._users == 0:
-                if self._blas is None:
-                    # after the kernels loaded scipy's BLAS (they import it)
-                    self._blas = ThreadpoolController().select(user_api="blas").lib_controllers
-                saved = [lib.num_threads for lib in self._blas]
-                for lib, count in zip(self._blas, saved):
-                    if count is not None and count != 1:     # None: count unknown
-                        _set_threads(lib, 1)
-                self._saved = saved
-            self._users += 1
-        return self
-
-    def __exit__(self, *exc):
-        with self._lock:
-            self._users -= 1
-            if self._users == 0:
-                for lib, count in zip(self._blas, self._saved):
-                    if count is not None and count != 1:
-                        _set_threads(lib, count)
-        return False
-
-
-_one_blas_thread = _OneBlasThread()
+# FPL's and FTL's kernels run their BLAS on one thread: a trial is a chain of
+# BLAS calls on O(n^2) data and n x b blocks, each too short for OpenBLAS's
+# threads to pay (measured at n = 1000, k = 10: 6.4-6.9 ms/trial on one
+# thread, 7.1-8.0 on two idle cores, 20.5-20.8 with one core busy, where
+# OpenBLAS's threads wait for the busy core), and on one thread the results do
+# not depend on the thread count. The limit is threadpoolctl's, so it is
+# process-wide: concurrent calls share it through a count (the first one in
+# sets it, the last one out restores it), and other threads' BLAS calls made
+# meanwhile run on one thread too. A limit the caller set stays; a count the
+# caller changes while a call runs is overwritten when it ends. About 10-20 us
+# a call. Compiled (_kernels/_threads.pyx) so that a KeyboardInterrupt cannot
+# land between taking the count and the code that gives it back.
 
 
 def _symmetric(lower):

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._base import deferred_signals
 from .._errors import ERR_INTERRUPTED, OK, raise_for
+from .._kernels._threads import call_holding
 from .._kernels import _dropout as _k
 from .._kernels import _pca_api as _api
 from .._kernels._linalg import eigh_top
@@ -256,10 +257,11 @@ class DropoutPCA(_OnlinePCA):
             X = X.reshape(T, n * n)
         rng = self._rng
         saved = rng.bit_generator.state if fresh else None
-        with rng.bit_generator.lock:
-            code, done, exc = _k.run(X, scale, self.state_, params, self.dropped_,
-                                     self.cumulative_, self.rows_, self.block_,
-                                     rng.bit_generator.capsule)
+        # the with-statement compiled: a KeyboardInterrupt on a Python with's
+        # exit line would leave the generator's lock held
+        code, done, exc = call_holding(rng.bit_generator.lock, _k.run, X, scale, self.state_,
+                                       params, self.dropped_, self.cumulative_, self.rows_,
+                                       self.block_, rng.bit_generator.capsule)
         if code not in (OK, ERR_INTERRUPTED) and fresh:
             self._forget()
             rng.bit_generator.state = saved

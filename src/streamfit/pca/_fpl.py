@@ -19,7 +19,8 @@ from .._kernels import _pca as _k
 from .._kernels import _pca_api as _api
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from ._common import _OnlinePCA, _note_interrupt, _one_blas_thread, _symmetric, _writable
+from ._common import (_OnlinePCA, _note_interrupt, _symmetric, _writable,
+                      call_one_blas_thread)
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -248,9 +249,8 @@ class _LeaderPCA(_OnlinePCA):
         buffered = kind == "vector" and noise in (_k.NOISE_FIXED, _k.NOISE_RANDOM_WALK)
         rows = np.zeros((_ROW_BUFFER if buffered else 0, n))
         V = np.zeros((int(params["b"][0]), n))
-        with rng.bit_generator.lock, _one_blas_thread:
-            code, _, _ = _k.initialize(state, params, S, N, C, rows, V,
-                                       rng.bit_generator.capsule)
+        code, _, _ = call_one_blas_thread(rng.bit_generator.lock, _k.initialize, state, params,
+                                          S, N, C, rows, V, rng.bit_generator.capsule)
         raise_for(code, type(self).__name__)
         return {"state_": state, "perturbed_": S, "noise_": N, "cumulative_": C,
                 "rows_": rows, "block_": V}
@@ -288,10 +288,10 @@ class _LeaderPCA(_OnlinePCA):
         if kind == "dense":
             X = X.reshape(T, n * n)
         rng = self._rng
-        with rng.bit_generator.lock, _one_blas_thread:
-            code, done, exc = _k.run(X, scale, frob, self.state_, params, self.perturbed_,
-                                     self.noise_, self.cumulative_, self.rows_, self.block_,
-                                     rng.bit_generator.capsule)
+        code, done, exc = call_one_blas_thread(
+            rng.bit_generator.lock, _k.run, X, scale, frob, self.state_, params,
+            self.perturbed_, self.noise_, self.cumulative_, self.rows_, self.block_,
+            rng.bit_generator.capsule)
         if code not in (OK, ERR_INTERRUPTED) and fresh:
             # a first call that could not play (no memory for the work space)
             # leaves no fit behind, and the generator where it was

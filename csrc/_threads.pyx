@@ -1,0 +1,98 @@
+# FPL's one-BLAS-thread policy (see streamfit.pca._common: why one thread).
+#
+# Compiled, not Python, for one reason: a KeyboardInterrupt can land between
+# any two lines of Python code, and one landing inside these bodies left the
+# lock held (the next call waited forever) or the count taken with no exit to
+# give it back (a test delivering SIGINT at every line of a call found both).
+# Here the count changes in C right after the lock is taken, with no bytecode
+# in between; only threadpoolctl's own Python code can still be interrupted,
+# and then the count is already right.
+import threading
+
+from threadpoolctl import ThreadpoolController
+
+
+cdef _set_threads(lib, int count):
+    # threadpoolctl (>= 3.6) lets only one "controlling" Python thread change
+    # a pthreads OpenBLAS's process-wide count and silently ignores the others,
+    # so a fit in a worker thread would keep the multi-threaded BLAS. The count
+    # below already keeps concurrent calls from fighting over it: the library's
+    # own setter, where threadpoolctl has one.
+    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(count)
+
+
+cdef class OneBlasThread:
+    """Runs the BLAS of the calls inside it on one thread and restores the
+    libraries' counts when the last call still inside ends (a count shared by
+    concurrent calls: the first one in sets it, the last one out restores it)."""
+
+    cdef object _lock
+    cdef Py_ssize_t _users
+    cdef list _saved
+    cdef object _blas
+
+    def __cinit__(self):
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved = []
+        self._blas = None
+
+    @property
+    def users(self):
+        return self._users
+
+    def __enter__(self):
+        with self._lock:
+            self._users += 1
+            if self._users == 1:
+                try:
+                    if self._blas is None:
+                        # after the kernels loaded scipy's BLAS (they import it)
+                        self._blas = ThreadpoolController().select(
+                            user_api="blas").lib_controllers
+                    self._saved = [lib.num_threads for lib in self._blas]
+                    for lib, count in zip(self._blas, self._saved):
+                        if count is not None and count != 1:   # None: count unknown
+                            _set_threads(lib, 1)
+                except BaseException:
+                    self._users -= 1
+                    self._restore()
+                    raise
+        return self
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._restore()
+        return False
+
+    cdef _restore(self):
+        if self._blas is None:
+            return
+        for lib, count in zip(self._blas, self._saved):
+            if count is not None and count != 1:
+                _set_threads(lib, count)
+
+
+one_blas_thread = OneBlasThread()
+
+
+def call_one_blas_thread(lock, func, *args):
+    """func(*args) holding `lock` (a bit generator's) and on one BLAS thread.
+
+    The with-statements are here, compiled, because in Python the exit path of
+    a with-statement starts with a line of its own, where a KeyboardInterrupt
+    can land before __exit__ runs: the lock then stays held and the next call
+    waits forever. Compiled code runs no bytecode between the body and the
+    exits, so no signal handler runs there.
+    """
+    with lock:
+        with one_blas_thread:
+            return func(*args)
+
+
+def call_holding(lock, func, *args):
+    """func(*args) holding `lock`, the exit compiled (see call_one_blas_thread)."""
+    with lock:
+        return func(*args)
