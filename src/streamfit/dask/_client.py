@@ -105,6 +105,20 @@ def _workers(client):
         return None
 
 
+def _cancel_reasons(futures):
+    """The reasons distributed gives for cancelled futures ("unknown" when it
+    has none, e.g. a task pinned to a worker that died; "scheduler-restart",
+    ...)."""
+    try:
+        distributed.wait(futures)
+    except CancelledError as exc:
+        return {group.reason or "unknown" for group in getattr(exc, "error_groups", ())} \
+            or {"unknown"}
+    except Exception:           # pragma: no cover - anything else: no reason known
+        return {"unknown"}
+    return set()
+
+
 def _raise_cancelled(futures, what):
     """The error for cancelled futures: distributed's own wait (which returns
     at once for them) names the reason."""
@@ -196,4 +210,12 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
                                   f"(client status {client.status!r})")
     cancelled = [f for f in futures if f.cancelled()]
     if cancelled:
+        # the scheduler cancels tasks pinned to a worker that died, and that
+        # can reach us before a poll above sees the worker gone
+        alive = _workers(client) if pins is not None else None
+        gone = sorted(pins() - alive) if alive is not None else []
+        if gone and _cancel_reasons(cancelled) <= {"unknown"}:
+            raise WorkerLost(f"{what}: worker {', '.join(gone)} left (died or was "
+                             f"retired) while holding data or states of this call; "
+                             f"nothing was kept, re-run the call", gone)
         _raise_cancelled(cancelled, what)
