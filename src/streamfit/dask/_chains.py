@@ -182,7 +182,8 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                     settle(client, watch, what, timeout, return_when="FIRST_COMPLETED",
                            pins=pins)
             except WorkerLost as lost:
-                again = sorted(i for i in tasks if pinned.get(i) in lost.workers)
+                again = sorted(i for i in tasks
+                               if pinned.get(i) in lost.workers or tasks[i].cancelled())
                 for i in again:
                     if attempts[i] >= ATTEMPTS:
                         raise

@@ -212,10 +212,12 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
     if cancelled:
         # the scheduler cancels tasks pinned to a worker that died, and that
         # can reach us before a poll above sees the worker gone
+        # (or the worker is already replaced, at the same address): a pinned
+        # task cancelled without a reason is taken as lost with its worker
         alive = _workers(client) if pins is not None else None
-        gone = sorted(pins() - alive) if alive is not None else []
-        if gone and _cancel_reasons(cancelled) <= {"unknown"}:
-            raise WorkerLost(f"{what}: worker {', '.join(gone)} left (died or was "
-                             f"retired) while holding data or states of this call; "
-                             f"nothing was kept, re-run the call", gone)
+        if alive is not None and _cancel_reasons(cancelled) <= {"unknown"}:
+            gone = sorted(pins() - alive)
+            raise WorkerLost(f"{what}: {'worker ' + ', '.join(gone) if gone else 'a worker'} "
+                             f"left (died or was retired) while holding data or states of "
+                             f"this call; nothing was kept, re-run the call", gone)
         _raise_cancelled(cancelled, what)
