@@ -71,13 +71,15 @@ def busy_core(on):
 @contextlib.contextmanager
 def unpinned(on):
     """FPL's one-thread BLAS policy switched off (the behaviour before it)."""
-    saved = _fpl._one_blas_thread
+    from streamfit._kernels._threads import call_holding
+
+    saved = _fpl.call_one_blas_thread
     if on:
-        _fpl._one_blas_thread = contextlib.nullcontext()
+        _fpl.call_one_blas_thread = call_holding      # the generator's lock only
     try:
         yield
     finally:
-        _fpl._one_blas_thread = saved
+        _fpl.call_one_blas_thread = saved
 
 
 def warm(X, n_warm=3):
