@@ -73,7 +73,7 @@ def stream(n, d=8, seed=0, tau=0.5):
 # -- interrupts ---------------------------------------------------------------------
 
 CHILD = textwrap.dedent(r'''
-    import json, sys, time
+    import json, signal, sys, time
     import numpy as np
     from threadpoolctl import threadpool_limits
     from streamfit import OnlineQuantileRegressor
@@ -99,16 +99,31 @@ CHILD = textwrap.dedent(r'''
 
     est, fed, out = make(), [], {"missed": 0}
     todo = list(calls)
+    # A SIGINT landing in this loop's own bookkeeping, outside the try, would
+    # kill the child with nothing printed: only while a call runs does it
+    # raise; elsewhere it is reported as missed, and the parent sends another.
+    armed = [False]
+
+    def on_sigint(signum, frame):
+        if armed[0]:
+            raise KeyboardInterrupt
+        out["missed"] += 1
+        print("missed", flush=True)
+
+    signal.signal(signal.SIGINT, on_sigint)
     with threadpool_limits(1):
         print("ready", flush=True)
         while todo:
             a, b = todo.pop(0)
             before = seen(est)
             try:
+                armed[0] = True
                 est.partial_fit(X[a:b], y[a:b])
+                armed[0] = False
                 fed.append((a, b))
                 continue
             except KeyboardInterrupt as exc:
+                armed[0] = False
                 caught = time.monotonic()
                 in_kernel = any("was interrupted after" in note
                                 for note in getattr(exc, "__notes__", []))
