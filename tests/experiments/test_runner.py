@@ -75,9 +75,8 @@ def test_unimportable_task_fails_with_a_clear_error_not_a_hang():
         with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                       dashboard_address=":0") as cluster, \
                 distributed.Client(cluster) as c:
-            runner = DaskRunner(c)
-            runner.poll_seconds, runner.no_worker_timeout = 0.5, 3.0
-            with pytest.raises(RuntimeError, match="no workers for 3 s"):
+            runner = DaskRunner(c, timeout=3.0)
+            with pytest.raises(RuntimeError, match="no worker for 3 s"):
                 runner.gather(runner.submit([Task(module.task, {}, 1)]))
     finally:
         del sys.modules[module.__name__]

@@ -43,12 +43,13 @@ def _current_client(timeout):
         return None
 
 
-def _local_cluster():
-    # One single-threaded worker process per core: the estimators' Python
-    # layer holds the GIL, so processes, not threads, give the parallelism.
-    # Loopback only, no fixed dashboard port (another cluster may hold 8787).
-    return LocalCluster(n_workers=os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                        host="127.0.0.1", dashboard_address=":0",
+def local_cluster(n_workers=None):
+    """A LocalCluster of ``n_workers`` (default: one per core) single-threaded
+    worker processes: the estimators' Python layer holds the GIL, so
+    processes, not threads, give the parallelism. Loopback only, no fixed
+    dashboard port (another cluster may hold 8787)."""
+    return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                        processes=True, host="127.0.0.1", dashboard_address=":0",
                         silence_logs=logging.ERROR)
 
 
@@ -64,7 +65,7 @@ def connect(client=None, timeout=None):
         if client is None:
             c = _current_client(timeout)
             if c is None:
-                cluster = _local_cluster()
+                cluster = local_cluster()
                 owned.append(cluster)
                 c = Client(cluster, set_as_default=False, timeout=timeout)
                 owned.append(c)

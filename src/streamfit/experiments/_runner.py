@@ -14,7 +14,6 @@ report writer analyses and draws what has already arrived.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import time
 import uuid
@@ -76,14 +75,15 @@ class DaskRunner:
     """Submits tasks to a ``distributed.Client`` and gathers them in order.
 
     A task that raises on a worker re-raises here, with its traceback; the
-    futures of an experiment are released once gathered.
+    futures of an experiment are released once gathered. Waits go through
+    :func:`streamfit.dask._client.settle`, so a cluster left without workers
+    (a nanny retires a worker that cannot unpickle a task: the scheduler would
+    wait forever) or a lost scheduler fails within ``timeout`` seconds.
     """
 
-    poll_seconds = 2.0
-    no_worker_timeout = 60.0
-
-    def __init__(self, client, description=None):
+    def __init__(self, client, description=None, timeout=60.0):
         self.client = client
+        self.timeout = timeout
         self.workers = len(client.scheduler_info().get("workers", {}))
         self.description = description or f"Dask, {self.workers} worker(s)"
 
@@ -95,38 +95,19 @@ class DaskRunner:
                 for i, task in enumerate(tasks)]
 
     def gather(self, pending, desc="", progress=False):
-        from distributed import wait
+        from ..dask._client import settle
 
         try:
             with _progress(len(pending), desc, progress) as bar:
-                remaining, idle_since = list(pending), None
+                remaining = list(pending)
                 while remaining:
-                    try:
-                        done, not_done = wait(remaining, timeout=self.poll_seconds,
-                                              return_when="FIRST_COMPLETED")
-                    except TimeoutError:
-                        done, not_done = (), remaining
-                    for future in done:
+                    settle(self.client, remaining, f"the report's {desc or 'tasks'}",
+                           self.timeout, return_when="FIRST_COMPLETED")
+                    for future in [f for f in remaining if f.done()]:
                         if future.status == "error":
                             future.result()      # re-raises the worker's exception
                         bar.update()
-                    remaining = list(not_done)
-                    if done or not remaining:
-                        idle_since = None
-                        continue
-                    # A worker that cannot run a task (e.g. it cannot import the
-                    # task's function) is retired by its nanny; the scheduler then
-                    # waits for workers forever. Nothing but a clock notices that.
-                    if self.client.nthreads():
-                        idle_since = None
-                    elif idle_since is None:
-                        idle_since = time.monotonic()
-                    elif time.monotonic() - idle_since > self.no_worker_timeout:
-                        raise RuntimeError(
-                            f"the Dask cluster has had no workers for "
-                            f"{self.no_worker_timeout:g} s with {len(remaining)} task(s) "
-                            f"left; a worker that cannot unpickle a task (its function "
-                            f"not importable on the workers) is retired by its nanny")
+                    remaining = [f for f in remaining if not f.done()]
             out = [future.result() for future in pending]
             return [r for r, _ in out], sum(s for _, s in out)
         finally:
@@ -153,29 +134,17 @@ def open_runner(*, workers=None, scheduler=None, timeout=30):
         yield SequentialRunner()
         return
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client
     except ImportError as exc:  # pragma: no cover - dask is part of the report's extra
         raise ImportError("running the report on Dask needs dask and distributed "
                           "(pip install 'streamfit[report]'), or pass --workers 0") from exc
+    from ..dask._client import connect, local_cluster
+
     if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout=timeout)
-        except (OSError, TimeoutError) as exc:
-            raise ConnectionError(f"no Dask scheduler answered at {scheduler!r} within "
-                                  f"{timeout} s: {exc}") from exc
-        try:
+        with connect(scheduler, timeout) as client:
             yield DaskRunner(client, f"Dask cluster at {scheduler}")
-        finally:
-            client.close()
         return
     n = workers or os.cpu_count() or 1
-    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", silence_logs=logging.ERROR)
-    try:
-        client = Client(cluster)
-        try:
-            yield DaskRunner(client, f"Dask LocalCluster, {n} worker process(es)")
-        finally:
-            client.close()
-    finally:
-        cluster.close()
+    with local_cluster(n) as cluster, connect(Client(cluster, set_as_default=False),
+                                               timeout) as client:
+        yield DaskRunner(client, f"Dask LocalCluster, {n} worker process(es)")
