@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 
-from ._client import WorkerLost, _workers, settle
+from ._client import WorkerLost, lost_with_a_worker, settle
 from ._state import add_note
 
 __all__ = ["drive_chains", "map_pinned", "default_window"]
@@ -133,17 +133,6 @@ def default_window(client):
     return sum(client.nthreads().values()) + 1
 
 
-def _lost_with_a_worker(client, futures, worker=None):
-    """Whether some of the futures were cancelled because a worker left (the
-    cluster still answers and, if given, `worker` is no longer in it)."""
-    if not any(f.status == "cancelled" for f in futures):
-        return False
-    workers = _workers(client)
-    if workers is None:
-        return False            # the scheduler is gone: not a lost worker
-    return worker is None or worker not in workers
-
-
 def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, describe, what,
                timeout):
     """One task per block, each on the worker holding its block.
@@ -193,7 +182,7 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 continue
             for i in [i for i, block in blocks.items() if all(f.done() for f in block)]:
                 block = blocks.pop(i)
-                if _lost_with_a_worker(client, block) and attempts[i] < ATTEMPTS:
+                if lost_with_a_worker(client, block) and attempts[i] < ATTEMPTS:
                     todo.append(i)
                     todo.sort(reverse=True)
                     continue
@@ -206,8 +195,7 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 task = tasks.pop(i)
                 # the scheduler may cancel a task pinned to a worker that died
                 # before the wait above noticed the worker leave: fit again
-                if _lost_with_a_worker(client, [task], pinned.get(i)) and \
-                        attempts[i] < ATTEMPTS:
+                if lost_with_a_worker(client, [task]) and attempts[i] < ATTEMPTS:
                     todo.append(i)
                     todo.sort(reverse=True)
                     continue

@@ -120,6 +120,15 @@ def _cancel_reasons(futures):
     return set()
 
 
+def lost_with_a_worker(client, futures):
+    """Whether some of the futures were cancelled by the scheduler without a
+    reason -- what it does to a task pinned to a worker that died -- while the
+    scheduler still answers (a restart or a lost connection give reasons)."""
+    cancelled = [f for f in futures if f.cancelled()]
+    return bool(cancelled) and _workers(client) is not None \
+        and _cancel_reasons(cancelled) <= {"unknown"}
+
+
 def _raise_cancelled(futures, what):
     """The error for cancelled futures: distributed's own wait (which returns
     at once for them) names the reason."""
@@ -215,9 +224,8 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
         # can reach us before a poll above sees the worker gone
         # (or the worker is already replaced, at the same address): a pinned
         # task cancelled without a reason is taken as lost with its worker
-        alive = _workers(client) if pins is not None else None
-        if alive is not None and _cancel_reasons(cancelled) <= {"unknown"}:
-            gone = sorted(pins() - alive)
+        if pins is not None and lost_with_a_worker(client, cancelled):
+            gone = sorted(pins() - (_workers(client) or set()))
             raise WorkerLost(f"{what}: {'worker ' + ', '.join(gone) if gone else 'a worker'} "
                              f"left (died or was retired) while holding data or states of "
                              f"this call; nothing was kept, re-run the call", gone)
