@@ -22,7 +22,7 @@ from ._runner import Task
 from ._stats import loglog_slope
 from ._types import Check, Experiment, Outcome
 from .pca_compare import ALGORITHMS as COMPARED, _stream, run_compare
-from .pca_scaling import _weak_spike_strength, run_scaling
+from .pca_scaling import _weak_spike_strength, run_scaling, scan_points
 
 FAMILIES = ("adversary", "weak spike")
 AXES = ("T", "n", "k")
@@ -53,17 +53,7 @@ def run_dropout_path(stream, n, k, points, seed, p=0.5):
 
 def _points(p):
     """(family, axis, n, k, T, g) for every scan point."""
-    base, out = p["scan"], []
-    for axis in AXES:
-        for v in base[axis + "s"]:
-            n = v if axis == "n" else base["n"]
-            k = v if axis == "k" else base["k"]
-            T = v if axis == "T" else base["T"]
-            if k >= n:
-                continue
-            out.append(("adversary", axis, n, k, T, 1.0))
-            out += [("weak spike", axis, n, k, T, g) for g in p["strengths"]]
-    return out
+    return scan_points(p["scan"], p["strengths"], AXES)
 
 
 def _path_runs(p):

@@ -79,21 +79,27 @@ def run_scaling(kind, family, n, k, T, g, seed):
     return {"fpl": float(fpl.regret_), "ftl": float(ftl.regret_), "bound": float(bound)}
 
 
+def scan_points(base, strengths, axes=("n", "k", "T")):
+    """(family, axis, n, k, T, g) for every point of a one-axis-at-a-time
+    scan around base["n"], base["k"], base["T"] (values base["ns"], ...):
+    the adversary, and the weak-spike family at each strength g."""
+    out = []
+    for axis in axes:
+        for v in base[axis + "s"]:
+            n = v if axis == "n" else base["n"]
+            k = v if axis == "k" else base["k"]
+            T = v if axis == "T" else base["T"]
+            if k >= n:
+                continue
+            out.append(("adversary", axis, n, k, T, 1.0))
+            out += [("weak spike", axis, n, k, T, g) for g in strengths]
+    return out
+
+
 def _points(p):
     """(kind, family, axis, n, k, T, g) for every scan point."""
-    out = []
-    for kind in ("vector", "dense"):
-        base = p[kind]
-        for axis in ("n", "k", "T"):
-            for v in base[axis + "s"]:
-                n = v if axis == "n" else base["n"]
-                k = v if axis == "k" else base["k"]
-                T = v if axis == "T" else base["T"]
-                if k >= n:
-                    continue
-                out.append((kind, "adversary", axis, n, k, T, 1.0))
-                out += [(kind, "weak spike", axis, n, k, T, g) for g in p["strengths"]]
-    return out
+    return [(kind, *point) for kind in ("vector", "dense")
+            for point in scan_points(p[kind], p["strengths"])]
 
 
 def _tasks(p):
