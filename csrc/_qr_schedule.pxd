@@ -1,0 +1,442 @@
+# The statistical stepsize schedule of online quantile (and least-squares)
+# regression, Shen, Xia & Zhou, "Online Quantile Regression", JMLR 26 (2025):
+# its state and parameter records, and the bookkeeping that turns residuals
+# into stepsizes (warm-up, geometric phase one, the plateau and restart
+# rules, the last phase's Ca / (t - t1 + Cb d) or t^-alpha steps, the
+# warm-start clock t0). One copy, cimported by the kernels that use it: the
+# vector kernel (_quantile.pyx, all three modes) and the low-rank kernel
+# (_lowrank.pyx, single-sample mode with d the manifold's dimension).
+#
+# The records cross to Python as NumPy structured arrays whose dtypes each
+# kernel makes from SGDState / SGDParams (np.asarray(<SGDState[:1]> &proto)),
+# so every kernel's records have the same fields in the same order.
+from libc.math cimport fabs, pow, isnan
+from libc.float cimport DBL_MAX, DBL_MIN
+
+from _common cimport OK, ERR_NONFINITE, ERR_SCALE
+from _order_stats cimport INV_MAD, median_abs, error_scale, sparsity
+
+# Schedule kinds, modes and losses: the records' kind, mode and loss fields.
+# (cdef enums, C only: each kernel module makes them Python attributes with
+# globals().update(schedule_enums()).)
+cdef enum:
+    KIND_CONSTANT = 0
+    KIND_INVERSE_TIME = 1
+    KIND_STATISTICAL = 2
+    KIND_ARRAY = 3        # precomputed stepsizes (a user schedule)
+
+cdef enum:
+    MODE_SINGLE = 0
+    MODE_BATCH = 1
+    MODE_STORAGE = 2
+
+cdef enum:
+    LOSS_CHECK = 0
+    LOSS_SQUARED = 1
+
+cdef enum:
+    SETTLED_STRIDE = 4    # a compile-time constant: the modulo is a mask
+
+
+cdef inline dict schedule_enums():
+    return {"KIND_CONSTANT": KIND_CONSTANT, "KIND_INVERSE_TIME": KIND_INVERSE_TIME,
+            "KIND_STATISTICAL": KIND_STATISTICAL, "KIND_ARRAY": KIND_ARRAY,
+            "MODE_SINGLE": MODE_SINGLE, "MODE_BATCH": MODE_BATCH,
+            "MODE_STORAGE": MODE_STORAGE, "LOSS_CHECK": LOSS_CHECK,
+            "LOSS_SQUARED": LOSS_SQUARED}
+
+
+cdef extern from *:
+    """
+    /* sqrt(DBL_MIN): below it x^2 leaves float64's normal range and loses precision */
+    #define SF_SQRT_DBL_MIN 1.4916681462400413e-154
+    """
+    const double SQRT_DBL_MIN "SF_SQRT_DBL_MIN"
+
+
+cdef struct SGDState:
+    double t              # schedule clock: updates taken (single mode: their weights' sum)
+    double n_updates      # updates taken
+    double n_seen         # rows seen (scored)
+    double intercept
+    double intercept_avg
+    double loss           # prequential loss: each row scored (weighted) before its update
+    double phase          # 0 warm-up, 1 geometric, 2 (const or 1/t), 3 1/t (batch)
+    double eta_geo        # next phase-one stepsize
+    double t_switch       # clock value where the current phase began
+    double d0             # initial error scale estimate (response units)
+    double b0             # sparsity 1/f(q_tau) estimate (response units)
+    double cl             # mean eigenvalue of E[x x'] estimate: mean ||x||^2 / d
+    double sumsq          # weighted sum of ||x||^2 seen during warm-up
+    double n_sumsq        # their weights' sum
+    double fill           # residuals in the current window
+    double n_avg          # iterates in the Polyak-Ruppert average
+    double min_med        # smallest window median |r| since phase one began (plateau test)
+    double last_eta       # stepsize of the last update
+    double eta_start      # stepsize at the start of the last phase
+    double avg_on         # 1 once settled in the last phase: the average runs
+    double n_flat         # consecutive windows without progress
+    double b0_cap         # b0 at the end of phase one: later estimates stay below
+    double block          # weight (rows) per update of the last block update
+    double k_pow          # last-phase step index of the cached eta_pow (-1: none)
+    double eta_pow        # cached eta_start (1 + k / scale)^-avg_power
+    double cu             # largest eigenvalue of E[x x'] (batch / storage modes)
+    double level          # running level of the window medians |r| (restart test)
+    double n_high         # consecutive windows far above the level
+    double n_restarts     # restarts of phase one after a jump of the residual scale
+    double win_sumsq      # weighted sum of ||x||^2 (+1 with an intercept) of the window's rows
+    double win_wsum       # their weights' sum
+    double xmax           # largest |x_ij| over the warm-up's rows (underflow check)
+
+
+cdef struct SGDParams:
+    double tau
+    double loss
+    double kind
+    double c              # constant / inverse_time coefficient
+    double eta0           # NaN: estimate from the stream
+    double eta0_scale     # C in eta0 = C D0 / (d Cl tau*^2) (single), C D0 m/d / Cl (blocks)
+    double decay          # single: eta *= 1 - decay / (d tau*^2); blocks: 1 - decay m/d
+    double Ca
+    double Cb
+    double b0             # NaN: estimate from the stream
+    double t_switch       # NaN: switch by the rule; else the update index
+    double n_warmup       # warm-up rows (no updates) for D0, b0, Cl (single, batch)
+    double window         # residual window for b0 and the plateau test
+    double average        # 1: Polyak-Ruppert averaging over the last phase
+    double avg_power      # alpha of the t^-alpha last phase used with averaging
+    double fit_intercept
+    double plateau        # a window makes progress below plateau * best median |r|
+    double eta_const      # batch/storage phase two: eta = eta_const * b0 / Cu
+    double ema            # weight of a new window in b0 (phase two) and the level
+    double patience       # windows without progress that make a plateau (or a jump)
+    double mode           # MODE_SINGLE, MODE_BATCH or MODE_STORAGE
+    double C0             # batch phase two needs block >= C0 tau*^2 d (Theorem 5)
+    double start          # 1: phase one after the warm-up; 2: straight to the last phase
+    double restart        # a window median above restart * level for patience windows
+                          # restarts phase one (0: never)
+    double t0             # clock behind a warm start (start == 2): the last phase
+                          # continues from it until a restart
+
+
+cdef inline double row_absmax(const double *x, Py_ssize_t d, double m) noexcept nogil:
+    # max(m, max_j |x_j|): warm-up rows only (the underflow check)
+    cdef Py_ssize_t j
+    for j in range(d):
+        if fabs(x[j]) > m:
+            m = fabs(x[j])
+    return m
+
+
+cdef inline void start_phase(SGDState *s, double phase, double eta_start,
+                             bint avg_on) noexcept nogil:
+    s.phase = phase
+    s.t_switch = s.t
+    s.eta_start = eta_start
+    s.n_avg = 0        # averaging restarts with the last phase
+    s.avg_on = avg_on
+    s.n_flat = 0       # the next plateau is counted afresh
+    s.k_pow = -1
+
+
+cdef inline double tau_star2(double tau) noexcept nogil:
+    # 4 max(tau, 1 - tau)^2: Theorem 1's tau*^2, scaled to 1 at the median. It
+    # bounds the squared sub-gradient factor (1{r <= 0} - tau)^2, so phase one's
+    # stepsize and decay shrink with it (Section 3.1's rates are for tau = 1/2).
+    cdef double ts = tau if tau > 0.5 else 1.0 - tau
+    return 4.0 * ts * ts
+
+
+cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
+                                  double scale) noexcept nogil:
+    # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
+    # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
+    cdef double k = s.t - s.t_switch
+    if p.start == 2 and s.n_restarts == 0:
+        k += p.t0         # a warm start continues the clock of the fit behind it
+    if p.average != 0 and p.avg_power != 1.0:
+        # pow() per sample would cost as much as the update at d = 100: it is
+        # refreshed whenever k has grown by scale / 64, a change of at most
+        # avg_power / 64 (~1%) in the stepsize.
+        if s.k_pow < 0 or k < s.k_pow or k >= s.k_pow + scale * (1.0 / 64.0) \
+                or not (s.eta_pow > 0):
+            s.k_pow = k
+            s.eta_pow = s.eta_start * pow(1.0 + k / scale, -p.avg_power)
+        return s.eta_pow
+    return s.eta_start * scale / (scale + k)
+
+
+cdef inline double block_ratio(const SGDState *s, Py_ssize_t d) noexcept nogil:
+    # min(1, rows per update / d). The batch schedules are written for blocks
+    # of at least ~d rows; a block of m < d rows is m single-sample steps
+    # rolled into one, so its stepsizes and decay shrink by m / d (at m = 1,
+    # single-sample scales).
+    return s.block / d if s.block < d else 1.0
+
+
+cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
+                                   Py_ssize_t d, double phase) noexcept nogil:
+    cdef double const
+    # Stepsize at the start of phase 2 or 3, from the current sparsity estimate.
+    if p.loss == LOSS_SQUARED:
+        return s.eta_geo                              # continuous at t1
+    if p.mode == MODE_SINGLE:
+        return s.b0 * p.Ca / (s.cl * p.Cb * d)        # (b0/Cl) Ca / (Cb d)
+    # Batch and storage: a step on a block's mean gradient is stable only
+    # below 2 / (f Cu), Cu the block's top eigenvalue (the paper's
+    # (Cl / Cu^2) b1^2 / b0 scale; for blocks of m < d rows Cu grows like
+    # ||x||^2 / m, which covers the small block), and the 1/t phase starts
+    # no higher than the constant phase.
+    const = p.eta_const * s.b0 / s.cu
+    if phase == 2:
+        return const
+    return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
+
+
+cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept nogil:
+    # The iterates an average starts with: a warm start (start == 2) with t0
+    # rows behind it counts its starting point (still in wbar: the average has
+    # not run) as t0 iterates, until a restart of phase one; else none.
+    if p.start == 2 and s.n_restarts == 0 and p.t0 > 0:
+        return p.t0
+    return 0.0
+
+
+cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
+    # Into the last phase (the plateau rule, or start="phase2" after the warm-up).
+    s.b0_cap = s.b0
+    if p.mode == MODE_BATCH and s.block < p.C0 * tau_star2(p.tau) / 4.0 * d:
+        # Batches too small for Theorem 5's constant phase: its one-step
+        # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
+        start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+        s.n_avg = average_prior(s, p)
+    else:
+        start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+
+
+cdef inline int fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                                double *work, Py_ssize_t d) noexcept nogil:
+    # D0, b0, the plateau test's best median, the level and phase one's first
+    # stepsize from the residuals r at the current iterate: at the end of the
+    # warm-up, and again when the residual scale jumped (a restart). Cl (and
+    # Cu) are set by the caller first. Returns ERR_NONFINITE if phase one's
+    # first stepsize overflows (y's scale too large against X's).
+    cdef double med = median_abs(r, n, work)
+    s.level = med
+    s.n_high = 0
+    if p.loss == LOSS_CHECK:
+        s.d0 = error_scale(r, n, work)
+        s.b0 = p.b0 if not isnan(p.b0) else sparsity(r, n, p.tau, work)
+        if not (s.b0 > 1e-9 * s.d0):
+            s.b0 = s.d0
+        if not isnan(p.eta0):
+            s.eta_geo = p.eta0
+        elif p.mode == MODE_SINGLE:
+            s.eta_geo = p.eta0_scale * s.d0 / (s.cl * d * tau_star2(p.tau))
+        else:
+            s.eta_geo = p.eta0_scale * s.d0 * block_ratio(s, d) / s.cl
+    else:
+        # least squares: constant eta0_scale / (d Cl) in phase one (Section 3.1)
+        s.eta_geo = p.eta0 if not isnan(p.eta0) else p.eta0_scale / (s.cl * d)
+    if not (s.eta_geo <= DBL_MAX):
+        return ERR_NONFINITE
+    if not (s.eta_geo > 0):
+        s.eta_geo = 1e-12
+    # single mode's plateau test starts from the warm-up's median; block
+    # modes from D0's (the same number when the error dominates)
+    s.min_med = med if p.mode == MODE_SINGLE else s.d0 / INV_MAD
+    s.phase = 1
+    s.t_switch = s.t
+    s.n_avg = 0
+    s.avg_on = 0
+    s.n_flat = 0
+    s.k_pow = -1
+    if p.start == 2:
+        end_phase_one(s, p, d)
+    return OK
+
+
+cdef inline int calibrated_cl(SGDState *s, Py_ssize_t d) noexcept nogil:
+    # Cl at the end of the warm-up: mean ||x||^2 / d. ERR_SCALE when the sum
+    # overflows, or when X's entries are all so small (but not 0) that their
+    # squares leave float64's normal range: the scale would be lost; X
+    # exactly 0 has no scale to learn and gets Cl = 1.
+    s.cl = s.sumsq / (s.n_sumsq * d)
+    if not (s.cl <= DBL_MAX):
+        return ERR_SCALE
+    if s.xmax > 0 and s.xmax < SQRT_DBL_MIN:
+        return ERR_SCALE
+    if not (s.cl > 0):
+        s.cl = 1.0
+    return OK
+
+
+cdef enum:
+    JUMP_NONE = 0         # a window like the others
+    JUMP_HIGH = 1         # far above the level: it teaches the estimates nothing yet
+    JUMP_RESTART = 2      # the patience-th high window in a row: restart phase one
+
+
+cdef inline int jump_test(SGDState *s, const SGDParams *p, double med) noexcept nogil:
+    # Non-stationary starts (a stuck sensor: constant y for a while) leave
+    # estimates fitted to the start: windows of (nearly) no spread say nothing
+    # about the noise, and when the residual scale then jumps far above its
+    # running level for `patience` windows in a row, the estimates are stale
+    # and phase one restarts (fresh_estimates on the last window, with Cl from
+    # its rows). `med` is the window's median |r|; the level is a running
+    # average of the medians of the windows that were not high.
+    if p.loss != LOSS_CHECK or not (p.restart > 0) or s.phase < 1:
+        return JUMP_NONE
+    if s.level > 0 and med > p.restart * s.level:
+        s.n_high += 1
+        return JUMP_RESTART if s.n_high >= p.patience else JUMP_HIGH
+    s.n_high = 0
+    s.level = med if not (s.level > 0) else s.level + p.ema * (med - s.level)
+    return JUMP_NONE
+
+
+cdef inline int full_window(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                            double *work, Py_ssize_t d) noexcept nogil:
+    # A full window of single or batch mode: the restart rule, then (unless
+    # the window is far above the level) the plateau test and b0. Returns the
+    # jump; on JUMP_RESTART the caller restarts phase one on this window.
+    cdef double med = median_abs(r, n, work)
+    cdef int jump = jump_test(s, p, med)
+    if jump == JUMP_NONE:
+        window_done(s, p, r, n, med, work, d)
+    return jump
+
+
+cdef inline void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                             double med, double *work, Py_ssize_t d) noexcept nogil:
+    # Called on each full window of residuals (med: its median |r|). Their
+    # median |r| falls while the error dominates the residuals and levels off
+    # at the noise. A window makes progress when its median is below
+    # `plateau` times the best so far; `patience` windows in a row without
+    # progress make a plateau: the error has reached the noise level (or
+    # stopped moving). A plateau ends phase one (the paper: "until the error
+    # is at the noise level"), ends batch phase two, and in the last phase
+    # starts the Polyak-Ruppert average, which so leaves out the transient.
+    # For the check loss each window also refreshes the sparsity estimate b0.
+    cdef double est
+    cdef bint flat
+    if s.min_med <= 0 or med < p.plateau * s.min_med:
+        s.n_flat = 0
+    else:
+        s.n_flat += 1
+    if s.min_med <= 0 or med < s.min_med:
+        s.min_med = med
+    flat = s.n_flat >= p.patience
+    if p.loss == LOSS_CHECK and isnan(p.b0):
+        est = sparsity(r, n, p.tau, work)
+        # ties at the quantile (exact fits, discrete y) give a 0 spacing: such
+        # a window says nothing about the density
+        if est > 1e-9 * s.d0:
+            if s.phase >= 2 and p.mode != MODE_STORAGE:    # storage: all data, no need
+                s.b0 += p.ema * (est - s.b0)
+            else:
+                s.b0 = est
+            if s.phase >= 2 and s.b0 > s.b0_cap:
+                # Residuals are noise plus x'(beta - beta*): the estimate is
+                # biased up by the error. Capping it at its value at the end of
+                # phase one stops a larger error from buying larger steps.
+                s.b0 = s.b0_cap
+    if flat and s.phase == 1 and isnan(p.t_switch) and \
+            not (p.mode == MODE_SINGLE and p.loss == LOSS_CHECK and not isnan(p.b0)):
+        end_phase_one(s, p, d)
+    elif flat and s.phase == 2 and p.mode == MODE_BATCH:
+        start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
+    elif flat and s.phase >= 2 and s.avg_on == 0:
+        s.avg_on = 1      # settled: the average (if any) starts here
+        s.n_avg = average_prior(s, p)
+    elif s.phase >= 2 and p.loss == LOSS_CHECK:
+        s.eta_start = phase_start_eta(s, p, d, s.phase)
+        s.k_pow = -1      # eta_start moved: recompute the cached power
+
+
+cdef inline int restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
+                        double *work, Py_ssize_t d, double cu) noexcept nogil:
+    # Phase one afresh from this window: the residual scale jumped. Cl from
+    # the window's rows (if they give one), Cu (block modes) from the
+    # caller's block.
+    if s.win_wsum > 0 and s.win_sumsq / s.win_wsum >= DBL_MIN and s.win_sumsq <= DBL_MAX:
+        s.cl = s.win_sumsq / (s.win_wsum * d)
+    s.cu = cu if cu >= s.cl else s.cl
+    s.n_restarts += 1
+    return fresh_estimates(s, p, r, n, work, d)
+
+
+cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
+                              double weight) noexcept nogil:
+    # Stepsize of the next single-sample update under the statistical schedule.
+    cdef double eta
+    if s.phase == 1:
+        eta = s.eta_geo
+        if p.loss == LOSS_CHECK:
+            # the clock moves by the row's weight: so does the decay
+            if weight == 1.0:
+                s.eta_geo *= 1.0 - p.decay / (d * tau_star2(p.tau))
+            else:
+                s.eta_geo *= pow(1.0 - p.decay / (d * tau_star2(p.tau)), weight)
+        if (not isnan(p.t_switch) and s.t + 1 >= p.t_switch) or \
+                (p.loss == LOSS_CHECK and not isnan(p.b0) and isnan(p.t_switch)
+                 and eta <= phase_start_eta(s, p, d, 2)):
+            # with the noise's b0 known: the paper's continuity rule
+            s.b0_cap = s.b0
+            start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
+            s.t_switch = s.t + weight
+        return eta
+    if p.loss == LOSS_CHECK:
+        return last_phase_eta(s, p, p.Cb * d)
+    # least squares phase two: Ca / (Cl (t - t1) + Ca / eta1), continuous at t1
+    return last_phase_eta(s, p, p.Ca / (s.eta_start * s.cl))
+
+
+cdef enum:
+    NO_UPDATE = 1         # not an error: the row warms the schedule up, no update
+
+
+cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, double *work,
+                                const double *x, Py_ssize_t d, Py_ssize_t da, double r,
+                                double xx, double wi, double *eta) noexcept nogil:
+    # The statistical schedule's work for one single-sample row of weight
+    # wi > 0, residual r and ||x||^2 = xx: the residual window, the warm-up,
+    # the window's tests (restarts included) and the stepsize of the row's
+    # update. Returns OK (update with eta[0]), NO_UPDATE (a warm-up row) or an
+    # error code. The caller moves the clock once it has updated.
+    cdef int code
+    cdef double fit_one = 1.0 if p.fit_intercept != 0 else 0.0
+    # Once settled (a plateau in the last phase) only b0 still learns from the
+    # window: a quarter of the residuals is enough and keeps the order
+    # statistics off the per-sample cost. Counted in updates, so that rows of
+    # weight 0 change nothing.
+    if s.avg_on == 0 or (<long long> s.n_updates) % SETTLED_STRIDE == 0:
+        win[<Py_ssize_t> s.fill] = r
+        s.fill += 1
+        s.win_sumsq += wi * (xx + fit_one)
+        s.win_wsum += wi
+    if s.phase == 0:
+        # warm-up: remember the residual and ||x||^2, no update
+        s.sumsq += wi * (xx + fit_one)
+        s.n_sumsq += wi
+        s.xmax = row_absmax(x, d, s.xmax)
+        if s.fill >= p.n_warmup:
+            code = calibrated_cl(s, da)
+            if code == OK:
+                code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
+            if code != OK:
+                return code
+            s.fill = 0
+            s.win_sumsq = 0
+            s.win_wsum = 0
+        return NO_UPDATE
+    if s.fill >= p.window:
+        if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
+            code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
+            if code != OK:
+                return code
+        s.fill = 0
+        s.win_sumsq = 0
+        s.win_wsum = 0
+    eta[0] = single_eta(s, p, da, wi)
+    return OK
