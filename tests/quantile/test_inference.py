@@ -220,3 +220,41 @@ def test_switching_inference_mid_stream():
     est.set_params(inference=False).partial_fit(X[:5], y[:5])
     with pytest.raises(AttributeError):
         est.conf_int()
+
+
+def test_sums_that_overflow_are_refused_naming_inference_and_the_state_is_kept():
+    # before: y at 1e150 made the sums of s^2 u_s u_s' inf; the fit was
+    # published with them and conf_int returned NaN bounds without a word
+    X, y, _ = make_linear_stream(6000, 3, random_state=2)
+    # (2000 rows: the average's 1183 steps still fit; the next 4000 do not)
+    est = OnlineQuantileRegressor(average=True, inference=True).fit(X[:2000], 1e150 * y[:2000])
+    assert np.isfinite(est._fit_.rs).all()
+    rs, state, coef = est._fit_.rs.copy(), est._fit_.state.tobytes(), est.coef_
+    with pytest.raises(ValueError, match="inference=True.*overflow"):
+        est.partial_fit(X[2000:], 1e150 * y[2000:])
+    np.testing.assert_array_equal(est._fit_.rs, rs)
+    assert est._fit_.state.tobytes() == state
+    np.testing.assert_array_equal(est.coef_, coef)
+    fresh = OnlineQuantileRegressor(average=True, inference=True)
+    with pytest.raises(ValueError, match="inference=True.*overflow"):
+        fresh.fit(X, 1e150 * y)
+    assert not hasattr(fresh, "coef_")
+    # without inference the same data are learnt
+    assert np.isfinite(OnlineQuantileRegressor(average=True).fit(X, 1e150 * y).coef_).all()
+
+
+def test_sums_that_underflow_give_an_error_not_an_empty_interval():
+    # before: y at 1e-300 made every s^2 u_s^2 underflow to 0: conf_int
+    # returned intervals of width 0 (lower == upper) around the estimate
+    X, y, _ = make_linear_stream(6000, 3, random_state=2)
+    tiny = OnlineQuantileRegressor(average=True, inference=True).fit(X, 1e-300 * y)
+    with pytest.raises(ValueError, match="underflow"):
+        tiny.conf_int()
+    with pytest.raises(ValueError, match="underflow"):
+        tiny.coef_covariance_
+    # a scale float64 holds: the intervals scale with y
+    ref = OnlineQuantileRegressor(average=True, inference=True).fit(X, y)
+    small = OnlineQuantileRegressor(average=True, inference=True).fit(X, 1e-100 * y)
+    np.testing.assert_allclose(small.conf_int(), 1e-100 * ref.conf_int(), rtol=1e-6)
+    lo, hi = small.conf_int().T
+    assert (hi > lo).all()

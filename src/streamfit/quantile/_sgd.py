@@ -467,6 +467,17 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                     out.exc.add_note(f"{where} was interrupted after 0 of its {X.shape[0]} "
                                      "rows: the estimator is as it was before the call")
                 raise_for(ERR_INTERRUPTED, where, exc=out.exc)
+        if getattr(work, "rs", None) is not None and not np.isfinite(work.rs).all():
+            # the kernel's sums of s^2 u_s u_s' (a row of finite data, a finite
+            # iterate) left float64: refuse the call rather than keep them
+            with np.errstate(over="ignore"):
+                spread = float(np.abs(work.wbar).max(initial=0.0))
+            raise ValueError(
+                f"{type(self).__name__}.{method}: inference=True keeps sums of squared "
+                f"steps of the average times s^2, and they overflow float64 on this data "
+                f"(coefficients of order {spread:.3g}): rescale y (or X) by a power of ten "
+                "(and the intervals back), or set inference=False. The estimator was left "
+                "as it was before this call") from out.exc
         old = self.__dict__.get("_fit_")
         work.names = names if fresh or old is None else old.names
         # One assignment publishes everything: a signal handler (it runs
