@@ -1,6 +1,7 @@
 """Input checks, done once in Python so that kernels can assume clean input."""
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -128,8 +129,12 @@ def check_scalar(value, name, *, kind=numbers.Real, low=None, high=None,
     if isinstance(value, bool) or not isinstance(value, kind):
         raise TypeError(f"{name} must be a {'integer' if kind is numbers.Integral else 'real number'}"
                         f", got {value!r}")
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:       # an int beyond float64's range (np.isfinite: a TypeError)
+        finite = False
+    if not finite:
+        raise ValueError(f"{name} must be finite (within float64's range), got {value!r}")
     if low is not None and (value < low or (low_open and value == low)):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
     if high is not None and (value > high or (high_open and value == high)):

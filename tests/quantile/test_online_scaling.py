@@ -138,3 +138,19 @@ def test_refusals_name_the_argument_and_leave_the_state():
     with pytest.raises(ValueError, match="NaN or inf"):
         est.set_params(scale="online").partial_fit(bad, y[:5])
     assert pickle.dumps(est._fit_) == before
+
+
+@pytest.mark.parametrize("level", [5.0, -3e150, 1e300])
+def test_a_constant_feature_at_any_level_is_ignored(level):
+    # its running standard deviation is 0: it gets coefficient 0 and the
+    # other coefficients and the intercept are those of the stream without it
+    # (a level of 1e300 must not reach ||x||^2 or the intercept as inf)
+    Xs, y, _, _ = scaled_stream(30.0, n=3000, d=3)
+    Xc = np.column_stack([Xs[:, :1], np.full(len(y), level), Xs[:, 1:]])
+    est = OnlineQuantileRegressor(average=True, scale="online").fit(Xc, y)
+    ref = OnlineQuantileRegressor(average=True, scale="online").fit(
+        np.column_stack([Xs[:, :1], np.full(len(y), 1.0), Xs[:, 1:]]), y)
+    assert est.coef_[1] == 0.0
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    assert est.intercept_ == ref.intercept_
+    assert np.isfinite(est.predict(Xc[:5])).all() and np.isfinite(est._fit_.scaler).all()

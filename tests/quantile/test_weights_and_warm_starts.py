@@ -237,3 +237,15 @@ def test_t0_needs_phase2_and_no_inference():
     with pytest.raises(ValueError, match="inference=True with a warm start"):
         OnlineQuantileRegressor(average=True, inference=True,
                                 schedule=StatisticalSchedule(start="phase2", t0=100)).fit(X, y)
+
+
+def test_t0_beyond_float64_is_refused_naming_it():
+    # before: t0=10**400 (a Python int float64 cannot hold) failed inside
+    # np.isfinite with "ufunc 'isfinite' not supported for the input types"
+    X, y, _ = make_linear_stream(500, 3, random_state=0)
+    est = OnlineQuantileRegressor(schedule=StatisticalSchedule(start="phase2", t0=10**400))
+    with pytest.raises(ValueError, match="schedule.t0 must be finite"):
+        est.fit(X, y)
+    # a huge clock float64 holds is a (tiny) stepsize, not an error
+    est.set_params(schedule=StatisticalSchedule(start="phase2", t0=10**300)).fit(X, y)
+    assert np.isfinite(est.coef_).all() and 0 < est.schedule_state_["stepsize"] < 1e-290
