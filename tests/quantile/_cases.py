@@ -1,9 +1,16 @@
 """What the quantile test modules share: tolerances, a duck-typed user
-schedule, feeding a stream in chunks and comparing two fits.
+schedule, feeding a stream in chunks, comparing two fits and stopping a
+kernel at an exact row.
 
 Imported relatively (``from ._cases import ...``): pytest's importlib mode
 (pyproject.toml) puts no test folder on sys.path."""
+import contextlib
+import signal
+
 import numpy as np
+import pytest
+
+from streamfit._kernels import _quantile as _k
 
 # float32 input is converted once; results then agree to float32's rounding
 RTOL = {np.float32: 1e-6, np.float64: 1e-12}
@@ -48,3 +55,25 @@ def assert_same_results(est, ref, rtol=0.0):
         np.testing.assert_allclose(est.cumulative_loss_, ref.cumulative_loss_, rtol=rtol)
     assert est.n_updates_ == ref.n_updates_
     assert est.n_samples_seen_ == ref.n_samples_seen_
+
+
+class Stop(Exception):
+    """What the SIGUSR1 handler of :func:`stopped_at` raises."""
+
+
+@contextlib.contextmanager
+def stopped_at(at):
+    """The kernel call in the block is stopped by a real SIGUSR1, raised when
+    it polls before row ``at`` (its handler raises Stop); the block must raise
+    Stop. POSIX only."""
+    def handler(signum, frame):
+        raise Stop()
+
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        _k._interrupt_at(at, signal.SIGUSR1)
+        with pytest.raises(Stop):
+            yield
+    finally:
+        _k._interrupt_at(-1, 0)
+        signal.signal(signal.SIGUSR1, old)

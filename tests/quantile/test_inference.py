@@ -4,7 +4,6 @@ critical values against a fresh simulation of the pivotal law, coverage,
 widths against statsmodels, and the estimator contract (pickling,
 interrupts, refusals)."""
 import pickle
-import signal
 import sys
 import warnings
 
@@ -13,11 +12,12 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from streamfit import OnlineQuantileRegressor
-from streamfit._kernels import _quantile as _k
 from streamfit.quantile import critical_value, simulate_critical_value
 from streamfit.quantile._inference import CRITICAL_VALUES
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
+
+from ._cases import stopped_at
 
 POSIX_SIGNALS = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -158,22 +158,10 @@ def test_pickled_mid_stream_resumes_bit_identically():
 @POSIX_SIGNALS
 @pytest.mark.parametrize("at", [0, 1, 700])
 def test_interrupt_keeps_the_sums_of_whole_rows(at):
-    class Stop(Exception):
-        pass
-
-    def handler(signum, frame):
-        raise Stop()
-
     X, y, _ = make_linear_stream(4000, 3, random_state=9)
     est = OnlineQuantileRegressor(average=True, inference=True).fit(X[:2000], y[:2000])
-    old = signal.signal(signal.SIGUSR1, handler)
-    try:
-        _k._interrupt_at(at, signal.SIGUSR1)
-        with pytest.raises(Stop):
-            est.partial_fit(X[2000:], y[2000:])
-    finally:
-        _k._interrupt_at(-1, 0)
-        signal.signal(signal.SIGUSR1, old)
+    with stopped_at(at):
+        est.partial_fit(X[2000:], y[2000:])
     taken = est.n_samples_seen_ - 2000
     assert taken == at
     ref = OnlineQuantileRegressor(average=True, inference=True).fit(X[:2000 + at],

@@ -2,7 +2,6 @@
 same as separate fits, never crossing, the estimator contract (pickling,
 interrupts, refusals) and the projection option."""
 import pickle
-import signal
 import sys
 
 import numpy as np
@@ -13,6 +12,8 @@ from streamfit import OnlineQuantileRegressor
 from streamfit._kernels import _quantile as _k
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
+
+from ._cases import stopped_at
 
 TAUS = [0.1, 0.5, 0.9]
 
@@ -99,22 +100,10 @@ def test_pickled_mid_stream_resumes_bit_identically():
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("at", [0, 1, 333])
 def test_interrupt_keeps_whole_rows_of_every_quantile(at):
-    class Stop(Exception):
-        pass
-
-    def handler(signum, frame):
-        raise Stop()
-
     X, y, _ = make_linear_stream(3000, 3, random_state=6)
     est = OnlineQuantileRegressor(tau=TAUS).fit(X[:1000], y[:1000])
-    old = signal.signal(signal.SIGUSR1, handler)
-    try:
-        _k._interrupt_at(at, signal.SIGUSR1)
-        with pytest.raises(Stop):
-            est.partial_fit(X[1000:], y[1000:])
-    finally:
-        _k._interrupt_at(-1, 0)
-        signal.signal(signal.SIGUSR1, old)
+    with stopped_at(at):
+        est.partial_fit(X[1000:], y[1000:])
     assert est.n_samples_seen_ == 1000 + at
     ref = OnlineQuantileRegressor(tau=TAUS).fit(X[:1000 + at], y[:1000 + at])
     np.testing.assert_array_equal(est._fit_.state, ref._fit_.state)

@@ -1,15 +1,15 @@
 """scale="online": running feature location/scale as a diagonal
 preconditioner, coefficients on the original scale."""
 import pickle
-import signal
 import sys
 
 import numpy as np
 import pytest
 
 from streamfit import OnlineQuantileRegressor, offline_quantile_regression
-from streamfit._kernels import _quantile as _k
 from streamfit.simulate import make_linear_stream
+
+from ._cases import stopped_at
 
 
 def scaled_stream(big, seed=0, tau=0.5, n=20000, d=10):
@@ -96,22 +96,10 @@ def test_chunks_and_weights():
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("at", [0, 1, 500])
 def test_interrupt_keeps_whole_rows(at):
-    class Stop(Exception):
-        pass
-
-    def handler(signum, frame):
-        raise Stop()
-
     Xs, y, _, _ = scaled_stream(30.0, n=3000, d=3)
     est = OnlineQuantileRegressor(average=True, scale="online").fit(Xs[:1000], y[:1000])
-    old = signal.signal(signal.SIGUSR1, handler)
-    try:
-        _k._interrupt_at(at, signal.SIGUSR1)
-        with pytest.raises(Stop):
-            est.partial_fit(Xs[1000:], y[1000:])
-    finally:
-        _k._interrupt_at(-1, 0)
-        signal.signal(signal.SIGUSR1, old)
+    with stopped_at(at):
+        est.partial_fit(Xs[1000:], y[1000:])
     assert est.n_samples_seen_ == 1000 + at
     ref = OnlineQuantileRegressor(average=True, scale="online").fit(Xs[:1000 + at],
                                                                    y[:1000 + at])

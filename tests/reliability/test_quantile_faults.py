@@ -28,6 +28,8 @@ from streamfit.quantile._state import FIELDS
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
+from ._quantile_cases import assert_same_state, learnt
+
 MODES = ["single", "batch", "storage"]
 POSIX_SIGNALS = pytest.mark.skipif(not hasattr(signal, "setitimer"),
                                    reason="needs POSIX signals (setitimer, SIGUSR1)")
@@ -36,33 +38,6 @@ POSIX_SIGNALS = pytest.mark.skipif(not hasattr(signal, "setitimer"),
 def make(mode, **kw):
     base = dict(mode=mode, batch_size=4 if mode == "batch" else 500)
     return OnlineQuantileRegressor(**{**base, **kw})
-
-
-def learnt(est):
-    """The whole learnt state (est._fit_), arrays as bytes: stored rows
-    without the spare room, held residuals without the buffer's capacity.
-    Equal means bit-identical."""
-    fit = est.__dict__.get("_fit_")
-    if fit is None:
-        return {}
-    out = {}
-    for name in FIELDS:
-        v = getattr(fit, name)
-        if name in ("store_X", "store_y", "store_w") and v is not None:
-            v = v[:fit.store_n]
-        elif name == "window":
-            v = v[:int(fit.state["fill"][0])]
-        elif name == "names" and v is not None:
-            v = tuple(v)
-        out[name] = (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
-    return out
-
-
-def assert_same_state(a, b):
-    la, lb = learnt(a), learnt(b)
-    assert la.keys() == lb.keys()
-    for key in la:
-        assert la[key] == lb[key], key
 
 
 def stream(n, d=8, seed=0, tau=0.5):

@@ -33,9 +33,10 @@ from hypothesis import strategies as st
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit._kernels import _quantile as _k
-from streamfit.quantile._state import FIELDS
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
+
+from ._quantile_cases import assert_same_state as assert_same, learnt
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="needs POSIX signals")
 
@@ -46,33 +47,6 @@ SCALE = float(os.environ.get("STREAMFIT_HYPOTHESIS_SCALE", "1"))
 
 def examples(n):
     return max(1, int(n * SCALE))
-
-
-def learnt(est):
-    """The whole learnt state (est._fit_), arrays as bytes: stored rows
-    without the spare room, held residuals without the buffer's capacity.
-    Equal means bit-identical."""
-    fit = est.__dict__.get("_fit_")
-    if fit is None:
-        return {}
-    out = {}
-    for name in FIELDS:
-        v = getattr(fit, name)
-        if name in ("store_X", "store_y", "store_w") and v is not None:
-            v = v[:fit.store_n]
-        elif name == "window":
-            v = v[:int(fit.state["fill"][0])]
-        elif name == "names" and v is not None:
-            v = tuple(v)
-        out[name] = (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
-    return out
-
-
-def assert_same(a, b):
-    la, lb = learnt(a), learnt(b)
-    assert la.keys() == lb.keys()
-    for key in la:
-        assert la[key] == lb[key], key
 
 
 # -- strategies ----------------------------------------------------------------------
