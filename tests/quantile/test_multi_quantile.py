@@ -144,3 +144,25 @@ def test_warm_start_per_quantile():
     est = OnlineQuantileRegressor(tau=TAUS, schedule=ConstantSchedule(1e-6)).fit(
         X[:10], y[:10], coef_init=ref.coef_, intercept_init=ref.intercept_)
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-3)
+
+
+def test_one_row_calls_reuse_the_state_records_and_switching_tau_count_is_safe():
+    # Each call copies the published records into the previous call's (a
+    # spare): the copies must be whole (one-row calls end where one fit ends),
+    # and a spare of three records must never reach a one-tau state's copy
+    # (fit() from three taus to one, then partial_fit).
+    X, y, _ = make_linear_stream(600, 4, random_state=3)
+    multi = OnlineQuantileRegressor(tau=TAUS, average=True)
+    for i in range(600):
+        multi.partial_fit(X[i:i + 1], y[i:i + 1])
+    whole = OnlineQuantileRegressor(tau=TAUS, average=True).fit(X, y)
+    np.testing.assert_array_equal(multi.coef_, whole.coef_)
+    np.testing.assert_array_equal(multi.intercept_, whole.intercept_)
+    assert multi._fit_.state.tobytes() == whole._fit_.state.tobytes()
+    multi.set_params(tau=0.5).fit(X[:300], y[:300])
+    multi.partial_fit(X[300:], y[300:])
+    one = OnlineQuantileRegressor(tau=0.5, average=True).fit(X, y)
+    np.testing.assert_array_equal(multi.coef_, one.coef_)
+    multi.set_params(tau=TAUS).fit(X[:300], y[:300])
+    multi.partial_fit(X[300:], y[300:])
+    np.testing.assert_array_equal(multi.coef_, whole.coef_)

@@ -18,6 +18,9 @@ from ._state import Outcome, _bad_row
 __all__ = ["MultiWork", "advance_multi", "NONCROSSING"]
 
 NONCROSSING = {"rearrange": _k.NONCROSS_NONE, "project": _k.NONCROSS_PROJECT}
+# The state records seen as opaque bytes: NumPy copies a structured array field
+# by field (~13 us for three records), its bytes in one memcpy (~0.6 us).
+_RAW = np.dtype((np.void, _k.STATE_DTYPE.itemsize))
 
 
 class MultiWork:
@@ -45,9 +48,17 @@ class MultiWork:
         work.rs = None
         return work
 
-    def copy(self):
+    def copy(self, spare=None):
+        """A working copy (the published state never changes under a call).
+        ``spare``: a writable state array of the same shape to copy the
+        records into (allocating one costs over a microsecond)."""
         work = MultiWork()
-        work.w, work.wbar, work.state = self.w.copy(), self.wbar.copy(), self.state.copy()
+        if spare is not None and spare.shape == self.state.shape and spare.flags.writeable:
+            np.copyto(spare.view(_RAW), self.state.view(_RAW))
+            state = spare
+        else:
+            state = self.state.view(_RAW).copy().view(_k.STATE_DTYPE)
+        work.w, work.wbar, work.state = self.w.copy(), self.wbar.copy(), state
         work.params, work.names, work.pending_X, work.rs = self.params, self.names, \
             self.pending_X, None
         work.window = self.window.copy()

@@ -373,7 +373,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def _check_kind(self, fit, params):
         """One tau and several are different states: a switch mid-stream is
         refused (naming tau), also on a call without rows."""
-        if fit is None or (not isinstance(fit, MultiWork) and self._taus() is None):
+        if fit is None or params is fit.params:
+            # (the record the state was made with: the same taus)
+            return
+        if not isinstance(fit, MultiWork) and self._taus() is None:
             return          # one tau: _check_continuation
         old = tuple(float(t) for t in fit.params["tau"])
         new = tuple(float(t) for t in params["tau"])
@@ -427,7 +430,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                  "to start afresh")
             if X.shape[0] == 0:
                 return self
-            work = fit.copy()
+            work = fit.copy(self.__dict__.pop("_spare_state", None))
             if params is not fit.params:
                 if params["average"][0] and not fit.params["average"][0]:
                     work.state["n_avg"] = 0.0
@@ -484,10 +487,14 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         # between bytecodes) or another thread sees the old state or the new.
         self._fit_ = work
         if old is not None and old.state.flags.writeable and old.state is not work.state \
-                and old.state.shape == (1,):
-            # the old state record is the next call's working copy (readers
-            # hold the lock, so none is reading it)
+                and old.state.shape == work.state.shape:
+            # the old state records are the next call's working copy (readers
+            # hold the lock, so none is reading them)
             self.__dict__["_spare_state"] = old.state
+        else:
+            # (one left from a state of another shape, e.g. before a fit()
+            # from several taus to one, would not fit the next call's copy)
+            self.__dict__.pop("_spare_state", None)
         if out.code == ERR_INTERRUPTED:
             exc, where = out.exc, f"{type(self).__name__}.{method}"
             if hasattr(exc, "add_note"):
