@@ -4,7 +4,8 @@ comparisons. Imported relatively (pytest's importlib mode puts no test folder
 on sys.path)."""
 import numpy as np
 
-from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
+from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
+                       PerturbedLeaderPCA)
 from streamfit.pca import regret_bound
 
 # name -> (class, keyword arguments); FPL once per noise process
@@ -17,10 +18,16 @@ ALGOS = {
     "gd": (MatrixGDPCA, {"random_state": 0}),
 }
 FOUR = ("fpl", "ftl", "meg", "gd")
+# Follow the Leader with dropout, in the suites that take it (its own tests are
+# in tests/pca/test_dropout.py)
+DROPOUT = {
+    "dropout": (DropoutPCA, {"random_state": 0}),
+    "dropout-fresh": (DropoutPCA, {"resample": "fresh", "random_state": 0}),
+}
 
 
 def make(algo, k=2, **kw):
-    cls, base = ALGOS[algo]
+    cls, base = ALGOS[algo] if algo in ALGOS else DROPOUT[algo]
     return cls(k, **{**base, **kw})
 
 

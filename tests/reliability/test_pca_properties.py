@@ -19,6 +19,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ from streamfit.pca._common import _one_blas_thread
 from streamfit._kernels import _capped, _pca
 from streamfit.simulate import make_spiked_stream
 
-from ._pca_cases import ALGOS, assert_same_state, assert_sane, make
+from ._pca_cases import ALGOS, DROPOUT, assert_same_state, assert_sane, make
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -218,7 +219,7 @@ def lines_run(call):
     return seen[0]
 
 
-@pytest.mark.parametrize("algo", NAMES)
+@pytest.mark.parametrize("algo", NAMES + sorted(DROPOUT))
 @pytest.mark.parametrize("method", ["partial_fit-fresh", "partial_fit", "fit"])
 def test_sigint_at_every_line_of_a_call(algo, method):
     """The same, exhaustively: a SIGINT at each line a call executes, in turn
@@ -241,6 +242,7 @@ def test_sigint_at_every_line_of_a_call(algo, method):
     for line in range(1, total + 1):
         est = start()
         old = pickle.dumps(est)
+        rng = getattr(est, "_rng", None)
         outer = sys.gettrace()
         sys.settrace(sigint_at_line(line))
         try:
@@ -250,6 +252,12 @@ def test_sigint_at_every_line_of_a_call(algo, method):
             pass
         finally:
             sys.settrace(outer)
+        # no interrupt left the one-BLAS-thread count taken (or its lock
+        # held: the next call would then wait forever), nor the estimator's
+        # generator -- the old one, and the one it holds now -- locked
+        assert _one_blas_thread.users == 0, line
+        for gen in {id(g): g for g in (rng, getattr(est, "_rng", None)) if g}.values():
+            assert free_elsewhere(gen.bit_generator.lock), line
         if not est.__sklearn_is_fitted__():
             assert method == "partial_fit-fresh", line
             outcomes.add("unfitted")
@@ -261,11 +269,24 @@ def test_sigint_at_every_line_of_a_call(algo, method):
         assert_same_state(est, make(algo, 2).partial_fit(X[:t]))
         outcomes.add("whole trials")
     assert "finished" in outcomes and len(outcomes) >= 2, outcomes
-    # no interrupt left the one-BLAS-thread count taken (or its lock held: the
-    # next call would then wait forever), nor an estimator's generator locked
-    assert _one_blas_thread.users == 0
-    assert est._rng.bit_generator.lock.acquire(blocking=False)
-    est._rng.bit_generator.lock.release()
+
+
+def free_elsewhere(lock):
+    """Whether another thread can take `lock` now. A generator's lock is an
+    RLock: the thread that left it held could take it again itself, so the
+    test must ask from another thread."""
+    got = []
+
+    def take():
+        ok = lock.acquire(blocking=False)
+        got.append(ok)
+        if ok:
+            lock.release()
+
+    th = threading.Thread(target=take)
+    th.start()
+    th.join()
+    return got[0]
 
 
 def learnt_equal(a, b):

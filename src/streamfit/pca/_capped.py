@@ -26,6 +26,7 @@ import numpy as np
 from .._base import deferred_signals
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _capped as _k
+from .._kernels._threads import call_holding
 from .._validation import check_random_state, check_scalar, check_seed
 from sklearn.utils.validation import check_is_fitted
 from ..kernels.pca import mixture_decomposition, project_capped_simplex, systematic_sample
@@ -150,9 +151,11 @@ class _CappedSimplexPCA(_OnlinePCA):
         try:
             if fresh:
                 # the first decision (two draws: the first trial's uniform, the
-                # sampler's seed), published whole
-                with rng.bit_generator.lock:
-                    arrays = self._initialize(n, kind, params, rng)
+                # sampler's seed), published whole. The generator's lock is
+                # taken in compiled code: a KeyboardInterrupt on a Python
+                # with-statement's exit line would leave it held for good.
+                arrays = call_holding(rng.bit_generator.lock, self._initialize, n, kind,
+                                      params, rng)
                 with deferred_signals():
                     self.__dict__.update(arrays)
                     self._rng = rng
@@ -169,10 +172,16 @@ class _CappedSimplexPCA(_OnlinePCA):
             # a trial costs O(n^3); copying the O(n^2) state per call is noise,
             # and a failed call then leaves the estimator exactly as it was
             new = [np.array(getattr(self, name), copy=True) for name in self._ARRAYS]
-            with rng.bit_generator.lock:
-                code, done, exc = _k.run(X, scale, frob, new[0], params, *new[1:],
-                                         rng.bit_generator.capsule)
-                if code in (OK, ERR_INTERRUPTED):
+
+            def run_and_publish():
+                # under the generator's lock (taken in compiled code, see
+                # above): the kernel moves the generator, and its state and the
+                # estimator's are published, or the generator put back, before
+                # another thread can draw from it
+                nonlocal published
+                out = _k.run(X, scale, frob, new[0], params, *new[1:],
+                             rng.bit_generator.capsule)
+                if out[0] in (OK, ERR_INTERRUPTED):
                     # the copies describe the whole trials played (the
                     # generator moved on by one uniform each): publish them
                     with deferred_signals():
@@ -181,6 +190,9 @@ class _CappedSimplexPCA(_OnlinePCA):
                         published = True
                 else:
                     rng.bit_generator.state = saved
+                return out
+
+            code, done, exc = call_holding(rng.bit_generator.lock, run_and_publish)
         except BaseException:
             # interrupted outside the kernel, before the commit: as before the
             # call, generator included
