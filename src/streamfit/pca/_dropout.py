@@ -279,12 +279,17 @@ class DropoutPCA(_OnlinePCA):
         H = np.concatenate([self.history_, np.zeros((X.shape[0], n))])
         t0 = int(self.state_["t"][0])
         axes = np.eye(k, n)
+
+        def draw(t, before):
+            before.append(rng.bit_generator.state)
+            return rng.random(t) < p
+
         for i in range(X.shape[0]):
             t = t0 + i
-            with rng.bit_generator.lock:
-                gen_before = rng.bit_generator.state
-                kept = rng.random(t) < p
+            before = []
             try:
+                # the lock taken in compiled code (see _play)
+                kept = call_holding(rng.bit_generator.lock, draw, t, before)
                 K = H[:t][kept]
                 if K.shape[0] == 0:
                     V = axes
@@ -298,13 +303,16 @@ class DropoutPCA(_OnlinePCA):
                 state["kept"] = int(kept.sum())
                 state["scale"] = max(float(state["scale"][0]), float(scale[i]))
                 H[t] = X[i]
+                with deferred_signals():
+                    self.state_, self.history_ = state, H[:t + 1]
+                    self.block_ = np.ascontiguousarray(V)
+                    # published: a signal held back till here keeps the draws
+                    before.clear()
             except BaseException:
                 # nothing of this trial is kept, nor drawn
-                rng.bit_generator.state = gen_before
+                if before:
+                    rng.bit_generator.state = before[0]
                 raise
-            with deferred_signals():
-                self.state_, self.history_ = state, H[:t + 1]
-                self.block_ = np.ascontiguousarray(V)
 
     # -- attributes -------------------------------------------------------------
     @property
