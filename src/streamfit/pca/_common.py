@@ -27,7 +27,8 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import StreamEstimator, deferred_signals
-from .._errors import raise_for
+from .._errors import ERR_INTERRUPTED, OK, raise_for
+from .._kernels import _pca_api as _api
 from .._kernels._linalg import eigh_top
 from .._kernels._threads import call_one_blas_thread, one_blas_thread as _one_blas_thread
 from .._validation import _as_float64, _check_finite, _check_real_array
@@ -78,6 +79,17 @@ def _same_seed(a, b):
     return a is b
 
 
+def _buffered_sum(C, rows, pending):
+    """The full symmetric sum C + rows[:pending]^T rows[:pending] of a leader
+    kernel's comparator matrix C (lower triangle) and its row buffer, C
+    untouched: the rows added by the kernel's own dsyrk/dsyr (numpy's matmul
+    splits its sums by BLAS thread)."""
+    C = np.array(C, copy=True)
+    if pending:
+        _api.sym_update(C, np.ascontiguousarray(rows[:pending]), 1.0)
+    return _symmetric(C)
+
+
 def _note_interrupt(exc, est, done, T):
     """Say on the exception how much of the call was played (Python >= 3.11)."""
     if exc is not None and hasattr(exc, "add_note"):
@@ -113,6 +125,45 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         # get_feature_names_out: one output per component
         check_is_fitted(self)
         return self.n_components_
+
+    def _cached_params(self, key, build):
+        """The kernel's parameter record for these parameter values (key),
+        built and validated by build() once: single-row calls (a stream fed
+        trial by trial) reuse it. A key compared by value and identity, so
+        that 1 and 1.0 or two generators never share a record."""
+        cached = self.__dict__.get("_params_cache")
+        try:
+            if cached is not None and cached[0] == key and all(
+                    a is b for a, b in zip(cached[0], key)):
+                return cached[1]
+        except (TypeError, ValueError):     # unhashable or array-like: validated below
+            pass
+        params = build()
+        self._params_cache = (key, params)
+        return params
+
+    def _finish_call(self, code, done, exc, T, fresh, rng, saved):
+        """After a kernel call that updated the state in place: a first call
+        that could not play (no memory for the work space) leaves no fit
+        behind and the generator where it was (``saved``); an interrupted
+        one says on its exception how much it played; every code goes
+        through raise_for."""
+        if code not in (OK, ERR_INTERRUPTED) and fresh:
+            self._forget()
+            rng.bit_generator.state = saved
+        if code == ERR_INTERRUPTED:
+            _note_interrupt(exc, self, done, T)
+        raise_for(code, type(self).__name__, exc=exc)
+
+    def _topk_stats(self):
+        # the leader kernels' top-k solver counters (their solver_stats_)
+        with self._serialized():
+            check_is_fitted(self)
+            s = self.state_["topk"][0]
+            return {"solves": int(s["solves"]), "products": int(s["products"]),
+                    "fallbacks": int(s["fallbacks"]), "direct": int(s["direct"]),
+                    "eig_fallbacks": int(s["eig_fallbacks"]), "kept": int(s["kept"]),
+                    "last_gap": float(s["gap"]), "max_gap_ratio": float(s["max_gap_ratio"])}
 
     def set_params(self, **params):
         """Set parameters (scikit-learn's set_params), waiting for a running

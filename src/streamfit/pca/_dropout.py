@@ -16,14 +16,13 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import deferred_signals
-from .._errors import ERR_INTERRUPTED, OK, raise_for
+from .._errors import raise_for
 from .._kernels._threads import call_holding
 from .._kernels import _dropout as _k
-from .._kernels import _pca_api as _api
 from .._kernels._linalg import eigh_top
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter
-from ._common import _OnlinePCA, _note_interrupt, _symmetric, _writable
+from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable
 
 __all__ = ["DropoutPCA"]
 
@@ -188,19 +187,9 @@ class DropoutPCA(_OnlinePCA):
         return prm
 
     def _params(self, n, kind):
-        # validated once per parameter values: a stream fed row by row reuses it
         key = (n, kind, self.n_components, self.p, self.resample, self.solver, self.tol,
                self.random_state, self._eig_first)
-        cached = self.__dict__.get("_params_cache")
-        try:
-            if cached is not None and cached[0] == key and all(
-                    a is b for a, b in zip(cached[0], key)):
-                return cached[1]
-        except (TypeError, ValueError):     # unhashable or array-like: validated below
-            pass
-        prm = self._build_params(n, kind)
-        self._params_cache = (key, prm)
-        return prm
+        return self._cached_params(key, lambda: self._build_params(n, kind))
 
     def _prepare(self, n, kind, X_in=None):
         self._check_instance(n, kind, X_in)
@@ -262,12 +251,7 @@ class DropoutPCA(_OnlinePCA):
         code, done, exc = call_holding(rng.bit_generator.lock, _k.run, X, scale, self.state_,
                                        params, self.dropped_, self.cumulative_, self.rows_,
                                        self.block_, rng.bit_generator.capsule)
-        if code not in (OK, ERR_INTERRUPTED) and fresh:
-            self._forget()
-            rng.bit_generator.state = saved
-        if code == ERR_INTERRUPTED:
-            _note_interrupt(exc, self, done, T)
-        raise_for(code, type(self).__name__, exc=exc)
+        self._finish_call(code, done, exc, T, fresh, rng, saved)
 
     def _play_fresh(self, X, scale, params):
         """The paper's dropout: every trial redraws b_1..b_{t-1} and solves
@@ -338,13 +322,7 @@ class DropoutPCA(_OnlinePCA):
     def solver_stats_(self):
         """Lazy top-k solver counters (see :attr:`PerturbedLeaderPCA.solver_stats_`);
         one solve per kept instance."""
-        with self._serialized():
-            check_is_fitted(self)
-            s = self.state_["topk"][0]
-            return {"solves": int(s["solves"]), "products": int(s["products"]),
-                    "fallbacks": int(s["fallbacks"]), "direct": int(s["direct"]),
-                    "eig_fallbacks": int(s["eig_fallbacks"]), "kept": int(s["kept"]),
-                    "last_gap": float(s["gap"]), "max_gap_ratio": float(s["max_gap_ratio"])}
+        return self._topk_stats()
 
     def cumulative_matrix(self):
         """sum_t X_t over every instance (dropped ones included): the
@@ -354,11 +332,7 @@ class DropoutPCA(_OnlinePCA):
             if self._fitted_resample == "fresh":
                 H = self.history_
                 return H.T @ H
-            C = np.array(self.cumulative_, copy=True)
-            pending = int(self.state_["pending"][0])
-            if pending:
-                _api.sym_update(C, np.ascontiguousarray(self.rows_[:pending]), 1.0)
-            return _symmetric(C)
+            return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
 
     def dropout_matrix(self):
         """S = sum_{s<=t} b_s X_s, the kept sum whose top-k the next trial

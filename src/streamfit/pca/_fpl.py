@@ -14,13 +14,11 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import deferred_signals
-from .._errors import ERR_INTERRUPTED, OK, raise_for
+from .._errors import raise_for
 from .._kernels import _pca as _k
-from .._kernels import _pca_api as _api
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from ._common import (_OnlinePCA, _note_interrupt, _symmetric, _writable,
-                      call_one_blas_thread)
+from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable, call_one_blas_thread
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -191,22 +189,10 @@ class _LeaderPCA(_OnlinePCA):
         return 0, 0.0               # (auto, value): overridden by FPL
 
     def _params(self, n, kind):
-        # the record for these parameter values, validated once: single-row
-        # calls (a stream fed trial by trial) reuse it
-        try:
-            key = (n, kind, self.n_components, getattr(self, "sigma", None), self.noise
-                   if hasattr(self, "noise") else None, self.solver, self.tol,
-                   getattr(self, "random_state", None), self._eig_first)
-            cached = self.__dict__.get("_params_cache")
-            if cached is not None and cached[0] == key and all(
-                    a is b for a, b in zip(cached[0], key)):
-                return cached[1]
-        except TypeError:       # an unhashable parameter: validated (and refused) below
-            key = None
-        p = self._build_params(n, kind)
-        if key is not None:
-            self._params_cache = (key, p)
-        return p
+        key = (n, kind, self.n_components, getattr(self, "sigma", None), self.noise
+               if hasattr(self, "noise") else None, self.solver, self.tol,
+               getattr(self, "random_state", None), self._eig_first)
+        return self._cached_params(key, lambda: self._build_params(n, kind))
 
     def _build_params(self, n, kind):
         k, b, solver = self._check_params(n)
@@ -292,14 +278,7 @@ class _LeaderPCA(_OnlinePCA):
             rng.bit_generator.lock, _k.run, X, scale, frob, self.state_, params,
             self.perturbed_, self.noise_, self.cumulative_, self.rows_, self.block_,
             rng.bit_generator.capsule)
-        if code not in (OK, ERR_INTERRUPTED) and fresh:
-            # a first call that could not play (no memory for the work space)
-            # leaves no fit behind, and the generator where it was
-            self._forget()
-            rng.bit_generator.state = saved
-        if code == ERR_INTERRUPTED:
-            _note_interrupt(exc, self, done, T)
-        raise_for(code, type(self).__name__, exc=exc)
+        self._finish_call(code, done, exc, T, fresh, rng, saved if fresh else None)
 
     # -- attributes -------------------------------------------------------------
     @property
@@ -334,13 +313,7 @@ class _LeaderPCA(_OnlinePCA):
         (solves where every routine failed -- only a non-finite matrix does
         that -- so the previous decision was played again), the last estimated
         gap and the largest estimated gap / tolerance."""
-        with self._serialized():
-            self._check_fitted()
-            s = self.state_["topk"][0]
-            return {"solves": int(s["solves"]), "products": int(s["products"]),
-                    "fallbacks": int(s["fallbacks"]), "direct": int(s["direct"]),
-                    "eig_fallbacks": int(s["eig_fallbacks"]), "kept": int(s["kept"]),
-                    "last_gap": float(s["gap"]), "max_gap_ratio": float(s["max_gap_ratio"])}
+        return self._topk_stats()
 
     def cumulative_matrix(self):
         """sum_t X_t, the unperturbed cumulative instance matrix (full, symmetric),
@@ -350,13 +323,7 @@ class _LeaderPCA(_OnlinePCA):
             self._check_fitted()
             if self._fitted_noise == _k.NOISE_NONE:
                 return _symmetric(self.perturbed_)
-            C = np.array(self.cumulative_, copy=True)
-            pending = int(self.state_["pending"][0])
-            if pending:
-                # the rows waiting in the buffer, added by the kernel's own
-                # dsyrk/dsyr (numpy's matmul splits its sums by BLAS thread)
-                _api.sym_update(C, np.ascontiguousarray(self.rows_[:pending]), 1.0)
-            return _symmetric(C)
+            return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
 
     def perturbed_matrix(self):
         """S = X_<t + N_t, the matrix whose top-k eigenvectors are played next."""
