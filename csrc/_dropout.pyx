@@ -18,11 +18,12 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, quad_rows, gemv_rows, syr_upper, syrk_upper
+from _blas cimport blas_int, axpy, quad_rows, syr_upper
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
                       pending_exception)
 from _poll cimport PollHook, poll_start, poll_interrupted
-from _topk cimport TopKState, TopKWork, topk_work_init, topk_work_free, topk_solve
+from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_solve,
+                    leader_flush, leader_gain, leader_dense_hint)
 
 from streamfit._kernels._common import check_struct
 
@@ -88,13 +89,6 @@ cdef struct Ctx:
     TopKWork w
 
 
-cdef inline void flush_rows(Ctx *c) noexcept nogil:
-    # C += rows[:pending]^T rows[:pending]: one dsyrk instead of a rank-one
-    # pass over C per trial (C is read only for the regret)
-    syrk_upper(c.n, <blas_int> c.st.pending, 1.0, c.rows, 1.0, c.C)
-    c.st.pending = 0
-
-
 cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
     # tol times the per-trial increment of sqrt(k t) L (vector) or k sqrt(t) L
     # (dense): the gaps then add at most tol times the minimax-rate regret
@@ -106,7 +100,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
                 Py_ssize_t *done) noexcept nogil:
     # Play T trials; stops early only before a trial, on a signal
     cdef int n = c.n, k = c.k, code = OK
-    cdef Py_ssize_t t, i, j, jmax, step = n * (n if c.kind == INSTANCE_DENSE else 1)
+    cdef Py_ssize_t t, i, step = n * (n if c.kind == INSTANCE_DENSE else 1)
     cdef double g, due = poll_start()
     cdef bint keep
     cdef const double *x
@@ -125,23 +119,15 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
                 axpy(<blas_int> (i + 1), 1.0, x + i * n, c.C + i * n)
                 if keep:
                     axpy(<blas_int> (i + 1), 1.0, x + i * n, c.S + i * n)
-            # X_t's column of largest diagonal: a direction of its range
-            jmax = 0
-            for j in range(n):
-                if x[j * n + j] > x[jmax * n + jmax]:
-                    jmax = j
-            hint = x + jmax * n
+            hint = leader_dense_hint(n, x)
         else:
-            gemv_rows(k, n, 1.0, c.V, x, 0.0, c.row)
-            g = 0.0
-            for j in range(k):
-                g += c.row[j] * c.row[j]
+            g = leader_gain(n, k, c.V, x, c.row)
             if keep:
                 syr_upper(n, 1.0, x, c.S, n)
             memcpy(c.rows + c.st.pending * n, x, n * sizeof(double))
             c.st.pending += 1
             if c.st.pending == c.nrows:
-                flush_rows(c)
+                leader_flush(n, &c.st.pending, c.rows, c.C)
             hint = x
         c.st.gain += g
         if scale[t] > c.st.scale:

@@ -22,13 +22,13 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, axpy_upper, quad_rows, gemv_rows, syr_upper, syrk_upper
+from _blas cimport blas_int, axpy, axpy_upper, quad_rows, syr_upper
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception)
 from _goe cimport goe_row
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
-                    topk_solve)
+                    topk_solve, leader_flush, leader_gain, leader_dense_hint)
 
 from streamfit._kernels._common import check_struct
 
@@ -175,14 +175,6 @@ cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
 
 # --- the data's cumulative matrix ------------------------------------------------
 
-cdef inline void flush_rows(Ctx *c) noexcept nogil:
-    # C += rows[:pending]^T rows[:pending]: one dsyrk instead of a rank-one
-    # pass over C per trial (C is read only for the regret, and by the random
-    # walk when sigma shrinks)
-    syrk_upper(c.n, <blas_int> c.st.pending, 1.0, c.rows, 1.0, c.C)
-    c.st.pending = 0
-
-
 cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     # S += x x^T; C follows (independent noise rebuilds S from C every trial,
     # so there C is kept current; elsewhere x waits in the row buffer)
@@ -195,7 +187,7 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     memcpy(c.rows + c.st.pending * c.n, x, c.n * sizeof(double))
     c.st.pending += 1
     if c.st.pending == c.nrows:
-        flush_rows(c)
+        leader_flush(c.n, &c.st.pending, c.rows, c.C)
 
 
 cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
@@ -244,7 +236,7 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
         elif a < 0.0:
             # a smaller sigma set mid-stream: shrink the walk so far,
             # S = C + (s_new / s) (S - C); no increment can lower a variance
-            flush_rows(c)
+            leader_flush(c.n, &c.st.pending, c.rows, c.C)
             a = s_new / c.st.s
             for i in range(n):
                 for j in range(i + 1):
@@ -276,7 +268,7 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
     # into xrow when its trial starts -- exactly, so every decision is the one
     # for the same rows given as float64 -- and everything after is float64.
     cdef int n = c.n, k = c.k, code = OK
-    cdef Py_ssize_t t, j, jmax, step = n * (n if c.kind == INSTANCE_DENSE else 1)
+    cdef Py_ssize_t t, j, step = n * (n if c.kind == INSTANCE_DENSE else 1)
     cdef double g, due = poll_start()
     cdef const double *x
     cdef const double *hint
@@ -295,17 +287,9 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
             if frob[t] > c.st.max_frob:
                 c.st.max_frob = frob[t]
             add_dense(c, x)
-            # X_t's column of largest diagonal: a direction of its range
-            jmax = 0
-            for j in range(n):
-                if x[j * n + j] > x[jmax * n + jmax]:
-                    jmax = j
-            hint = x + jmax * n
+            hint = leader_dense_hint(n, x)
         else:
-            gemv_rows(k, n, 1.0, c.V, x, 0.0, c.row)
-            g = 0.0
-            for j in range(k):
-                g += c.row[j] * c.row[j]
+            g = leader_gain(n, k, c.V, x, c.row)
             add_vector(c, x)
             hint = x
         c.st.gain += g

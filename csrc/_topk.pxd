@@ -31,8 +31,8 @@ from libc.math cimport sqrt, fabs, frexp, ldexp, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from _blas cimport (blas_int, nrm2, gemm, symm_upper, geqrf, orgqr, trcon_upper,
-                    trsm_right_upper)
+from _blas cimport (blas_int, nrm2, gemm, gemv_rows, symm_upper, syrk_upper, geqrf, orgqr,
+                    trcon_upper, trsm_right_upper)
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
 
@@ -128,21 +128,26 @@ cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
     memset(w, 0, sizeof(TopKWork))
 
 
+cdef inline double pow2_inverse(double m) noexcept nogil:
+    # 2^-e with 2^e near m >= 0 (1 for 0, NaN or inf): scaling by it is exact
+    cdef int e
+    if m == 0.0 or m != m or m == INFINITY:
+        return 1.0
+    frexp(m, &e)
+    return ldexp(1.0, -e)
+
+
 cdef inline double pow2_scale(Py_ssize_t n, const double *A, Py_ssize_t lda) noexcept nogil:
     # 2^-e with 2^e near max |A_ij| (upper triangle): scaling by it is exact, so
     # LAPACK sees the same matrix when the data are scaled by a power of two,
     # and decisions are exactly scale-invariant (dsyevr itself is not)
     cdef Py_ssize_t i, j
     cdef double m = 0.0
-    cdef int e
     for j in range(n):
         for i in range(j + 1):
             if fabs(A[j * lda + i]) > m:
                 m = fabs(A[j * lda + i])
-    if m == 0.0 or m != m or m == INFINITY:
-        return 1.0
-    frexp(m, &e)
-    return ldexp(1.0, -e)
+    return pow2_inverse(m)
 
 
 cdef inline double krylov_unit(int n, const double *S) noexcept nogil:
@@ -153,14 +158,10 @@ cdef inline double krylov_unit(int n, const double *S) noexcept nogil:
     # (bit for bit), and the iteration is the same at every scale.
     cdef Py_ssize_t i
     cdef double m = 0.0
-    cdef int e
     for i in range(n):
         if fabs(S[i * n + i]) > m:
             m = fabs(S[i * n + i])
-    if m == 0.0 or m != m or m == INFINITY:
-        return 1.0
-    frexp(m, &e)
-    return ldexp(1.0, -e)
+    return pow2_inverse(m)
 
 
 cdef inline int topk_pairs(TopKWork *w, TopKState *st, const double *A, int m, int keep,
@@ -420,3 +421,37 @@ cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *s
         st.direct += 1
         return topk_exact(w, S, V, st)
     return topk_krylov(w, S, V, st, tol, hint, seed)
+
+
+# --- around the solves: what the leader kernels (FPL's _pca.pyx, Dropout's
+# _dropout.pyx) do alike ------------------------------------------------------
+
+cdef inline void leader_flush(int n, long long *pending, const double *rows,
+                              double *C) noexcept nogil:
+    # C += rows[:pending]^T rows[:pending]: one dsyrk instead of a rank-one
+    # pass over C per trial (C is read only for the regret, and by FPL's
+    # random walk when sigma shrinks)
+    syrk_upper(n, <blas_int> pending[0], 1.0, rows, 1.0, C)
+    pending[0] = 0
+
+
+cdef inline double leader_gain(int n, int k, const double *V, const double *x,
+                               double *row) noexcept nogil:
+    # ||V_k x||^2: the gain of the block's first k rows on the row x (row: k
+    # doubles of scratch)
+    cdef int j
+    cdef double g = 0.0
+    gemv_rows(k, n, 1.0, V, x, 0.0, row)
+    for j in range(k):
+        g += row[j] * row[j]
+    return g
+
+
+cdef inline const double *leader_dense_hint(int n, const double *x) noexcept nogil:
+    # the column of the dense instance x (n x n) with the largest diagonal: a
+    # direction of its range, the next warm-started solve's hint
+    cdef Py_ssize_t j, jmax = 0
+    for j in range(n):
+        if x[j * n + j] > x[jmax * n + jmax]:
+            jmax = j
+    return x + jmax * n
