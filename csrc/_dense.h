@@ -25,6 +25,9 @@ typedef double sf_v4 __attribute__((vector_size(32)));
 /* An unaligned 4-double load. A macro, not a function: an inline helper
  * compiled for the default target would not inline into the AVX2 clone. */
 #define SF_LOAD4(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
+/* The sum of a 4-double vector's lanes, in the one order every function here
+ * uses (a macro for the same reason). */
+#define SF_HSUM4(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
 
 SF_CLONES __attribute__((noinline))
 static double sf_dot(ptrdiff_t n, const double *x, const double *w) {
@@ -39,7 +42,7 @@ static double sf_dot(ptrdiff_t n, const double *x, const double *w) {
         a1 += x1 * w1;
     }
     a0 += a1;
-    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+    s = SF_HSUM4(a0);
     for (; j < n; j++)
         s += x[j] * w[j];
     return s;
@@ -76,7 +79,7 @@ static double sf_axpy_dot(ptrdiff_t n, double a, const double *x, double *w,
         a1 += z1 * w1;
     }
     a0 += a1;
-    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+    s = SF_HSUM4(a0);
     for (; j < n; j++) {
         w[j] += a * x[j];
         s += xnext[j] * w[j];
@@ -110,8 +113,8 @@ static double sf_dot2(ptrdiff_t n, const double *x, const double *w, double *xx)
     }
     a0 += a1;
     q0 += q1;
-    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
-    q = (q0[0] + q0[2]) + (q0[1] + q0[3]);
+    s = SF_HSUM4(a0);
+    q = SF_HSUM4(q0);
     for (; j < n; j++) {
         s += x[j] * w[j];
         q += x[j] * x[j];
@@ -146,8 +149,8 @@ static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
     }
     a0 += a1;
     q0 += q1;
-    s = (a0[0] + a0[2]) + (a0[1] + a0[3]);
-    q = (q0[0] + q0[2]) + (q0[1] + q0[3]);
+    s = SF_HSUM4(a0);
+    q = SF_HSUM4(q0);
     for (; j < n; j++) {
         w[j] += a * x[j];
         s += xnext[j] * w[j];
