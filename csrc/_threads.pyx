@@ -92,7 +92,8 @@ def call_one_blas_thread(lock, func, *args):
             return func(*args)
 
 
-def call_holding(lock, func, *args):
-    """func(*args) holding `lock`, the exit compiled (see call_one_blas_thread)."""
+def call_holding(lock, func, *args, **kwargs):
+    """func(*args, **kwargs) holding `lock`, the exit compiled (see
+    call_one_blas_thread)."""
     with lock:
-        return func(*args)
+        return func(*args, **kwargs)

@@ -2,9 +2,14 @@
 one call at a time per estimator, pickling without the lock, and commits that
 a signal cannot split.
 
-- **Serialised calls.** ``with self._serialized():`` around every call that
-  changes the state (``fit``, ``partial_fit``, ...): two threads feeding one
-  estimator take turns instead of losing or mixing updates. The lock is an
+- **Serialised calls.** ``@serialized`` on every call that changes or reads
+  the state (``fit``, ``partial_fit``, fitted attributes, ...): two threads
+  feeding one estimator take turns instead of losing or mixing updates. The
+  lock is taken and given back in compiled code
+  (:func:`streamfit._kernels._threads.call_holding`), never by a Python
+  ``with`` statement: a KeyboardInterrupt on a with-statement's exit line,
+  before ``__exit__`` runs, would leave the lock held and the next call from
+  another thread waiting forever. The lock is an
   ``RLock`` made on first use (``__init__`` only stores parameters, as
   scikit-learn requires), kept in ``__dict__`` under ``_lock`` and dropped when
   pickling, copying or cloning.
@@ -18,13 +23,16 @@ a signal cannot split.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import threading
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
-__all__ = ["StreamEstimator", "deferred_signals"]
+from ._kernels._threads import call_holding
+
+__all__ = ["StreamEstimator", "deferred_signals", "serialized"]
 
 # Attributes that are never pickled: the lock, and caches rebuilt on demand.
 _TRANSIENT = ("_lock",)
@@ -62,6 +70,24 @@ def deferred_signals():
             previous(*received[0])
 
 
+def serialized(method):
+    """Run ``method`` holding its estimator's call lock (see the module
+    docstring).
+
+    >>> class Counter(StreamEstimator):
+    ...     @serialized
+    ...     def bump(self):
+    ...         self.n_ = getattr(self, "n_", 0) + 1
+    ...         return self
+    >>> Counter().bump().bump().n_
+    2
+    """
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        return call_holding(self._serialized(), method, self, *args, **kwargs)
+    return call
+
+
 class StreamEstimator(BaseEstimator):
     """scikit-learn's BaseEstimator with a per-estimator call lock (see the
     module docstring). Subclasses list in ``_TRANSIENT_ATTRS`` the private
@@ -77,14 +103,12 @@ class StreamEstimator(BaseEstimator):
             lock = self.__dict__.setdefault("_lock", threading.RLock())
         return lock
 
+    @serialized
     def __getstate__(self):
-        lock = self.__dict__.get("_lock")
-        with lock if lock is not None else contextlib.nullcontext():
-            state = super().__getstate__()
-            state = {key: (value.copy() if isinstance(value, np.ndarray) else value)
-                     for key, value in state.items()
-                     if key not in _TRANSIENT and key not in self._TRANSIENT_ATTRS}
-        return state
+        state = super().__getstate__()
+        return {key: (value.copy() if isinstance(value, np.ndarray) else value)
+                for key, value in state.items()
+                if key not in _TRANSIENT and key not in self._TRANSIENT_ATTRS}
 
     def __setstate__(self, state):
         state = {key: value for key, value in state.items() if key not in _TRANSIENT}

@@ -18,6 +18,8 @@ def learnt(est):
         return {}
     out = {}
     for name in FIELDS:
+        if not hasattr(fit, name):      # several quantiles: MultiWork has fewer
+            continue
         v = getattr(fit, name)
         if name in ("store_X", "store_y", "store_w") and v is not None:
             v = v[:fit.store_n]

@@ -15,23 +15,21 @@
 Settings: derandomized (the same examples on every run, as the project's
 fixed seeds), no example database, 20-40 examples per property; the whole
 file runs in ~40 s on one core."""
-import os
 import pickle
 import signal
 import sys
-import threading
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import streamfit
 from streamfit.pca._common import _one_blas_thread
 from streamfit._kernels import _capped, _pca
 from streamfit.simulate import make_spiked_stream
 
 from ._pca_cases import ALGOS, DROPOUT, assert_same_state, assert_sane, make
+from ._signals import held_elsewhere, lines_run, sigint_at_line
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -143,31 +141,6 @@ def test_a_signal_at_a_random_trial_keeps_whole_trials(data):
     assert_same_state(est, make(algo, k).partial_fit(X))
 
 
-SRC = os.path.dirname(streamfit.__file__)
-
-
-def sigint_at_line(count):
-    """A trace function delivering SIGINT at the `count`-th line executed in
-    streamfit's Python code: it calls the SIGINT handler installed at that
-    moment, as Python's signal machinery would -- KeyboardInterrupt there, or
-    deferred_signals' recorder inside a commit."""
-    seen = [0]
-
-    def local(frame, event, arg):
-        if event == "line":
-            seen[0] += 1
-            if seen[0] == count:
-                handler = signal.getsignal(signal.SIGINT)
-                if callable(handler):
-                    handler(signal.SIGINT, frame)
-        return local
-
-    def tracer(frame, event, arg):
-        return local if frame.f_code.co_filename.startswith(SRC) else None
-
-    return tracer
-
-
 @settings(max_examples=60, **SETTINGS)
 @given(data=st.data())
 def test_sigint_at_a_random_line_leaves_a_consistent_state(data):
@@ -200,23 +173,6 @@ def test_sigint_at_a_random_line_leaves_a_consistent_state(data):
     assert_same_state(est, make(algo, k).partial_fit(X[:t]))
     est.partial_fit(X[t:])
     assert_same_state(est, make(algo, k).partial_fit(X))
-
-
-def lines_run(call):
-    """How many lines of streamfit's Python code call() executes."""
-    seen = [0]
-
-    def local(frame, event, arg):
-        seen[0] += event == "line"
-        return local
-
-    outer = sys.gettrace()
-    sys.settrace(lambda f, e, a: local if f.f_code.co_filename.startswith(SRC) else None)
-    try:
-        call()
-    finally:
-        sys.settrace(outer)
-    return seen[0]
 
 
 @pytest.mark.parametrize("algo", NAMES + sorted(DROPOUT))
@@ -252,12 +208,13 @@ def test_sigint_at_every_line_of_a_call(algo, method):
             pass
         finally:
             sys.settrace(outer)
-        # no interrupt left the one-BLAS-thread count taken (or its lock
-        # held: the next call would then wait forever), nor the estimator's
-        # generator -- the old one, and the one it holds now -- locked
+        # no interrupt left the one-BLAS-thread count taken, nor the
+        # estimator's call lock or its generator -- the old one, and the one it
+        # holds now -- locked: another thread's next call would wait forever
         assert _one_blas_thread.users == 0, line
+        assert not held_elsewhere(est._serialized()), line
         for gen in {id(g): g for g in (rng, getattr(est, "_rng", None)) if g}.values():
-            assert free_elsewhere(gen.bit_generator.lock), line
+            assert not held_elsewhere(gen.bit_generator.lock), line
         if not est.__sklearn_is_fitted__():
             assert method == "partial_fit-fresh", line
             outcomes.add("unfitted")
@@ -269,24 +226,6 @@ def test_sigint_at_every_line_of_a_call(algo, method):
         assert_same_state(est, make(algo, 2).partial_fit(X[:t]))
         outcomes.add("whole trials")
     assert "finished" in outcomes and len(outcomes) >= 2, outcomes
-
-
-def free_elsewhere(lock):
-    """Whether another thread can take `lock` now. A generator's lock is an
-    RLock: the thread that left it held could take it again itself, so the
-    test must ask from another thread."""
-    got = []
-
-    def take():
-        ok = lock.acquire(blocking=False)
-        got.append(ok)
-        if ok:
-            lock.release()
-
-    th = threading.Thread(target=take)
-    th.start()
-    th.join()
-    return got[0]
 
 
 def learnt_equal(a, b):

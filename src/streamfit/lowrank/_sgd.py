@@ -13,7 +13,7 @@ from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_pinball_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import StreamEstimator, deferred_signals
+from .._base import StreamEstimator, deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _lowrank as _k
 from .._validation import InputTypeError, _as_float64, _check_finite, check_scalar, check_vector
@@ -277,6 +277,7 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         return p
 
     # -- fitting ----------------------------------------------------------------
+    @serialized
     def partial_fit(self, X, y):
         """Learn from one block of the stream: one step per sample, in order.
 
@@ -299,35 +300,35 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         >>> est.n_samples_seen_
         2
         """
-        with self._serialized():
-            fit = self.__dict__.get("_fit_")
-            shape = None
-            if fit is not None:
-                shape = (fit.U.shape[1], fit.V.shape[1])
-            form, arrays, n, dims = _parse_X(X, shape or self._shape())
-            y = check_vector(y, n, "y")
-            schedule = self._check_params(dims)
-            if fit is not None and fit.s.shape[0] != self.rank:
-                raise ValueError(f"rank changed from {fit.s.shape[0]} to {self.rank!r} since "
-                                 "the first call; the learnt state belongs to the old rank. "
-                                 "Set it back, or call fit() to start afresh")
-            params = self._params_record(schedule, *dims)
-            if fit is None:
-                if n == 0:
-                    return self
-                work = self._fresh(dims, params)
-            else:
-                if dims != shape:
-                    raise ValueError(f"X describes matrices of shape {dims}, but this "
-                                     f"estimator learnt from {shape}")
-                self._check_continuation(fit.params, params, fit.s.shape[0])
-                if n == 0:
-                    return self
-                work = fit.copy()
-                work.params = params
-            self._run(work, form, arrays, y, "partial_fit", fresh=False)
+        fit = self.__dict__.get("_fit_")
+        shape = None
+        if fit is not None:
+            shape = (fit.U.shape[1], fit.V.shape[1])
+        form, arrays, n, dims = _parse_X(X, shape or self._shape())
+        y = check_vector(y, n, "y")
+        schedule = self._check_params(dims)
+        if fit is not None and fit.s.shape[0] != self.rank:
+            raise ValueError(f"rank changed from {fit.s.shape[0]} to {self.rank!r} since "
+                             "the first call; the learnt state belongs to the old rank. "
+                             "Set it back, or call fit() to start afresh")
+        params = self._params_record(schedule, *dims)
+        if fit is None:
+            if n == 0:
+                return self
+            work = self._fresh(dims, params)
+        else:
+            if dims != shape:
+                raise ValueError(f"X describes matrices of shape {dims}, but this "
+                                 f"estimator learnt from {shape}")
+            self._check_continuation(fit.params, params, fit.s.shape[0])
+            if n == 0:
+                return self
+            work = fit.copy()
+            work.params = params
+        self._run(work, form, arrays, y, "partial_fit", fresh=False)
         return self
 
+    @serialized
     def fit(self, X, y):
         """Forget what was learnt and make one pass over (X, y).
 
@@ -348,17 +349,16 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         >>> OnlineLowRankQuantileRegressor(rank=2).fit(X, X[:, 0, 0]).coef_.shape
         (4, 4)
         """
-        with self._serialized():
-            form, arrays, n, dims = _parse_X(X, self._shape())
-            if n == 0:
-                raise ValueError(f"X has 0 samples while a minimum of 1 is required by "
-                                 f"{type(self).__name__}.fit; the estimator keeps its "
-                                 "previous state")
-            y = check_vector(y, n, "y")
-            schedule = self._check_params(dims)
-            params = self._params_record(schedule, *dims)
-            work = self._fresh(dims, params)
-            self._run(work, form, arrays, y, "fit", fresh=True)
+        form, arrays, n, dims = _parse_X(X, self._shape())
+        if n == 0:
+            raise ValueError(f"X has 0 samples while a minimum of 1 is required by "
+                             f"{type(self).__name__}.fit; the estimator keeps its "
+                             "previous state")
+        y = check_vector(y, n, "y")
+        schedule = self._check_params(dims)
+        params = self._params_record(schedule, *dims)
+        work = self._fresh(dims, params)
+        self._run(work, form, arrays, y, "fit", fresh=True)
         return self
 
     def _fresh(self, dims, params):

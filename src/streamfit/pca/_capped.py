@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from .._base import deferred_signals
+from .._base import deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _capped as _k
 from .._kernels._threads import call_holding
@@ -217,29 +217,30 @@ class _CappedSimplexPCA(_OnlinePCA):
         return self.eigenvectors_[idx]
 
     @property
+    @serialized
     def components_(self):
         """(k, n) orthonormal rows: the projection the next trial plays, sampled
         from W (systematic sampling with the trial's own uniform, so it does
         not depend on how the stream was split into calls)."""
-        with self._serialized():
-            check_is_fitted(self)
-            return self._sample(self._scalar("u"))
+        check_is_fitted(self)
+        return self._sample(self._scalar("u"))
 
     @property
+    @serialized
     def parameter_eigenvalues_(self):
         """Eigenvalues of W, ascending: in [0, 1], summing to k."""
-        with self._serialized():
-            check_is_fitted(self)
-            return self.eigenvalues_.copy()
+        check_is_fitted(self)
+        return self.eigenvalues_.copy()
 
+    @serialized
     def parameter_matrix(self):
         """W, the mixture of rank-k projections the next trial plays from (n x n)."""
-        with self._serialized():
-            check_is_fitted(self)
-            U, w = self.eigenvectors_, self.eigenvalues_
+        check_is_fitted(self)
+        U, w = self.eigenvectors_, self.eigenvalues_
         return (U.T * w) @ U
 
     @property
+    @serialized
     def update_stats_(self):
         """Counters of the updates: ``full`` (decomposed afresh by the dsyevd
         chain: every update of dense instances; for vector ones every
@@ -249,14 +250,13 @@ class _CappedSimplexPCA(_OnlinePCA):
         ``mean_block`` (the mean size K of the block the rank-one steps left
         after deflation: their cost is O(n K^2)) and ``eig_fallbacks`` (full
         decompositions that needed a routine after dsyevd)."""
-        with self._serialized():
-            check_is_fitted(self)
-            s = self.state_[0]
-            r = int(s["rank_one"])
-            return {"full": int(s["full"]), "rank_one": r,
-                    "rank_one_failed": int(s["rank_one_failed"]),
-                    "mean_block": float(s["block_sum"]) / r if r else 0.0,
-                    "eig_fallbacks": int(s["eig_fallbacks"])}
+        check_is_fitted(self)
+        s = self.state_[0]
+        r = int(s["rank_one"])
+        return {"full": int(s["full"]), "rank_one": r,
+                "rank_one_failed": int(s["rank_one_failed"]),
+                "mean_block": float(s["block_sum"]) / r if r else 0.0,
+                "eig_fallbacks": int(s["eig_fallbacks"])}
 
     @property
     def realized_gain_(self):
@@ -269,12 +269,13 @@ class _CappedSimplexPCA(_OnlinePCA):
         """The learning rate of the last update (0 before any)."""
         return self._scalar("eta")
 
+    @serialized
     def cumulative_matrix(self):
         """sum_t X_t (full, symmetric)."""
-        with self._serialized():
-            check_is_fitted(self)
-            return _symmetric(self.cumulative_)
+        check_is_fitted(self)
+        return _symmetric(self.cumulative_)
 
+    @serialized
     def sample_projection(self):
         """A rank-k projection P (n x n) drawn from W: E[P] = W. Draws from a
         generator of its own (seeded from random_state), so it never changes
@@ -283,20 +284,19 @@ class _CappedSimplexPCA(_OnlinePCA):
         The draw is systematic sampling on W's eigenvalues (O(n), exact
         inclusion probabilities); :meth:`mixture_decomposition` gives the
         explicit mixture instead."""
-        with self._serialized():
-            check_is_fitted(self)
-            V = self._sample(self._sample_rng.random())
+        check_is_fitted(self)
+        V = self._sample(self._sample_rng.random())
         return V.T @ V
 
+    @serialized
     def mixture_decomposition(self):
         """W as an explicit convex combination of rank-k projections
         (Warmuth & Kuzmin): ``weights`` (m,) summing to 1 and ``bases``
         (m, k, n) of orthonormal rows, with
         W = sum_j weights[j] bases[j].T @ bases[j], m <= n + 1."""
-        with self._serialized():
-            check_is_fitted(self)
-            weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
-            return weights, self.eigenvectors_[subsets]
+        check_is_fitted(self)
+        weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
+        return weights, self.eigenvectors_[subsets]
 
     def _captured(self, X):
         # the expected captured energy under W: sum_i x_i^T W x_i

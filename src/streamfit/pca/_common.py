@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamEstimator, deferred_signals
+from .._base import StreamEstimator, deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _pca_api as _api
 from .._kernels._linalg import eigh_top
@@ -155,22 +155,22 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
             _note_interrupt(exc, self, done, T)
         raise_for(code, type(self).__name__, exc=exc)
 
+    @serialized
     def _topk_stats(self):
         # the leader kernels' top-k solver counters (their solver_stats_)
-        with self._serialized():
-            check_is_fitted(self)
-            s = self.state_["topk"][0]
-            return {"solves": int(s["solves"]), "products": int(s["products"]),
-                    "fallbacks": int(s["fallbacks"]), "direct": int(s["direct"]),
-                    "eig_fallbacks": int(s["eig_fallbacks"]), "kept": int(s["kept"]),
-                    "last_gap": float(s["gap"]), "max_gap_ratio": float(s["max_gap_ratio"])}
+        check_is_fitted(self)
+        s = self.state_["topk"][0]
+        return {"solves": int(s["solves"]), "products": int(s["products"]),
+                "fallbacks": int(s["fallbacks"]), "direct": int(s["direct"]),
+                "eig_fallbacks": int(s["eig_fallbacks"]), "kept": int(s["kept"]),
+                "last_gap": float(s["gap"]), "max_gap_ratio": float(s["max_gap_ratio"])}
 
+    @serialized
     def set_params(self, **params):
         """Set parameters (scikit-learn's set_params), waiting for a running
         call to end: each parameter takes effect at the next call or that
         call refuses it, as the class docstring says for each."""
-        with self._serialized():
-            return super().set_params(**params)
+        return super().set_params(**params)
 
     # -- checks shared by the families ------------------------------------------------
     def _check_n_components(self, n):
@@ -337,6 +337,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         return spec, frob
 
     # -- public API ---------------------------------------------------------------
+    @serialized
     def partial_fit(self, X, y=None):
         """Play one trial per row of X (vector instances x_t x_t^T): gain
         ||P_t x_t||^2 with the projection played (MEG and GD count its
@@ -356,8 +357,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         self
         """
-        with self._serialized():
-            return self._learn_vectors(self._vectors(X, float32=self._FLOAT32_ROWS), X)
+        return self._learn_vectors(self._vectors(X, float32=self._FLOAT32_ROWS), X)
 
     def _learn_vectors(self, X, X_in):
         params = self._prepare(X.shape[1], "vector", X_in)
@@ -366,6 +366,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         self._play("vector", (X, sqnorm, sqnorm), params, X_in)
         return self
 
+    @serialized
     def partial_fit_dense(self, Xs, *, check_psd=True):
         """Play one trial per matrix of Xs (dense PSD instances X_t): gain
         tr(P_t X_t) (MEG and GD: its expectation tr(W_t X_t)), then update.
@@ -385,30 +386,30 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         self
         """
-        with self._serialized():
-            # PSD is checked up to the rounding of the caller's dtype (at least
-            # float32's): a float32 covariance of a low-rank batch has
-            # eigenvalues of -1e-8 relative
-            eps_in = np.finfo(np.float64).eps
-            if isinstance(Xs, np.ndarray) and np.issubdtype(Xs.dtype, np.floating):
-                eps_in = min(float(np.finfo(Xs.dtype).eps), float(np.finfo(np.float32).eps))
-            Xs = _as_float64(Xs, "Xs")
-            if Xs.ndim == 2 and Xs.shape[0] == Xs.shape[1] and Xs.shape[0] > 0:
-                raise ValueError(f"Xs must be 3-dimensional (n_trials, n_features, "
-                                 f"n_features), got shape {Xs.shape}; pass Xs[None] for a "
-                                 f"single instance")
-            if Xs.ndim != 3 or Xs.shape[1] != Xs.shape[2]:
-                raise ValueError(f"Xs must have shape (n_trials, n_features, n_features), "
-                                 f"got {Xs.shape}")
-            if Xs.shape[1] == 0:
-                raise ValueError(f"Xs must have at least one feature, got shape {Xs.shape}")
-            n = Xs.shape[1]
-            params = self._prepare(n, "dense")
-            spec, frob = self._dense_sizes(Xs, eps_in, check_psd)
-            self._check_overflow("Xs", spec)
-            self._play("dense", (Xs, spec, frob), params, None)
-            return self
+        # PSD is checked up to the rounding of the caller's dtype (at least
+        # float32's): a float32 covariance of a low-rank batch has
+        # eigenvalues of -1e-8 relative
+        eps_in = np.finfo(np.float64).eps
+        if isinstance(Xs, np.ndarray) and np.issubdtype(Xs.dtype, np.floating):
+            eps_in = min(float(np.finfo(Xs.dtype).eps), float(np.finfo(np.float32).eps))
+        Xs = _as_float64(Xs, "Xs")
+        if Xs.ndim == 2 and Xs.shape[0] == Xs.shape[1] and Xs.shape[0] > 0:
+            raise ValueError(f"Xs must be 3-dimensional (n_trials, n_features, "
+                             f"n_features), got shape {Xs.shape}; pass Xs[None] for a "
+                             f"single instance")
+        if Xs.ndim != 3 or Xs.shape[1] != Xs.shape[2]:
+            raise ValueError(f"Xs must have shape (n_trials, n_features, n_features), "
+                             f"got {Xs.shape}")
+        if Xs.shape[1] == 0:
+            raise ValueError(f"Xs must have at least one feature, got shape {Xs.shape}")
+        n = Xs.shape[1]
+        params = self._prepare(n, "dense")
+        spec, frob = self._dense_sizes(Xs, eps_in, check_psd)
+        self._check_overflow("Xs", spec)
+        self._play("dense", (Xs, spec, frob), params, None)
+        return self
 
+    @serialized
     def fit(self, X, y=None):
         """Start afresh and play every row of X as one trial.
 
@@ -421,13 +422,13 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         self
         """
-        with self._serialized():
-            Xc = self._vectors(X, float32=self._FLOAT32_ROWS)
-            if Xc.shape[0] == 0:
-                raise ValueError(f"X has 0 samples (shape={Xc.shape}): fit needs at least "
-                                 f"one trial (partial_fit accepts empty blocks)")
-            return self._refit(lambda: self._learn_vectors(Xc, X))
+        Xc = self._vectors(X, float32=self._FLOAT32_ROWS)
+        if Xc.shape[0] == 0:
+            raise ValueError(f"X has 0 samples (shape={Xc.shape}): fit needs at least "
+                             f"one trial (partial_fit accepts empty blocks)")
+        return self._refit(lambda: self._learn_vectors(Xc, X))
 
+    @serialized
     def fit_dense(self, Xs, *, check_psd=True):
         """Start afresh and play every matrix of Xs as one trial.
 
@@ -441,8 +442,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         self
         """
-        with self._serialized():
-            return self._refit(lambda: self.partial_fit_dense(Xs, check_psd=check_psd))
+        return self._refit(lambda: self.partial_fit_dense(Xs, check_psd=check_psd))
 
     def _forget(self):
         for name in (*self._STATE_NAMES, *_FIT_NAMES):
@@ -474,6 +474,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     def _components_for_transform(self):
         return self.components_
 
+    @serialized
     def transform(self, X):
         """Project rows of X onto the current components: X @ components_.T
         (uncentered, as the online PCA gain ||P x||^2 is).
@@ -486,11 +487,11 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         ndarray of shape (n_samples, n_components)
         """
-        with self._serialized():
-            check_is_fitted(self)
-            X = self._checked_rows(X)
-            return X @ self._components_for_transform().T
+        check_is_fitted(self)
+        X = self._checked_rows(X)
+        return X @ self._components_for_transform().T
 
+    @serialized
     def inverse_transform(self, X):
         """Map projections back to the input space: X @ components_, the
         points of the current subspace whose coordinates X holds.
@@ -503,14 +504,13 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         ndarray of shape (n_samples, n_features)
         """
-        with self._serialized():
-            check_is_fitted(self)
-            Z = _as_float64(X, "X")
-            if Z.ndim != 2 or Z.shape[1] != self.n_components_:
-                raise ValueError(f"X must have shape (n_samples, {self.n_components_}), "
-                                 f"got {Z.shape}")
-            _check_finite(Z, "X")
-            return Z @ self._components_for_transform()
+        check_is_fitted(self)
+        Z = _as_float64(X, "X")
+        if Z.ndim != 2 or Z.shape[1] != self.n_components_:
+            raise ValueError(f"X must have shape (n_samples, {self.n_components_}), "
+                             f"got {Z.shape}")
+        _check_finite(Z, "X")
+        return Z @ self._components_for_transform()
 
     def _checked_rows(self, X):
         X_in = X
@@ -519,6 +519,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         _check_finite(X, "X")
         return X
 
+    @serialized
     def score(self, X, y=None):
         """The fraction of X's energy the current decision captures:
         sum_i ||P x_i||^2 / sum_i ||x_i||^2, in [0, 1] (1 for X of zero
@@ -536,16 +537,15 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         -------
         float
         """
-        with self._serialized():
-            check_is_fitted(self)
-            X = self._checked_rows(X)
-            # a power-of-two scaling: the squares neither over- nor underflow
-            u = float(_pow2_floor(X, axis=None))
-            X = X / u
-            total = float(np.einsum("ij,ij->", X, X))
-            if total == 0.0:
-                return 1.0
-            return min(1.0, self._captured(X) / total)
+        check_is_fitted(self)
+        X = self._checked_rows(X)
+        # a power-of-two scaling: the squares neither over- nor underflow
+        u = float(_pow2_floor(X, axis=None))
+        X = X / u
+        total = float(np.einsum("ij,ij->", X, X))
+        if total == 0.0:
+            return 1.0
+        return min(1.0, self._captured(X) / total)
 
     def _captured(self, X):
         V = self.components_
@@ -553,11 +553,11 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         return float(np.einsum("ij,ij->", Z, Z))
 
     # -- attributes -----------------------------------------------------------------
+    @serialized
     def _scalar(self, name):
-        with self._serialized():
-            if not self.__sklearn_is_fitted__():
-                check_is_fitted(self)       # scikit-learn's NotFittedError
-            return float(self.state_[name][0])
+        if not self.__sklearn_is_fitted__():
+            check_is_fitted(self)       # scikit-learn's NotFittedError
+        return float(self.state_[name][0])
 
     @property
     def n_trials_(self):
@@ -571,31 +571,31 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
         return self._scalar("gain")
 
     @property
+    @serialized
     def best_gain_(self):
         """lambda_{1:k}(sum_t X_t): the gain of the best fixed rank-k projection in
         hindsight (through the eigen-solver chain, which does not fail on a
         finite matrix)."""
-        with self._serialized():
-            check_is_fitted(self)
-            cache = self.__dict__.get("_regret_cache")
-            t = self.n_trials_
-            if cache is None or cache[0] != t:
-                k = self.n_components_
-                if t == 0:
-                    best = 0.0
-                else:
-                    code, w, _, _, _ = eigh_top(self.cumulative_matrix(), k, False)
-                    raise_for(code, f"{type(self).__name__}.best_gain_")
-                    best = float(w.sum())
-                cache = (t, best)
-                self._regret_cache = cache
-            return cache[1]
+        check_is_fitted(self)
+        cache = self.__dict__.get("_regret_cache")
+        t = self.n_trials_
+        if cache is None or cache[0] != t:
+            k = self.n_components_
+            if t == 0:
+                best = 0.0
+            else:
+                code, w, _, _, _ = eigh_top(self.cumulative_matrix(), k, False)
+                raise_for(code, f"{type(self).__name__}.best_gain_")
+                best = float(w.sum())
+            cache = (t, best)
+            self._regret_cache = cache
+        return cache[1]
 
     @property
+    @serialized
     def regret_(self):
         """lambda_{1:k}(sum_t X_t) - cumulative_gain_."""
-        with self._serialized():
-            return self.best_gain_ - self.cumulative_gain_
+        return self.best_gain_ - self.cumulative_gain_
 
     def __setstate__(self, state):
         # a state from another layout (an older streamfit's flat float64

@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import deferred_signals
+from .._base import deferred_signals, serialized
 from .._errors import raise_for
 from .._kernels._threads import call_holding
 from .._kernels import _dropout as _k
@@ -300,23 +300,23 @@ class DropoutPCA(_OnlinePCA):
 
     # -- attributes -------------------------------------------------------------
     @property
+    @serialized
     def components_(self):
         """(k, n) orthonormal rows: the subspace the next trial plays (lazy);
         with resample="fresh", the last trial's leader (the next trial
         redraws)."""
-        with self._serialized():
-            check_is_fitted(self)
-            return self.block_[:self.n_components_].copy()
+        check_is_fitted(self)
+        return self.block_[:self.n_components_].copy()
 
     @property
+    @serialized
     def kept_fraction_(self):
         """Fraction of instances in the kept sum (fresh: the last redraw's
         fraction of the instances before the last trial)."""
-        with self._serialized():
-            check_is_fitted(self)
-            t = int(self.state_["t"][0])
-            base = t if self._fitted_resample == "lazy" else t - 1
-            return float(self.state_["kept"][0]) / base if base > 0 else 0.0
+        check_is_fitted(self)
+        t = int(self.state_["t"][0])
+        base = t if self._fitted_resample == "lazy" else t - 1
+        return float(self.state_["kept"][0]) / base if base > 0 else 0.0
 
     @property
     def solver_stats_(self):
@@ -324,16 +324,17 @@ class DropoutPCA(_OnlinePCA):
         one solve per kept instance."""
         return self._topk_stats()
 
+    @serialized
     def cumulative_matrix(self):
         """sum_t X_t over every instance (dropped ones included): the
         comparator's matrix, full and symmetric."""
-        with self._serialized():
-            check_is_fitted(self)
-            if self._fitted_resample == "fresh":
-                H = self.history_
-                return H.T @ H
-            return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
+        check_is_fitted(self)
+        if self._fitted_resample == "fresh":
+            H = self.history_
+            return H.T @ H
+        return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
 
+    @serialized
     def dropout_matrix(self):
         """S = sum_{s<=t} b_s X_s, the kept sum whose top-k the next trial
         plays (lazy only: "fresh" redraws it every trial).
@@ -347,9 +348,8 @@ class DropoutPCA(_OnlinePCA):
         >>> bool(np.trace(est.dropout_matrix()) == round(4 * est.kept_fraction_))
         True
         """
-        with self._serialized():
-            check_is_fitted(self)
-            if self._fitted_resample == "fresh":
-                raise ValueError("resample='fresh' redraws the kept sum every trial: there "
-                                 "is no one dropout matrix")
-            return _symmetric(self.dropped_)
+        check_is_fitted(self)
+        if self._fitted_resample == "fresh":
+            raise ValueError("resample='fresh' redraws the kept sum every trial: there "
+                             "is no one dropout matrix")
+        return _symmetric(self.dropped_)

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import deferred_signals
+from .._base import deferred_signals, serialized
 from .._errors import raise_for
 from .._kernels import _pca as _k
 from .._validation import check_random_state, check_scalar, check_seed
@@ -282,11 +282,11 @@ class _LeaderPCA(_OnlinePCA):
 
     # -- attributes -------------------------------------------------------------
     @property
+    @serialized
     def components_(self):
         """(k, n) orthonormal rows: the subspace the next trial plays."""
-        with self._serialized():
-            self._check_fitted()
-            return self.block_[:self.n_components_].copy()
+        self._check_fitted()
+        return self.block_[:self.n_components_].copy()
 
     def _check_fitted(self):
         check_is_fitted(self)
@@ -297,11 +297,11 @@ class _LeaderPCA(_OnlinePCA):
         return self._scalar("sigma")
 
     @property
+    @serialized
     def gap_tolerance_(self):
         """The objective-gap tolerance of the last top-k solve."""
-        with self._serialized():
-            self._check_fitted()
-            return float(self.state_["topk"]["tol"][0])
+        self._check_fitted()
+        return float(self.state_["topk"]["tol"][0])
 
     @property
     def solver_stats_(self):
@@ -315,21 +315,21 @@ class _LeaderPCA(_OnlinePCA):
         gap and the largest estimated gap / tolerance."""
         return self._topk_stats()
 
+    @serialized
     def cumulative_matrix(self):
         """sum_t X_t, the unperturbed cumulative instance matrix (full, symmetric),
         kept apart from the noise: exact sums of the instances (no
         S - sigma N cancellation), whatever sigma."""
-        with self._serialized():
-            self._check_fitted()
-            if self._fitted_noise == _k.NOISE_NONE:
-                return _symmetric(self.perturbed_)
-            return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
+        self._check_fitted()
+        if self._fitted_noise == _k.NOISE_NONE:
+            return _symmetric(self.perturbed_)
+        return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
 
+    @serialized
     def perturbed_matrix(self):
         """S = X_<t + N_t, the matrix whose top-k eigenvectors are played next."""
-        with self._serialized():
-            self._check_fitted()
-            return _symmetric(self.perturbed_)
+        self._check_fitted()
+        return _symmetric(self.perturbed_)
 
 
 class PerturbedLeaderPCA(_LeaderPCA):

@@ -14,7 +14,7 @@ from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_pinball_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamEstimator
+from .._base import StreamEstimator, serialized
 from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK,
                        raise_for)
 from .._kernels import _quantile as _k
@@ -218,6 +218,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         work.track_inference(bool(self.inference))
 
     # -- fitting ----------------------------------------------------------------
+    @serialized
     def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
         """Learn from one block of the stream.
 
@@ -242,51 +243,51 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         -------
         self
         """
-        with self._serialized():
-            fit = self.__dict__.get("_fit_")
-            names = feature_names(X)
-            if fit is not None and (names is not None or fit.names is not None):
-                validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-            X = as_matrix(X)
-            n, d = X.shape
-            if fit is not None and d != fit.w.shape[-1]:
-                self._check_n_features(d, False)
-            y = as_target(y, n, type(self).__name__)
-            sw = as_weights(sample_weight, n)
-            schedule, params, plan = self._resolve(d)
-            self._check_kind(fit, params)
-            if params.shape[0] > 1 or self._taus() is not None:
-                return self._partial_fit_multi(fit, X, y, sw, params, names, coef_init,
-                                               intercept_init)
-            if fit is None:
-                init = self._initial(d, coef_init, intercept_init)
-                if n == 0:
-                    return self
-                work = Work.fresh(d, params, plan, *init)
-                work.track_inference(bool(self.inference))
-                self._start_scaler(work, d, coef_init, intercept_init)
-            else:
-                if coef_init is not None or intercept_init is not None:
-                    raise ValueError("coef_init and intercept_init start a fresh fit: this "
-                                     f"{type(self).__name__} has already learnt from "
-                                     f"{self.n_samples_seen_} rows. Call fit() to start "
-                                     "afresh from them")
-                changed = params is not fit.params
-                if changed:
-                    self._check_continuation(params)
-                if n == 0:
-                    return self
-                if (fit.scaler is not None) != (self.scale == "online"):
-                    raise ValueError(f"scale changed to {self.scale!r} since the first call; "
-                                     "the learnt coefficients are on the old scale. Set it "
-                                     "back, or call fit() to start afresh")
-                work = fit.copy(self.__dict__.pop("_spare_state", None))
-                if changed:
-                    self._continue_with(work, params, plan)
-            out = advance(work, X, y, sw, schedule, self.batch_size)
-            self._finish(work, out, X, names, "partial_fit")
+        fit = self.__dict__.get("_fit_")
+        names = feature_names(X)
+        if fit is not None and (names is not None or fit.names is not None):
+            validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
+        X = as_matrix(X)
+        n, d = X.shape
+        if fit is not None and d != fit.w.shape[-1]:
+            self._check_n_features(d, False)
+        y = as_target(y, n, type(self).__name__)
+        sw = as_weights(sample_weight, n)
+        schedule, params, plan = self._resolve(d)
+        self._check_kind(fit, params)
+        if params.shape[0] > 1 or self._taus() is not None:
+            return self._partial_fit_multi(fit, X, y, sw, params, names, coef_init,
+                                           intercept_init)
+        if fit is None:
+            init = self._initial(d, coef_init, intercept_init)
+            if n == 0:
+                return self
+            work = Work.fresh(d, params, plan, *init)
+            work.track_inference(bool(self.inference))
+            self._start_scaler(work, d, coef_init, intercept_init)
+        else:
+            if coef_init is not None or intercept_init is not None:
+                raise ValueError("coef_init and intercept_init start a fresh fit: this "
+                                 f"{type(self).__name__} has already learnt from "
+                                 f"{self.n_samples_seen_} rows. Call fit() to start "
+                                 "afresh from them")
+            changed = params is not fit.params
+            if changed:
+                self._check_continuation(params)
+            if n == 0:
+                return self
+            if (fit.scaler is not None) != (self.scale == "online"):
+                raise ValueError(f"scale changed to {self.scale!r} since the first call; "
+                                 "the learnt coefficients are on the old scale. Set it "
+                                 "back, or call fit() to start afresh")
+            work = fit.copy(self.__dict__.pop("_spare_state", None))
+            if changed:
+                self._continue_with(work, params, plan)
+        out = advance(work, X, y, sw, schedule, self.batch_size)
+        self._finish(work, out, X, names, "partial_fit")
         return self
 
+    @serialized
     def fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
         """Forget what was learnt and make one pass over (X, y) in the chosen
         mode; in batch and storage modes the data arrive in blocks of
@@ -307,37 +308,36 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         -------
         self
         """
-        with self._serialized():
-            names = feature_names(X)
-            X = as_matrix(X)
-            n, d = X.shape
-            if n == 0:
-                raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
-                                 f"minimum of 1 is required by {type(self).__name__}.fit; "
-                                 "the estimator keeps its previous state")
-            y = as_target(y, n, type(self).__name__)
-            sw = as_weights(sample_weight, n)
-            if sw is not None and not sw.any():
-                raise ValueError("sample_weight: every weight is zero, so there is nothing to "
-                                 "learn (Sample weights must contain at least one non-zero "
-                                 "number); the estimator keeps its previous state")
-            schedule, params, plan = self._resolve(d)
-            if self._taus() is not None:
-                work = MultiWork.fresh(d, params, *self._initial_multi(d, params.shape[0],
-                                                                       coef_init,
-                                                                       intercept_init))
-                out = advance_multi(work, X, y, sw, self.noncrossing)
-                self._finish(work, out, X, names, "fit", fresh=True)
-                return self
-            work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
-            work.track_inference(bool(self.inference))
-            self._start_scaler(work, d, coef_init, intercept_init)
-            if self.mode == "single":
-                out = advance(work, X, y, sw, schedule)
-            else:
-                bs = self.batch_size or max(2 * (d + 1), 16)
-                out = self._fit_blocks(work, X, y, sw, schedule, bs)
+        names = feature_names(X)
+        X = as_matrix(X)
+        n, d = X.shape
+        if n == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
+                             f"minimum of 1 is required by {type(self).__name__}.fit; "
+                             "the estimator keeps its previous state")
+        y = as_target(y, n, type(self).__name__)
+        sw = as_weights(sample_weight, n)
+        if sw is not None and not sw.any():
+            raise ValueError("sample_weight: every weight is zero, so there is nothing to "
+                             "learn (Sample weights must contain at least one non-zero "
+                             "number); the estimator keeps its previous state")
+        schedule, params, plan = self._resolve(d)
+        if self._taus() is not None:
+            work = MultiWork.fresh(d, params, *self._initial_multi(d, params.shape[0],
+                                                                   coef_init,
+                                                                   intercept_init))
+            out = advance_multi(work, X, y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
+            return self
+        work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
+        work.track_inference(bool(self.inference))
+        self._start_scaler(work, d, coef_init, intercept_init)
+        if self.mode == "single":
+            out = advance(work, X, y, sw, schedule)
+        else:
+            bs = self.batch_size or max(2 * (d + 1), 16)
+            out = self._fit_blocks(work, X, y, sw, schedule, bs)
+        self._finish(work, out, X, names, "fit", fresh=True)
         return self
 
     def _fit_blocks(self, work, X, y, sw, schedule, bs):
@@ -539,35 +539,35 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def _averaged(fit):
         return fit.params["average"][0] != 0 and fit.state["n_avg"][0] > 0
 
+    @serialized
     def _solution(self):
         """(coef, intercept) of one published state, read under the lock."""
-        with self._serialized():
-            fit = self._fitted()
-            if isinstance(fit, MultiWork):
-                # per quantile: the average once it runs, else the iterate
-                avg = (fit.params["average"] != 0) & (fit.state["n_avg"] > 0)
-                coef = np.where(avg[:, None], fit.wbar, fit.w)
-                b = np.where(avg, fit.state["intercept_avg"], fit.state["intercept"])
-                return coef, b.astype(float)
-            sc = getattr(fit, "scaler", None)
-            if self._averaged(fit):
-                # (with scale='online' the kernel averages on the original scale)
-                return fit.wbar.copy(), float(fit.state["intercept_avg"][0])
-            coef, b = fit.w.copy(), float(fit.state["intercept"][0])
-            if sc is not None:
-                # back to the original scale: beta = theta / sd, b -= mean' beta
-                d = coef.shape[0]
-                sd = np.sqrt(sc[1 + d:] / sc[0]) if sc[0] > 0 else np.zeros(d)
-                sd = np.where((sd > 0) & np.isfinite(sd), sd, 1.0)
-                coef = coef / sd
-                if fit.params["fit_intercept"][0]:
-                    b = b - float(sc[1:1 + d] @ coef)
-            return coef, b
+        fit = self._fitted()
+        if isinstance(fit, MultiWork):
+            # per quantile: the average once it runs, else the iterate
+            avg = (fit.params["average"] != 0) & (fit.state["n_avg"] > 0)
+            coef = np.where(avg[:, None], fit.wbar, fit.w)
+            b = np.where(avg, fit.state["intercept_avg"], fit.state["intercept"])
+            return coef, b.astype(float)
+        sc = getattr(fit, "scaler", None)
+        if self._averaged(fit):
+            # (with scale='online' the kernel averages on the original scale)
+            return fit.wbar.copy(), float(fit.state["intercept_avg"][0])
+        coef, b = fit.w.copy(), float(fit.state["intercept"][0])
+        if sc is not None:
+            # back to the original scale: beta = theta / sd, b -= mean' beta
+            d = coef.shape[0]
+            sd = np.sqrt(sc[1 + d:] / sc[0]) if sc[0] > 0 else np.zeros(d)
+            sd = np.where((sd > 0) & np.isfinite(sd), sd, 1.0)
+            coef = coef / sd
+            if fit.params["fit_intercept"][0]:
+                b = b - float(sc[1:1 + d] @ coef)
+        return coef, b
 
+    @serialized
     def _field(self, name):
         # several quantiles: the first one's (they take the same updates)
-        with self._serialized():
-            return self._fitted().state[name][0]
+        return self._fitted().state[name][0]
 
     @property
     def coef_(self):
@@ -594,12 +594,12 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         return names
 
     @property
+    @serialized
     def n_samples_seen_(self):
         """Rows received so far (including rows waiting for a full batch,
         whatever their weight)."""
-        with self._serialized():
-            fit = self._fitted()
-            return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
+        fit = self._fitted()
+        return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
 
     @property
     def n_updates_(self):
@@ -609,26 +609,26 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         return int(self._field("n_updates"))
 
     @property
+    @serialized
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
         least squares); with several taus an array, one per tau."""
-        with self._serialized():
-            loss = self._fitted().state["loss"]
-            return loss.astype(float) if loss.shape[0] > 1 or self._taus() is not None \
-                else float(loss[0])
+        loss = self._fitted().state["loss"]
+        return loss.astype(float) if loss.shape[0] > 1 or self._taus() is not None \
+            else float(loss[0])
 
     @property
+    @serialized
     def schedule_state_(self):
         """The schedule's estimates and phase, for inspection: phase (0 warm-up,
         1 geometric, 2 and 3 as in the paper), stepsize of the last update,
         start of the current phase (t_switch, on the schedule's clock), D0,
         sparsity b0, Cl, and how often a jump of the residual scale restarted
         phase one (restarts)."""
-        with self._serialized():
-            fit = self._fitted()
-            states = fit.state.copy()
-            multi = isinstance(fit, MultiWork)
+        fit = self._fitted()
+        states = fit.state.copy()
+        multi = isinstance(fit, MultiWork)
         out = [{"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
                 "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
                 "cl": float(s["cl"]), "restarts": int(s["n_restarts"])} for s in states]
@@ -868,24 +868,24 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.noncrossing = noncrossing
         self.scale = scale
 
+    @serialized
     def _random_scaling(self):
         """(estimate, V_k / k) of one published state, read under the lock."""
-        with self._serialized():
-            fit = self._fitted()
-            if fit.rs is None:
-                raise AttributeError(
-                    f"{type(self).__name__} keeps no random-scaling sums: set inference=True "
-                    "(with average=True) before fitting for conf_int and coef_covariance_")
-            k = float(fit.state["n_avg"][0])
-            if k < 2:
-                raise ValueError(
-                    f"the average holds {int(k)} iterate(s) (it starts once the statistical "
-                    "schedule has settled in its last phase): random scaling needs at least "
-                    "2; learn from more rows first")
-            z = fit.wbar.copy()
-            if fit.params["fit_intercept"][0]:
-                z = np.append(z, fit.state["intercept_avg"][0])
-            return z, random_scaling_matrix(fit.rs, z, k)
+        fit = self._fitted()
+        if fit.rs is None:
+            raise AttributeError(
+                f"{type(self).__name__} keeps no random-scaling sums: set inference=True "
+                "(with average=True) before fitting for conf_int and coef_covariance_")
+        k = float(fit.state["n_avg"][0])
+        if k < 2:
+            raise ValueError(
+                f"the average holds {int(k)} iterate(s) (it starts once the statistical "
+                "schedule has settled in its last phase): random scaling needs at least "
+                "2; learn from more rows first")
+        z = fit.wbar.copy()
+        if fit.params["fit_intercept"][0]:
+            z = np.append(z, fit.state["intercept_avg"][0])
+        return z, random_scaling_matrix(fit.rs, z, k)
 
     @property
     def coef_covariance_(self):
