@@ -7,10 +7,10 @@ estimator changes only when the whole computation has succeeded.
 """
 from __future__ import annotations
 
-import contextlib
 import pickle
 
 from .._base import deferred_signals
+from .._kernels._threads import call_holding
 
 __all__ = ["snapshot", "adopt", "caller_lock", "add_note"]
 
@@ -18,23 +18,24 @@ __all__ = ["snapshot", "adopt", "caller_lock", "add_note"]
 _TRANSIENT = ("_lock",)
 
 
-@contextlib.contextmanager
-def caller_lock(estimator):
-    """Hold the estimator's call lock (streamfit estimators; other estimators
-    have none): a stream_fit takes its turn like any other call that changes
-    the state, for as long as it runs."""
+def caller_lock(estimator, func, *args):
+    """func(*args) holding the estimator's call lock (streamfit estimators;
+    other estimators have none): a stream_fit takes its turn like any other
+    call that changes the state, for as long as it runs. The lock is taken
+    in compiled code (call_holding), as the estimators' own calls take it: a
+    KeyboardInterrupt on a Python with-statement's exit line would leave it
+    held and every later call waiting."""
     serialized = getattr(estimator, "_serialized", None)
     if not callable(serialized):
-        yield
-        return
+        return func(*args)
     had_lock = "_lock" in vars(estimator)
-    with serialized():
-        yield
+    out = call_holding(serialized(), func, *args)
     # A class whose __getstate__ keeps the lock (the online PCA estimators
     # before issue 10's base class) could no longer be pickled or copied
     # with one: take away the lock made here.
     if not had_lock and "_lock" in estimator.__getstate__():
         vars(estimator).pop("_lock", None)
+    return out
 
 
 def snapshot(estimator):

@@ -149,8 +149,11 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         # checked here like a separate y would be: numbers only
         row_blocks(X[[y_column]])
     method = "partial_fit_dense" if getattr(X, "ndim", 2) == 3 else "partial_fit"
-    with caller_lock(estimator):
+
+    def fit_on_the_cluster():
         state = snapshot(estimator)
         with connect(client, timeout) as c:
             fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
         return adopt(estimator, fitted)
+
+    return caller_lock(estimator, fit_on_the_cluster)

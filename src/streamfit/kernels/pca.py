@@ -33,6 +33,7 @@ import numpy as np
 from .._errors import ERR_NOMEM, raise_for
 from .._kernels import _capped as _ck
 from .._kernels import _pca_api as _api
+from .._kernels._threads import call_holding
 
 __all__ = ["goe", "TopK", "default_block_size", "default_max_iter",
            "project_capped_simplex", "mixture_decomposition", "systematic_sample"]
@@ -150,8 +151,9 @@ def goe(n, sigma=1.0, random_state=None, out=None):
               and out.flags.c_contiguous and out.flags.writeable):
         raise ValueError(f"out must be a writable C-contiguous float64 array of shape "
                          f"({n}, {n})")
-    with bitgen.lock:
-        _api.goe(out, sigma, bitgen.capsule)
+    # the generator's lock taken in compiled code: a KeyboardInterrupt on a
+    # Python with-statement's exit line would leave it held for good
+    call_holding(bitgen.lock, _api.goe, out, sigma, bitgen.capsule)
     return out
 
 
