@@ -630,7 +630,9 @@ cdef tuple run(int form, const double *X, const double *A, const double *B,
                 xx = na0 * na0 * nb0 * nb0
             res = y[i] - pred
             if not (fabs(res) <= DBL_MAX and xx <= DBL_MAX):
-                code = ERR_BADINPUT
+                # the inputs were checked finite: ||X||^2 or y - <X, M> left
+                # float64's range (X or y near 1e154 or beyond), a scale error
+                code = ERR_SCALE
                 row = i
                 break
             g = loss_and_coef(res, p, &s.loss)

@@ -181,6 +181,12 @@ def test_bad_input_names_the_argument_and_leaves_the_state():
         (((X[0][100:110], B[:, :5]), y[100:110]), ValueError, r"shape \(12, 5\)"),
         (((X[0][100:110], B.astype(complex)), y[100:110]), TypeError, "complex"),
         ((np.zeros((10, 12, 9)), np.full(10, np.inf)), ValueError, "y contains inf"),
+        # finite, but its square (and the residual) leave float64: a scale
+        # error naming the sample, not 'contains NaN or inf'
+        (((X[0][100:110] * 1e300, B), y[100:110]), ValueError,
+         r"too large or too small.*At sample 0 .*\|\|X\|\|\^2 or the residual"),
+        ((np.full((10, 12, 9), 1e300), y[100:110]), ValueError,
+         r"too large or too small.*At sample 0 "),
         ((np.array([[0, 0], [12, 1]]), [1.0, 2.0]), ValueError, "outside shape"),
         ((np.zeros((3, 12)), np.zeros(3)), ValueError, r"shape \(T, d1, d2\)"),
         ((np.array(["a"] * 3), np.zeros(3)), TypeError, "real numbers"),

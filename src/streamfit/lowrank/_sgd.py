@@ -14,9 +14,9 @@ from sklearn.metrics import d2_pinball_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import StreamEstimator, deferred_signals, serialized
-from .._errors import ERR_INTERRUPTED, OK, raise_for
+from .._errors import ERR_INTERRUPTED, ERR_SCALE, OK, raise_for
 from .._kernels import _lowrank as _k
-from .._validation import InputTypeError, _as_float64, _check_finite, check_scalar, check_vector
+from .._validation import _as_float64, _check_finite, check_scalar, check_vector
 from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule, \
     resolve_schedule
 
@@ -401,6 +401,9 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         where = f"{type(self).__name__}.{method}"
         if code != OK and code != ERR_INTERRUPTED:
             detail = f"At sample {row} of this call." if row >= 0 else ""
+            if code == ERR_SCALE and row >= 0:
+                detail = (f"At sample {row} of this call, ||X||^2 or the residual "
+                          "y - <X, M> overflows.")
             raise_for(code, where, detail=detail)
         if code == ERR_INTERRUPTED and done == 0 and (fresh or "_fit_" not in self.__dict__):
             if hasattr(exc, "add_note"):
