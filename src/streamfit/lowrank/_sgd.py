@@ -265,9 +265,10 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         p["loss"] = loss
         p["mode"] = _k.MODE_SINGLE
         params = schedule._kernel_params(loss, "single", deff)
-        # The kernel carries its own copy of the vector family's schedule,
-        # without the warm-start clock (a warm start of the factors is not
-        # offered either).
+        # The kernel runs the vector family's schedule (_qr_schedule.pxd),
+        # warm-start clock included, but a warm start of the factors is not
+        # offered, and the clock alone (a fresh M treated as t0 iterates
+        # old) would only shrink the first steps.
         if params.pop("t0", 0.0):
             raise ValueError("schedule.t0 (a warm start's clock) is not supported by "
                              "OnlineLowRankQuantileRegressor; leave it at 0")
