@@ -142,9 +142,9 @@ def test_stream_fit_throughput(benchmark, client, timed, results, name):
 
 
 def table(results):
-    lines = [f"stream_fit against partial_fit in memory on the same chunks (persisted on the "
-             f"workers); LocalCluster 2 worker processes x 1 thread; medians of interleaved "
-             f"rounds",
+    lines = ["stream_fit against partial_fit in memory on the same chunks (persisted on the "
+             "workers); LocalCluster 2 worker processes x 1 thread; medians of interleaved "
+             "rounds",
              f"{'estimator':<10}{'rows':>9}{'chunk':>8}{'chunks':>8}{'memory s':>10}"
              f"{'stream s':>10}{'throughput':>12}{'ms/chunk':>10}"]
     for (name, chunk), r in sorted(results.items()):

@@ -31,7 +31,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 import scipy.linalg
 from threadpoolctl import threadpool_info, threadpool_limits
 

@@ -7,7 +7,6 @@ import sys
 import types
 
 import distributed
-import numpy as np
 import pytest
 
 from streamfit.experiments import get_experiment, open_runner

@@ -110,9 +110,9 @@ def row_blocks(X, y=None, sample_weight=None, *, x_ndims=(2,)):
     the worker that holds it.
     """
     if dask.is_dask_collection(X) and hasattr(X, "ndim") and X.ndim == 1 and 1 not in x_ndims:
-        raise ValueError(f"X must be 2-dimensional (n_samples, n_features), got a 1-dimensional "
-                         f"Dask collection; use X.reshape(-1, 1) (array) or X.to_frame() "
-                         f"(Series) for a single feature")
+        raise ValueError("X must be 2-dimensional (n_samples, n_features), got a 1-dimensional "
+                         "Dask collection; use X.reshape(-1, 1) (array) or X.to_frame() "
+                         "(Series) for a single feature")
     parts = [("X", X, x_ndims)]
     if y is not None:
         parts.append(("y", y, (1, 2)))

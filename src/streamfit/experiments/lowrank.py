@@ -17,7 +17,7 @@ from ..lowrank import OnlineLowRankQuantileRegressor
 from ..quantile import OnlineQuantileRegressor
 from . import _plot
 from ._runner import Task
-from ._stats import last_decade_slope, median
+from ._stats import last_decade_slope
 from ._types import Check, Experiment, Outcome
 
 SENSINGS = ("gaussian", "completion")
@@ -177,7 +177,7 @@ def _analyse(p, results):
             ratio = max(norms) / min(norms)
             checks.append(Check(
                 f"{label}: err sqrt(T / d_eff) at T = {p['t_factor']:g} d_eff is "
-                + ", ".join(f"{v:.3g}" for v in norms) + f" over (d, r) = "
+                + ", ".join(f"{v:.3g}" for v in norms) + " over (d, r) = "
                 + ", ".join(f"({d}, {r})" for d, r in sizes)
                 + f": within a factor {ratio:.2f} <= 1.5 (error ~ sqrt(r (d1 + d2) / t))",
                 ratio <= 1.5))

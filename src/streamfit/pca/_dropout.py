@@ -10,7 +10,6 @@ The exact fresh-dropout reference runs in Python (it is O(t n^2) a trial).
 """
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
