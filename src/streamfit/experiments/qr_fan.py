@@ -167,9 +167,11 @@ def _analyse(p, results):
                f"{BLOCK:,}, conf_int(alpha={ALPHA}) read at {k} checkpoints from "
                f"{n[0]:,} to {n[-1]:,} rows; {len(paths)} independent streams for widths "
                f"(medians) and coverage, the figure shows stream {p['seed']}.")
-    notes = ("Random-scaling intervals are valid as the average's window grows: at the first "
-             "checkpoints the average holds only a few hundred iterates and coverage can fall "
-             "short (see the table); the width itself is random (a random scale, not a "
+    notes = ("Random-scaling intervals are valid as the average's window grows: at "
+             f"n = {n[0]:,} the average holds only the iterates since the schedule's last "
+             f"phase began and the intervals cover "
+             f"{100 * cover['slope'][0]:.0f}% (slope) and {100 * cover['intercept'][0]:.0f}% "
+             "(intercept) of the streams. The width is itself random (a random scale, not a "
              "consistent variance estimate), so one stream's interval need not shrink at "
              "every checkpoint, while the median width falls like 1/sqrt(n).")
     return Outcome(setting=setting,
