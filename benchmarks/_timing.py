@@ -1,8 +1,10 @@
 """Timing helpers the online PCA suites share (test_pca_throughput.py,
 test_pca_comparators.py): their sizes (timed or smoke), a wall clock around
 one call, contenders interleaved in pytest-benchmark's rounds, the check of a
-played subspace, and the statistics of a suite's results, a dict (name, n) ->
-list of seconds, one per round.
+played subspace, the statistics of a suite's results, a dict (name, n) ->
+list of seconds, one per round, and record_ratios, which every benchmark uses
+to put its ratios to its in-run baseline into pytest-benchmark's extra_info
+(what benchmarks/compare.py compares between saved runs).
 
 Plain functions, not fixtures: the suites' table and floor code calls them
 outside any test. Imported relatively (``from ._timing import ...``):
@@ -10,6 +12,7 @@ pytest's importlib mode (pyproject.toml) puts no test folder on sys.path.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -17,6 +20,10 @@ import numpy as np
 from streamfit.experiments import loglog_slope
 
 ORTHO_TOL = 1e-10   # components_ rows orthonormal (QR, Rayleigh-Ritz or eigenvectors in float64)
+
+# The kinds of ratio_<kind>_<what> in extra_info and which way is better; the
+# same table as DIRECTIONS in benchmarks/compare.py (a test checks they agree).
+RATIO_KINDS = {"speedup": "higher", "time": "lower", "error": "lower", "memory": "lower"}
 
 
 def parametrize_sizes(metafunc, smoke, **sizes):
@@ -73,6 +80,28 @@ def interleave(benchmark, rounds, timed, others, call, prepare=None):
                        rounds=rounds, iterations=1, warmup_rounds=0)
     if benchmark.disabled:      # pytest-benchmark calls no teardown when disabled
         teardown()
+
+
+def record_ratios(benchmark, ratios):
+    """Put ratios, {"ratio_<kind>_<what>": value}, into benchmark.extra_info.
+
+    Kinds (RATIO_KINDS): ``speedup`` = baseline time / ours (higher is
+    better); ``time`` = our time / the baseline's or a floor's, ``error`` =
+    our error / the baseline's, ``memory`` = our memory / the baseline's
+    (lower is better). A value of None (the baseline was skipped) is left
+    out; a name of another form, or a value that is not a finite positive
+    number, is a ValueError: compare.py could not tell which way is better."""
+    for name, value in ratios.items():
+        parts = name.split("_", 2)
+        if len(parts) < 3 or parts[0] != "ratio" or parts[1] not in RATIO_KINDS or not parts[2]:
+            raise ValueError(f"ratio name {name!r} is not ratio_<kind>_<what> with kind in "
+                             f"{sorted(RATIO_KINDS)}")
+        if value is None:
+            continue
+        value = float(value)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"ratio {name} = {value!r}: not a finite positive number")
+        benchmark.extra_info[name] = value
 
 
 def check_components(est, k, n):

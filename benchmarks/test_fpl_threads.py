@@ -21,7 +21,9 @@
     pytest benchmarks/test_fpl_threads.py -s               # timed (~1-2 minutes)
     pytest benchmarks/test_fpl_threads.py --benchmark-disable -q   # smoke: small n
 
-Every ratio is also in the benchmark's extra_info (--benchmark-json/autosave).
+Every ratio is also in the benchmark's extra_info as ratio_time_* (times over
+their baseline's: lower is better), which benchmarks/compare.py compares
+between saved runs (--benchmark-autosave).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from streamfit import PerturbedLeaderPCA
 from streamfit.pca import _fpl
 from streamfit.simulate import make_spiked_stream
 
-from ._timing import check_components
+from ._timing import check_components, record_ratios
 
 K = 10
 # the BLAS thread count before the session fixture pins one thread
@@ -149,9 +151,9 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
             f, u, e = (med[load, threads, name] for name in ("fpl", "fpl-unpinned", "eigh"))
             lines.append(f"{load:5} {threads:>7} {1e3 * f:8.2f} {1e3 * u:9.2f} {1e3 * e:11.2f} "
                          f"{f / e:9.3f} {u / e:14.3f} {f / one:15.2f}")
-            extra[f"fpl_over_eigh_{load}_{threads}t"] = f / e
-            extra[f"unpinned_over_eigh_{load}_{threads}t"] = u / e
-            extra[f"fpl_over_fpl1idle_{load}_{threads}t"] = f / one
+            extra[f"ratio_time_fpl_over_eigh_{load}_{threads}t"] = f / e
+            extra[f"ratio_time_unpinned_over_eigh_{load}_{threads}t"] = u / e
+            extra[f"ratio_time_fpl_over_fpl1idle_{load}_{threads}t"] = f / one
     lines.append(f"projections identical across thread counts and loads: {same}")
     assert same
 
@@ -173,7 +175,7 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
         tt = float(np.median(times))
         lines.append(f"{m:>5} {1e3 * tt:9.2f} {prods:9.2f} {1e3 * floor:9.3f} "
                      f"{tt / floor:11.1f}")
-        extra[f"time_over_floor_n{m}"] = tt / floor
+        extra[f"ratio_time_trial_over_floor_n{m}"] = tt / floor
 
     # --- float32 rows against float64 rows -------------------------------------
     X32 = X.astype(np.float32)
@@ -193,10 +195,10 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
     lines.append(f"float32 rows: {1e3 * np.median(t32):.2f} ms/trial against float64 "
                  f"{1e3 * np.median(t64):.2f} (ratio {r32:.2f}); the same decisions as "
                  f"the float64 copy of the rows: {same32}")
-    extra["float32_over_float64"] = r32
+    extra["ratio_time_float32_over_float64"] = r32
     assert same32
 
-    benchmark.extra_info.update(extra)
+    record_ratios(benchmark, extra)
     # pytest-benchmark's own line: one FPL call of T trials (1 thread, as is)
     est = warm(X)
     benchmark.pedantic(est.partial_fit, args=(X[3:3 + T],), rounds=1, iterations=1)
