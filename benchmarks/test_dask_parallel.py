@@ -34,7 +34,9 @@ d = 20; under ``--benchmark-disable`` (CI) smaller still, one round.
     STREAMFIT_BENCH_SIZE=2000000,100,8,2 STREAMFIT_BENCH_OFFLINE=100000,100,8,2 ...
                                                       # another size (rows,d,parts,rounds|reps)
 
-Timed runs write the table to .benchmarks/dask_parallel.txt.
+Timed runs write the table to .benchmarks/dask_parallel.txt; the speed-ups and
+error ratios to the single fit are in extra_info (ratio_*, see
+benchmarks/compare.py).
 """
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ from streamfit import OnlineQuantileRegressor, offline_quantile_regression  # no
 from streamfit.dask import parallel_quantile_fit  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
-from ._timing import clock, fmt_x, interleave, missed  # noqa: E402
+from ._timing import clock, fmt_x, interleave, missed, record_ratios  # noqa: E402
 
 TAU = 0.5
 FULL = os.environ.get("STREAMFIT_BENCH_FULL") == "1"
@@ -207,6 +209,10 @@ def test_parallel_quantile_regression(benchmark, client, timed, results):
                            blas=worker_blas(client), load=load)
     benchmark.extra_info.update({f"median_s_{k}": v for k, v in med.items()})
     benchmark.extra_info.update({f"error_{k}": v for k, v in errors.items()})
+    record_ratios(benchmark, {**{f"ratio_speedup_{k}_vs_single": med["single"] / med[k]
+                                 for k in names[1:]},
+                              **{f"ratio_error_{k}_over_single": errors[k] / errors["single"]
+                                 for k in names[1:]}})
     # right at any size: partitions far larger than d keep the full-sample rate
     assert errors["parallel"] < 2.0 * errors["single"], errors
     if FLOORS and timed:

@@ -60,7 +60,7 @@ from streamfit import MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
 from streamfit.simulate import make_spiked_stream
 
 from ._timing import (check_components, clock, fmt_x, interleave, missed,
-                      parametrize_sizes, ratio, seconds, slope)
+                      parametrize_sizes, ratio, record_ratios, seconds, slope)
 
 K = 10
 FLOOR_N = 1000
@@ -106,8 +106,8 @@ def results():
     """(name, n) -> list of seconds per trial, one per round (name in NAMES);
     also ("trials", name, n) -> trials per timed call, ("untimed", "meg", n) ->
     MEG restart trials fed untimed during the rounds, ("fpl_products", n) ->
-    Krylov products per trial and ("fpl_fallbacks", n) -> LAPACK fallbacks over
-    the timed rounds."""
+    Krylov products per trial, ("fpl_fallbacks", n) -> LAPACK fallbacks over
+    the timed rounds and ("group", name) -> test_trial_group's seconds per trial."""
     return {}
 
 
@@ -228,11 +228,13 @@ def test_comparator_trial(benchmark, results, timed, cmp_n):
                     ("fpl_fallbacks", n): fpl["fallbacks"] - run["fpl"].stats["fallbacks"]})
     benchmark.extra_info.update({f"median_ms_per_trial_{name}": float(np.median(c.times)) * 1e3
                                  for name, c in run.items()})
+    record_ratios(benchmark, {f"ratio_speedup_fpl_vs_{name}": ratio(results, name, "fpl", n)
+                              for name in ("meg", "gd")})
 
 
 # -- the three side by side in pytest-benchmark's table, at n = GROUP_N ------------------
 
-def test_trial_group(benchmark, timed, contender):
+def test_trial_group(benchmark, results, timed, contender):
     n = GROUP_N if timed else SMOKE_SIZES[-1]
     T = GROUP_TRIALS if timed else SMOKE_CAPPED_TRIALS
     rounds = GROUP_ROUNDS if timed else 1
@@ -257,6 +259,13 @@ def test_trial_group(benchmark, timed, contender):
     assert len(c.times) == rounds
     c.check(n)
     benchmark.extra_info["median_ms_per_trial"] = float(np.median(c.times)) * 1e3
+    # FPL runs last of the three (one after another, not interleaved): its
+    # entry holds the ratios to the other two of this run
+    results["group", contender] = c.times
+    if contender == "fpl":
+        record_ratios(benchmark, {f"ratio_speedup_fpl_vs_{name}":
+                                  float(np.median(results["group", name]) / np.median(c.times))
+                                  for name in ("meg", "gd") if ("group", name) in results})
 
 
 # -- the table -------------------------------------------------------------------------
@@ -446,6 +455,8 @@ def test_rank_one_kernel(benchmark, r1_results, timed, r1_n):
         r1_results[name, n] = t
     benchmark.extra_info.update(n=n, **{f"median_ms_{k.replace(' ', '_')}":
                                         float(np.median(t)) * 1e3 for k, t in times.items()})
+    record_ratios(benchmark, {"ratio_speedup_rank_one_vs_dsyevd":
+                              ratio(r1_results, "kernel evd", "kernel r1", n)})
 
 
 def test_rank_one_trial(benchmark, r1_results, timed, r1_trial_n):
@@ -479,6 +490,9 @@ def test_rank_one_trial(benchmark, r1_results, timed, r1_trial_n):
         r1_results["block", algo, n] = stats["mean_block"]
     for name, t in times.items():
         r1_results[name, n] = t
+    record_ratios(benchmark, {f"ratio_speedup_{algo}_rank_one_vs_dsyevd":
+                              ratio(r1_results, f"{algo} evd", f"{algo} r1", n)
+                              for algo in ("meg", "gd")})
 
 
 def test_rank_one_drift(r1_results, timed):

@@ -22,7 +22,8 @@ Workloads, float64, BLAS pinned to one thread (conftest):
     pytest benchmarks/test_pca_throughput.py --benchmark-disable -q
                                                           # smoke test: n = 100, 200, one round
 
-Timed runs also write the table to .benchmarks/pca_ratios.txt. pytest-benchmark's
+Timed runs also write the table to .benchmarks/pca_ratios.txt; the ratios are
+also in each benchmark's extra_info (ratio_*, see benchmarks/compare.py). pytest-benchmark's
 own table shows one partial_fit call of T trials (FPL) and one goe_matrix call
 (GOE) per round; the baselines are timed beside them and appear in the ratio table.
 """
@@ -39,7 +40,7 @@ from streamfit.pca import goe_matrix
 from streamfit.simulate import make_spiked_stream
 
 from ._timing import (check_components, clock, fmt_x, interleave, missed,
-                      parametrize_sizes, ratio, seconds, slope)
+                      parametrize_sizes, ratio, record_ratios, seconds, slope)
 
 K = 10
 FLOOR_N = 1000
@@ -150,6 +151,10 @@ def test_fpl_trial(benchmark, results, timed, fpl_n):
                     ("fpl_fallbacks", n): after["fallbacks"] - before["fallbacks"]})
     benchmark.extra_info.update({f"median_ms_{name}": float(np.median(results[name, n])) * 1e3
                                  for name in FPL})
+    record_ratios(benchmark, {"ratio_speedup_fpl_vs_eigh_subset": ratio(results, "eigh_subset",
+                                                                         "fpl", n),
+                              "ratio_speedup_fpl_vs_eigh_full": ratio(results, "eigh_full",
+                                                                       "fpl", n)})
 
 
 # -- GOE noise -------------------------------------------------------------------
@@ -182,6 +187,8 @@ def test_goe_matrix(benchmark, results, timed, goe_n):
     results.update({(name, n): t for name, t in times.items()})
     benchmark.extra_info.update({f"median_ms_{name}": float(np.median(t)) * 1e3
                                  for name, t in times.items()})
+    record_ratios(benchmark, {"ratio_time_goe_over_normals": ratio(results, "goe", "normals", n),
+                              "ratio_speedup_goe_vs_numpy": ratio(results, "numpy", "goe", n)})
 
     # correctness, untimed: symmetric, and exactly the normals of (a), scaled
     N = goe_matrix(n, sigma=2.0, random_state=123)

@@ -10,7 +10,9 @@ prefix of the rows; everything is compared per sample.
     STREAMFIT_BENCH_FLOORS=1 pytest benchmarks    # also asserts the issue's floors
     pytest benchmarks --benchmark-disable -q      # smoke test: one run each, less data
 
-Timed runs also write the table to .benchmarks/quantile_ratios.txt.
+Timed runs also write the table to .benchmarks/quantile_ratios.txt; each
+baseline's entry holds ours' speed-ups over it in extra_info (ratio_speedup_*,
+see benchmarks/compare.py).
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ import pytest
 from streamfit import OnlineQuantileRegressor
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
+
+from ._timing import record_ratios
 
 D = 100
 TAU = 0.5
@@ -103,19 +107,24 @@ def results():
 
 def measure(benchmark, results, name, fn, n_rows):
     """benchmark(fn) and record its time per sample. Under --benchmark-disable
-    fn runs once; that single time is recorded instead."""
+    fn runs once; that single time is recorded instead. A baseline's entry
+    also records ours' speed-ups over it (ours runs first in this file) as
+    ratio_speedup_{statistical,constant}_vs_<baseline> in extra_info."""
     benchmark.extra_info["rows"] = n_rows
     if benchmark.disabled:
         start = time.perf_counter()
         out = benchmark(fn)
         ns = (time.perf_counter() - start) / n_rows * 1e9
         results[name] = (ns, ns, n_rows, 1)
-        return out
-    out = benchmark(fn)
-    stats = benchmark.stats.stats
-    results[name] = (stats.median / n_rows * 1e9, stats.min / n_rows * 1e9, n_rows,
-                     stats.rounds)
-    benchmark.extra_info["median_ns_per_sample"] = results[name][0]
+    else:
+        out = benchmark(fn)
+        stats = benchmark.stats.stats
+        results[name] = (stats.median / n_rows * 1e9, stats.min / n_rows * 1e9, n_rows,
+                         stats.rounds)
+        benchmark.extra_info["median_ns_per_sample"] = results[name][0]
+    if name in BASELINES:
+        record_ratios(benchmark, {f"ratio_speedup_{ours.removeprefix('ours_')}_vs_{name}":
+                                  speedup(results, name, ours) for ours in OURS})
     return out
 
 
