@@ -22,7 +22,9 @@ default N = 2 * 10^5 and 10^4; under ``--benchmark-disable`` small, one round.
     pytest benchmarks -k dask_stream -s
     STREAMFIT_BENCH_FULL=1 pytest benchmarks -k dask_stream -s
 
-Timed runs write the table to .benchmarks/dask_stream.txt.
+Timed runs write the table to .benchmarks/dask_stream.txt; the throughput ratios
+are in extra_info (ratio_speedup_stream_fit_vs_memory_chunk<c>, see
+benchmarks/compare.py).
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from streamfit import OnlineQuantileRegressor, PerturbedLeaderPCA  # noqa: E402
 from streamfit.dask import stream_fit  # noqa: E402
 from streamfit.simulate import make_linear_stream, make_spiked_stream  # noqa: E402
 
-from ._timing import clock, fmt_x, interleave  # noqa: E402
+from ._timing import clock, fmt_x, interleave, record_ratios  # noqa: E402
 
 FULL = os.environ.get("STREAMFIT_BENCH_FULL") == "1"
 D = 100
@@ -138,6 +140,8 @@ def test_stream_fit_throughput(benchmark, client, timed, results, name):
         med = {k: float(np.median(v)) for k, v in times.items()}
         results[(name, chunk)] = dict(rows=rows, chunks=n_chunks, med=med, rounds=rounds,
                                       overhead=(med["stream_fit"] - med["memory"]) / n_chunks)
+        record_ratios(benchmark, {f"ratio_speedup_stream_fit_vs_memory_chunk{chunk}":
+                                  med["memory"] / med["stream_fit"]})
         del arrays, local          # releases the persisted chunks
 
 

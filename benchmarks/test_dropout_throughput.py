@@ -8,7 +8,8 @@ make_spiked_stream(n_spikes=10) at n = 200 and 500, each estimator warmed up
 with the same WARMUP rows (so fresh redraws sums of that many rows), then one
 partial_fit of T rows per round (fresh: FRESH_T rows), contenders interleaved
 in a rotating order; per trial = time / rows. The ratio table is printed and
-written to .benchmarks/dropout_ratios.txt.
+written to .benchmarks/dropout_ratios.txt; the ratios are also in each
+benchmark's extra_info (ratio_*, see benchmarks/compare.py).
 
     pytest benchmarks/test_dropout_throughput.py -s                      # timed
     pytest benchmarks/test_dropout_throughput.py --benchmark-disable -q  # smoke
@@ -23,7 +24,8 @@ import pytest
 from streamfit import DropoutPCA, FollowTheLeaderPCA, PerturbedLeaderPCA
 from streamfit.simulate import make_spiked_stream
 
-from ._timing import check_components, clock, fmt_x, interleave, parametrize_sizes, ratio
+from ._timing import (check_components, clock, fmt_x, interleave, parametrize_sizes, ratio,
+                      record_ratios)
 
 K = 10
 SIZES = (200, 500)
@@ -72,6 +74,9 @@ def test_dropout_trial(benchmark, results, timed, drop_n):
         assert len(times[name]) == rounds
         check_components(current[name], K, n)
     results.update({(name, n): v for name, v in times.items()})
+    record_ratios(benchmark, {"ratio_time_lazy_over_fpl": ratio(results, "lazy", "fpl", n),
+                              "ratio_time_lazy_over_ftl": ratio(results, "lazy", "ftl", n),
+                              "ratio_speedup_lazy_vs_fresh": ratio(results, "fresh", "lazy", n)})
 
 
 def test_dropout_table(results, timed, publish_table):

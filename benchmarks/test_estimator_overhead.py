@@ -18,7 +18,8 @@ All with one BLAS thread (the kernels call no BLAS).
     pytest benchmarks/test_estimator_overhead.py --benchmark-disable # smoke
 
 The table prints in the terminal summary and (timed runs) goes to
-.benchmarks/estimator_overhead.txt.
+.benchmarks/estimator_overhead.txt; the ratios are also in each benchmark's
+extra_info (ratio_*, see benchmarks/compare.py).
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from streamfit import OnlineQuantileRegressor
 from streamfit._kernels import _quantile as _k
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
+
+from ._timing import record_ratios
 
 D = 10
 RIVER_D = (10, 100)
@@ -119,6 +122,8 @@ def test_partial_fit_overhead_over_the_kernel(benchmark, stream, sizes, table, m
     medians = interleaved(sizes["rounds"], {"raw": raw, "ours": ours})
     benchmark.pedantic(ours, rounds=1, iterations=1)
     table[("overhead", m)] = (medians["raw"] / calls * 1e6, medians["ours"] / calls * 1e6)
+    record_ratios(benchmark, {"ratio_time_partial_fit_over_kernel":
+                              medians["ours"] / medians["raw"]})
     # the same kernel on the same rows: the estimator ends where the raw calls do
     ref = OnlineQuantileRegressor().partial_fit(X[:1000], y[:1000])
     for Xb, yb in blocks:
@@ -164,6 +169,9 @@ def test_single_row_partial_fit_against_river(benchmark, sizes, table, d):
     benchmark.pedantic(ours_constant, rounds=1, iterations=1)
     table[("river", d)] = tuple(medians[k] / n * 1e6
                                 for k in ("ours_constant", "ours_statistical", "river"))
+    record_ratios(benchmark, {f"ratio_speedup_{k.removeprefix('ours_')}_vs_river":
+                              medians["river"] / medians[k]
+                              for k in ("ours_constant", "ours_statistical")})
     # the same update: the same coefficients
     ours, theirs = models["ours_constant"], models["river"]
     coef = np.array([theirs.weights.get(j, 0.0) for j in range(d)])

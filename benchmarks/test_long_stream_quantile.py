@@ -14,7 +14,8 @@ out: it keeps all data by definition (memory grows with T).
     pytest benchmarks/test_long_stream_quantile.py --benchmark-disable # smoke: 10^5..10^6
 
 The table prints in the terminal summary and (timed runs) goes to
-.benchmarks/quantile_long_stream.txt.
+.benchmarks/quantile_long_stream.txt; the ratios of the longest stream to the
+shortest are in extra_info (ratio_*, see benchmarks/compare.py).
 """
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ import pytest
 
 from streamfit import OnlineQuantileRegressor
 from streamfit.simulate import make_linear_stream
+
+from ._timing import record_ratios
 
 D = 20
 CHUNK = 100_000
@@ -105,6 +108,11 @@ def test_long_stream(benchmark, name, lengths, rows):
     for T, result in results.items():
         rows[(name, T)] = result
     small, large = results[lengths[0]], results[lengths[-1]]
+    # the in-run baseline is the shortest stream
+    at = f"{lengths[-1]:.0e}_over_{lengths[0]:.0e}".replace("+0", "").replace("+", "")
+    record_ratios(benchmark, {f"ratio_error_{at}": large[0] / small[0],
+                              f"ratio_time_per_row_{at}": large[1] / small[1],
+                              f"ratio_memory_peak_{at}": large[2] / small[2]})
     assert large[2] < 1.25 * small[2], "peak memory grows with the stream's length"
     assert large[0] < small[0], "the error does not fall with the stream's length"
     assert np.isfinite(large[0])

@@ -5,6 +5,9 @@ baseline), interleaved, medians.
 
     pytest benchmarks/test_lowrank_throughput.py -s     # timed; prints the table
     pytest benchmarks --benchmark-disable -q            # smoke: one short run each
+
+The ratios are also in the benchmark's extra_info (ratio_time_<kind>_over_vector,
+see benchmarks/compare.py).
 """
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import pytest
 
 from streamfit import OnlineLowRankQuantileRegressor, OnlineQuantileRegressor
 from streamfit.schedules import ConstantSchedule
+
+from ._timing import record_ratios
 
 D, R = 100, 5
 ROUNDS = 5
@@ -62,5 +67,7 @@ def test_lowrank_per_sample_cost_against_the_vector_qr(benchmark, data, timed):
           f"{len(times['vector'])} interleaved rounds; ratio to the vector QR at d = {D}):")
     for name in ("dense", "rank1", "index", "vector"):
         print(f"  {name:7s} {med[name]:9.2f} us   {med[name] / med['vector']:7.1f}x")
+    record_ratios(benchmark, {f"ratio_time_{name}_over_vector": med[name] / med["vector"]
+                              for name in ("dense", "rank1", "index")})
     # rank-one samples cost O((d1 + d2) r^2), dense ones O(d1 d2 r): dense is dearer
     assert med["dense"] > med["rank1"]

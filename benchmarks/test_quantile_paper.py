@@ -12,7 +12,9 @@
     pytest benchmarks/test_quantile_paper.py --benchmark-disable # smoke: small sizes
 
 The tables print in the terminal summary and (timed runs) go to
-.benchmarks/quantile_paper.txt. Errors are medians over seeds; online times are
+.benchmarks/quantile_paper.txt; the error and time ratios to the baselines
+(the grids' best points, the offline estimator) are in extra_info (ratio_*, see
+benchmarks/compare.py). Errors are medians over seeds; online times are
 the best of 3 fits, the offline time one solve.
 """
 from __future__ import annotations
@@ -21,6 +23,8 @@ import numpy as np
 import pytest
 
 from streamfit.experiments import format_table, offline_comparison, stepsize_comparison
+
+from ._timing import record_ratios
 
 FULL = {"fig4": dict(n_samples=100_000, n_features=100, seeds=(0, 1)),
         "fig56": dict(sizes=(20_000, 50_000), n_features=100, seeds=(0,))}
@@ -51,6 +55,12 @@ def test_figure4_stepsizes(benchmark, sizes, tables):
     table = benchmark.pedantic(stepsize_comparison, kwargs=sizes["fig4"], rounds=1,
                                iterations=1)
     tables["Figure 4: final relative error, statistical schedule vs grids"] = table
+    # the baselines are the grids' best points, run beside it
+    record_ratios(benchmark, {
+        f"ratio_error_statistical_over_best_{grid}_snr{snr:g}_seed{seed}": 1 / table[key][i]
+        for i, (snr, seed) in enumerate(zip(table["snr"], table["seed"]))
+        for grid, key in (("constant", "constant_over_statistical"),
+                          ("inverse_time", "inverse_time_over_statistical"))})
     for i, snr in enumerate(table["snr"]):
         assert table["statistical"][i] < table["best_constant"][i], (snr, table)
         assert table["inverse_time_over_statistical"][i] > 20, (snr, table)
@@ -62,6 +72,14 @@ def test_figures56_offline(benchmark, sizes, tables, timed):
     table = benchmark.pedantic(offline_comparison, kwargs=sizes["fig56"], rounds=1,
                                iterations=1)
     tables["Figures 5/6: online vs offline (HiGHS LP), relative errors and seconds"] = table
+    # the baseline is the offline estimator, fitted on the same rows
+    ratios = {}
+    for i, (n, tau) in enumerate(zip(table["n"], table["tau"])):
+        ratios[f"ratio_error_single_avg_over_offline_n{n}_tau{tau:g}"] = \
+            table["single_avg_over_offline"][i]
+        ratios[f"ratio_speedup_single_vs_offline_n{n}_tau{tau:g}"] = \
+            table["offline_time_over_single"][i]
+    record_ratios(benchmark, ratios)
     largest = max(table["n"])
     rows = [i for i, n in enumerate(table["n"]) if n == largest]
     for i in rows:
