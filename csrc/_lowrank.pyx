@@ -29,136 +29,39 @@
 # / (d1 d2), so that Cl is the mean eigenvalue of E[vec X vec X^T] as in the
 # vector case. tests/lowrank checks that it gives the same stepsizes as
 # streamfit._kernels._quantile.schedule_step.
-import threading
-
 import numpy as np
 
-from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS,
-                             PyBUF_WRITABLE)
-from cpython.pythread cimport PyThread_get_thread_ident
-from libc.math cimport fabs, sqrt, NAN
+from cpython.buffer cimport PyBuffer_Release
+from libc.math cimport fabs, sqrt
 from libc.float cimport DBL_MAX, DBL_EPSILON
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memcpy, memset
-from libc.signal cimport raise_ as c_raise
 
 from _common cimport (OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED, ERR_NONFINITE,
-                      ERR_BADINPUT, ERR_SCALE, ERR_LAYOUT, interrupted, pending_exception)
+                      ERR_BADINPUT, ERR_SCALE, ERR_LAYOUT)
 from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
-                           KIND_STATISTICAL, LOSS_CHECK, schedule_enums, NO_UPDATE,
-                           stat_single_row)
+                           KIND_STATISTICAL, LOSS_CHECK, schedule_enums, record_dtypes,
+                           default_params, NO_UPDATE, stat_single_row)
+from _records cimport Records, take_records, give_records, get_record, result
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop, \
+    poll_final
 cimport _blas
-
-from streamfit._kernels._common import check_struct
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
 
-# Work (about one element operation a nanosecond) between two polls for
-# signals: ~1 ms. interrupted() costs ~1 us, so polling adds ~0.1%.
-cdef double POLL_WORK = 1 << 20
-cdef double poll_work = POLL_WORK
-# Test hook (_interrupt_at): the poll at which a real signal is raised, -1: none
-cdef long long hook_countdown = -1
-cdef int hook_signal = 0
-
-
-cdef SGDState _state_proto
-cdef SGDParams _params_proto
-STATE_DTYPE = np.asarray(<SGDState[:1]> &_state_proto).dtype
-PARAMS_DTYPE = np.asarray(<SGDParams[:1]> &_params_proto).dtype
-
-
-cdef object NDARRAY = np.ndarray
-
-
-cdef int get_record(object arr, object dtype, str name, Py_ssize_t size, bint writable,
-                    Py_buffer *buf) except -1:
-    # A state or parameter record's buffer, checked: a (1,) array of exactly
-    # `dtype` (names included: check_struct), C-contiguous, `size` bytes,
-    # aligned for doubles, writable if asked. No buffer format is requested:
-    # NumPy would spend ~3 us spelling out the record's 32 fields for Cython to
-    # parse again, and the dtype check above says more than the format would.
-    # Release with PyBuffer_Release.
-    if not (type(arr) is NDARRAY and (<object> arr).dtype is dtype
-            and (<object> arr).shape == (1,)):
-        check_struct(arr, dtype, name)
-    PyObject_GetBuffer(arr, buf, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
-    if buf.len != size or (<size_t> buf.buf) % sizeof(double) != 0:
-        PyBuffer_Release(buf)
-        raise ValueError(f"{name} must be an aligned record of {size} bytes")
-    return 0
-
-
-# Signals run in the main thread only; other threads never poll (a GIL round
-# trip there would buy nothing).
-cdef unsigned long MAIN_THREAD = threading.main_thread().ident
-
-
-cdef struct Poll:
-    bint on               # the main thread: poll for signals
-    double work           # work since the last poll
-
-
-cdef inline void poll_init(Poll *pl) noexcept:
-    pl.on = PyThread_get_thread_ident() == MAIN_THREAD
-    pl.work = 0.0
-
-
-cdef inline bint poll_stop(Poll *pl, double work) noexcept nogil:
-    # True when a signal handler raised: the caller stops before its next
-    # whole step. Called once per step with that step's work.
-    pl.work += work
-    if pl.work < poll_work:
-        return False
-    pl.work = 0.0
-    if hook_countdown >= 0 and pl.on:
-        poll_hook()
-    return pl.on and interrupted()
-
-
-cdef inline bint poll_final(Poll *pl) noexcept nogil:
-    # After the last whole step of a call that did work since its last poll
-    # (a storage step's order statistics, the tail of a long loop): a signal
-    # that came meanwhile is reported with the state after those steps,
-    # instead of surfacing in Python after the call (which then discards
-    # them). Short calls skip it: a GIL round trip costs ~1 us.
-    if pl.work < poll_work * 0.125:
-        return False
-    pl.work = 0.0
-    if hook_countdown >= 0 and pl.on:
-        poll_hook()
-    return pl.on and interrupted()
-
-
-cdef void poll_hook() noexcept nogil:
-    global hook_countdown, poll_work
-    if hook_countdown == 0:
-        hook_countdown = -1
-        poll_work = POLL_WORK
-        c_raise(hook_signal)      # a real signal: the Python handler runs in interrupted()
-    else:
-        hook_countdown -= 1
+cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
 
 def _interrupt_at(long long polls, int signum):
-    """Test hook: poll before every row (and every power-iteration row) and
-    raise the signal ``signum`` with C's raise() at poll number ``polls``
-    (0-based) of the main thread, once; then poll as usual again. The
-    signal's Python handler decides what happens (a raising handler stops
-    the kernel). ``polls=-1`` disarms."""
-    global hook_countdown, hook_signal, poll_work
-    hook_countdown = polls
-    hook_signal = signum
-    poll_work = 0.0 if polls >= 0 else POLL_WORK
+    """Test hook: poll before every sample and raise the signal ``signum``
+    with C's raise() at poll number ``polls`` (0-based) of the main thread,
+    once; then poll as usual again. The signal's Python handler decides what
+    happens (a raising handler stops the kernel). ``polls=-1`` disarms."""
+    arm_hook(&_hook, polls, signum)
 
 
-cdef tuple result(int code, Py_ssize_t done, Py_ssize_t row):
-    # (code, done, exc, row): exc is the signal handler's exception when
-    # interrupted, taken off the thread state
-    if code == ERR_INTERRUPTED:
-        return code, done, pending_exception(), row
-    return code, done, None, row
+STATE_DTYPE, PARAMS_DTYPE = record_dtypes()
 
 
 def new_state():
@@ -166,14 +69,9 @@ def new_state():
     return np.zeros(1, STATE_DTYPE)
 
 
-
 def new_params():
     """A parameter record, NaN where "estimate from the stream" is meant."""
-    p = np.zeros(1, PARAMS_DTYPE)
-    for name in ("eta0", "b0", "t_switch"):
-        p[name] = NAN
-    p["start"] = 1.0
-    return p
+    return default_params(PARAMS_DTYPE)
 
 
 # ----------------------------------------------------------------------------
@@ -541,26 +439,6 @@ cdef enum:
     FORM_INDEX = 2
 
 
-cdef struct Records:
-    Py_buffer state
-    Py_buffer params
-
-
-cdef int take_records(object state, object params, Records *r) except -1:
-    get_record(state, STATE_DTYPE, "state", sizeof(SGDState), True, &r.state)
-    try:
-        get_record(params, PARAMS_DTYPE, "params", sizeof(SGDParams), False, &r.params)
-    except BaseException:
-        PyBuffer_Release(&r.state)
-        raise
-    return 0
-
-
-cdef void give_records(Records *r) noexcept:
-    PyBuffer_Release(&r.params)
-    PyBuffer_Release(&r.state)
-
-
 cdef tuple run(int form, const double *X, const double *A, const double *B,
                const Py_ssize_t *index, const double *y, Py_ssize_t n, Py_ssize_t d1,
                Py_ssize_t d2, Py_ssize_t r, double *U, double *sv, double *V,
@@ -594,7 +472,7 @@ cdef tuple run(int form, const double *X, const double *A, const double *B,
         step_work = 4.0 * d1 * d2 * r + 64.0 * r * r * r
     else:
         step_work = 8.0 * (d1 + d2) * r * (r + 1) + 64.0 * r * r * r
-    poll_init(&pl)
+    poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
             if poll_stop(&pl, step_work):
@@ -708,7 +586,7 @@ def run_dense(const double[:, :, ::1] X, const double[::1] y, double[:, ::1] U,
     if 2 * s.shape[0] > min(d1, d2):
         raise ValueError(f"dense X needs 2 r <= min(d1, d2), got r = {s.shape[0]} for "
                          f"({d1}, {d2})")
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return run(FORM_DENSE, &X[0, 0, 0] if n else NULL, NULL, NULL, NULL,
                    &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
@@ -729,7 +607,7 @@ def run_rank1(const double[:, ::1] A, const double[:, ::1] B, const double[::1] 
         raise ValueError(f"A and B must have the same number of rows, got {n} and "
                          f"{B.shape[0]}")
     check_shapes(n, y.shape[0], d1, d2, U, s, V)
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return run(FORM_RANK1, NULL, &A[0, 0] if n else NULL, &B[0, 0] if n else NULL, NULL,
                    &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
@@ -750,7 +628,7 @@ def run_index(const Py_ssize_t[:, ::1] index, const double[::1] y, double[:, ::1
     if index.shape[1] != 2:
         raise ValueError(f"index must have shape (T, 2), got {tuple(index.shape)[:2]}")
     check_shapes(n, y.shape[0], d1, d2, U, s, V)
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return run(FORM_INDEX, NULL, NULL, NULL, &index[0, 0] if n else NULL,
                    &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],

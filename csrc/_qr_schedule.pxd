@@ -8,9 +8,9 @@
 # (_lowrank.pyx, single-sample mode with d the manifold's dimension).
 #
 # The records cross to Python as NumPy structured arrays whose dtypes each
-# kernel makes from SGDState / SGDParams (np.asarray(<SGDState[:1]> &proto)),
-# so every kernel's records have the same fields in the same order.
-from libc.math cimport fabs, pow, isnan
+# kernel makes from SGDState / SGDParams (record_dtypes()), so every kernel's
+# records have the same fields in the same order.
+from libc.math cimport fabs, pow, isnan, NAN
 from libc.float cimport DBL_MAX, DBL_MIN
 
 from _common cimport OK, ERR_NONFINITE, ERR_SCALE
@@ -117,6 +117,28 @@ cdef struct SGDParams:
                           # restarts phase one (0: never)
     double t0             # clock behind a warm start (start == 2): the last phase
                           # continues from it until a restart
+
+
+cdef inline tuple record_dtypes():
+    # (STATE_DTYPE, PARAMS_DTYPE): the records' dtypes, made from the structs
+    # (named fields, the structs' layout); each kernel module makes its pair
+    # once, at import, and checks records against those objects.
+    import numpy as np
+    cdef SGDState state
+    cdef SGDParams params
+    return (np.asarray(<SGDState[:1]> &state).dtype,
+            np.asarray(<SGDParams[:1]> &params).dtype)
+
+
+cdef inline object default_params(object dtype):
+    # A parameter record of `dtype`, NaN where "estimate from the stream" is
+    # meant (eta0, b0, t_switch).
+    import numpy as np
+    p = np.zeros(1, dtype)
+    for name in ("eta0", "b0", "t_switch"):
+        p[name] = NAN
+    p["start"] = 1.0
+    return p
 
 
 cdef inline double row_absmax(const double *x, Py_ssize_t d, double m) noexcept nogil:

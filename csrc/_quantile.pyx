@@ -13,31 +13,28 @@
 # over its rows.
 #
 # Paper: Shen, Xia & Zhou, "Online Quantile Regression", JMLR 26 (2025).
-import threading
-
 import numpy as np
 
-from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS,
-                             PyBUF_WRITABLE)
-from cpython.pythread cimport PyThread_get_thread_ident
-from libc.math cimport fabs, isnan, sqrt, NAN
+from cpython.buffer cimport PyBuffer_Release
+from libc.math cimport fabs, isnan, sqrt
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
-from libc.signal cimport raise_ as c_raise
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
-                      ERR_SCALE, ERR_LAYOUT, interrupted, pending_exception)
+                      ERR_SCALE, ERR_LAYOUT, pending_exception)
 from _order_stats cimport median_abs, sparsity
 from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
                            KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
                            MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
+                           record_dtypes, default_params,
                            row_absmax, start_phase, last_phase_eta, block_ratio,
                            phase_start_eta, average_prior, fresh_estimates, calibrated_cl,
                            JUMP_NONE, JUMP_RESTART, jump_test, full_window, window_done,
                            restart, NO_UPDATE, stat_single_row)
-
-from streamfit._kernels._common import check_struct
+from _records cimport Records, take_records, give_records, get_record, result
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
+    poll_stop, poll_final
 
 cdef extern from "_dense.h" nogil:
     double sf_dot(Py_ssize_t n, const double *x, const double *w)
@@ -53,90 +50,7 @@ globals().update(schedule_enums())
 cdef enum:
     ROW_WORK = 48         # per-row overhead, in units of element operations
 
-# Work (about one element operation a nanosecond) between two polls for
-# signals: ~1 ms. interrupted() costs ~1 us, so polling adds ~0.1%.
-cdef double POLL_WORK = 1 << 20
-cdef double poll_work = POLL_WORK
-# Test hook (_interrupt_at): the poll at which a real signal is raised, -1: none
-cdef long long hook_countdown = -1
-cdef int hook_signal = 0
-
-
-cdef SGDState _state_proto
-cdef SGDParams _params_proto
-STATE_DTYPE = np.asarray(<SGDState[:1]> &_state_proto).dtype
-PARAMS_DTYPE = np.asarray(<SGDParams[:1]> &_params_proto).dtype
-
-cdef object NDARRAY = np.ndarray
-
-
-cdef int get_record(object arr, object dtype, str name, Py_ssize_t size, bint writable,
-                    Py_buffer *buf) except -1:
-    # A state or parameter record's buffer, checked: a (1,) array of exactly
-    # `dtype` (names included: check_struct), C-contiguous, `size` bytes,
-    # aligned for doubles, writable if asked. No buffer format is requested:
-    # NumPy would spend ~3 us spelling out the record's 32 fields for Cython to
-    # parse again, and the dtype check above says more than the format would.
-    # Release with PyBuffer_Release.
-    if not (type(arr) is NDARRAY and (<object> arr).dtype is dtype
-            and (<object> arr).shape == (1,)):
-        check_struct(arr, dtype, name)
-    PyObject_GetBuffer(arr, buf, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
-    if buf.len != size or (<size_t> buf.buf) % sizeof(double) != 0:
-        PyBuffer_Release(buf)
-        raise ValueError(f"{name} must be an aligned record of {size} bytes")
-    return 0
-
-
-# Signals run in the main thread only; other threads never poll (a GIL round
-# trip there would buy nothing).
-cdef unsigned long MAIN_THREAD = threading.main_thread().ident
-
-
-cdef struct Poll:
-    bint on               # the main thread: poll for signals
-    double work           # work since the last poll
-
-
-cdef inline void poll_init(Poll *pl) noexcept:
-    pl.on = PyThread_get_thread_ident() == MAIN_THREAD
-    pl.work = 0.0
-
-
-cdef inline bint poll_stop(Poll *pl, double work) noexcept nogil:
-    # True when a signal handler raised: the caller stops before its next
-    # whole step. Called once per step with that step's work.
-    pl.work += work
-    if pl.work < poll_work:
-        return False
-    pl.work = 0.0
-    if hook_countdown >= 0 and pl.on:
-        poll_hook()
-    return pl.on and interrupted()
-
-
-cdef inline bint poll_final(Poll *pl) noexcept nogil:
-    # After the last whole step of a call that did work since its last poll
-    # (a storage step's order statistics, the tail of a long loop): a signal
-    # that came meanwhile is reported with the state after those steps,
-    # instead of surfacing in Python after the call (which then discards
-    # them). Short calls skip it: a GIL round trip costs ~1 us.
-    if pl.work < poll_work * 0.125:
-        return False
-    pl.work = 0.0
-    if hook_countdown >= 0 and pl.on:
-        poll_hook()
-    return pl.on and interrupted()
-
-
-cdef void poll_hook() noexcept nogil:
-    global hook_countdown, poll_work
-    if hook_countdown == 0:
-        hook_countdown = -1
-        poll_work = POLL_WORK
-        c_raise(hook_signal)      # a real signal: the Python handler runs in interrupted()
-    else:
-        hook_countdown -= 1
+cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
 
 def _interrupt_at(long long polls, int signum):
@@ -145,18 +59,10 @@ def _interrupt_at(long long polls, int signum):
     (0-based) of the main thread, once; then poll as usual again. The
     signal's Python handler decides what happens (a raising handler stops
     the kernel). ``polls=-1`` disarms."""
-    global hook_countdown, hook_signal, poll_work
-    hook_countdown = polls
-    hook_signal = signum
-    poll_work = 0.0 if polls >= 0 else POLL_WORK
+    arm_hook(&_hook, polls, signum)
 
 
-cdef tuple result(int code, Py_ssize_t done, Py_ssize_t row):
-    # (code, done, exc, row): exc is the signal handler's exception when
-    # interrupted, taken off the thread state
-    if code == ERR_INTERRUPTED:
-        return code, done, pending_exception(), row
-    return code, done, None, row
+STATE_DTYPE, PARAMS_DTYPE = record_dtypes()
 
 
 def new_state():
@@ -179,11 +85,7 @@ def copy_record(object src, object dst):
 
 def new_params():
     """A parameter record, NaN where "estimate from the stream" is meant."""
-    p = np.zeros(1, PARAMS_DTYPE)
-    for name in ("eta0", "b0", "t_switch"):
-        p[name] = NAN
-    p["start"] = 1.0
-    return p
+    return default_params(PARAMS_DTYPE)
 
 
 def _py_sparsity(const double[::1] r, double tau):
@@ -372,8 +274,7 @@ def _py_top_eigenvalue(const double[:, ::1] X, bint fit_intercept, sample_weight
     cdef double *buf = <double *> malloc(2 * max(d, 1) * sizeof(double))
     if buf == NULL:
         raise MemoryError("_py_top_eigenvalue: no work space")
-    poll_init(&pl)
-    pl.on = False
+    poll_quiet(&pl, &_hook)
     try:
         if sample_weight is not None:
             sw = np.ascontiguousarray(sample_weight, dtype=np.float64)
@@ -468,7 +369,7 @@ def schedule_step(object state, object params, double[::1] window, const double[
     weighs 0). ``window`` must hold max(params.window, params.n_warmup) + 1
     values; an error code leaves the state partly moved (copy it first)."""
     cdef Records rec
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return _schedule_step(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                               window, x, residual, weight)
@@ -534,27 +435,6 @@ cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NUL
     return &view[0]
 
 
-cdef struct Records:
-    Py_buffer state
-    Py_buffer params
-
-
-cdef int take_records(object state, object params, Records *r) except -1:
-    # The two records' buffers (release with give_records).
-    get_record(state, STATE_DTYPE, "state", sizeof(SGDState), True, &r.state)
-    try:
-        get_record(params, PARAMS_DTYPE, "params", sizeof(SGDParams), False, &r.params)
-    except BaseException:
-        PyBuffer_Release(&r.state)
-        raise
-    return 0
-
-
-cdef void give_records(Records *r) noexcept:
-    PyBuffer_Release(&r.params)
-    PyBuffer_Release(&r.state)
-
-
 def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
                double[::1] window, const double[::1] etas, object rs=None, object scaler=None):
@@ -591,7 +471,7 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
             raise ValueError(f"scaler must have {2 * X.shape[1] + 1} values (2 d + 1), got "
                              f"{sc.shape[0]}")
         scp = &sc[0]
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return _sgd_single(X, y, sample_weight, w, wbar, <SGDState *> rec.state.buf,
                            <const SGDParams *> rec.params.buf, window, etas,
@@ -640,7 +520,7 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     zbuf = work + max(wcap, 1)
     win = &window[0] if wcap else NULL
     wp = &w[0]
-    poll_init(&pl)
+    poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
             if poll_stop(&pl, row_work):
@@ -807,8 +687,7 @@ cdef double restart_cu(const double *X, const double *sw, Py_ssize_t m, Py_ssize
     # already moved, so this one is not interruptible (it is rare and short).
     cdef Poll quiet
     cdef double cu = -1.0
-    quiet.on = False
-    quiet.work = 0.0
+    poll_quiet(&quiet, &_hook)
     top_eigenvalue(X + first * d, sw + first if sw != NULL else NULL, m - first, d, fit_b,
                    eig, eig + d, &quiet, &cu)
     return cu
@@ -1016,7 +895,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     cdef Records rec
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
                   wbar.shape[0])
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
                            <const SGDParams *> rec.params.buf, window, etas,
@@ -1055,7 +934,7 @@ cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double
             return result(ERR_LAYOUT, 0, -1)
     if block_work_init(&bw, block, d, window.shape[0]) != OK:
         return result(ERR_NOMEM, 0, -1)
-    poll_init(&pl)
+    poll_init(&pl, &_hook)
     with nogil:
         for b in range(nb):
             updates = s.n_updates
@@ -1091,7 +970,7 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
     cdef Records rec
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
                   wbar.shape[0])
-    take_records(state, params, &rec)
+    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         return _sgd_storage(X, y, sample_weight, score_from, w, wbar, <SGDState *> rec.state.buf,
                             <const SGDParams *> rec.params.buf, window, eta_user)
@@ -1116,7 +995,7 @@ cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const doubl
         return result(OK, 0, -1)
     if block_work_init(&bw, n, d, window.shape[0]) != OK:
         return result(ERR_NOMEM, 0, -1)
-    poll_init(&pl)
+    poll_init(&pl, &_hook)
     with nogil:
         code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
                           eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad,
@@ -1243,7 +1122,7 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
     pred = work + max(wcap, 1)          # m predictions, m residuals, 2 m PAV work
-    poll_init(&pl)
+    poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
             if poll_stop(&pl, m * (2 * d + ROW_WORK)):
