@@ -160,4 +160,21 @@ static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
     return s;
 }
 
+SF_CLONES __attribute__((noinline))
+static void sf_widen(ptrdiff_t n, const float *restrict src, double *restrict dst) {
+    /* dst = src as float64 (exact): float32 rows for the float64 loops above,
+     * which then give bit for bit what the same rows given as float64 give */
+    ptrdiff_t j;
+    for (j = 0; j < n; j++)
+        dst[j] = (double) src[j];
+}
+
+static inline void sf_prefetch(const void *p, ptrdiff_t bytes) {
+    /* ask for [p, p + bytes) in cache ahead of its use (64-byte lines) */
+    const char *c = (const char *) p;
+    ptrdiff_t k;
+    for (k = 0; k < bytes; k += 64)
+        __builtin_prefetch(c + k);
+}
+
 #endif

@@ -43,12 +43,20 @@ cdef extern from "_dense.h" nogil:
     void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
     double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
                         const double *xnext, double *xx)
+    void sf_widen(Py_ssize_t n, const float *src, double *dst)
+    void sf_prefetch(const void *p, Py_ssize_t nbytes)
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
 
 cdef enum:
     ROW_WORK = 48         # per-row overhead, in units of element operations
+    # float32 rows are widened in chunks of about this many entries (4 KiB
+    # as float64): read back from L1 a few rows after the stores that wrote
+    # them. Measured at d = 100 (1 BLAS thread, loaded machine): 4096 entries
+    # (all of L1) cost 2x the float64 stream, 1024 1.1x, 512 0.95x, 256
+    # without prefetching 1.15x
+    WIDEN_CHUNK = 512
 
 cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
@@ -435,10 +443,30 @@ cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NUL
     return &view[0]
 
 
-def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+cdef object NDARRAY = np.ndarray
+cdef object F64 = np.dtype(np.float64)
+cdef object F32 = np.dtype(np.float32)
+
+
+cdef bint is_float32(object X):
+    # A float32 ndarray (the kernels read its rows as they are); the dtype
+    # test costs a pointer compare for the usual float64 call
+    if type(X) is not NDARRAY:
+        return False
+    dt = (<object> X).dtype
+    return dt is not F64 and (dt is F32 or dt == F32)
+
+
+def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
                double[::1] window, const double[::1] etas, object rs=None, object scaler=None):
     """One single-sample update per row of X (the paper's Section 2.1).
+
+    ``X``: C-contiguous float64 or float32 (n, d). float32 rows are read as
+    they are (no float64 copy: half the memory traffic of a long stream) and
+    widened exactly, a few rows at a time, into a float64 work space that
+    stays in cache; every sum and the state are float64, so the result is
+    bit-identical to that of ``X.astype(np.float64)``.
 
     ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
     ``sample_weight`` is empty (all 1) or one non-negative weight per row;
@@ -463,27 +491,44 @@ def sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     cdef Records rec
     cdef double[::1] sc
     cdef double *scp = NULL
-    check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
-                  wbar.shape[0])
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    cdef const double *p64 = NULL
+    cdef const float *p32 = NULL
+    cdef Py_ssize_t n, d
+    if is_float32(X):
+        X32 = X
+        n, d = X32.shape[0], X32.shape[1]
+        if n > 0:
+            p32 = &X32[0, 0]
+    else:
+        X64 = X
+        n, d = X64.shape[0], X64.shape[1]
+        if n > 0:
+            p64 = &X64[0, 0]
+    check_lengths(n, d, y.shape[0], sample_weight.shape[0], w.shape[0], wbar.shape[0])
     if scaler is not None:
         sc = scaler
-        if sc.shape[0] != 2 * X.shape[1] + 1:
-            raise ValueError(f"scaler must have {2 * X.shape[1] + 1} values (2 d + 1), got "
+        if sc.shape[0] != 2 * d + 1:
+            raise ValueError(f"scaler must have {2 * d + 1} values (2 d + 1), got "
                              f"{sc.shape[0]}")
         scp = &sc[0]
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
-        return _sgd_single(X, y, sample_weight, w, wbar, <SGDState *> rec.state.buf,
-                           <const SGDParams *> rec.params.buf, window, etas,
-                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf), scp)
+        return _sgd_single(p64, p32, n, d, y, sample_weight, w, wbar,
+                           <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                           window, etas, rs_pointer(rs, d, <const SGDParams *> rec.params.buf),
+                           scp)
     finally:
         give_records(&rec)
 
 
-cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssize_t d,
+                       const double[::1] y, const double[::1] sample_weight,
                        double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
                        double[::1] window, const double[::1] etas, double *rs, double *sc):
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i, j = 0, need = 0
+    # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order.
+    cdef Py_ssize_t i, j = 0, need = 0
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
     cdef double *work
@@ -491,6 +536,12 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0
     cdef double *zbuf
+    # float32 rows are widened a chunk at a time into buf: rows [cstart, cend]
+    # (the row after the chunk too: its x'w comes with the chunk's last
+    # update, and it is widened again as the next chunk's first: exact, so
+    # the same values)
+    cdef double *buf = NULL
+    cdef Py_ssize_t chunk = 1, cstart = 0, cend = 0
     cdef bint have_dot = False
     cdef const double *x
     cdef int kind = <int> p.kind, code = OK
@@ -514,10 +565,13 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             return result(ERR_LAYOUT, 0, -1)
     if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
         return result(ERR_LAYOUT, 0, -1)
-    work = <double *> malloc((max(wcap, 1) + 3 * d) * sizeof(double))
+    chunk = max(1, WIDEN_CHUNK // d)          # (d >= 1: check_lengths)
+    work = <double *> malloc((max(wcap, 1) + 3 * d +
+                              ((chunk + 1) * d if X32 != NULL else 0)) * sizeof(double))
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
     zbuf = work + max(wcap, 1)
+    buf = zbuf + 3 * d
     win = &window[0] if wcap else NULL
     wp = &w[0]
     poll_init(&pl, &_hook)
@@ -526,7 +580,20 @@ cdef tuple _sgd_single(const double[:, ::1] X, const double[::1] y, const double
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
-            x = &X[i, 0]
+            if X32 != NULL:
+                if i >= cend:
+                    # rows [i, i + chunk] widened into buf (the last one is
+                    # the next chunk's first, needed by this chunk's last update)
+                    cstart = i
+                    cend = min(i + chunk, n)
+                    sf_widen((min(cend + 1, n) - i) * d, X32 + i * d, buf)
+                if i + chunk + 1 < n:
+                    # the next chunk's rows come in while this one computes
+                    # (read at once when widened, they would wait on memory)
+                    sf_prefetch(X32 + (i + chunk + 1) * d, d * sizeof(float))
+                x = buf + (i - cstart) * d
+            else:
+                x = X64 + i * d
             if swp != NULL:
                 wi = swp[i]
             if sc != NULL:

@@ -30,6 +30,7 @@ import numpy as np
 from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _quantile as _k
 from .._validation import check_matrix, check_scalar, check_vector
+from ..quantile._inputs import is_float32_matrix
 from ..quantile._state import raise_row_error
 
 __all__ = ["LinearState", "StatisticalScheduleState", "sgd"]
@@ -272,6 +273,9 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
+        With ``block=1`` a float32 array is read as float32 (no float64
+        copy; all arithmetic in float64, bit-identical to its float64
+        values); anything else is converted to float64 once.
     y : array-like of shape (n_samples,)
     state : LinearState
     stepsizes : array-like of shape (n_updates,), optional
@@ -314,7 +318,10 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
     """
     if not isinstance(state, LinearState):
         raise TypeError(f"state must be a LinearState, got {type(state).__name__}")
-    X = check_matrix(X, "X", finite=False)
+    if block == 1 and is_float32_matrix(X):
+        X = np.ascontiguousarray(X)         # read as float32 by the kernel
+    else:
+        X = check_matrix(X, "X", finite=False)
     n, d = X.shape
     if d != state.n_features:
         raise ValueError(f"X has {d} features, but state has {state.n_features}")
@@ -361,8 +368,8 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
     if code not in (OK, ERR_INTERRUPTED):
         unchanged = "the states were left as they were before this call"
         if code == ERR_BADINPUT and row >= 0:
-            raise_row_error("streamfit.kernels.sgd", f"row {row}", X[row], y[row],
-                            state=unchanged)
+            raise_row_error("streamfit.kernels.sgd", f"row {row}",
+                            np.asarray(X[row], dtype=np.float64), y[row], state=unchanged)
         raise_for(code, "streamfit.kernels.sgd", state=unchanged)
     state.coef, state.coef_avg = w, wbar
     if schedule is not None:

@@ -15,7 +15,8 @@ from sklearn.utils.validation import validate_data
 
 from .._validation import check_matrix, check_scalar, check_vector
 
-__all__ = ["as_matrix", "as_target", "as_weights", "feature_names", "check_memory"]
+__all__ = ["as_matrix", "as_float64", "is_float32_matrix", "as_target", "as_weights",
+           "feature_names", "check_memory"]
 
 
 def physical_memory():
@@ -46,13 +47,31 @@ def feature_names(X):
     return getattr(probe, "feature_names_in_", None)
 
 
-def as_matrix(X):
+def as_matrix(X, float32=False):
     # C-contiguous float64 (n, d) arrays pass as they are: single-row calls
     # are how many users feed a stream, and they should cost little
     if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and \
             X.flags.c_contiguous and X.shape[1] > 0:
         return X
+    if float32 and is_float32_matrix(X):
+        # (for a kernel that reads float32 rows as they are: a float64 copy
+        # would double a long stream's memory traffic; a strided or Fortran-
+        # ordered one is copied to C order, still float32)
+        return np.ascontiguousarray(X)
     return check_matrix(X, "X", finite=False)
+
+
+def is_float32_matrix(X):
+    """A float32 (n, d >= 1) ndarray (a subclass too, e.g. np.memmap; not a
+    masked array, whose mask would be lost)."""
+    return isinstance(X, np.ndarray) and not isinstance(X, np.ma.MaskedArray) and \
+        X.dtype == np.float32 and X.ndim == 2 and X.shape[1] > 0
+
+
+def as_float64(X):
+    """X (from as_matrix) as C-contiguous float64: the kernels that read
+    float64 rows only (one conversion, as check_matrix makes)."""
+    return X if X.dtype == np.float64 else np.ascontiguousarray(X, dtype=np.float64)
 
 
 def as_target(y, n, name):

@@ -23,7 +23,8 @@ from .._validation import (_check_real_array, check_matrix, check_scalar, check_
 from ..schedules import Schedule, resolve_schedule
 from ._inference import critical_value, random_scaling_matrix
 from ._multi import NONCROSSING, MultiWork, advance_multi, rearrange
-from ._inputs import as_matrix, as_target, as_weights, check_memory, feature_names
+from ._inputs import (as_float64, as_matrix, as_target, as_weights, check_memory,
+                      feature_names)
 from ._state import Plan, Work, advance, raise_row_error
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
@@ -247,7 +248,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         names = feature_names(X)
         if fit is not None and (names is not None or fit.names is not None):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-        X = as_matrix(X)
+        X = as_matrix(X, float32=True)
         n, d = X.shape
         if fit is not None and d != fit.w.shape[-1]:
             self._check_n_features(d, False)
@@ -256,8 +257,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         schedule, params, plan = self._resolve(d)
         self._check_kind(fit, params)
         if params.shape[0] > 1 or self._taus() is not None:
-            return self._partial_fit_multi(fit, X, y, sw, params, names, coef_init,
+            return self._partial_fit_multi(fit, as_float64(X), y, sw, params, names, coef_init,
                                            intercept_init)
+        if plan.mode != _k.MODE_SINGLE:
+            X = as_float64(X)       # (single mode reads float32 rows as they are)
         if fit is None:
             init = self._initial(d, coef_init, intercept_init)
             if n == 0:
@@ -309,7 +312,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         self
         """
         names = feature_names(X)
-        X = as_matrix(X)
+        X = as_matrix(X, float32=True)
         n, d = X.shape
         if n == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
@@ -326,7 +329,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             work = MultiWork.fresh(d, params, *self._initial_multi(d, params.shape[0],
                                                                    coef_init,
                                                                    intercept_init))
-            out = advance_multi(work, X, y, sw, self.noncrossing)
+            out = advance_multi(work, as_float64(X), y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
             return self
         work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
@@ -336,6 +339,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             out = advance(work, X, y, sw, schedule)
         else:
             bs = self.batch_size or max(2 * (d + 1), 16)
+            X = as_float64(X)
             out = self._fit_blocks(work, X, y, sw, schedule, bs)
         self._finish(work, out, X, names, "fit", fresh=True)
         return self

@@ -145,7 +145,9 @@ def _bad_row(row, X, y, sw, first):
     if row < 0:
         return None
     i = row + first
-    return (i if i >= 0 else None, X[row].copy(), float(y[row]),
+    # (float64, as the kernel saw it: a float32 row's ||x||^2 is then judged
+    # in float64, where the kernel found it finite or not)
+    return (i if i >= 0 else None, np.array(X[row], dtype=np.float64), float(y[row]),
             1.0 if sw is None else float(sw[row]))
 
 
