@@ -233,6 +233,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            float32 rows are read as they are in mode "single" with one tau
+            (see "float32 rows" in the class docstring).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), float or None
             Non-negative row weights (see the class docstring).
@@ -302,6 +304,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), n_samples >= 1
+            float32 rows are read as they are in mode "single" with one tau
+            (see "float32 rows" in the class docstring).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), float or None
         coef_init, intercept_init : array-like of shape (n_features,), float
@@ -711,6 +715,14 @@ _COMMON_NOTES = """
     state as an uninterrupted run. Any other failure (bad input, a diverging
     iterate) leaves the estimator exactly as before the call. Calls on one
     estimator from several threads take turns (nothing is lost or mixed).
+
+    **float32 rows.** In mode "single" with one tau (any schedule, weights,
+    ``average``, ``inference``, ``scale``), a float32 ndarray ``X`` is read
+    as float32: no float64 copy of the block is made, and every result is
+    bit-identical to that of the same rows given as float64 (rows are
+    widened exactly, a few at a time; every sum and the state are float64).
+    Batch and storage modes, several taus, ``predict`` and ``score``
+    convert float32 to float64 once (a copy of the call's rows).
 
     **Reproducibility.** The kernels call no BLAS: every result is the same
     for any BLAS library and thread count, and for any split of a stream into
