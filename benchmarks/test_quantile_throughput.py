@@ -13,6 +13,15 @@ prefix of the rows; everything is compared per sample.
 Timed runs also write the table to .benchmarks/quantile_ratios.txt; each
 baseline's entry holds ours' speed-ups over it in extra_info (ratio_speedup_*,
 see benchmarks/compare.py).
+
+float32 against float64 (issue 11 item 3): the same stream (d = 100, default
+statistical schedule) of 100,000 and 300,000 rows as float32 rows, read as
+they are, against the same values as float64 rows, and against the float32
+rows converted to float64 first (what every mode did before, and batch,
+storage and several taus still do); interleaved rounds, medians of wall and
+of CPU time (process time: it leaves out the time a loaded machine runs
+other processes), ratios in ``extra_info`` (``ratio_time_float32_vs_float64``
+...) and in the table. All three must give bit-identical coefficients.
 """
 from __future__ import annotations
 
@@ -30,7 +39,7 @@ from streamfit import OnlineQuantileRegressor
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._timing import record_ratios
+from ._timing import interleave, parametrize_sizes, record_ratios
 
 D = 100
 TAU = 0.5
@@ -49,9 +58,21 @@ OURS = {"ours_statistical": "ours (statistical)", "ours_constant": "ours (Consta
 VW_CONSTANT = 11650396
 
 
+# float32 against float64: rows of the stream (timed, smoke) and rounds
+F32_ROWS = (100_000, 300_000)
+F32_SMOKE_ROWS = (10_000,)
+F32_ROUNDS = 7
+F32_CONTENDERS = {"float64": "float64 rows", "float32": "float32 rows (read as float32)",
+                  "float32_converted": "float32 rows converted to float64 first"}
+
+
 def _group(n):
     # One group per workload and row count, so a group's times are comparable.
     return f"quantile single-sample d={D}, {n} rows"
+
+
+def pytest_generate_tests(metafunc):
+    parametrize_sizes(metafunc, F32_SMOKE_ROWS, f32_rows=F32_ROWS)
 
 
 # -- data and references -------------------------------------------------------
@@ -292,6 +313,72 @@ def test_c_loop(benchmark, results, stream, reference, c_quantile_sgd):
     assert_same_fit(coef, intercept, *reference, RTOL_SAME)
 
 
+# -- float32 rows against float64 rows --------------------------------------------------
+
+@pytest.mark.benchmark(group="quantile float32 vs float64")
+def test_float32_against_float64(benchmark, results, timed, f32_rows):
+    n = f32_rows
+    X, y, beta = make_linear_stream(n, D, tau=TAU, random_state=1)
+    X32 = X.astype(np.float32)
+    X64 = X32.astype(np.float64)        # the same values: the same fit, bit for bit
+    del X
+    wall = {name: [] for name in F32_CONTENDERS}
+    cpu = {name: [] for name in F32_CONTENDERS}
+    coef = {}
+
+    def call(name, r):
+        est = OnlineQuantileRegressor(TAU)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        if name == "float64":
+            est.fit(X64, y)
+        elif name == "float32":
+            est.fit(X32, y)
+        else:
+            est.fit(X32.astype(np.float64), y)
+        cpu[name].append(time.process_time() - start_cpu)
+        wall[name].append(time.perf_counter() - start)
+        coef[name] = est.coef_
+
+    interleave(benchmark, F32_ROUNDS if timed else 1, "float32",
+               ["float64", "float32_converted"], call)
+    assert coef["float32"].tobytes() == coef["float64"].tobytes() == \
+        coef["float32_converted"].tobytes()
+    err = np.linalg.norm(coef["float32"] - beta) / np.linalg.norm(beta)
+    assert err < 0.01, f"relative coefficient error {err:.3g}"
+    ns = {name: (float(np.median(wall[name])) / n * 1e9, float(np.median(cpu[name])) / n * 1e9)
+          for name in F32_CONTENDERS}
+    results[("float32", n)] = (ns, len(wall["float32"]))
+    extra = benchmark.extra_info
+    extra["rows"] = n
+    for name in F32_CONTENDERS:
+        extra[f"median_ns_per_row_{name}"] = ns[name][0]
+        extra[f"median_cpu_ns_per_row_{name}"] = ns[name][1]
+    for name in ("float32", "float32_converted"):
+        extra[f"ratio_time_{name}_vs_float64"] = ns[name][0] / ns["float64"][0]
+        extra[f"ratio_cpu_{name}_vs_float64"] = ns[name][1] / ns["float64"][1]
+
+
+def float32_table(results, timed):
+    sizes = sorted(key[1] for key in results if isinstance(key, tuple) and key[0] == "float32")
+    if not sizes:
+        return ""
+    ns = {n: results[("float32", n)][0] for n in sizes}      # name -> (wall, cpu) ns/row
+    rounds = results[("float32", sizes[0])][1]
+    lines = [f"float32 against float64 rows: d={D}, tau={TAU}, statistical schedule, one pass "
+             f"({rounds} interleaved round{'s' if rounds != 1 else ''}, medians"
+             f"{'' if timed else '; --benchmark-disable: indicative only'})", "",
+             f"{'ns per row (wall, CPU)':44s}" + "".join(f"{n:>16,d}" for n in sizes)]
+    for name, label in F32_CONTENDERS.items():
+        lines.append(f"{label:44s}" + "".join(f"{ns[n][name][0]:>8.1f}{ns[n][name][1]:>8.1f}"
+                                              for n in sizes))
+    for name in ("float32", "float32_converted"):
+        cells = [(ns[n][name][0] / ns[n]["float64"][0], ns[n][name][1] / ns[n]["float64"][1])
+                 for n in sizes]
+        lines.append(f"{'ratio ' + name + ' / float64':44s}" +
+                     "".join(f"{a:>7.2f}x{c:>7.2f}x" for a, c in cells))
+    return "\n".join(lines)
+
+
 # -- ratios --------------------------------------------------------------------------
 
 # Baselines timed on a prefix of the rows are compared with ours on that prefix.
@@ -342,9 +429,11 @@ def ratio_report(results, timed, publish_table):
     """After the module: the ratio table, in the terminal summary and (timed
     runs) in .benchmarks/quantile_ratios.txt."""
     yield
-    if not any(name in results for name in OURS):
-        return
-    publish_table(ratio_table(results, timed), "quantile_ratios.txt")
+    tables = [float32_table(results, timed)]
+    if any(name in results for name in OURS):
+        tables.insert(0, ratio_table(results, timed))
+    if any(tables):
+        publish_table("\n\n".join(t for t in tables if t), "quantile_ratios.txt")
 
 
 def test_throughput_floors(results, timed):
