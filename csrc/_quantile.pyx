@@ -51,12 +51,6 @@ globals().update(schedule_enums())
 
 cdef enum:
     ROW_WORK = 48         # per-row overhead, in units of element operations
-    # float32 rows are widened in chunks of about this many entries (4 KiB
-    # as float64): read back from L1 a few rows after the stores that wrote
-    # them. Measured at d = 100 (1 BLAS thread, loaded machine): 4096 entries
-    # (all of L1) cost 2x the float64 stream, 1024 1.1x, 512 0.95x, 256
-    # without prefetching 1.15x
-    WIDEN_CHUNK = 512
 
 cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
@@ -444,6 +438,17 @@ cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NUL
 
 
 cdef object NDARRAY = np.ndarray
+
+
+cdef enum:
+    # float32 rows are widened in chunks of about this many entries (4 KiB
+    # as float64): read back from L1 a few rows after the stores that wrote
+    # them. Measured at d = 100 (1 BLAS thread, loaded machine): 4096 entries
+    # (all of L1) cost 2x the float64 stream, 1024 1.1x, 512 0.95x, 256
+    # without prefetching 1.15x
+    WIDEN_CHUNK = 512
+
+
 cdef object F64 = np.dtype(np.float64)
 cdef object F32 = np.dtype(np.float32)
 
