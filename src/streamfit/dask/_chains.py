@@ -14,8 +14,9 @@ tasks are submitted again (their block recomputed where Dask puts it)."""
 from __future__ import annotations
 
 import weakref
+from concurrent.futures import CancelledError
 
-from ._client import WorkerLost, lost_with_a_worker, settle
+from ._client import _POLL, WorkerLost, _workers, lost_with_a_worker, settle
 from ._state import add_note
 
 __all__ = ["drive_chains", "map_pinned", "default_window"]
@@ -41,6 +42,25 @@ def _raise_if_erred(futures, note=None):
 def _holders(client, future):
     """The workers that hold a finished future's data."""
     return sorted(client.who_has([future]).get(future.key, ()))
+
+
+def _take_result(client, task, worker):
+    """A finished task's result; WorkerLost if it is lost with its worker
+    while we wait (the future's status 'lost', or the worker it is pinned to
+    gone), instead of waiting for a recomputation that cannot run."""
+    wait = _POLL
+    while True:
+        try:
+            return task.result(timeout=wait)
+        except TimeoutError:
+            # a timed-out fetch starts again: wait longer each time, so a
+            # large result (best_gain's n x n block sums) still arrives
+            wait = min(2 * wait, 30.0)
+            workers = _workers(client)
+            if task.status == "lost" or (worker is not None and workers is not None
+                                         and worker not in workers):
+                raise WorkerLost(f"the result of {task.key} was lost with its worker",
+                                 {worker}) from None
 
 
 def _cancel(client, futures):
@@ -139,12 +159,14 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
 
     ``compute_block(i)`` submits block i (its futures; the first one's worker
     runs the task); ``submit_task(i, block, workers)`` submits the block's
-    task; ``on_result(i, future)`` receives each finished task's future, and
-    should take its (small) result at once. At most ``window`` blocks are
-    computed or waiting for their task at a time, so the cluster holds about
-    ``window`` blocks, whatever n_blocks is; blocks are computed in order as
-    room frees up. A block whose worker leaves before its task has finished
-    is computed and fitted again (up to ATTEMPTS times).
+    task; ``on_result(i, value)`` receives each task's (small) result, taken
+    here: a result lost with its worker before it was taken (the task
+    finished, then its worker died) is fitted again, never waited for. At most
+    ``window`` blocks are computed or waiting for their task at a time, so the
+    cluster holds about ``window`` blocks, whatever n_blocks is; blocks are
+    computed in order as room frees up. A block whose worker leaves before
+    its task's result has been taken is computed and fitted again (up to
+    ATTEMPTS times).
     """
     blocks, tasks, pinned = {}, {}, {}
     alive = weakref.WeakSet()               # as in drive_chains
@@ -191,6 +213,18 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 pinned[i] = workers[0] if workers else None
                 tasks[i] = submit_task(i, block, workers)
                 alive.add(tasks[i])
+            for i in [i for i, task in tasks.items() if task.status == "lost"]:
+                # finished, then its result was lost with the worker that held
+                # it: the scheduler would recompute it on the dead worker it is
+                # pinned to, forever (and a wait on it returns at once: the
+                # loop would spin). Fit the block again.
+                if attempts[i] >= ATTEMPTS:
+                    raise WorkerLost(f"{what}: the result of {describe(i)} was lost with its "
+                                     f"worker {ATTEMPTS} times; nothing was kept, re-run the "
+                                     f"call", {pinned.get(i)})
+                _cancel(client, [tasks.pop(i)])
+                todo.append(i)
+                todo.sort(reverse=True)
             for i in [i for i, task in tasks.items() if task.done()]:
                 task = tasks.pop(i)
                 # the scheduler may cancel a task pinned to a worker that died
@@ -200,7 +234,22 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                     todo.sort(reverse=True)
                     continue
                 _raise_if_erred([task])
-                on_result(i, task)
+                try:
+                    value = _take_result(client, task, pinned.get(i))
+                except (CancelledError, WorkerLost) as exc:
+                    # finished, then its result was lost with the worker that
+                    # held it before we took it: the scheduler cancels the key
+                    # (CI saw 'cancelled for reason: unknown' from
+                    # future.result()) or marks it lost and waits forever to
+                    # recompute it on the dead worker it is pinned to
+                    lost = isinstance(exc, WorkerLost) or lost_with_a_worker(client, [task])
+                    if lost and attempts[i] < ATTEMPTS:
+                        _cancel(client, [task])
+                        todo.append(i)
+                        todo.sort(reverse=True)
+                        continue
+                    raise
+                on_result(i, value)
     except BaseException:
         _cancel(client, list(alive))
         raise

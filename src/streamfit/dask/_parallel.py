@@ -313,8 +313,8 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
                                 y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}",
                                 workers=workers, allow_other_workers=False, pure=False)
 
-            def on_result(i, future):
-                results[i] = future.result()        # d + 2 numbers per tau
+            def on_result(i, value):
+                results[i] = value                  # d + 2 numbers per tau
 
             map_pinned(c, len(blocks), compute_block, submit_task, on_result, window,
                        blocks.describe, f"streamfit.dask.parallel_quantile_fit, round {r + 1}",

@@ -36,8 +36,7 @@ def _instance_matrix_sum(blocks, client, what, timeout):
         return client.submit(_block_sum, block[0], workers=workers, allow_other_workers=False,
                              pure=False)
 
-    def on_result(i, future):
-        part = future.result()
+    def on_result(i, part):
         if total:
             total[0] += part
         else:
