@@ -54,3 +54,52 @@ def test_a_result_lost_with_its_worker_before_it_is_taken_is_fitted_again():
     assert killed and killed[0] is not None
     assert results == {i: 10.0 * i for i in range(4)}
     assert sorted(order) == [0, 1, 2, 3]            # each result taken once
+
+
+def _step(state, block):
+    return state + float(block.sum())
+
+
+def test_a_final_state_lost_with_its_worker_is_a_clear_error_not_a_hang(monkeypatch):
+    """drive_chains (under stream_fit and fit_groups): the last step's state
+    lost with its worker between the last wait and taking it. A plain gather
+    would wait forever for a recomputation pinned to the dead worker; the
+    call must fail with WorkerLost, naming the call, within its timeouts."""
+    from streamfit.dask import _chains
+    from streamfit.dask._client import WorkerLost
+
+    with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=30)
+        n_blocks, killed, last = 3, [], []
+        settle = _chains.settle
+
+        def settle_then_kill(client, futures, what, *args, **kwargs):
+            futures = list(futures)
+            settle(client, futures, what, *args, **kwargs)
+            if what.endswith(f"block {n_blocks - 1}") and last and futures == last[-1]:
+                # the final wait is over: kill the worker holding the state
+                holder = sorted(c.who_has(futures[0])[futures[0].key])[0]
+                c.submit(os._exit, 1, workers=[holder], allow_other_workers=False,
+                         pure=False)
+                deadline = time.monotonic() + 20
+                while holder in c.nthreads() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                killed.append(holder)
+
+        monkeypatch.setattr(_chains, "settle", settle_then_kill)
+
+        def compute_block(i):
+            return [c.submit(by_value(_block), i, pure=False)]
+
+        def submit_step(chain, i, state, block, workers):
+            step = c.submit(by_value(_step), state, block[0], workers=workers,
+                            allow_other_workers=False, pure=False)
+            if i == n_blocks - 1:
+                last.append([step])
+            return step
+
+        start = time.monotonic()
+        with pytest.raises(WorkerLost, match="test run"):
+            _chains.drive_chains(c, n_blocks, compute_block, submit_step, [0.0],
+                                 lambda i: f"block {i}", "test run", 1, 10)
+        assert killed and time.monotonic() - start < 60

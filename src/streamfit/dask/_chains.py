@@ -44,7 +44,7 @@ def _holders(client, future):
     return sorted(client.who_has([future]).get(future.key, ()))
 
 
-def _take_result(client, task, worker):
+def _take_result(client, task, worker, what=None):
     """A finished task's result; WorkerLost if it is lost with its worker
     while we wait (the future's status 'lost', or the worker it is pinned to
     gone), instead of waiting for a recomputation that cannot run."""
@@ -59,8 +59,9 @@ def _take_result(client, task, worker):
             workers = _workers(client)
             if task.status == "lost" or (worker is not None and workers is not None
                                          and worker not in workers):
-                raise WorkerLost(f"the result of {task.key} was lost with its worker",
-                                 {worker}) from None
+                raise WorkerLost(f"{what or 'streamfit.dask'}: worker {worker} left (died or was "
+                                 f"retired) while holding the result of {task.key}; nothing "
+                                 f"was kept, re-run the call", {worker}) from None
 
 
 def _cancel(client, futures):
@@ -139,7 +140,10 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
             return [s.result() if hasattr(s, "key") else s for s in states]
         settle(client, previous, f"{what}, {describe(n_blocks - 1)}", timeout, pins=pins)
         _raise_if_erred(previous)
-        return client.gather(previous)
+        # taken with bounded waits: a final state lost with its worker now
+        # would make a plain gather wait forever for a recomputation pinned
+        # to the dead worker
+        return [_take_result(client, f, pinned.get(n_blocks - 1), what) for f in previous]
     except BaseException:
         _cancel(client, list(alive))
         raise
