@@ -16,6 +16,7 @@ import math
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 from streamfit.experiments import loglog_slope
 
@@ -80,6 +81,12 @@ def interleave(benchmark, rounds, timed, others, call, prepare=None):
                        rounds=rounds, iterations=1, warmup_rounds=0)
     if benchmark.disabled:      # pytest-benchmark calls no teardown when disabled
         teardown()
+
+
+def blas_threads():
+    """The thread count of every BLAS library loaded (for extra_info: the
+    count a benchmark ran with)."""
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
 
 def record_ratios(benchmark, ratios):

@@ -49,12 +49,11 @@ import time
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_info
 
 from streamfit import OnlineQuantileRegressor
 from streamfit.simulate import make_linear_stream
 
-from ._timing import clock, interleave, record_ratios, seconds
+from ._timing import blas_threads, clock, interleave, record_ratios, seconds
 
 TAUS = tuple(k / 10 for k in range(1, 10))
 MULTI_DIMS = (10, 100)
@@ -82,10 +81,6 @@ def results():
     """(name, d) -> list of seconds per row, one per round; ("conf_int", d) ->
     list of seconds per conf_int() call; ("load", "start"/"end") -> load averages."""
     return {("load", "start"): os.getloadavg()}
-
-
-def blas_threads():
-    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
 
 def assert_same_fit(multi, separate):

@@ -47,13 +47,12 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.metrics import mean_pinball_loss
-from threadpoolctl import threadpool_info
 
 from streamfit import OnlineQuantileRegressor
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._timing import clock, interleave, record_ratios, seconds
+from ._timing import blas_threads, clock, interleave, record_ratios, seconds
 
 TAUS = tuple(k / 10 for k in range(1, 10))
 DIMS = (10, 100)
@@ -108,10 +107,6 @@ def pinball(y, Q):
 def crossing_rate(Q):
     """Fraction of rows whose m predicted quantiles are not in increasing order."""
     return float(np.mean(np.any(np.diff(Q, axis=1) < 0, axis=1)))
-
-
-def blas_threads():
-    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
 
 @pytest.mark.parametrize("d", DIMS)
