@@ -125,6 +125,25 @@ class TransferLog:
                       for key in keys[len(self.before.get(worker, ())):]]
 
 
+def _transitions(dask_scheduler):
+    return [(str(t.key), t.start, t.finish) for t in dask_scheduler.transition_log]
+
+
+def reused_keys(client, prefix):
+    """Keys starting with ``prefix`` that the scheduler forgot (cancelled or
+    released) and was later given again. A key reused after a cancel races
+    the scheduler's late 'cancelled' message, which cancels the new task."""
+    gone, reused = set(), set()
+    for key, start, finish in client.run_on_scheduler(by_value(_transitions)):
+        if not key.startswith(prefix):
+            continue
+        if finish == "forgotten":
+            gone.add(key)
+        elif start == "released" and key in gone:
+            reused.add(key)
+    return sorted(reused)
+
+
 def assert_same_state(a, b, path="estimator"):
     """Two estimators (or parts of one) hold the same state, bit for bit:
     the same attributes, arrays equal including NaN positions and dtype,

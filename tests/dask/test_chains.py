@@ -32,7 +32,7 @@ def test_a_result_lost_with_its_worker_before_it_is_taken_is_fitted_again():
         def compute_block(i):
             return [c.submit(by_value(_block), i, pure=False)]
 
-        def submit_task(i, block, workers):
+        def submit_task(i, block, workers, attempt):
             task = c.submit(by_value(_total), block[0], workers=workers,
                             allow_other_workers=False, pure=False)
             if i == 0 and not killed:

@@ -162,10 +162,14 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
     """One task per block, each on the worker holding its block.
 
     ``compute_block(i)`` submits block i (its futures; the first one's worker
-    runs the task); ``submit_task(i, block, workers)`` submits the block's
-    task; ``on_result(i, value)`` receives each task's (small) result, taken
-    here: a result lost with its worker before it was taken (the task
-    finished, then its worker died) is fitted again, never waited for. At most
+    runs the task); ``submit_task(i, block, workers, attempt)`` submits the
+    block's task, under a key that names the attempt (1, 2, ...): a key is
+    never reused after its task was cancelled, because the scheduler's late
+    'cancelled' message for the old task would cancel the new one (the
+    client's futures are per key; CI saw 'cancelled for reason: unknown').
+    ``on_result(i, value)`` receives each task's (small) result, taken here:
+    a result lost with its worker before it was taken (the task finished,
+    then its worker died) is fitted again, never waited for. At most
     ``window`` blocks are computed or waiting for their task at a time, so the
     cluster holds about ``window`` blocks, whatever n_blocks is; blocks are
     computed in order as room frees up. A block whose worker leaves before
@@ -215,7 +219,7 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                 _raise_if_erred(block, f"while computing {describe(i)} for {what}")
                 workers = _holders(client, block[0])
                 pinned[i] = workers[0] if workers else None
-                tasks[i] = submit_task(i, block, workers)
+                tasks[i] = submit_task(i, block, workers, attempts[i])
                 alive.add(tasks[i])
             for i in [i for i, task in tasks.items() if task.status == "lost"]:
                 # finished, then its result was lost with the worker that held

@@ -307,10 +307,10 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
             def compute_block(i):
                 return submit_block(c, blocks.items[i])
 
-            def submit_task(i, block, workers, r=r, init=init):
+            def submit_task(i, block, workers, attempt, r=r, init=init):
                 return c.submit(_fit_partition, blocks.describe(i), taus,
                                 params if r == 0 else later, init, min_rows,
-                                y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}",
+                                y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}-{attempt}",
                                 workers=workers, allow_other_workers=False, pure=False)
 
             def on_result(i, value):

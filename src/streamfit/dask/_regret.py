@@ -32,7 +32,8 @@ def _instance_matrix_sum(blocks, client, what, timeout):
     def compute_block(i):
         return submit_block(client, blocks.items[i][:1])
 
-    def submit_task(i, block, workers):
+    def submit_task(i, block, workers, attempt):
+        # pure=False: a fresh key for every attempt
         return client.submit(_block_sum, block[0], workers=workers, allow_other_workers=False,
                              pure=False)
 
