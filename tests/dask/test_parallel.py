@@ -14,7 +14,7 @@ distributed = pytest.importorskip("distributed")
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 
-from streamfit import OnlineQuantileRegressor  # noqa: E402
+from streamfit import OnlineQuantileRegressor, offline_quantile_regression  # noqa: E402
 from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit, stream_fit  # noqa: E402
 from streamfit.schedules import StatisticalSchedule  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
@@ -101,13 +101,16 @@ def mixed_in_memory(X, y, tau, sizes, rounds):
     """Iterative parameter mixing in memory, partition after partition: round
     one fits every partition from zero, each later round from the previous
     round's size-weighted mean, with the statistical schedule started at
-    phase two. Returns the combined (coef, intercept) of every round and the
+    phase two and its clock continued (t0 = the rows the partition read in
+    earlier rounds). Returns the combined (coef, intercept) of every round and the
     partitions' estimates of the last."""
     w = np.array(sizes) / sum(sizes)
     history, init = [], {}
     for r in range(rounds):
-        schedule = StatisticalSchedule(start="phase2") if r else "statistical"
-        fits = [OnlineQuantileRegressor(tau, average=True, schedule=schedule).fit(Xs, ys, **init)
+        fits = [OnlineQuantileRegressor(
+                    tau, average=True,
+                    schedule=StatisticalSchedule(start="phase2", t0=r * len(Xs)) if r
+                    else "statistical").fit(Xs, ys, **init)
                 for Xs, ys in partitions(X, y, sizes=sizes)]
         coef = np.tensordot(w, np.stack([f.coef_ for f in fits]), axes=1)
         intercept = float(np.tensordot(w, np.array([f.intercept_ for f in fits]), axes=1))
@@ -142,8 +145,8 @@ def test_rounds_restart_a_given_statistical_schedule_at_phase_two(client, data):
     assert given.start == "phase1"          # the caller's schedule is not changed
     coef1, intercept1 = fit.history_[0]
     for s, (Xs, ys) in enumerate(partitions(X, y)):
-        est = OnlineQuantileRegressor(0.7, average=True,
-                                      schedule=StatisticalSchedule(Ca=10.0, start="phase2"))
+        est = OnlineQuantileRegressor(0.7, average=True, schedule=StatisticalSchedule(
+            Ca=10.0, start="phase2", t0=len(Xs)))
         est.fit(Xs, ys, coef_init=coef1, intercept_init=intercept1)
         assert np.array_equal(fit.partition_coef_[s], est.coef_)
 
@@ -166,6 +169,28 @@ def test_a_second_round_is_not_worse(client):
         single.append(np.sum((local_fit(X, y, 0.5)[0] - beta) ** 2))
     assert np.mean(two) < 1.1 * np.mean(one), (np.mean(two), np.mean(one))
     assert np.mean(two) < 1.5 * np.mean(single), (np.mean(two), np.mean(single))
+
+
+def test_more_rounds_approach_the_offline_fit(client):
+    # the later rounds continue the schedule's clock, so they are epochs of
+    # one averaged run: over 8 seeds round 6 measured 1.03x the offline
+    # (exact) fit's RMS error, round 1 1.35x; with the clock reset at every
+    # round it stalled at 1.2x (1.14x against 1.43x at 10^5 rows, d = 100)
+    n, d, parts, seeds = 40_000, 10, 8, 8
+    sq = {"offline": [], 1: [], 6: []}
+    for seed in range(seeds):
+        X, y, beta = make_linear_stream(n, d, tau=0.5, random_state=100 + seed)
+        fit = parallel_quantile_fit(da.from_array(X, chunks=n // parts),
+                                    da.from_array(y, chunks=n // parts), 0.5, rounds=6,
+                                    client=client)
+        for r in (1, 6):
+            coef, intercept = fit.history_[r - 1]
+            sq[r].append(np.sum((coef - beta) ** 2) + intercept ** 2)
+        coef, intercept = offline_quantile_regression(X, y, 0.5, fit_intercept=True)
+        sq["offline"].append(np.sum((coef - beta) ** 2) + intercept ** 2)
+    rms = {k: np.sqrt(np.mean(v)) for k, v in sq.items()}
+    assert rms[6] < 1.12 * rms["offline"], rms
+    assert rms[6] < 0.9 * rms[1], rms
 
 
 def test_partitions_are_fitted_where_they_are(client):
