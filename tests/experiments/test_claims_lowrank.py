@@ -29,7 +29,14 @@ def test_truth_has_the_rank_and_scale_asked():
 
 
 def test_presets_keep_the_quick_run_small():
+    # dense samples' entries per replication: the small sizes run in seconds;
+    # the quick preset adds the issue's d1 = d2 = 100, r = 5 (~1e10 entries,
+    # minutes) once, at one replication
     for preset in ("tiny", "quick"):
         p = EXPERIMENT.params(preset)
-        work = sum(p["t_factor"] * r * (2 * d - r) * d * d for d, r in p["sizes"])
-        assert work < 5e7          # dense samples' entries: seconds, not minutes
+        small = [(d, r) for d, r in p["sizes"] if d < 100]
+        work = sum(p["t_factor"] * r * (2 * d - r) * d * d for d, r in small)
+        assert work < 5e7
+    quick = EXPERIMENT.params("quick")
+    assert max(quick["sizes"]) == (100, 5) and quick["big_reps"] == 1
+    assert quick["t_factor"] * 5 * 195 * 100 * 100 < 1e10

@@ -27,11 +27,14 @@ __all__ = ["Task", "SequentialRunner", "DaskRunner", "open_runner"]
 @dataclass(frozen=True)
 class Task:
     """One replication: ``func(**setting, seed=seed)``; ``func`` must live at
-    module level (it travels to workers by reference)."""
+    module level (it travels to workers by reference). ``priority``: higher
+    starts first on a cluster (a long task started last would run alone at
+    the end, on one core); results do not depend on it."""
 
     func: object
     setting: dict = field(default_factory=dict)
     seed: int | None = None
+    priority: int = 0
 
 
 def execute(task):
@@ -89,7 +92,7 @@ class DaskRunner:
 
     def submit(self, tasks):
         tag = uuid.uuid4().hex[:8]
-        return [self.client.submit(execute, task, pure=False,
+        return [self.client.submit(execute, task, pure=False, priority=task.priority,
                                    key=f"streamfit-{getattr(task.func, '__name__', 'task')}-"
                                        f"{tag}-{i}")
                 for i, task in enumerate(tasks)]

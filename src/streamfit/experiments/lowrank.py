@@ -112,16 +112,23 @@ def _configs(p):
     return [(d, r, s, nz) for s in p["sensings"] for nz in NOISES for d, r in p["sizes"]]
 
 
+def _reps(p, d, r):
+    # the largest size may run fewer replications (``big_reps``): at
+    # d1 = d2 = 100 one dense-sensing replication is minutes
+    return p.get("big_reps", p["reps"]) if (d, r) == max(p["sizes"]) else p["reps"]
+
+
 def _tasks(p):
     biggest = max(p["sizes"])
+    # the largest size's tasks first: they are the long ones
     return [Task(run_lowrank, dict(d=d, r=r, sensing=s, noise=nz, t_factor=p["t_factor"],
                                    snr=p["snr"], n_points=p["n_points"],
-                                   vector=p["vector"] and (d, r) == biggest), seed)
-            for d, r, s, nz in _configs(p) for seed in range(p["reps"])]
+                                   vector=p["vector"] and (d, r) == biggest), seed,
+                 priority=int((d, r) == biggest))
+            for d, r, s, nz in _configs(p) for seed in range(_reps(p, d, r))]
 
 
 def _analyse(p, results):
-    reps = p["reps"]
     sizes = list(p["sizes"])
     biggest = max(sizes)
     panels = [(s, nz) for s in p["sensings"] for nz in NOISES]
@@ -132,6 +139,7 @@ def _analyse(p, results):
     final = {}
     k = 0
     for d, r, s, nz in _configs(p):
+        reps = _reps(p, d, r)
         res = results[k:k + reps]
         k += reps
         t = np.asarray(res[0]["t"], float)
@@ -163,7 +171,8 @@ def _analyse(p, results):
                 label="err sqrt(t / d_eff) = const (slope -1/2)")
         label = "t_1.1" if nz == "t" else "Gaussian"
         _plot.finish(ax, xlabel="t (samples)", ylabel="relative error ||M_t - M*|| / ||M*||",
-                     title=f"{s} sensing, {label} noise, d = {d}, r = {r} ({reps} reps)")
+                     title=f"{s} sensing, {label} noise, d = {d}, r = {r} "
+                           f"({reps} replication{'s' if reps > 1 else ''})")
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     checks = []
@@ -208,7 +217,8 @@ def _analyse(p, results):
     setting = (f"d1 = d2 in {[d for d, _ in sizes]}, r in {[r for _, r in sizes]}, "
                f"T = {p['t_factor']:g} d_eff samples, tau = 1/2, M_0 = 0, rms <X, M*> / noise "
                f"scale = {p['snr']:g}, M* with singular values from 2 to 1 (||M*||_F = 1), "
-               f"{reps} replications; the vector QR on vec(M) at the largest size only. "
+               f"{p['reps']} replications ({_reps(p, *biggest)} at the largest size); the "
+               "vector QR on vec(M) at the largest size only. "
                "Completion samples entries uniformly with replacement.")
     return Outcome(setting=setting, tables=[("Final relative errors (medians)", table)],
                    figures={"lowrank_error": fig}, checks=checks, notes=notes)
@@ -224,8 +234,10 @@ EXPERIMENT = Experiment(
            "below the vector QR on vec(M), which ignores the rank."),
     presets={"tiny": dict(sizes=((12, 2),), sensings=SENSINGS, t_factor=30, snr=5.0,
                           n_points=8, reps=1, vector=True),
-             "quick": dict(sizes=((10, 2), (20, 2)), sensings=SENSINGS, t_factor=1000,
-                           snr=5.0, n_points=20, reps=2, vector=True),
+             # d1 = d2 = 100, r = 5 is the size: ~3 min a dense replication
+             "quick": dict(sizes=((10, 2), (20, 2), (100, 5)), sensings=SENSINGS,
+                           t_factor=1000, snr=5.0, n_points=20, reps=2, big_reps=1,
+                           vector=True),
              "full": dict(sizes=((50, 5), (100, 5)), sensings=SENSINGS, t_factor=1000,
                           snr=5.0, n_points=30, reps=3, vector=True)},
     tasks=_tasks, analyse=_analyse)
