@@ -29,7 +29,7 @@ def test_a_result_lost_with_its_worker_before_it_is_taken_is_fitted_again():
         c.wait_for_workers(2, timeout=30)
         killed, results, order = [], {}, []
 
-        def compute_block(i):
+        def compute_block(i, worker, attempt):
             return [c.submit(by_value(_block), i, pure=False)]
 
         def submit_task(i, block, workers, attempt):

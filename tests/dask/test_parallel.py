@@ -202,6 +202,43 @@ def test_partitions_are_fitted_where_they_are(client):
     assert not [key for key in log.moved if X.name in key], log.moved
 
 
+def _generated_stream(parts, n, d):
+    # partitions made by one generator task each, returning (X, y, beta):
+    # split by getitem tasks that Dask could place on another worker
+    Xs, ys = [], []
+    for i in range(parts):
+        X, y, _ = dask.delayed(make_linear_stream, nout=3, pure=True)(
+            n, d, tau=0.5, random_state=70 + i)
+        Xs.append(da.from_delayed(X, (n, d), dtype=np.float64))
+        ys.append(da.from_delayed(y, (n,), dtype=np.float64))
+    return da.concatenate(Xs), da.concatenate(ys)
+
+
+def test_generated_partitions_are_shared_by_the_workers_and_never_moved(client):
+    # measured before: a partition's (X, y) made on one worker and split on
+    # the other, 200 MB moved per 250,000 rows at d = 100, and the workers'
+    # shares of the partitions uneven
+    parts, n, d = 8, 20_000, 20
+    X, y = _generated_stream(parts, n, d)
+    with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
+        fit = parallel_quantile_fit(X, y, 0.5, client=client)
+    assert fit.n_samples_seen_ == parts * n
+    # only the fits' small results travel (to the client)
+    moved = [k for k in log.moved if not k.startswith("parallel_quantile_fit-") or "block" in k]
+    assert moved == [], moved
+    fits = {}
+    for task in ts.data:
+        key = task["key"] if isinstance(task["key"], str) else str(task["key"])
+        if key.startswith("parallel_quantile_fit-") and "block" not in key:
+            fits[task["worker"]] = fits.get(task["worker"], 0) + 1
+    assert len(fits) == 2 and min(fits.values()) >= 2, fits
+    Xl, yl = X.compute(), y.compute()
+    for s in range(parts):
+        est = OnlineQuantileRegressor(0.5, average=True).fit(Xl[s * n:(s + 1) * n],
+                                                              yl[s * n:(s + 1) * n])
+        assert np.array_equal(fit.partition_coef_[s], est.coef_)
+
+
 def test_nothing_is_held_after_the_call(client, data):
     # chunks slower than the waits' poll: the waits time out (and used to
     # leave futures, and their partitions, alive until a garbage collection)

@@ -161,8 +161,11 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                timeout):
     """One task per block, each on the worker holding its block.
 
-    ``compute_block(i)`` submits block i (its futures; the first one's worker
-    runs the task); ``submit_task(i, block, workers, attempt)`` submits the
+    ``compute_block(i, worker, attempt)`` submits block i (its futures; the
+    first one's worker runs the task), made on ``worker`` when the block is
+    made from scratch (:func:`~._blocks.submit_block`): the worker with the
+    least work of this call, so the workers share the blocks evenly;
+    ``submit_task(i, block, workers, attempt)`` submits the
     block's task, under a key that names the attempt (1, 2, ...): a key is
     never reused after its task was cancelled, because the scheduler's late
     'cancelled' message for the old task would cancel the new one (the
@@ -176,20 +179,44 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
     its task's result has been taken is computed and fitted again (up to
     ATTEMPTS times).
     """
-    blocks, tasks, pinned = {}, {}, {}
+    blocks, tasks, pinned, placed, given = {}, {}, {}, {}, {}
     alive = weakref.WeakSet()               # as in drive_chains
     attempts = [0] * n_blocks
     todo = list(range(n_blocks))[::-1]       # popped from the end: in order
 
     def pins():
-        return {pinned[i] for i in tasks if pinned.get(i)}
+        return {pinned[i] for i in tasks if pinned.get(i)} | \
+            {w for i, w in placed.items() if i in blocks and w}
+
+    def place():
+        # the worker with the least work of this call per thread (blocks
+        # being made there, tasks pinned there), ties to the one given the
+        # fewest blocks so far (short blocks leave every load at zero)
+        try:
+            threads = client.nthreads()
+        except Exception:       # the scheduler is gone: settle's checks say so
+            return None
+        if not threads:
+            return None
+        load = dict.fromkeys(threads, 0)
+        for i in blocks:
+            if placed.get(i) in load:
+                load[placed[i]] += 1
+        for i in tasks:
+            if pinned.get(i) in load:
+                load[pinned[i]] += 1
+        best = min(sorted(load), key=lambda w: (load[w] / max(threads[w], 1),
+                                                given.get(w, 0) / max(threads[w], 1)))
+        given[best] = given.get(best, 0) + 1
+        return best
 
     try:
         while todo or blocks or tasks:
             while todo and len(blocks) + len(tasks) < window:
                 i = todo.pop()
                 attempts[i] += 1
-                blocks[i] = compute_block(i)
+                placed[i] = place()
+                blocks[i] = compute_block(i, placed[i], attempts[i])
                 alive.update(blocks[i])
             # only what is still running: a block whose X is done but whose y
             # is not would otherwise end every wait at once
@@ -207,6 +234,13 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                     if attempts[i] >= ATTEMPTS:
                         raise
                     _cancel(client, [tasks.pop(i)])
+                    todo.append(i)
+                # blocks being made on a worker that left: their tasks are
+                # restricted to it (fresh keys each attempt: see submit_block)
+                for i in sorted(i for i in blocks if placed.get(i) in lost.workers):
+                    if attempts[i] >= ATTEMPTS:
+                        raise
+                    _cancel(client, blocks.pop(i))
                     todo.append(i)
                 todo.sort(reverse=True)
                 continue

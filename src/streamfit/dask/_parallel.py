@@ -320,8 +320,9 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
         for r in range(rounds):
             results = [None] * len(blocks)
 
-            def compute_block(i):
-                return submit_block(c, blocks.items[i])
+            def compute_block(i, worker, attempt, r=r):
+                return submit_block(c, blocks.items[i], worker,
+                                    f"parallel_quantile_fit-block-{run}-{r}-{i}-{attempt}")
 
             def submit_task(i, block, workers, attempt, r=r, init=init):
                 return c.submit(_fit_partition, blocks.describe(i), taus,

@@ -3,6 +3,7 @@ array: sum_t X_t by blocks on the workers, then its top-k eigenvalues."""
 from __future__ import annotations
 
 import numbers
+import uuid
 
 import numpy as np
 
@@ -29,8 +30,11 @@ def _instance_matrix_sum(blocks, client, what, timeout):
     the n x n results added here as they arrive."""
     total = []
 
-    def compute_block(i):
-        return submit_block(client, blocks.items[i][:1])
+    run = uuid.uuid4().hex[:8]
+
+    def compute_block(i, worker, attempt):
+        return submit_block(client, blocks.items[i][:1], worker,
+                            f"best_gain-block-{run}-{i}-{attempt}")
 
     def submit_task(i, block, workers, attempt):
         # pure=False: a fresh key for every attempt
