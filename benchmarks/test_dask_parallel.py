@@ -82,6 +82,13 @@ SIZE = _size_from_env("STREAMFIT_BENCH_SIZE", ("rows", "d", "parts", "rounds"), 
 OFFLINE = dict(rows=100_000, d=100, parts=8, reps=3) if FULL else \
     dict(rows=20_000, d=20, parts=8, reps=3)
 SMOKE_OFFLINE = dict(rows=8_000, d=5, parts=4, reps=1)
+# the persisted group: rows, features, partitions, interleaved rounds (the
+# rows are held twice: on the workers and in this process)
+PERSISTED = dict(rows=4_000_000, d=100, parts=8, rounds=5) if FULL else \
+    dict(rows=1_000_000, d=20, parts=8, rounds=5)
+SMOKE_PERSISTED = dict(rows=40_000, d=10, parts=4, rounds=1)
+PERSISTED = _size_from_env("STREAMFIT_BENCH_PERSISTED", ("rows", "d", "parts", "rounds"),
+                           PERSISTED)
 OFFLINE = _size_from_env("STREAMFIT_BENCH_OFFLINE", ("rows", "d", "parts", "reps"), OFFLINE)
 # The issue's goals: error within 1.1x of the single averaged fit, within
 # 1.2x of offline on the small stream, speed-up >= 1.6x on 2 cores.
@@ -227,6 +234,48 @@ def test_parallel_quantile_regression(benchmark, client, timed, results):
         assert not failures, failures
 
 
+def test_persisted(benchmark, client, timed, results):
+    """The data already on the workers (persisted), against the single fit
+    of the same rows already in this process's memory: the fits alone, no
+    making of data. Memory-bound kernels on 2 cores: both workers stream
+    their partitions at once."""
+    size = PERSISTED if timed else SMOKE_PERSISTED
+    stream = Stream(size["rows"], size["d"], size["parts"], seed=5)
+    Xd, yd = client.persist(list(stream.dask()))
+    with client.as_current():
+        distributed.wait(distributed.futures_of([Xd, yd]))
+    parts = [stream.partition(i) for i in range(stream.parts)]
+    X = np.concatenate([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    del parts
+    times = {"single": [], "parallel": []}
+    fits = {}
+
+    def call(name, r):
+        if name == "single":
+            clock(times[name], lambda: fits.__setitem__(
+                name, OnlineQuantileRegressor(TAU, average=True).fit(X, y)))
+        else:
+            clock(times[name], lambda: fits.__setitem__(
+                name, parallel_quantile_fit(Xd, yd, TAU, client=client)))
+
+    benchmark.group = (f"dask parallel quantile regression, persisted: {size['rows']} rows, "
+                       f"d={size['d']}, {size['parts']} partitions, 2 workers")
+    interleave(benchmark, size["rounds"], "parallel", ["single"], call)
+    med = {name: float(np.median(t)) for name, t in times.items()}
+    fit = fits["parallel"]
+    assert fit.n_samples_seen_ == size["rows"] == fits["single"].n_samples_seen_
+    results["persisted"] = dict(size=size, med=med, times=times,
+                                fit_seconds=fit.partition_fit_seconds_.sum())
+    record_ratios(benchmark, {"ratio_speedup_persisted_vs_single":
+                              med["single"] / med["parallel"]})
+    del Xd, yd
+    if FLOORS and timed:
+        failures = missed([("persisted speed-up single / parallel",
+                            med["single"] / med["parallel"], GOAL_SPEEDUP, True)])
+        assert not failures, failures
+
+
 def test_against_offline(client, timed, results):
     size = OFFLINE if timed else SMOKE_OFFLINE
     # one call of OFFLINE_ROUNDS rounds gives every round's estimate (history_)
@@ -297,6 +346,18 @@ def table(results):
                      f"{main['load'][0]:.1f} / {main['load'][1]:.1f}")
         lines.append(f"goals: error <= {GOAL_SINGLE}x single, speed-up >= {GOAL_SPEEDUP}x"
                      + ("" if HAS_INIT else "; rounds=2 needs fit(coef_init=...), not here yet"))
+    per = results.get("persisted")
+    if per:
+        s, med = per["size"], per["med"]
+        lines += ["", f"Data already on the workers (persisted) against the single fit of "
+                      f"the same rows in memory: {s['rows']} rows, d = {s['d']}, "
+                      f"{s['parts']} partitions, {s['rounds']} interleaved rounds, medians",
+                  f"{'contender':<14}{'median s':>10}{'min s':>9}{'speed-up':>10}"]
+        for name in med:
+            lines.append(f"{name:<14}{med[name]:>10.3f}{min(per['times'][name]):>9.3f}"
+                         f"{fmt_x(med['single'] / med[name]):>10}")
+        lines.append(f"parallel: the partition fits took {per['fit_seconds']:.3f} s of worker "
+                     f"time in all (the rest is the call's overhead)")
     off = results.get("offline")
     if off:
         s, rms, sec = off["size"], off["rms"], off["seconds"]
