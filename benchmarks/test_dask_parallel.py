@@ -269,7 +269,6 @@ def test_persisted(benchmark, client, timed, results):
                                 fit_seconds=fit.partition_fit_seconds_.sum())
     record_ratios(benchmark, {"ratio_speedup_persisted_vs_single":
                               med["single"] / med["parallel"]})
-    del Xd, yd
     if FLOORS and timed:
         failures = missed([("persisted speed-up single / parallel",
                             med["single"] / med["parallel"], GOAL_SPEEDUP, True)])
