@@ -88,7 +88,7 @@ def test_a_final_state_lost_with_its_worker_is_a_clear_error_not_a_hang(monkeypa
 
         monkeypatch.setattr(_chains, "settle", settle_then_kill)
 
-        def compute_block(i):
+        def compute_block(i, worker):
             return [c.submit(by_value(_block), i, pure=False)]
 
         def submit_step(chain, i, state, block, workers):

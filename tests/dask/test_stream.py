@@ -191,8 +191,33 @@ def test_no_chunk_is_transferred(client):
     # the only data sent anywhere (to the client or another worker) are the
     # states and y's chunks: never a chunk of X
     assert any(key.startswith("stream_fit-") for key in log.moved)     # the log is read
-    assert not [key for key in log.moved if X.name in key], log.moved
+    # a block made from scratch is made under a key of the call's
+    # ("stream_fit-block-..."; its X part "...-0") on the worker that fits it
+    assert not [key for key in log.moved if X.name in key or "-block-" in key], log.moved
     assert all(key.startswith("stream_fit-") or y.name in key for key in log.moved), log.moved
+
+
+def _generated(parts, n, d):
+    # partitions made by one generator task each, returning (X, y, beta):
+    # split by getitem tasks that Dask could place on another worker
+    import dask
+    Xs, ys = [], []
+    for i in range(parts):
+        X, y, _ = dask.delayed(make_linear_stream, nout=3, pure=True)(
+            n, d, tau=0.5, random_state=90 + i)
+        Xs.append(da.from_delayed(X, (n, d), dtype=np.float64))
+        ys.append(da.from_delayed(y, (n,), dtype=np.float64))
+    return da.concatenate(Xs), da.concatenate(ys)
+
+
+def test_generated_chunks_are_not_moved(client):
+    X, y = _generated(6, 5000, 8)
+    with TransferLog(client) as log:
+        est = stream_fit(OnlineQuantileRegressor(0.5), X, y, client=client)
+    assert not [key for key in log.moved if not key.startswith("stream_fit-")
+                or "-block-" in key], log.moved
+    ref = OnlineQuantileRegressor(0.5).fit(X.compute(), y.compute())
+    assert_same_state(est, ref)
 
 
 def test_a_from_array_block_sends_its_chunk_not_the_array(client):

@@ -72,13 +72,41 @@ def _cancel(client, futures):
             pass
 
 
+class _Placer:
+    """Chooses the worker that makes the next block from scratch: the one
+    with the least work of the call per thread (the workers listed as busy:
+    blocks being made there, steps or tasks pinned there), ties to the one
+    given the fewest blocks so far (short blocks leave every load at zero)."""
+
+    def __init__(self, client):
+        self.client = client
+        self.given = {}
+
+    def __call__(self, busy):
+        try:
+            threads = self.client.nthreads()
+        except Exception:       # the scheduler is gone: settle's checks say so
+            return None
+        if not threads:
+            return None
+        load = dict.fromkeys(threads, 0)
+        for w in busy:
+            if w in load:
+                load[w] += 1
+        best = min(sorted(load), key=lambda w: (load[w] / max(threads[w], 1),
+                                                self.given.get(w, 0) / max(threads[w], 1)))
+        self.given[best] = self.given.get(best, 0) + 1
+        return best
+
+
 def drive_chains(client, n_blocks, compute_block, submit_step, states, describe, what,
                  prefetch, timeout):
     """Run len(states) chains over blocks 0..n_blocks-1 and return their final
     states (gathered to the client).
 
-    ``compute_block(i)`` submits block i and returns its futures (the first
-    is the one whose worker runs the steps); ``submit_step(chain, i, state,
+    ``compute_block(i, worker)`` submits block i and returns its futures (the
+    first is the one whose worker runs the steps), made on ``worker`` when
+    the block is made from scratch (see map_pinned); ``submit_step(chain, i, state,
     block, workers)`` submits chain's step on block i from ``state`` (a
     future or the initial value), restricted to ``workers``.
 
@@ -96,9 +124,10 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
               else s for s in states]
     scattered = [s for s in states if hasattr(s, "key")]
     alive = weakref.WeakSet(scattered)      # every future made here (not kept alive by this)
-    pending, steps, pinned = {}, {}, {}
+    pending, steps, pinned, placed = {}, {}, {}, {}
     previous = list(states)
     made = 0
+    place = _Placer(client)
 
     # where the scattered states are, until the first steps have taken them
     seeds = {w for st in scattered for w in _holders(client, st)}
@@ -113,6 +142,8 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
                 needed.add(pinned[i])
         if 0 not in steps or not all(step.done() for step in steps[0]):
             needed |= seeds
+        # blocks being made on a worker chosen here: restricted to it
+        needed |= {placed[j] for j in pending if placed.get(j)}
         return needed
 
     try:
@@ -122,7 +153,10 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
                 if back >= 0:
                     settle(client, steps[back], f"{what}, {describe(back)}", timeout, pins=pins)
                     _raise_if_erred(steps[back])
-                pending[made] = compute_block(made)
+                placed[made] = place([placed[j] for j in pending if placed.get(j)]
+                                     + [pinned[j] for j in steps if pinned.get(j)
+                                        and not all(step.done() for step in steps[j])])
+                pending[made] = compute_block(made, placed[made])
                 alive.update(pending[made])
                 made += 1
             block = pending.pop(i)
@@ -179,7 +213,8 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
     its task's result has been taken is computed and fitted again (up to
     ATTEMPTS times).
     """
-    blocks, tasks, pinned, placed, given = {}, {}, {}, {}, {}
+    blocks, tasks, pinned, placed = {}, {}, {}, {}
+    choose = _Placer(client)
     alive = weakref.WeakSet()               # as in drive_chains
     attempts = [0] * n_blocks
     todo = list(range(n_blocks))[::-1]       # popped from the end: in order
@@ -189,26 +224,8 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
             {w for i, w in placed.items() if i in blocks and w}
 
     def place():
-        # the worker with the least work of this call per thread (blocks
-        # being made there, tasks pinned there), ties to the one given the
-        # fewest blocks so far (short blocks leave every load at zero)
-        try:
-            threads = client.nthreads()
-        except Exception:       # the scheduler is gone: settle's checks say so
-            return None
-        if not threads:
-            return None
-        load = dict.fromkeys(threads, 0)
-        for i in blocks:
-            if placed.get(i) in load:
-                load[placed[i]] += 1
-        for i in tasks:
-            if pinned.get(i) in load:
-                load[pinned[i]] += 1
-        best = min(sorted(load), key=lambda w: (load[w] / max(threads[w], 1),
-                                                given.get(w, 0) / max(threads[w], 1)))
-        given[best] = given.get(best, 0) + 1
-        return best
+        return choose([placed[i] for i in blocks if placed.get(i)]
+                      + [pinned[i] for i in tasks if pinned.get(i)])
 
     try:
         while todo or blocks or tasks:
