@@ -87,6 +87,7 @@ cdef struct SGDState:
     double win_sumsq      # weighted sum of ||x||^2 (+1 with an intercept) of the window's rows
     double win_wsum       # their weights' sum
     double xmax           # largest |x_ij| over the warm-up's rows (underflow check)
+    double intercept_pi   # plug-in intercept: a quantile step on y - x'wbar (inference)
 
 
 cdef struct SGDParams:
@@ -215,11 +216,14 @@ cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
     return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
 
 
-cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept nogil:
+cdef inline double average_prior(SGDState *s, const SGDParams *p) noexcept nogil:
     # The iterates an average starts with: a warm start (start == 2) with t0
-    # rows behind it counts its starting point (still in wbar: the average has
-    # not run) as t0 iterates, until a restart of phase one; else none.
+    # rows behind it counts its starting point (still in wbar and
+    # intercept_avg: the average has not run) as t0 iterates, until a restart
+    # of phase one; else none. The plug-in intercept starts from the same
+    # point (a cold average starts it at its first iterate).
     if p.start == 2 and s.n_restarts == 0 and p.t0 > 0:
+        s.intercept_pi = s.intercept_avg
         return p.t0
     return 0.0
 

@@ -119,14 +119,24 @@ cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
     return -r
 
 
+cdef inline void plug_in_step(Py_ssize_t d, const double *x, double y, const double *wbar,
+                              SGDState *s, const SGDParams *p, double step) noexcept nogil:
+    cdef double r
+    if s.n_avg == 0:
+        s.intercept_pi = s.intercept
+        return
+    r = y - sf_dot(d, x, wbar) - s.intercept_pi
+    s.intercept_pi -= step * ((1.0 if r <= 0 else 0.0) - p.tau)
+
+
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
-                              SGDState *s, double *rs, bint fit_b) noexcept nogil:
+                              SGDState *s, double *rs, bint fit_b, bint plug) noexcept nogil:
     # wbar += (w - wbar) / k : running mean of the iterates
     cdef double inv
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
     sf_average(d, inv, w, wbar)
-    s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+    s.intercept_avg += ((s.intercept_pi if plug else s.intercept) - s.intercept_avg) * inv
     if rs != NULL:
         rs_step(d, wbar, s, rs, fit_b)
 
@@ -552,7 +562,7 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
     cdef int kind = <int> p.kind, code = OK
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
-    cdef bint avg = p.average != 0
+    cdef bint avg = p.average != 0, plug
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef Py_ssize_t row = -1, done = 0
     cdef Poll pl
@@ -650,7 +660,10 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 if sc != NULL:
                     average_step_scaled(d, wp, &wbar[0], s, sc, zbuf + d, fit_b, zbuf + 2 * d)
                 else:
-                    average_step(d, wp, &wbar[0], s, rs, fit_b)
+                    plug = rs != NULL and fit_b and p.loss == LOSS_CHECK
+                    if plug:
+                        plug_in_step(d, x, y[i], &wbar[0], s, p, eta * wi)
+                    average_step(d, wp, &wbar[0], s, rs, fit_b, plug)
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED        # every row applied
     free(work)
@@ -930,7 +943,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     s.n_updates += 1
     s.last_eta = eta
     if p.average != 0 and (s.avg_on != 0 or not stat):
-        average_step(d, w, wbar, s, rs, fit_b)
+        average_step(d, w, wbar, s, rs, fit_b, False)
     return OK
 
 
@@ -1242,7 +1255,7 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                 s.n_updates += 1
                 s.last_eta = eta
                 if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
-                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b)
+                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b, False)
             if code != OK:
                 row = i
                 break
