@@ -87,7 +87,9 @@ cdef struct SGDState:
     double win_sumsq      # weighted sum of ||x||^2 (+1 with an intercept) of the window's rows
     double win_wsum       # their weights' sum
     double xmax           # largest |x_ij| over the warm-up's rows (underflow check)
-    double intercept_pi   # plug-in intercept: a quantile step on y - x'wbar (inference)
+    double intercept_pi   # inference: plug-in intercept, quantile steps on y - x'wbar
+    double intercept_pi2  # the same at twice the steps (its Richardson-Romberg partner)
+    double avg_halved     # inference: 1 once the average restarted on its second half
 
 
 cdef struct SGDParams:
@@ -216,16 +218,25 @@ cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
     return min(const, p.Ca * s.b0 * block_ratio(s, d) / (s.cl * p.Cb))
 
 
-cdef inline double average_prior(SGDState *s, const SGDParams *p) noexcept nogil:
+cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept nogil:
     # The iterates an average starts with: a warm start (start == 2) with t0
-    # rows behind it counts its starting point (still in wbar and
-    # intercept_avg: the average has not run) as t0 iterates, until a restart
-    # of phase one; else none. The plug-in intercept starts from the same
-    # point (a cold average starts it at its first iterate).
+    # rows behind it counts its starting point (still in wbar: the average has
+    # not run) as t0 iterates, until a restart of phase one; else none.
     if p.start == 2 and s.n_restarts == 0 and p.t0 > 0:
-        s.intercept_pi = s.intercept_avg
         return p.t0
     return 0.0
+
+
+cdef inline void start_average(SGDState *s, const SGDParams *p) noexcept nogil:
+    # The last phase has settled: the average runs from here. Inference's
+    # plug-in intercepts start from the average's starting point (a cold
+    # average resets them at its first iterate), and the average may restart
+    # once on its second half (see plug_in_step).
+    s.avg_on = 1
+    s.n_avg = average_prior(s, p)
+    s.intercept_pi = s.intercept_avg
+    s.intercept_pi2 = s.intercept_avg
+    s.avg_halved = 0
 
 
 cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
@@ -235,7 +246,7 @@ cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) no
         # Batches too small for Theorem 5's constant phase: its one-step
         # floor b0 sqrt(tau (1 - tau) d / n) exceeds phase one's error.
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
-        s.n_avg = average_prior(s, p)
+        start_average(s, p)
     else:
         start_phase(s, 2, phase_start_eta(s, p, d, 2), False)
 
@@ -373,8 +384,7 @@ cdef inline void window_done(SGDState *s, const SGDParams *p, const double *r, P
     elif flat and s.phase == 2 and p.mode == MODE_BATCH:
         start_phase(s, 3, phase_start_eta(s, p, d, 3), True)
     elif flat and s.phase >= 2 and s.avg_on == 0:
-        s.avg_on = 1      # settled: the average (if any) starts here
-        s.n_avg = average_prior(s, p)
+        start_average(s, p)     # settled: the average (if any) starts here
     elif s.phase >= 2 and p.loss == LOSS_CHECK:
         s.eta_start = phase_start_eta(s, p, d, s.phase)
         s.k_pow = -1      # eta_start moved: recompute the cached power
