@@ -24,11 +24,11 @@ separate fits, and the per-row price of the random-scaling sums behind
    inference=True)`` against ``average=True`` alone, one ``fit`` over the
    stream at d = 5, 20, 100: ns per row, the extra ns per row and the ratio.
    The sums (sum k^2 u u' over the averaging window) cost O(d^2) per row
-   against the update's O(d). The iterates must be the same bit for bit
-   (the sums only watch the path), and the intervals finite and ordered.
-   The sums run only inside the averaging window (from the schedule's last
-   phase on; with inference it restarts once, on its second half), so the
-   table gives the rows in the window and
+   against the update's O(d). The coefficients must be the same bit for bit
+   (the sums only watch the path; inference's intercept_ is its plug-in
+   intercepts', the iterate's intercept is compared), and the intervals
+   finite and ordered. The sums run only inside the averaging window (from
+   the schedule's last phase on), so the table gives the rows in the window and
    the extra cost per window row too. Also, for scale, the cost of one
    ``conf_int()`` call at the end.
 
@@ -176,13 +176,12 @@ def test_conf_int_tracking_cost(benchmark, sizes, results, d):
     results.update({(name, d): t for name, t in times.items()})
 
     # the sums (and inference's plug-in intercepts) only watch the path: the
-    # iterates are unchanged (the averages are not: inference averages the
-    # plug-in intercepts and restarts the average once, on its second half)
+    # fit is unchanged (but for intercept_: inference's is the plug-ins')
     with_sums, plain = models["inference"], models["average"]
     window = int(with_sums._fit_.state["n_avg"][0])      # rows that paid for the sums
     assert window >= 2, f"the average never started in {n_fit} rows: nothing measured"
     results[("window", d)] = window
-    np.testing.assert_array_equal(with_sums._fit_.w, plain._fit_.w)
+    np.testing.assert_array_equal(with_sums.coef_, plain.coef_)
     np.testing.assert_array_equal(with_sums._fit_.state["intercept"],
                                   plain._fit_.state["intercept"])
     ci = with_sums.conf_int(alpha=0.05)

@@ -89,7 +89,7 @@ cdef struct SGDState:
     double xmax           # largest |x_ij| over the warm-up's rows (underflow check)
     double intercept_pi   # inference: plug-in intercept, quantile steps on y - x'wbar
     double intercept_pi2  # the same at twice the steps (its Richardson-Romberg partner)
-    double avg_halved     # inference: 1 once the average restarted on its second half
+    double pi_avg         # inference: average of 2 intercept_pi - intercept_pi2
 
 
 cdef struct SGDParams:
@@ -230,13 +230,12 @@ cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept
 cdef inline void start_average(SGDState *s, const SGDParams *p) noexcept nogil:
     # The last phase has settled: the average runs from here. Inference's
     # plug-in intercepts start from the average's starting point (a cold
-    # average resets them at its first iterate), and the average may restart
-    # once on its second half (see plug_in_step).
+    # average resets them at its first iterate: plug_in_step).
     s.avg_on = 1
     s.n_avg = average_prior(s, p)
     s.intercept_pi = s.intercept_avg
     s.intercept_pi2 = s.intercept_avg
-    s.avg_halved = 0
+    s.pi_avg = s.intercept_avg
 
 
 cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:

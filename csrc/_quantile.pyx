@@ -132,17 +132,9 @@ cdef inline void plug_in_step(Py_ssize_t d, const double *x, double y, const dou
     # averaged coefficients' residual, so only their own one-coordinate
     # variance remains; the two at steps eta and 2 eta extrapolate it away
     # (Richardson-Romberg: the average of 2 b1 - b2 has a bias of order
-    # eta^2). They start at the iterate's intercept, with a wbar of few
-    # iterates: the average restarts once, when it has run as long as the
-    # updates before it, and so covers the second half of the stream (the
-    # plug-ins go on across the restart; so does the random-scaling path,
-    # which restarts with the average).
+    # eta^2). Both start at the iterate's intercept when the average starts.
     cdef double r, xw
-    if s.avg_halved == 0 and 0 < s.n_avg < s.n_updates and s.n_avg >= s.n_updates - s.n_avg \
-            and average_prior(s, p) == 0:
-        s.avg_halved = 1
-        s.n_avg = 0
-    if s.n_avg == 0 and s.avg_halved == 0:
+    if s.n_avg == 0:
         s.intercept_pi = s.intercept
         s.intercept_pi2 = s.intercept
         return
@@ -153,29 +145,64 @@ cdef inline void plug_in_step(Py_ssize_t d, const double *x, double y, const dou
     s.intercept_pi2 -= 2.0 * step * ((1.0 if r <= 0 else 0.0) - p.tau)
 
 
+cdef inline void plug_in_average(Py_ssize_t d, const double *x, const double *wbar,
+                                 SGDState *s, double *tail, double inv) noexcept nogil:
+    # Each plug-in b_s fits the residual of the wbar of its time, so
+    # b_s ~ q - m'(wbar_s - beta) (m = E x), and their average would carry
+    # m' (the average of the wbar_s - the last wbar): a lag that is of the
+    # order of the coefficients' error when the features are not centred.
+    # The intercept is the plug-ins' average moved to the last wbar:
+    # pi_avg + xbar'(wwbar - wbar), with xbar the window's mean row and wwbar
+    # the average of the wbar_s (both in the tail of the sums, restarting
+    # with them).
+    cdef Py_ssize_t j
+    cdef double *xbar = tail
+    cdef double *wwbar = tail + d
+    cdef double lag = 0.0
+    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
+    if inv == 1.0:
+        for j in range(d):
+            xbar[j] = x[j]
+            wwbar[j] = wbar[j]
+    else:
+        sf_average(d, inv, x, xbar)
+        sf_average(d, inv, wbar, wwbar)
+    for j in range(d):
+        lag += xbar[j] * (wwbar[j] - wbar[j])
+    s.intercept_avg = s.pi_avg + lag
+
+
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
-                              SGDState *s, double *rs, bint fit_b, bint plug) noexcept nogil:
+                              SGDState *s, double *rs, bint fit_b, bint plug,
+                              const double *x) noexcept nogil:
     # wbar += (w - wbar) / k : running mean of the iterates
     cdef double inv
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
     sf_average(d, inv, w, wbar)
     if plug:
-        s.intercept_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.intercept_avg) * inv
+        plug_in_average(d, x, wbar, s, rs + rs_core(d + 1), inv)
     else:
         s.intercept_avg += (s.intercept - s.intercept_avg) * inv
     if rs != NULL:
         rs_step(d, wbar, s, rs, fit_b)
 
 
-cdef inline Py_ssize_t rs_len(Py_ssize_t da) noexcept nogil:
+cdef inline Py_ssize_t rs_core(Py_ssize_t da) noexcept nogil:
     return 2 * da + 1 + da * (da + 1) // 2
+
+
+cdef inline Py_ssize_t rs_len(Py_ssize_t da) noexcept nogil:
+    # the sums, then a tail of 2 da for the plug-in intercept's lag
+    return rs_core(da) + 2 * da
 
 
 def rs_length(Py_ssize_t da):
     """Length of the random-scaling sums for da = d (+1 with an intercept)
     coordinates: ref (da), sum k^2 (1), sum k^2 u (da), sum k^2 u u' packed
-    upper triangle, row by row (da (da + 1) / 2)."""
+    upper triangle, row by row (da (da + 1) / 2), then the window's mean row
+    and average of the averaged coefficients (2 da; single mode's plug-in
+    intercept)."""
     return rs_len(da)
 
 
@@ -198,7 +225,7 @@ cdef void rs_step(Py_ssize_t d, const double *wbar, const SGDState *s, double *r
             ref[i] = wbar[i]
         if fit_b:
             ref[d] = s.intercept_avg
-        for i in range(da, rs_len(da)):
+        for i in range(da, rs_core(da)):
             rs[i] = 0.0
     rs[da] += k2
     for i in range(da):
@@ -690,7 +717,7 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                     plug = rs != NULL and fit_b and p.loss == LOSS_CHECK
                     if plug:
                         plug_in_step(d, x, y[i], &wbar[0], s, p, eta * wi)
-                    average_step(d, wp, &wbar[0], s, rs, fit_b, plug)
+                    average_step(d, wp, &wbar[0], s, rs, fit_b, plug, x)
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED        # every row applied
     free(work)
@@ -970,7 +997,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     s.n_updates += 1
     s.last_eta = eta
     if p.average != 0 and (s.avg_on != 0 or not stat):
-        average_step(d, w, wbar, s, rs, fit_b, False)
+        average_step(d, w, wbar, s, rs, fit_b, False, NULL)
     return OK
 
 
@@ -1282,7 +1309,7 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                 s.n_updates += 1
                 s.last_eta = eta
                 if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
-                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b, False)
+                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b, False, NULL)
             if code != OK:
                 row = i
                 break

@@ -114,7 +114,7 @@ def random_scaling_matrix(rs, z, k):
     c = rs[da]
     b = rs[da + 1:2 * da + 1]
     A = np.zeros((da, da))
-    A[np.triu_indices(da)] = rs[2 * da + 1:]
+    A[np.triu_indices(da)] = rs[2 * da + 1:2 * da + 1 + da * (da + 1) // 2]   # (a tail follows)
     A = A + np.triu(A, 1).T
     lost = (b != 0) & (np.diag(A) < c * np.finfo(float).tiny)
     if lost.any():

@@ -785,10 +785,8 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         that averaging keeps: 2.5-3.5 standard errors at d = 5, n = 20,000,
         tau = 0.1-0.9, intervals covering 82-90%), but the average of two
         plug-in intercepts taking the same quantile steps (and twice them)
-        on y - x' coef_, extrapolated (Richardson-Romberg); the average (and
-        its random-scaling path) restarts once, on the second half of the
-        stream since it began. ``coef_`` is the same as without inference
-        up to that restart.
+        on y - x' coef_, extrapolated (Richardson-Romberg), moved to the last
+        ``coef_``. ``coef_`` is the same as without inference.
     scale : None or "online"
         "online": each row joins running (weighted) means and standard
         deviations of the features and the model learns on the standardised

@@ -85,8 +85,7 @@ class Work:
         elif self.rs is None:
             da = self.w.shape[0] + bool(self.params["fit_intercept"][0])
             self.rs = np.zeros(_k.rs_length(da))
-            self.state["n_avg"] = 0.0       # the average restarts with the sums,
-            self.state["avg_halved"] = 0.0  # its plug-in intercepts and halving too
+            self.state["n_avg"] = 0.0       # the average restarts with the sums
 
     def copy(self, spare=None):
         """A working copy: copies of what the kernels write (the average and
