@@ -125,6 +125,25 @@ class TransferLog:
                       for key in keys[len(self.before.get(worker, ())):]]
 
 
+def generated_stream(parts, n, d, seed0):
+    """A Dask (X, y) whose partition i is made by one generator task
+    (``make_linear_stream``, seed seed0 + i) returning (X, y, beta), split by
+    getitem tasks: the graph Dask could place on two workers and move a
+    partition between them."""
+    import dask
+    import dask.array as da
+
+    from streamfit.simulate import make_linear_stream
+
+    Xs, ys = [], []
+    for i in range(parts):
+        X, y, _ = dask.delayed(make_linear_stream, nout=3, pure=True)(
+            n, d, tau=0.5, random_state=seed0 + i)
+        Xs.append(da.from_delayed(X, (n, d), dtype=np.float64))
+        ys.append(da.from_delayed(y, (n,), dtype=np.float64))
+    return da.concatenate(Xs), da.concatenate(ys)
+
+
 def _transitions(dask_scheduler):
     return [(str(t.key), t.start, t.finish) for t in dask_scheduler.transition_log]
 

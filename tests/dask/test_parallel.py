@@ -19,8 +19,8 @@ from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit, stream_fi
 from streamfit.schedules import StatisticalSchedule  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
-from .conftest import (TransferLog, by_value, make_cluster, reused_keys,  # noqa: E402
-                       slow_block, worker_only_array)
+from .conftest import (TransferLog, by_value, generated_stream, make_cluster,  # noqa: E402
+                       reused_keys, slow_block, worker_only_array)
 
 SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
 N, D = sum(SIZES), 4
@@ -203,24 +203,12 @@ def test_partitions_are_fitted_where_they_are(client):
     assert not [key for key in log.moved if X.name in key or "-block-" in key], log.moved
 
 
-def _generated_stream(parts, n, d):
-    # partitions made by one generator task each, returning (X, y, beta):
-    # split by getitem tasks that Dask could place on another worker
-    Xs, ys = [], []
-    for i in range(parts):
-        X, y, _ = dask.delayed(make_linear_stream, nout=3, pure=True)(
-            n, d, tau=0.5, random_state=70 + i)
-        Xs.append(da.from_delayed(X, (n, d), dtype=np.float64))
-        ys.append(da.from_delayed(y, (n,), dtype=np.float64))
-    return da.concatenate(Xs), da.concatenate(ys)
-
-
 def test_generated_partitions_are_shared_by_the_workers_and_never_moved(client):
     # measured before: a partition's (X, y) made on one worker and split on
     # the other, 200 MB moved per 250,000 rows at d = 100, and the workers'
     # shares of the partitions uneven
     parts, n, d = 8, 20_000, 20
-    X, y = _generated_stream(parts, n, d)
+    X, y = generated_stream(parts, n, d, seed0=70)
     with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
         fit = parallel_quantile_fit(X, y, 0.5, client=client)
     assert fit.n_samples_seen_ == parts * n

@@ -26,8 +26,8 @@ from streamfit.dask import stream_fit  # noqa: E402
 from streamfit.simulate import (make_dense_stream, make_linear_stream,  # noqa: E402
                                 make_spiked_stream)
 
-from .conftest import (TransferLog, assert_same_state, by_value, make_cluster,  # noqa: E402
-                       worker_only_array)
+from .conftest import (TransferLog, assert_same_state, by_value, generated_stream,  # noqa: E402
+                       make_cluster, worker_only_array)
 
 N, D, CHUNK = 1000, 5, 230          # chunks of 230, 230, 230, 230, 80 rows
 REGRESSORS = {
@@ -197,21 +197,8 @@ def test_no_chunk_is_transferred(client):
     assert all(key.startswith("stream_fit-") or y.name in key for key in log.moved), log.moved
 
 
-def _generated(parts, n, d):
-    # partitions made by one generator task each, returning (X, y, beta):
-    # split by getitem tasks that Dask could place on another worker
-    import dask
-    Xs, ys = [], []
-    for i in range(parts):
-        X, y, _ = dask.delayed(make_linear_stream, nout=3, pure=True)(
-            n, d, tau=0.5, random_state=90 + i)
-        Xs.append(da.from_delayed(X, (n, d), dtype=np.float64))
-        ys.append(da.from_delayed(y, (n,), dtype=np.float64))
-    return da.concatenate(Xs), da.concatenate(ys)
-
-
 def test_generated_chunks_are_not_moved(client):
-    X, y = _generated(6, 5000, 8)
+    X, y = generated_stream(6, 5000, 8, seed0=90)
     with TransferLog(client) as log:
         est = stream_fit(OnlineQuantileRegressor(0.5), X, y, client=client)
     assert not [key for key in log.moved if not key.startswith("stream_fit-")
