@@ -29,8 +29,8 @@ def test_a_result_lost_with_its_worker_before_it_is_taken_is_fitted_again():
         c.wait_for_workers(2, timeout=30)
         killed, results, order = [], {}, []
 
-        def compute_block(i, worker, attempt):
-            return [c.submit(by_value(_block), i, pure=False)]
+        def compute_block(i, place, attempt):
+            return [c.submit(by_value(_block), i, pure=False)], None
 
         def submit_task(i, block, workers, attempt):
             task = c.submit(by_value(_total), block[0], workers=workers,
@@ -88,8 +88,8 @@ def test_a_final_state_lost_with_its_worker_is_a_clear_error_not_a_hang(monkeypa
 
         monkeypatch.setattr(_chains, "settle", settle_then_kill)
 
-        def compute_block(i, worker):
-            return [c.submit(by_value(_block), i, pure=False)]
+        def compute_block(i, place):
+            return [c.submit(by_value(_block), i, pure=False)], None
 
         def submit_step(chain, i, state, block, workers):
             step = c.submit(by_value(_step), state, block[0], workers=workers,
@@ -103,3 +103,31 @@ def test_a_final_state_lost_with_its_worker_is_a_clear_error_not_a_hang(monkeypa
             _chains.drive_chains(c, n_blocks, compute_block, submit_step, [0.0],
                                  lambda i: f"block {i}", "test run", 1, 10)
         assert killed and time.monotonic() - start < 60
+
+
+def test_only_blocks_made_from_scratch_are_placed(client):
+    """submit_block asks the placer only for a block it restricts to a
+    worker: a block of persisted data is computed where the data is, and is
+    not reported as placed (a false pin would refit it when that worker
+    leaves, under its data's own keys)."""
+    import dask.array as da
+
+    from streamfit.dask._blocks import row_blocks, submit_block
+
+    asked = []
+
+    def place():
+        asked.append(1)
+        return sorted(client.nthreads())[0]
+
+    fresh = row_blocks(da.from_array(np.arange(40.0).reshape(20, 2), chunks=10))
+    futures, worker = submit_block(client, fresh.items[1], place, "test-block-fresh")
+    assert worker == sorted(client.nthreads())[0] and asked == [1]
+    assert [f.key for f in futures] == ["test-block-fresh-0"]
+    np.testing.assert_array_equal(futures[0].result(), np.arange(20.0, 40.0).reshape(10, 2))
+    assert list(client.who_has(futures)[futures[0].key]) == [worker]
+
+    held = client.persist(da.from_array(np.arange(40.0).reshape(20, 2), chunks=10))
+    futures, worker = submit_block(client, row_blocks(held).items[0], place, "test-block-held")
+    assert worker is None and asked == [1]
+    np.testing.assert_array_equal(futures[0].result(), np.arange(20.0).reshape(10, 2))

@@ -190,6 +190,9 @@ def test_interrupt_keeps_the_sums_of_whole_rows(at):
                                                                     y[:2000 + at])
     np.testing.assert_array_equal(est._fit_.rs, ref._fit_.rs)
     np.testing.assert_array_equal(est._fit_.wbar, ref._fit_.wbar)
+    # the plug-in intercepts (state fields) stop at the same whole row
+    assert est._fit_.state.tobytes() == ref._fit_.state.tobytes()
+    assert est.intercept_ == ref.intercept_
 
 
 def test_refusals_name_the_argument_and_leave_the_state():

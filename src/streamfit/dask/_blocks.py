@@ -155,15 +155,17 @@ def _make_here(items):
     return dask.compute(*items, scheduler="sync", optimize_graph=False)
 
 
-def submit_block(client, items, worker=None, key=None):
-    """Submit one block's Delayed objects (X, y, ...) together and return their
-    futures. The graph is culled here to what the block needs: a block of
+def submit_block(client, items, place=None, key=None):
+    """Submit one block's Delayed objects (X, y, ...) together; return their
+    futures and the worker the block is restricted to (None: where Dask
+    puts it). The graph is culled here to what the block needs: a block of
     dask.array.from_array holds the whole NumPy array in its graph, which
     the client would otherwise send with every block.
 
-    With a ``worker`` (and a unique ``key``), a block made from scratch (its
-    graph holds no futures: a reader, a generator, an array in the graph) is
-    made by one task on that worker, and its parts split off there. Left to
+    With ``place`` (a function returning a worker, or None) and a unique
+    ``key``, a block made from scratch (its graph holds no futures: a
+    reader, a generator, an array in the graph) is made by one task on the
+    worker ``place()`` chooses, and its parts split off there. Left to
     the scheduler, the tasks of one block's graph (a generator returning
     (X, y), then a getitem for each) could run on different workers, and a
     whole partition then moved between them (measured: 200 MB per 250,000
@@ -175,9 +177,11 @@ def submit_block(client, items, worker=None, key=None):
     from distributed import futures_of
 
     items = dask.optimize(*items)
-    if worker is None or futures_of(list(items)):
-        return client.compute(list(items))
+    # only a block that is placed asks for a worker (the placer counts them)
+    worker = None if place is None or futures_of(list(items)) else place()
+    if worker is None:
+        return client.compute(list(items)), None
     where = dict(workers=[worker], allow_other_workers=False, pure=False)
     whole = client.submit(_make_here, items, key=key, **where)
     return [client.submit(operator.getitem, whole, j, key=f"{key}-{j}", **where)
-            for j in range(len(items))]
+            for j in range(len(items))], worker

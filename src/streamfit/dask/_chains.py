@@ -104,9 +104,9 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
     """Run len(states) chains over blocks 0..n_blocks-1 and return their final
     states (gathered to the client).
 
-    ``compute_block(i, worker)`` submits block i and returns its futures (the
-    first is the one whose worker runs the steps), made on ``worker`` when
-    the block is made from scratch (see map_pinned); ``submit_step(chain, i, state,
+    ``compute_block(i, place)`` submits block i and returns its futures (the
+    first is the one whose worker runs the steps) and the worker it is
+    restricted to, or None (see map_pinned); ``submit_step(chain, i, state,
     block, workers)`` submits chain's step on block i from ``state`` (a
     future or the initial value), restricted to ``workers``.
 
@@ -153,10 +153,10 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
                 if back >= 0:
                     settle(client, steps[back], f"{what}, {describe(back)}", timeout, pins=pins)
                     _raise_if_erred(steps[back])
-                placed[made] = place([placed[j] for j in pending if placed.get(j)]
-                                     + [pinned[j] for j in steps if pinned.get(j)
-                                        and not all(step.done() for step in steps[j])])
-                pending[made] = compute_block(made, placed[made])
+                pending[made], placed[made] = compute_block(made, lambda: place(
+                    [placed[j] for j in pending if placed.get(j)]
+                    + [pinned[j] for j in steps if pinned.get(j)
+                       and not all(step.done() for step in steps[j])]))
                 alive.update(pending[made])
                 made += 1
             block = pending.pop(i)
@@ -195,10 +195,12 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                timeout):
     """One task per block, each on the worker holding its block.
 
-    ``compute_block(i, worker, attempt)`` submits block i (its futures; the
-    first one's worker runs the task), made on ``worker`` when the block is
-    made from scratch (:func:`~._blocks.submit_block`): the worker with the
-    least work of this call, so the workers share the blocks evenly;
+    ``compute_block(i, place, attempt)`` submits block i and returns its
+    futures (the first one's worker runs the task) and the worker the block
+    is restricted to, or None: a block made from scratch is made on the
+    worker ``place()`` returns (:func:`~._blocks.submit_block`), the one
+    with the least work of this call, so the workers share the blocks
+    evenly; a block of persisted data is computed where the data is;
     ``submit_task(i, block, workers, attempt)`` submits the
     block's task, under a key that names the attempt (1, 2, ...): a key is
     never reused after its task was cancelled, because the scheduler's late
@@ -232,8 +234,7 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
             while todo and len(blocks) + len(tasks) < window:
                 i = todo.pop()
                 attempts[i] += 1
-                placed[i] = place()
-                blocks[i] = compute_block(i, placed[i], attempts[i])
+                blocks[i], placed[i] = compute_block(i, place, attempts[i])
                 alive.update(blocks[i])
             # only what is still running: a block whose X is done but whose y
             # is not would otherwise end every wait at once
@@ -253,7 +254,8 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                     _cancel(client, [tasks.pop(i)])
                     todo.append(i)
                 # blocks being made on a worker that left: their tasks are
-                # restricted to it (fresh keys each attempt: see submit_block)
+                # restricted to it (fresh keys each attempt: see submit_block;
+                # an unrestricted block is recomputed by Dask itself)
                 for i in sorted(i for i in blocks if placed.get(i) in lost.workers):
                     if attempts[i] >= ATTEMPTS:
                         raise

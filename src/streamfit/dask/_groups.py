@@ -178,10 +178,10 @@ def fit_groups(estimator, df, by, *, y=None, columns=None, n_buckets=None, clien
         buckets = int(n_buckets) if n_buckets is not None else \
             max(1, 2 * sum(c.nthreads().values()))
 
-        def compute_block(i, worker):
+        def compute_block(i, place):
             return submit_block(c, [delayed(_split, pure=False)(
                 parts[i], describe(i), by_arg, columns, y, buckets,
-                dask_key_name=f"fit_groups-split-{run}-{i}")], worker,
+                dask_key_name=f"fit_groups-split-{run}-{i}")], place,
                 f"fit_groups-block-{run}-{i}")
 
         def submit_step(b, i, models, block, workers):

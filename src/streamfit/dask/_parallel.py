@@ -320,8 +320,8 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
         for r in range(rounds):
             results = [None] * len(blocks)
 
-            def compute_block(i, worker, attempt, r=r):
-                return submit_block(c, blocks.items[i], worker,
+            def compute_block(i, place, attempt, r=r):
+                return submit_block(c, blocks.items[i], place,
                                     f"parallel_quantile_fit-block-{run}-{r}-{i}-{attempt}")
 
             def submit_task(i, block, workers, attempt, r=r, init=init):

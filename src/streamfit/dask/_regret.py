@@ -32,8 +32,8 @@ def _instance_matrix_sum(blocks, client, what, timeout):
 
     run = uuid.uuid4().hex[:8]
 
-    def compute_block(i, worker, attempt):
-        return submit_block(client, blocks.items[i][:1], worker,
+    def compute_block(i, place, attempt):
+        return submit_block(client, blocks.items[i][:1], place,
                             f"best_gain-block-{run}-{i}-{attempt}")
 
     def submit_task(i, block, workers, attempt):

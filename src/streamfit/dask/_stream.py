@@ -42,8 +42,8 @@ def _run_chain(client, blocks, state, method, y_column, prefetch, timeout):
     """The chain of block fits (see drive_chains); returns the final state."""
     run = uuid.uuid4().hex[:8]
 
-    def compute_block(i, worker):
-        return submit_block(client, blocks.items[i], worker, f"stream_fit-block-{run}-{i}")
+    def compute_block(i, place):
+        return submit_block(client, blocks.items[i], place, f"stream_fit-block-{run}-{i}")
 
     def submit_step(chain, i, previous, block, workers):
         return client.submit(_fit_block, previous, blocks.describe(i), method, y_column,

@@ -29,8 +29,8 @@ import numpy as np
 
 from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _quantile as _k
-from .._validation import check_matrix, check_scalar, check_vector
-from ..quantile._inputs import is_float32_matrix
+from .._validation import check_scalar, check_vector
+from ..quantile._inputs import as_matrix
 from ..quantile._state import raise_row_error
 
 __all__ = ["LinearState", "StatisticalScheduleState", "sgd"]
@@ -318,10 +318,7 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
     """
     if not isinstance(state, LinearState):
         raise TypeError(f"state must be a LinearState, got {type(state).__name__}")
-    if block == 1 and is_float32_matrix(X):
-        X = np.ascontiguousarray(X)         # read as float32 by the kernel
-    else:
-        X = check_matrix(X, "X", finite=False)
+    X = as_matrix(X, float32=block == 1)    # float32 rows read as they are by the kernel
     n, d = X.shape
     if d != state.n_features:
         raise ValueError(f"X has {d} features, but state has {state.n_features}")
