@@ -161,6 +161,58 @@ static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
 }
 
 SF_CLONES __attribute__((noinline))
+static double sf_plug_in_pass(ptrdiff_t n, double inv, double invx, const double *x,
+                              const double *w, double *restrict wbar,
+                              double *restrict xbar, double *restrict wwbar, double *lag) {
+    /* The averaged update with the plug-in intercept's means, in one pass:
+     * returns x @ wbar before the step (summed as sf_dot sums), then
+     * wbar += (w - wbar) * inv (as sf_average), xbar += (x - xbar) * invx,
+     * wwbar += (wbar - wwbar) * inv (the new wbar), and sets
+     * *lag = xbar @ (wwbar - wbar) with the new values (in several partial
+     * sums: a plain loop's sum is one serial chain of adds). */
+    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, l0 = a0, l1 = a0, x0, x1, w0, w1, b0, b1, c0, c1, e0, e1;
+    sf_v4 iv = {inv, inv, inv, inv}, ivx = {invx, invx, invx, invx};
+    ptrdiff_t j = 0;
+    double s, l;
+    for (; j + 8 <= n; j += 8) {
+        SF_LOAD4(x0, x + j); SF_LOAD4(b0, wbar + j);
+        SF_LOAD4(x1, x + j + 4); SF_LOAD4(b1, wbar + j + 4);
+        a0 += x0 * b0;
+        a1 += x1 * b1;
+        SF_LOAD4(w0, w + j); SF_LOAD4(w1, w + j + 4);
+        b0 += (w0 - b0) * iv;
+        b1 += (w1 - b1) * iv;
+        __builtin_memcpy(wbar + j, &b0, sizeof b0);
+        __builtin_memcpy(wbar + j + 4, &b1, sizeof b1);
+        SF_LOAD4(c0, xbar + j); SF_LOAD4(c1, xbar + j + 4);
+        SF_LOAD4(e0, wwbar + j); SF_LOAD4(e1, wwbar + j + 4);
+        c0 += (x0 - c0) * ivx;
+        c1 += (x1 - c1) * ivx;
+        e0 += (b0 - e0) * iv;
+        e1 += (b1 - e1) * iv;
+        __builtin_memcpy(xbar + j, &c0, sizeof c0);
+        __builtin_memcpy(xbar + j + 4, &c1, sizeof c1);
+        __builtin_memcpy(wwbar + j, &e0, sizeof e0);
+        __builtin_memcpy(wwbar + j + 4, &e1, sizeof e1);
+        l0 += c0 * (e0 - b0);
+        l1 += c1 * (e1 - b1);
+    }
+    a0 += a1;
+    l0 += l1;
+    s = SF_HSUM4(a0);
+    l = SF_HSUM4(l0);
+    for (; j < n; j++) {
+        s += x[j] * wbar[j];
+        wbar[j] += (w[j] - wbar[j]) * inv;
+        xbar[j] += (x[j] - xbar[j]) * invx;
+        wwbar[j] += (wbar[j] - wwbar[j]) * inv;
+        l += xbar[j] * (wwbar[j] - wbar[j]);
+    }
+    *lag = l;
+    return s;
+}
+
+SF_CLONES __attribute__((noinline))
 static void sf_widen(ptrdiff_t n, const float *restrict src, double *restrict dst) {
     /* dst = src as float64 (exact): float32 rows for the float64 loops above,
      * which then give bit for bit what the same rows given as float64 give */

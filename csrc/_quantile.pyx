@@ -41,6 +41,9 @@ cdef extern from "_dense.h" nogil:
     double sf_dot2(Py_ssize_t n, const double *x, const double *w, double *xx)
     void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
     void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
+    double sf_plug_in_pass(Py_ssize_t n, double inv, double invx, const double *x,
+                           const double *w, double *wbar, double *xbar, double *wwbar,
+                           double *lag)
     double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
                         const double *xnext, double *xx)
     void sf_widen(Py_ssize_t n, const float *src, double *dst)
@@ -119,71 +122,71 @@ cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
     return -r
 
 
-cdef inline void plug_in_step(Py_ssize_t d, const double *x, double y, const double *wbar,
-                              SGDState *s, const SGDParams *p, double step) noexcept nogil:
-    # Inference's intercept (check loss, single mode; before the row's
-    # average_step). The iterate's intercept b_t solves
-    # E F(q + (b_t - b) + x'(w_t - beta)) = tau on average: the coefficients'
-    # fluctuation smooths the noise's F, and where F is curved (every tau but
-    # a symmetric noise's median) the intercept's average keeps a bias of
-    # order eta_t, the sum of all d + 1 coordinates' variances (Jensen;
-    # measured 2.5-3.5 standard errors at d = 5, n = 20,000, tau = 0.1-0.9).
-    # The plug-in intercepts take the same quantile steps on y - x'wbar, the
-    # averaged coefficients' residual, so only their own one-coordinate
-    # variance remains; the two at steps eta and 2 eta extrapolate it away
-    # (Richardson-Romberg: the average of 2 b1 - b2 has a bias of order
-    # eta^2). Both start at the iterate's intercept when the average starts.
-    cdef double r, xw
-    if s.n_avg == 0:
-        s.intercept_pi = s.intercept
-        s.intercept_pi2 = s.intercept
-        return
-    xw = sf_dot(d, x, wbar)
-    r = y - xw - s.intercept_pi
-    s.intercept_pi -= step * ((1.0 if r <= 0 else 0.0) - p.tau)
-    r = y - xw - s.intercept_pi2
-    s.intercept_pi2 -= 2.0 * step * ((1.0 if r <= 0 else 0.0) - p.tau)
-
-
-cdef inline void plug_in_average(Py_ssize_t d, const double *x, const double *wbar,
-                                 SGDState *s, double *tail, double inv) noexcept nogil:
-    # Each plug-in b_s fits the residual of the wbar of its time, so
-    # b_s ~ q - m'(wbar_s - beta) (m = E x), and their average would carry
-    # m' (the average of the wbar_s - the last wbar): a lag that is of the
-    # order of the coefficients' error when the features are not centred.
-    # The intercept is the plug-ins' average moved to the last wbar:
-    # pi_avg + xbar'(wwbar - wbar), with xbar the window's mean row and wwbar
-    # the average of the wbar_s (both in the tail of the sums, restarting
-    # with them).
-    cdef Py_ssize_t j
-    cdef double *xbar = tail
-    cdef double *wwbar = tail + d
-    cdef double lag = 0.0
-    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
-    if inv == 1.0:
-        for j in range(d):
-            xbar[j] = x[j]
-            wwbar[j] = wbar[j]
-    else:
-        sf_average(d, inv, x, xbar)
-        sf_average(d, inv, wbar, wwbar)
-    for j in range(d):
-        lag += xbar[j] * (wwbar[j] - wbar[j])
-    s.intercept_avg = s.pi_avg + lag
-
-
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
-                              SGDState *s, double *rs, bint fit_b, bint plug,
-                              const double *x) noexcept nogil:
-    # wbar += (w - wbar) / k : running mean of the iterates
+                              SGDState *s, double *rs, bint fit_b) noexcept nogil:
+    # wbar += (w - wbar) / k : running mean of the iterates (and of the
+    # iterate's intercept)
     cdef double inv
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
     sf_average(d, inv, w, wbar)
-    if plug:
-        plug_in_average(d, x, wbar, s, rs + rs_core(d + 1), inv)
-    else:
-        s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+    s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+    if rs != NULL:
+        rs_step(d, wbar, s, rs, fit_b)
+
+
+cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
+                                      const double *w, double *wbar, SGDState *s,
+                                      const SGDParams *p, double step, double *rs, bint fit_b,
+                                      double *tail, double prior) noexcept nogil:
+    # average_step with the plug-in intercept (single mode, check loss, an
+    # intercept): intercept_avg is not the average of the iterate's
+    # intercept. The iterate's intercept b_t solves
+    # E F(q + (b_t - b) + x'(w_t - beta)) = tau on average: the coefficients'
+    # fluctuation smooths the noise's F, and where F is curved (every tau but
+    # a symmetric noise's median) the intercept's average keeps a bias of
+    # order eta_t, the sum of all d + 1 coordinates' variances (Jensen;
+    # measured 2.5-3.5 standard errors at d = 5, n = 20,000, tau = 0.1-0.9;
+    # RMSE 0.9-1.0 against 0.14 under t_1.1 noise at tau = 0.1, 0.9).
+    # Two plug-in intercepts take the same quantile steps on y - x'wbar, the
+    # averaged coefficients' residual (before this row's step), so only their
+    # own one-coordinate variance remains; the two at steps eta and 2 eta
+    # extrapolate it away (Richardson-Romberg: the average of 2 b1 - b2 has
+    # a bias of order eta^2). Both start at the iterate's intercept when a
+    # cold average starts (start_average sets them for a warm one).
+    #
+    # Each plug-in b_s fits the residual of the wbar of its time, so
+    # b_s ~ q - m'(wbar_s - beta) (m = E x), and their average would carry
+    # m' (the average of the wbar_s - the last wbar): a lag of the order of
+    # the coefficients' error when the features are not centred. So the
+    # intercept is the plug-ins' average moved to the last wbar:
+    # pi_avg + xbar'(wwbar - wbar), xbar the mean of the average's rows and
+    # wwbar the average of the wbar_s, kept in tail (2 d), restarting with
+    # the average. prior: the iterates a warm start's average begins with
+    # (average_prior): its starting point, still in wbar, which wwbar counts
+    # too (from zeros, the lag would pull the intercept by about m'(0 - wbar)).
+    cdef double inv, r, xw, rows, lag
+    cdef bint cold = s.n_avg == 0
+    if cold:
+        s.intercept_pi = s.intercept
+        s.intercept_pi2 = s.intercept
+    s.n_avg += 1.0
+    inv = 1.0 / s.n_avg
+    rows = s.n_avg - prior
+    if rows == 1.0:
+        # the means start: xbar at x ((x - x) * 1 + x is x exactly), wwbar at
+        # wbar before the step (a warm start's prior iterates; a cold
+        # average's weight 1 then moves it to the new wbar)
+        memcpy(tail, x, d * sizeof(double))
+        memcpy(tail + d, wbar, d * sizeof(double))
+    xw = sf_plug_in_pass(d, inv, 1.0 / rows, x, w, wbar, tail, tail + d, &lag)
+    if not cold:
+        r = y - xw - s.intercept_pi
+        s.intercept_pi -= step * ((1.0 if r <= 0 else 0.0) - p.tau)
+        r = y - xw - s.intercept_pi2
+        s.intercept_pi2 -= 2.0 * step * ((1.0 if r <= 0 else 0.0) - p.tau)
+    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
+    s.intercept_avg = s.pi_avg + lag
     if rs != NULL:
         rs_step(d, wbar, s, rs, fit_b)
 
@@ -528,7 +531,8 @@ cdef bint is_float32(object X):
 
 def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
-               double[::1] window, const double[::1] etas, object rs=None, object scaler=None):
+               double[::1] window, const double[::1] etas, object rs=None, object scaler=None,
+               object plug_in=None):
     """One single-sample update per row of X (the paper's Section 2.1).
 
     ``X``: C-contiguous float64 or float32 (n, d). float32 rows are read as
@@ -556,10 +560,19 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
     sums of squared deviations): each row (of positive weight) joins them,
     then the model sees z = (x - mean) / sd (sd = 1 where it is 0; without an
     intercept, x / sd): w and wbar are on that scale.
+
+    ``plug_in``: None, or 2 d values (the window's mean row and the average
+    of the averaged coefficients): with averaging, an intercept and the check
+    loss, ``intercept_avg`` is then the plug-in intercept (``plug_in_step``)
+    instead of the average of the iterate's intercept. With ``rs`` the sums'
+    own tail serves (``plug_in`` is ignored); not with ``scaler``.
     """
     cdef Records rec
-    cdef double[::1] sc
+    cdef double[::1] sc, pv
     cdef double *scp = NULL
+    cdef double *rsp
+    cdef double *pt = NULL
+    cdef const SGDParams *p
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
     cdef const double *p64 = NULL
@@ -582,12 +595,22 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
             raise ValueError(f"scaler must have {2 * d + 1} values (2 d + 1), got "
                              f"{sc.shape[0]}")
         scp = &sc[0]
+    if plug_in is not None:
+        pv = plug_in
+        if pv.shape[0] != 2 * d:
+            raise ValueError(f"plug_in must have {2 * d} values (2 d), got {pv.shape[0]}")
+        if scaler is not None:
+            raise ValueError("plug_in does not work with scaler")
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
+        p = <const SGDParams *> rec.params.buf
+        rsp = rs_pointer(rs, d, p)
+        if scp == NULL and p.fit_intercept != 0 and p.loss == LOSS_CHECK:
+            # inference's sums keep the plug-in's running means in their tail
+            pt = rsp + rs_core(d + 1) if rsp != NULL else \
+                (&pv[0] if plug_in is not None else NULL)
         return _sgd_single(p64, p32, n, d, y, sample_weight, w, wbar,
-                           <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
-                           window, etas, rs_pointer(rs, d, <const SGDParams *> rec.params.buf),
-                           scp)
+                           <SGDState *> rec.state.buf, p, window, etas, rsp, scp, pt)
     finally:
         give_records(&rec)
 
@@ -595,8 +618,10 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
 cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssize_t d,
                        const double[::1] y, const double[::1] sample_weight,
                        double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
-                       double[::1] window, const double[::1] etas, double *rs, double *sc):
-    # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order.
+                       double[::1] window, const double[::1] etas, double *rs, double *sc,
+                       double *pt):
+    # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order;
+    # pt: the plug-in intercept's running means (NULL: none).
     cdef Py_ssize_t i, j = 0, need = 0
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
@@ -616,7 +641,7 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
     cdef int kind = <int> p.kind, code = OK
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
-    cdef bint avg = p.average != 0, plug
+    cdef bint avg = p.average != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     cdef Py_ssize_t row = -1, done = 0
     cdef Poll pl
@@ -714,10 +739,11 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 if sc != NULL:
                     average_step_scaled(d, wp, &wbar[0], s, sc, zbuf + d, fit_b, zbuf + 2 * d)
                 else:
-                    plug = rs != NULL and fit_b and p.loss == LOSS_CHECK
-                    if plug:
-                        plug_in_step(d, x, y[i], &wbar[0], s, p, eta * wi)
-                    average_step(d, wp, &wbar[0], s, rs, fit_b, plug, x)
+                    if pt != NULL:
+                        plug_in_average_step(d, x, y[i], wp, &wbar[0], s, p, eta * wi, rs,
+                                             fit_b, pt, average_prior(s, p) if stat else 0.0)
+                    else:
+                        average_step(d, wp, &wbar[0], s, rs, fit_b)
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED        # every row applied
     free(work)
@@ -997,7 +1023,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     s.n_updates += 1
     s.last_eta = eta
     if p.average != 0 and (s.avg_on != 0 or not stat):
-        average_step(d, w, wbar, s, rs, fit_b, False, NULL)
+        average_step(d, w, wbar, s, rs, fit_b)
     return OK
 
 
@@ -1209,7 +1235,8 @@ def _py_pav(double[::1] v):
 
 def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
               double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
-              const SGDParams[::1] params, double[:, ::1] windows, int noncrossing):
+              const SGDParams[::1] params, double[:, ::1] windows, int noncrossing,
+              object plug_in=None):
     """One single-sample update per row of X for each of m quantiles.
 
     ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
@@ -1220,6 +1247,9 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
     user-array schedule excepted: ERR_LAYOUT); with NONCROSS_NONE each
     quantile's state is bit-identical to its own ``sgd_single`` run.
+    ``plug_in``: None, or (m, 2 d) running means of each quantile's plug-in
+    intercept (``sgd_single``'s ``plug_in``; averaging, an intercept and the
+    check loss).
 
     Returns (code, done, exc, row) as ``sgd_single``: every state holds the
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
@@ -1239,7 +1269,14 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     cdef Py_ssize_t row = -1, done = 0
     cdef bint fit_b
     cdef Poll pl
+    cdef double[:, ::1] pv
+    cdef double *pt = NULL
     check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
+    if plug_in is not None:
+        pv = plug_in
+        if pv.shape[0] != W.shape[0] or pv.shape[1] != 2 * d:
+            raise ValueError(f"plug_in must have shape ({W.shape[0]}, {2 * d}), got "
+                             f"({pv.shape[0]}, {pv.shape[1]})")
     if not (m >= 1 and Wbar.shape[0] == m and states.shape[0] == m and params.shape[0] == m
             and windows.shape[0] == m):
         raise ValueError(f"W, Wbar, states, params and windows must have one row per "
@@ -1257,6 +1294,8 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
             return result(ERR_LAYOUT, 0, -1)
     fit_b = params[0].fit_intercept != 0
     da = d + (1 if fit_b else 0)
+    if plug_in is not None and fit_b and params[0].loss == LOSS_CHECK:
+        pt = &pv[0, 0]
     work = <double *> malloc((max(wcap, 1) + 4 * m) * sizeof(double))
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
@@ -1309,7 +1348,13 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                 s.n_updates += 1
                 s.last_eta = eta
                 if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
-                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b, False, NULL)
+                    if pt != NULL:
+                        plug_in_average_step(d, x, y[i], &W[q, 0], &Wbar[q, 0], s, p,
+                                             eta * wi, NULL, fit_b, pt + 2 * d * q,
+                                             average_prior(s, p)
+                                             if p.kind == KIND_STATISTICAL else 0.0)
+                    else:
+                        average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b)
             if code != OK:
                 row = i
                 break

@@ -135,6 +135,7 @@ class Reference:
         self.wbar = self.w.copy()
         self.s = SimpleNamespace(**{name: 0.0 for name in STATE})
         self.s.intercept = self.s.intercept_avg = float(intercept_init)
+        self.s.intercept_pi = self.s.intercept_pi2 = self.s.pi_avg = 0.0
         self.win = []                               # residuals of the current window
         self.pending_X, self.pending_y, self.pending_w = np.zeros((0, d)), np.zeros(0), \
             np.zeros(0)
@@ -181,12 +182,38 @@ class Reference:
             return p.c / (t + 1.0)
         return float(p.user.stepsizes(int(self.s.n_updates), 1)[0])
 
-    def average_step(self):
+    def average_step(self, x=None):
+        # x: the row, when the plug-in intercept runs (single mode)
         s = self.s
         s.n_avg += 1.0
         inv = 1.0 / s.n_avg
         self.wbar = self.wbar + (self.w - self.wbar) * inv
-        s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+        if x is None:
+            s.intercept_avg += (s.intercept - s.intercept_avg) * inv
+            return
+        # the plug-ins' average, moved to the last wbar by the lag
+        # xbar'(mean of the wbar path - last wbar)
+        s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
+        if inv == 1.0:
+            self.xbar, self.wwbar = x.copy(), self.wbar.copy()
+        else:
+            self.xbar = self.xbar + (x - self.xbar) * inv
+            self.wwbar = self.wwbar + (self.wbar - self.wwbar) * inv
+        s.intercept_avg = s.pi_avg + self.xbar @ (self.wwbar - self.wbar)
+
+    def plug_in_step(self, x, target, step):
+        # single mode's intercept with averaging (check loss): two plug-in
+        # intercepts take the quantile steps (and twice them) on y - x'wbar,
+        # from the iterate's intercept when the average starts
+        s, tau = self.s, self.p.tau
+        if s.n_avg == 0:
+            s.intercept_pi = s.intercept_pi2 = s.intercept
+            return
+        xw = x @ self.wbar
+        r = target - xw - s.intercept_pi
+        s.intercept_pi -= step * ((1.0 if r <= 0 else 0.0) - tau)
+        r = target - xw - s.intercept_pi2
+        s.intercept_pi2 -= 2.0 * step * ((1.0 if r <= 0 else 0.0) - tau)
 
     def start_phase(self, phase, eta_start, avg_on):
         s = self.s
@@ -395,7 +422,11 @@ class Reference:
             s.n_updates += 1
             s.last_eta = eta
             if p.average and (s.avg_on or p.kind != "statistical"):
-                self.average_step()
+                if p.fit_intercept and not p.squared:
+                    self.plug_in_step(x, target, eta * wi)
+                    self.average_step(x)
+                else:
+                    self.average_step()
 
     # -- block updates (batch, storage) ----------------------------------------------
     def block(self, X, y, sw, score_from=0):

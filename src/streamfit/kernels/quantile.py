@@ -69,7 +69,10 @@ class LinearState:
     ----------
     coef, intercept : the iterate
     coef_avg, intercept_avg, n_avg : the running average of the iterates
-        (of the updates :func:`sgd` averaged)
+        (of the updates :func:`sgd` averaged). The estimators' averaged
+        single-mode ``intercept_`` is a plug-in intercept instead (see
+        ``OnlineQuantileRegressor``'s ``average``); ``intercept_avg`` here is
+        the paper's average of the iterate's intercept.
     loss : float
         Prequential loss: each row's weighted loss before its update.
     n_updates, n_seen : int

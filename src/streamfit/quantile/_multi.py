@@ -26,9 +26,16 @@ _RAW = np.dtype((np.void, _k.STATE_DTYPE.itemsize))
 class MultiWork:
     """The learnt state of m quantiles: ``w``/``wbar`` (m, d), ``state`` and
     ``params`` (m,) records, ``window`` (m, capacity), feature names.
-    ``pending_X`` is always empty (single mode: no rows wait)."""
+    ``pending_X`` is always empty (single mode: no rows wait); ``plug_in``
+    (m, 2 d) the plug-in intercepts' running means (None: not kept)."""
 
-    __slots__ = ("w", "wbar", "state", "params", "window", "names", "pending_X", "rs")
+    __slots__ = ("w", "wbar", "state", "params", "window", "names", "pending_X", "rs",
+                 "plug_in")
+
+    def __setstate__(self, state):
+        self.plug_in = None         # pickles from before the plug-in intercepts
+        for key, value in (state[1] if isinstance(state, tuple) else state).items():
+            setattr(self, key, value)
 
     @classmethod
     def fresh(cls, d, params, coef_init=None, intercept_init=None):
@@ -46,7 +53,17 @@ class MultiWork:
         work.names = None
         work.pending_X = np.zeros((0, d))
         work.rs = None
+        work.plug_in = None
         return work
+
+    def track_plug_in(self):
+        """Keep the plug-in intercepts' running means when averaging with an
+        intercept, from a start before any average (as ``Work.track_plug_in``)."""
+        p = self.params[0]
+        if not (p["average"] and p["fit_intercept"]):
+            self.plug_in = None
+        elif self.plug_in is None and not self.state["n_avg"].any():
+            self.plug_in = np.zeros((self.w.shape[0], 2 * self.w.shape[1]))
 
     def copy(self, spare=None):
         """A working copy (the published state never changes under a call).
@@ -62,6 +79,7 @@ class MultiWork:
         work.params, work.names, work.pending_X, work.rs = self.params, self.names, \
             self.pending_X, None
         work.window = self.window.copy()
+        work.plug_in = None if self.plug_in is None else self.plug_in.copy()
         return work
 
     def follow(self, params):
@@ -78,9 +96,10 @@ class MultiWork:
 
 def advance_multi(work, X, y, sw, noncrossing):
     """One kernel call over (X, y, sw); mutates ``work``; an Outcome."""
+    work.track_plug_in()
     code, done, exc, row = _k.sgd_multi(X, y, np.zeros(0) if sw is None else sw, work.w,
                                         work.wbar, work.state, work.params, work.window,
-                                        NONCROSSING[noncrossing])
+                                        NONCROSSING[noncrossing], work.plug_in)
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))

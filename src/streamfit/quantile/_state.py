@@ -22,7 +22,7 @@ __all__ = ["Work", "Outcome", "advance", "raise_row_error"]
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
-          "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler")
+          "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler", "plug_in")
 
 
 class Plan:
@@ -48,13 +48,16 @@ class Work:
     the kernel's state and parameter records, the residual window, rows
     waiting for a batch, stored data (with spare room: ``store_n`` rows are
     used) and the feature names (or None); ``plan`` is read off ``params``;
-    ``rs`` the random-scaling sums of the average (None: not kept)."""
+    ``rs`` the random-scaling sums of the average (None: not kept);
+    ``plug_in`` the plug-in intercept's running means (None: not kept, or
+    kept in the tail of ``rs``)."""
 
     __slots__ = FIELDS + ("plan",)
 
     def __setstate__(self, state):
-        # pickles from before the random-scaling sums (or the scaler) existed
-        self.rs = self.scaler = None
+        # pickles from before the random-scaling sums (or the scaler, or the
+        # plug-in intercept) existed
+        self.rs = self.scaler = self.plug_in = None
         for key, value in (state[1] if isinstance(state, tuple) else state).items():
             setattr(self, key, value)
 
@@ -75,17 +78,37 @@ class Work:
         work.names = None
         work.rs = None
         work.scaler = None
+        work.plug_in = None
         return work
 
     def track_inference(self, on):
         """Keep the random-scaling sums from the average's next (re)start on
         (``on``), or drop them."""
         if not on:
+            if self.rs is not None and self.plug_in is None and self.state["n_avg"][0] > 0:
+                # the plug-in intercept runs on without the sums: its running
+                # means leave their tail
+                d = self.w.shape[0]
+                core = self.rs.shape[0] - 2 * (d + bool(self.params["fit_intercept"][0]))
+                self.plug_in = self.rs[core:core + 2 * d].copy()
             self.rs = None
         elif self.rs is None:
             da = self.w.shape[0] + bool(self.params["fit_intercept"][0])
             self.rs = np.zeros(_k.rs_length(da))
             self.state["n_avg"] = 0.0       # the average restarts with the sums
+            self.plug_in = None             # (which keep the plug-in's means)
+
+    def track_plug_in(self):
+        """Keep the plug-in intercept's running means where it applies (single
+        mode, check loss, an intercept, averaging, no scaler; inference keeps
+        them in its sums): from the average's start on, so that a stream
+        pickled before this existed goes on as it began."""
+        p = self.params[0]
+        if not (p["average"] and p["fit_intercept"] and p["loss"] == _k.LOSS_CHECK
+                and self.scaler is None and self.rs is None):
+            self.plug_in = None
+        elif self.plug_in is None and self.state["n_avg"][0] == 0:
+            self.plug_in = np.zeros(2 * self.w.shape[0])
 
     def copy(self, spare=None):
         """A working copy: copies of what the kernels write (the average and
@@ -112,6 +135,7 @@ class Work:
         work.names = self.names
         work.rs = None if self.rs is None else self.rs.copy()
         work.scaler = None if self.scaler is None else self.scaler.copy()
+        work.plug_in = None if self.plug_in is None else self.plug_in.copy()
         return work
 
     def follow(self, params, plan):
@@ -218,9 +242,10 @@ def _advance_single(work, X, y, sw, schedule):
         # (the window never shrinks: it still holds whatever an earlier, larger
         # window left in it)
         work.grow_window(_window_size(work.params, 0, work.state))
+    work.track_plug_in()
     code, done, exc, row = _k.sgd_single(X, y, _EMPTY if sw is None else sw, work.w,
                                          work.wbar, work.state, work.params, work.window, etas,
-                                         work.rs, work.scaler)
+                                         work.rs, work.scaler, work.plug_in)
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))
