@@ -1236,7 +1236,7 @@ def _py_pav(double[::1] v):
 def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
               double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
               const SGDParams[::1] params, double[:, ::1] windows, int noncrossing,
-              object plug_in=None):
+              object plug_in=None, object rs=None):
     """One single-sample update per row of X for each of m quantiles.
 
     ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
@@ -1249,7 +1249,9 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     quantile's state is bit-identical to its own ``sgd_single`` run.
     ``plug_in``: None, or (m, 2 d) running means of each quantile's plug-in
     intercept (``sgd_single``'s ``plug_in``; averaging, an intercept and the
-    check loss).
+    check loss). ``rs``: None, or (m, ``rs_length(d + fit_intercept)``) random-
+    scaling sums, one row per quantile (``sgd_single``'s ``rs``; the plug-in's
+    means are then in their tails and ``plug_in`` is ignored).
 
     Returns (code, done, exc, row) as ``sgd_single``: every state holds the
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
@@ -1269,8 +1271,11 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     cdef Py_ssize_t row = -1, done = 0
     cdef bint fit_b
     cdef Poll pl
-    cdef double[:, ::1] pv
+    cdef double[:, ::1] pv, rv
     cdef double *pt = NULL
+    cdef double *rsp = NULL
+    cdef Py_ssize_t pstride = 2 * d, rlen = 0
+    cdef double row_work
     check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
     if plug_in is not None:
         pv = plug_in
@@ -1294,8 +1299,23 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
             return result(ERR_LAYOUT, 0, -1)
     fit_b = params[0].fit_intercept != 0
     da = d + (1 if fit_b else 0)
-    if plug_in is not None and fit_b and params[0].loss == LOSS_CHECK:
-        pt = &pv[0, 0]
+    if rs is not None:
+        rv = rs
+        rlen = rs_len(da)
+        if rv.shape[0] != m or rv.shape[1] != rlen:
+            raise ValueError(f"rs must have shape ({m}, {rlen}) (rs_length(d + "
+                             f"fit_intercept) per quantile), got ({rv.shape[0]}, "
+                             f"{rv.shape[1]})")
+        rsp = &rv[0, 0]
+    if fit_b and params[0].loss == LOSS_CHECK:
+        # inference's sums keep the plug-in's running means in their tails
+        if rsp != NULL:
+            pt = rsp + rs_core(da)
+            pstride = rlen
+        elif plug_in is not None:
+            pt = &pv[0, 0]
+    # a row's work, the random-scaling sums' da^2 / 2 included
+    row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
     work = <double *> malloc((max(wcap, 1) + 4 * m) * sizeof(double))
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
@@ -1303,7 +1323,7 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
-            if poll_stop(&pl, m * (2 * d + ROW_WORK)):
+            if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
             x = &X[i, 0]
@@ -1350,11 +1370,13 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                 if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
                     if pt != NULL:
                         plug_in_average_step(d, x, y[i], &W[q, 0], &Wbar[q, 0], s, p,
-                                             eta * wi, NULL, fit_b, pt + 2 * d * q,
+                                             eta * wi, rsp + rlen * q if rsp != NULL else NULL,
+                                             fit_b, pt + pstride * q,
                                              average_prior(s, p)
                                              if p.kind == KIND_STATISTICAL else 0.0)
                     else:
-                        average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b)
+                        average_step(d, &W[q, 0], &Wbar[q, 0], s,
+                                     rsp + rlen * q if rsp != NULL else NULL, fit_b)
             if code != OK:
                 row = i
                 break

@@ -271,3 +271,49 @@ def test_sums_that_underflow_give_an_error_not_an_empty_interval():
     np.testing.assert_allclose(small.conf_int(), 1e-100 * ref.conf_int(), rtol=1e-6)
     lo, hi = small.conf_int().T
     assert (hi > lo).all()
+
+
+def test_several_taus_give_each_quantile_its_separate_intervals():
+    # one pass, one set of sums per quantile: each block of conf_int (and of
+    # coef_covariance_) is its separate fit's, with weights and chunked calls
+    X, y, _ = make_linear_stream(8000, 3, tau=0.5, random_state=21)
+    sw = np.random.default_rng(1).choice([0.0, 1.0, 2.0], len(y))
+    taus = [0.25, 0.5, 0.9]
+    multi = OnlineQuantileRegressor(taus, average=True, inference=True)
+    for i in range(0, len(y), 1700):
+        multi.partial_fit(X[i:i + 1700], y[i:i + 1700], sample_weight=sw[i:i + 1700])
+    ci, V = multi.conf_int(), multi.coef_covariance_
+    assert ci.shape == (3, 4, 2) and V.shape == (3, 4, 4)
+    for q, tau in enumerate(taus):
+        one = OnlineQuantileRegressor(tau, average=True, inference=True).fit(
+            X, y, sample_weight=sw)
+        np.testing.assert_array_equal(ci[q], one.conf_int())
+        np.testing.assert_array_equal(V[q], one.coef_covariance_)
+        np.testing.assert_array_equal(multi._fit_.rs[q], one._fit_.rs)
+        assert multi.intercept_[q] == one.intercept_
+    # the intervals' estimates are the fitted quantiles
+    np.testing.assert_allclose(ci.mean(axis=-1)[:, :3], multi.coef_, rtol=1e-12)
+
+
+def test_several_taus_pickling_switching_and_refusals():
+    X, y, _ = make_linear_stream(6000, 3, tau=0.5, random_state=22)
+    taus = [0.2, 0.8]
+    est = OnlineQuantileRegressor(taus, average=True, inference=True).fit(X[:3000], y[:3000])
+    copy = pickle.loads(pickle.dumps(est))
+    est.partial_fit(X[3000:], y[3000:])
+    copy.partial_fit(X[3000:], y[3000:])
+    np.testing.assert_array_equal(est.conf_int(), copy.conf_int())
+    # off: the sums go, the plug-in intercepts run on as with inference on
+    half = OnlineQuantileRegressor(taus, average=True, inference=True).fit(X[:3000], y[:3000])
+    half.set_params(inference=False).partial_fit(X[3000:], y[3000:])
+    assert half._fit_.rs is None
+    np.testing.assert_array_equal(half.intercept_, est.intercept_)
+    with pytest.raises(AttributeError, match="set inference=True"):
+        half.conf_int()
+    # on mid-stream: the averages restart with the sums
+    half.set_params(inference=True).partial_fit(X[:2000], y[:2000])
+    assert (half._fit_.state["n_avg"] <= 2000).all()
+    assert half.conf_int().shape == (2, 4, 2)
+    early = OnlineQuantileRegressor(taus, average=True, inference=True).fit(X[:60], y[:60])
+    with pytest.raises(ValueError, match="average of tau=0.2 holds"):
+        early.conf_int()

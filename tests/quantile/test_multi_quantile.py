@@ -98,16 +98,20 @@ def test_pickled_mid_stream_resumes_bit_identically():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("kw", [{}, {"average": True, "inference": True}])
 @pytest.mark.parametrize("at", [0, 1, 333])
-def test_interrupt_keeps_whole_rows_of_every_quantile(at):
+def test_interrupt_keeps_whole_rows_of_every_quantile(at, kw):
     X, y, _ = make_linear_stream(3000, 3, random_state=6)
-    est = OnlineQuantileRegressor(tau=TAUS).fit(X[:1000], y[:1000])
+    est = OnlineQuantileRegressor(tau=TAUS, **kw).fit(X[:1000], y[:1000])
     with stopped_at(at):
         est.partial_fit(X[1000:], y[1000:])
     assert est.n_samples_seen_ == 1000 + at
-    ref = OnlineQuantileRegressor(tau=TAUS).fit(X[:1000 + at], y[:1000 + at])
+    ref = OnlineQuantileRegressor(tau=TAUS, **kw).fit(X[:1000 + at], y[:1000 + at])
     np.testing.assert_array_equal(est._fit_.state, ref._fit_.state)
     np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+    if kw:
+        np.testing.assert_array_equal(est._fit_.rs, ref._fit_.rs)
 
 
 def test_refusals_name_the_argument_and_leave_the_state():
@@ -116,7 +120,7 @@ def test_refusals_name_the_argument_and_leave_the_state():
                       ({"tau": [0.1, 1.0]}, "tau"),
                       ({"tau": [[0.1, 0.5]]}, "tau must be a number or a 1-D list"),
                       ({"tau": TAUS, "mode": "batch"}, "mode must be 'single'"),
-                      ({"tau": TAUS, "average": True, "inference": True}, "inference"),
+                      ({"tau": TAUS, "inference": True}, "inference=True needs average"),
                       ({"tau": TAUS, "noncrossing": "sort"}, "noncrossing must be one of")]:
         with pytest.raises(ValueError, match=match):
             OnlineQuantileRegressor(**kw).fit(X, y)

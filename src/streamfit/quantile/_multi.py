@@ -27,7 +27,9 @@ class MultiWork:
     """The learnt state of m quantiles: ``w``/``wbar`` (m, d), ``state`` and
     ``params`` (m,) records, ``window`` (m, capacity), feature names.
     ``pending_X`` is always empty (single mode: no rows wait); ``plug_in``
-    (m, 2 d) the plug-in intercepts' running means (None: not kept)."""
+    (m, 2 d) the plug-in intercepts' running means (None: not kept, or kept
+    in the tails of ``rs``); ``rs`` (m, ``rs_length(d + fit_intercept)``) the
+    random-scaling sums of each quantile's average (None: not kept)."""
 
     __slots__ = ("w", "wbar", "state", "params", "window", "names", "pending_X", "rs",
                  "plug_in")
@@ -56,11 +58,27 @@ class MultiWork:
         work.plug_in = None
         return work
 
+    def track_inference(self, on):
+        """Keep the random-scaling sums of every quantile from the averages'
+        next (re)start on (``on``), or drop them (as ``Work.track_inference``)."""
+        m, d = self.w.shape
+        if not on:
+            if self.rs is not None and self.plug_in is None and self.state["n_avg"].any():
+                # the plug-in intercepts run on without the sums
+                core = self.rs.shape[1] - 2 * (d + bool(self.params["fit_intercept"][0]))
+                self.plug_in = self.rs[:, core:core + 2 * d].copy()
+            self.rs = None
+        elif self.rs is None:
+            da = d + bool(self.params["fit_intercept"][0])
+            self.rs = np.zeros((m, _k.rs_length(da)))
+            self.state["n_avg"] = 0.0       # the averages restart with the sums
+            self.plug_in = None             # (which keep the plug-in's means)
+
     def track_plug_in(self):
         """Keep the plug-in intercepts' running means when averaging with an
         intercept, from a start before any average (as ``Work.track_plug_in``)."""
         p = self.params[0]
-        if not (p["average"] and p["fit_intercept"]):
+        if not (p["average"] and p["fit_intercept"]) or self.rs is not None:
             self.plug_in = None
         elif self.plug_in is None and not self.state["n_avg"].any():
             self.plug_in = np.zeros((self.w.shape[0], 2 * self.w.shape[1]))
@@ -76,8 +94,8 @@ class MultiWork:
         else:
             state = self.state.view(_RAW).copy().view(_k.STATE_DTYPE)
         work.w, work.wbar, work.state = self.w.copy(), self.wbar.copy(), state
-        work.params, work.names, work.pending_X, work.rs = self.params, self.names, \
-            self.pending_X, None
+        work.params, work.names, work.pending_X = self.params, self.names, self.pending_X
+        work.rs = None if self.rs is None else self.rs.copy()
         work.window = self.window.copy()
         work.plug_in = None if self.plug_in is None else self.plug_in.copy()
         return work
@@ -99,7 +117,7 @@ def advance_multi(work, X, y, sw, noncrossing):
     work.track_plug_in()
     code, done, exc, row = _k.sgd_multi(X, y, np.zeros(0) if sw is None else sw, work.w,
                                         work.wbar, work.state, work.params, work.window,
-                                        NONCROSSING[noncrossing], work.plug_in)
+                                        NONCROSSING[noncrossing], work.plug_in, work.rs)
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))

@@ -94,9 +94,6 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             if self.mode != "single":
                 raise ValueError(f"mode must be 'single' with several taus (the multi-quantile "
                                  f"kernel updates per row), got {self.mode!r}")
-            if self.inference:
-                raise ValueError("inference=True is for one tau: conf_int is not implemented "
-                                 "for several quantiles yet")
             if not isinstance(self.schedule, str) and not isinstance(self.schedule, Schedule):
                 raise ValueError("schedule: a user schedule (stepsizes(start, count)) is not "
                                  "supported with several taus; use 'statistical', 'constant' "
@@ -333,6 +330,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             work = MultiWork.fresh(d, params, *self._initial_multi(d, params.shape[0],
                                                                    coef_init,
                                                                    intercept_init))
+            work.track_inference(bool(self.inference))
             out = advance_multi(work, as_float64(X), y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
             return self
@@ -427,6 +425,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             if X.shape[0] == 0:
                 return self
             work = MultiWork.fresh(d, params, *init)
+            work.track_inference(bool(self.inference))
         else:
             if coef_init is not None or intercept_init is not None:
                 raise ValueError("coef_init and intercept_init start a fresh fit: this "
@@ -443,6 +442,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 if params["average"][0] and not fit.params["average"][0]:
                     work.state["n_avg"] = 0.0
                 work.follow(params)
+                work.track_inference(bool(self.inference))
         out = advance_multi(work, X, y, sw, self.noncrossing)
         self._finish(work, out, X, names, "partial_fit")
         return self
@@ -749,7 +749,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         bit-identical to m separate fits unless ``noncrossing="project"``):
         ``coef_`` is then (m, n_features), ``intercept_`` (m,), ``predict``
         (n_samples, m), sorted per row, and ``score`` the mean D^2 pinball
-        over the taus. ``inference`` is for one tau only.
+        over the taus.
     mode : {"single", "batch", "storage"}
     schedule : str or schedule object
         "statistical" (default), "constant", "inverse_time", or an object from
@@ -791,7 +791,10 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         The intercept's interval is centred on the plug-in intercept (see
         ``average``; it covers 0.94-0.975 at d = 5, n = 20,000, tau = 0.1,
         0.25, 0.9, where the iterate's average covered 82-92%). ``coef_`` and
-        ``intercept_`` are the same as without inference.
+        ``intercept_`` are the same as without inference. With several taus
+        each quantile keeps its own sums (m times the work): ``conf_int``
+        gives one block of intervals per quantile, each the same as its
+        separate fit's.
     scale : None or "online"
         "online": each row joins running (weighted) means and standard
         deviations of the features and the model learns on the standardised
@@ -906,21 +909,31 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
             raise AttributeError(
                 f"{type(self).__name__} keeps no random-scaling sums: set inference=True "
                 "(with average=True) before fitting for conf_int and coef_covariance_")
-        k = float(fit.state["n_avg"][0])
-        if k < 2:
-            raise ValueError(
-                f"the average holds {int(k)} iterate(s) (it starts once the statistical "
-                "schedule has settled in its last phase): random scaling needs at least "
-                "2; learn from more rows first")
-        z = fit.wbar.copy()
-        if fit.params["fit_intercept"][0]:
-            z = np.append(z, fit.state["intercept_avg"][0])
-        return z, random_scaling_matrix(fit.rs, z, k)
+        multi = isinstance(fit, MultiWork)
+        rs, wbar = (fit.rs, fit.wbar) if multi else (fit.rs[None], fit.wbar[None])
+        zs, Vs = [], []
+        for q in range(rs.shape[0]):
+            k = float(fit.state["n_avg"][q])
+            if k < 2:
+                which = f" of tau={float(fit.params['tau'][q]):g}" if multi else ""
+                raise ValueError(
+                    f"the average{which} holds {int(k)} iterate(s) (it starts once the "
+                    "statistical schedule has settled in its last phase): random scaling "
+                    "needs at least 2; learn from more rows first")
+            z = wbar[q].copy()
+            if fit.params["fit_intercept"][0]:
+                z = np.append(z, fit.state["intercept_avg"][q])
+            zs.append(z)
+            Vs.append(random_scaling_matrix(rs[q], z, k))
+        if not multi:
+            return zs[0], Vs[0]
+        return np.array(zs), np.array(Vs)
 
     @property
     def coef_covariance_(self):
         """The random-scaling matrix V_k / k of (coef_, intercept_) (shape
-        (d + 1, d + 1), intercept last; (d, d) without an intercept), with
+        (d + 1, d + 1), intercept last; (d, d) without an intercept; with
+        several taus one per quantile, (m, d + 1, d + 1)), with
         V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)' over the k steps of
         the average (z_s: the s-th averaged iterate). It is a random scale,
         not a consistent estimate of the covariance: divide by it and use the
@@ -951,9 +964,10 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
         Returns
         -------
-        ndarray of shape (n_features + 1, 2)
+        ndarray of shape (n_features + 1, 2), or (m, n_features + 1, 2) with m taus
             Lower and upper bounds: rows for ``coef_`` in order, then (with
-            ``fit_intercept``) one for ``intercept_``.
+            ``fit_intercept``) one for ``intercept_`` (with several taus, one
+            such block per quantile, in the order of ``tau``).
 
         Examples
         --------
@@ -968,8 +982,8 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         """
         c = critical_value(alpha)
         z, V = self._random_scaling()
-        half = c * np.sqrt(np.maximum(np.diag(V), 0.0))
-        return np.column_stack([z - half, z + half])
+        half = c * np.sqrt(np.maximum(np.diagonal(V, axis1=-2, axis2=-1), 0.0))
+        return np.stack([z - half, z + half], axis=-1)
 
     def score(self, X, y, sample_weight=None):
         """D^2 pinball score at the fitted ``tau``: the fraction of the check
