@@ -240,11 +240,11 @@ def test_nothing_is_held_after_the_call(client, data):
     assert not still_held(client), still_held(client)
 
 
-def still_held(client, grace=2.0):
+def still_held(client, grace=5.0):
     """The futures still holding data (finished or pending) after a grace
-    period: the futures' done-callbacks let go of them within milliseconds,
-    a reference cycle would hold them until a garbage collection. (Erred and
-    cancelled futures hold no data.)"""
+    period: the futures' done-callbacks let go of them within milliseconds
+    (2 s was once too short at load 5), a reference cycle would hold them
+    until a garbage collection. (Erred and cancelled futures hold no data.)"""
     def holding():
         return {key: state.status for key, state in list(client.futures.items())
                 if state.status in ("finished", "pending")}
