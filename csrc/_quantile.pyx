@@ -138,7 +138,7 @@ cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
 cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
                                       const double *w, double *wbar, SGDState *s,
                                       const SGDParams *p, double step, double *rs, bint fit_b,
-                                      double *tail, double prior) noexcept nogil:
+                                      double *tail) noexcept nogil:
     # average_step with the plug-in intercept (single mode, check loss, an
     # intercept): intercept_avg is not the average of the iterate's
     # intercept. The iterate's intercept b_t solves
@@ -162,17 +162,22 @@ cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
     # intercept is the plug-ins' average moved to the last wbar:
     # pi_avg + xbar'(wwbar - wbar), xbar the mean of the average's rows and
     # wwbar the average of the wbar_s, kept in tail (2 d), restarting with
-    # the average. prior: the iterates a warm start's average begins with
-    # (average_prior): its starting point, still in wbar, which wwbar counts
-    # too (from zeros, the lag would pull the intercept by about m'(0 - wbar)).
+    # the average. s.n_prior: the iterates a warm start's average began with
+    # (start_average, average_prior): its starting point, still in wbar, which
+    # wwbar counts too (from zeros, the lag would pull the intercept by about
+    # m'(0 - wbar)). Kept in the state, not recomputed from the parameters: an
+    # average restarted from zero (average or inference switched on) has none
+    # even while average_prior still says t0, and a t0 changed mid-average
+    # must not move the means' row count.
     cdef double inv, r, xw, rows, lag
     cdef bint cold = s.n_avg == 0
     if cold:
         s.intercept_pi = s.intercept
         s.intercept_pi2 = s.intercept
+        s.n_prior = 0.0
     s.n_avg += 1.0
     inv = 1.0 / s.n_avg
-    rows = s.n_avg - prior
+    rows = s.n_avg - s.n_prior
     if rows == 1.0:
         # the means start: xbar at x ((x - x) * 1 + x is x exactly), wwbar at
         # wbar before the step (a warm start's prior iterates; a cold
@@ -741,7 +746,7 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 else:
                     if pt != NULL:
                         plug_in_average_step(d, x, y[i], wp, &wbar[0], s, p, eta * wi, rs,
-                                             fit_b, pt, average_prior(s, p) if stat else 0.0)
+                                             fit_b, pt)
                     else:
                         average_step(d, wp, &wbar[0], s, rs, fit_b)
         if code == OK and poll_final(&pl):
@@ -1371,9 +1376,7 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                     if pt != NULL:
                         plug_in_average_step(d, x, y[i], &W[q, 0], &Wbar[q, 0], s, p,
                                              eta * wi, rsp + rlen * q if rsp != NULL else NULL,
-                                             fit_b, pt + pstride * q,
-                                             average_prior(s, p)
-                                             if p.kind == KIND_STATISTICAL else 0.0)
+                                             fit_b, pt + pstride * q)
                     else:
                         average_step(d, &W[q, 0], &Wbar[q, 0], s,
                                      rsp + rlen * q if rsp != NULL else NULL, fit_b)

@@ -143,3 +143,34 @@ def test_a_warm_start_counts_its_prior_iterates_in_the_lag():
             0.5, average=True, schedule=StatisticalSchedule(start="phase2", t0=t0)).fit(
             X, y, coef_init=cold.coef_, intercept_init=cold.intercept_)
         assert abs(warm.intercept_) < 0.2, (t0, warm.intercept_)   # the truth is 0
+
+
+@pytest.mark.parametrize("taus", [0.8, [0.8]])
+def test_an_average_switched_on_after_a_warm_start_has_no_prior(taus):
+    # start="phase2", t0 > 0 with average=False: the schedule's average
+    # starts (n_avg = t0) but never runs; average=True then restarts it from
+    # zero. The plug-in's means must cover exactly the rows since (they
+    # counted n_avg - t0 rows: negative weights, xbar near -2 x's mean).
+    from streamfit.schedules import StatisticalSchedule
+    X, y, beta = make_linear_stream(4000, 3, tau=0.8, random_state=9)
+    X, y = X + 2.0, y + 2.0 * beta.sum()
+    cold = OnlineQuantileRegressor(0.8, average=True).fit(X, y)
+    est = OnlineQuantileRegressor(taus, average=False,
+                                  schedule=StatisticalSchedule(start="phase2", t0=3000))
+    est.partial_fit(X[:2000], y[:2000], coef_init=cold.coef_, intercept_init=cold.intercept_)
+    assert (est._fit_.state["n_avg"] == 3000).all()
+    est.set_params(average=True)
+    rows, path = [], []
+    for i in range(2000, 4000):
+        est.partial_fit(X[i:i + 1], y[i:i + 1])
+        rows.append(X[i])
+        path.append(np.ravel(est._fit_.wbar).copy())
+    fit = est._fit_
+    assert (fit.state["n_avg"] == len(rows)).all()
+    plug_in = np.ravel(fit.plug_in)
+    np.testing.assert_allclose(plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(plug_in[3:], np.mean(path, axis=0), rtol=1e-12)
+    lag = np.mean(rows, axis=0) @ (np.mean(path, axis=0) - path[-1])
+    np.testing.assert_allclose(np.ravel(est.intercept_)[0], fit.state["pi_avg"][0] + lag,
+                               rtol=1e-9, atol=1e-9)
+
