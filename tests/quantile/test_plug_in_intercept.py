@@ -174,3 +174,36 @@ def test_an_average_switched_on_after_a_warm_start_has_no_prior(taus):
     np.testing.assert_allclose(np.ravel(est.intercept_)[0], fit.state["pi_avg"][0] + lag,
                                rtol=1e-9, atol=1e-9)
 
+
+
+def test_a_t0_changed_mid_average_keeps_the_means_row_count():
+    # the prior iterates are those the average began with: a schedule whose
+    # t0 changes mid-average must not re-weight the means (they counted
+    # n_avg - the new t0 rows)
+    from streamfit.schedules import StatisticalSchedule
+    X, y, beta = make_linear_stream(4000, 3, tau=0.8, random_state=9)
+    X, y = X + 2.0, y + 2.0 * beta.sum()
+    cold = OnlineQuantileRegressor(0.8, average=True).fit(X, y)
+    t0 = 3000
+    est = OnlineQuantileRegressor(0.8, average=True,
+                                  schedule=StatisticalSchedule(start="phase2", t0=t0))
+    rows, path, start = [], [], None
+    for i in range(len(y)):
+        before = None if i == 0 else est._fit_.wbar.copy()
+        if i == 0:
+            est.partial_fit(X[:1], y[:1], coef_init=cold.coef_, intercept_init=cold.intercept_)
+        else:
+            est.partial_fit(X[i:i + 1], y[i:i + 1])
+        k = est._fit_.state["n_avg"][0]
+        if k and start is None:
+            start = before
+        if k > t0 + len(path):
+            rows.append(X[i])
+            path.append(est._fit_.wbar.copy())
+        if i == 2500:
+            assert k > t0
+            est.set_params(schedule=StatisticalSchedule(start="phase2", t0=100))
+    assert len(rows) > 1000
+    np.testing.assert_allclose(est._fit_.plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
+    wwbar = (t0 * start + np.sum(path, axis=0)) / (t0 + len(path))
+    np.testing.assert_allclose(est._fit_.plug_in[3:], wwbar, rtol=1e-12)
