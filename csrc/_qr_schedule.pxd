@@ -90,7 +90,7 @@ cdef struct SGDState:
     double intercept_pi   # inference: plug-in intercept, quantile steps on y - x'wbar
     double intercept_pi2  # the same at twice the steps (its Richardson-Romberg partner)
     double pi_avg         # inference: average of 2 intercept_pi - intercept_pi2
-    double n_prior        # prior iterates the running average began with (average_prior)
+    double x_wsum         # the weights' sum of the plug-in intercept's mean row (0: restarts)
 
 
 cdef struct SGDParams:
@@ -234,7 +234,7 @@ cdef inline void start_average(SGDState *s, const SGDParams *p) noexcept nogil:
     # average resets them at its first iterate: plug_in_step).
     s.avg_on = 1
     s.n_avg = average_prior(s, p)
-    s.n_prior = s.n_avg     # fixed for this average (t0 may change mid-stream)
+    s.x_wsum = 0.0          # the plug-in's means start at the average's first row
     s.intercept_pi = s.intercept_avg
     s.intercept_pi2 = s.intercept_avg
     s.pi_avg = s.intercept_avg

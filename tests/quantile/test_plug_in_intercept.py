@@ -207,3 +207,26 @@ def test_a_t0_changed_mid_average_keeps_the_means_row_count():
     np.testing.assert_allclose(est._fit_.plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
     wwbar = (t0 * start + np.sum(path, axis=0)) / (t0 + len(path))
     np.testing.assert_allclose(est._fit_.plug_in[3:], wwbar, rtol=1e-12)
+
+
+@pytest.mark.parametrize("taus", [0.7, [0.3, 0.7]])
+def test_the_lag_uses_the_rows_weighted_mean(taus):
+    # the plug-ins take weighted steps: their fixed point moves with the
+    # weighted mean row, so the lag's xbar is the weighted mean of the
+    # average's rows (weights that depend on x: the plain mean is far off)
+    rng = np.random.default_rng(5)
+    X = rng.normal(1.0, 1.0, size=(6000, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + rng.standard_normal(6000)
+    sw = np.where(X[:, 0] > 1.0, 10.0, 1.0)
+    sw[::9] = 0.0
+    est = OnlineQuantileRegressor(taus, average=True)
+    for a in range(0, 6000, 1500):
+        est.partial_fit(X[a:a + 1500], y[a:a + 1500], sample_weight=sw[a:a + 1500])
+    fit = est._fit_
+    for q, k in enumerate(np.atleast_1d(fit.state["n_avg"]).astype(int)):
+        assert k > 1000
+        rows = np.flatnonzero(sw > 0)[-k:]      # no restart: the last k updates
+        xw = np.average(X[rows], axis=0, weights=sw[rows])
+        xbar = np.atleast_2d(fit.plug_in)[q, :3]
+        np.testing.assert_allclose(xbar, xw, rtol=1e-12)
+        assert np.abs(xbar - X[rows].mean(axis=0)).max() > 0.1

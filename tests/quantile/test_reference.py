@@ -182,8 +182,8 @@ class Reference:
             return p.c / (t + 1.0)
         return float(p.user.stepsizes(int(self.s.n_updates), 1)[0])
 
-    def average_step(self, x=None):
-        # x: the row, when the plug-in intercept runs (single mode)
+    def average_step(self, x=None, wi=1.0):
+        # x: the row (weight wi), when the plug-in intercept runs (single mode)
         s = self.s
         s.n_avg += 1.0
         inv = 1.0 / s.n_avg
@@ -192,12 +192,13 @@ class Reference:
             s.intercept_avg += (s.intercept - s.intercept_avg) * inv
             return
         # the plug-ins' average, moved to the last wbar by the lag
-        # xbar'(mean of the wbar path - last wbar)
+        # xbar'(mean of the wbar path - last wbar), xbar the rows' weighted mean
         s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
         if inv == 1.0:
-            self.xbar, self.wwbar = x.copy(), self.wbar.copy()
+            self.xbar, self.wwbar, self.x_wsum = x.copy(), self.wbar.copy(), wi
         else:
-            self.xbar = self.xbar + (x - self.xbar) * inv
+            self.x_wsum += wi
+            self.xbar = self.xbar + (x - self.xbar) * (wi / self.x_wsum)
             self.wwbar = self.wwbar + (self.wbar - self.wwbar) * inv
         s.intercept_avg = s.pi_avg + self.xbar @ (self.wwbar - self.wbar)
 
@@ -424,7 +425,7 @@ class Reference:
             if p.average and (s.avg_on or p.kind != "statistical"):
                 if p.fit_intercept and not p.squared:
                     self.plug_in_step(x, target, eta * wi)
-                    self.average_step(x)
+                    self.average_step(x, wi)
                 else:
                     self.average_step()
 
