@@ -230,3 +230,25 @@ def test_the_lag_uses_the_rows_weighted_mean(taus):
         xbar = np.atleast_2d(fit.plug_in)[q, :3]
         np.testing.assert_allclose(xbar, xw, rtol=1e-12)
         assert np.abs(xbar - X[rows].mean(axis=0)).max() > 0.1
+
+
+@pytest.mark.parametrize("taus", [0.3, [0.3, 0.7]])
+def test_a_state_of_another_layout_predicts_but_refuses_to_learn(taus):
+    # an estimator pickled by a streamfit whose state record had other fields
+    # (x_wsum is new in API_VERSION 3): a clear error, the estimator unchanged
+    X, y, _ = make_linear_stream(2000, 3, random_state=5)
+    est = OnlineQuantileRegressor(taus, average=True).fit(X, y)
+    old_names = [n for n in est._fit_.state.dtype.names if n != "x_wsum"]
+    old = np.zeros(est._fit_.state.shape, [(n, "f8") for n in old_names])
+    for n in old_names:
+        old[n] = est._fit_.state[n]
+    est._fit_.state = old
+    before = pickle.dumps(est)
+    pred = est.predict(X[:5])
+    with pytest.raises(ValueError, match="another layout.*Call fit"):
+        est.partial_fit(X[:10], y[:10])
+    assert pickle.dumps(est) == before
+    np.testing.assert_array_equal(est.predict(X[:5]), pred)
+    est.fit(X, y)              # a fresh fit replaces the old state
+    assert "x_wsum" in est._fit_.state.dtype.names
+    est.partial_fit(X[:10], y[:10])

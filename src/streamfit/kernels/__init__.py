@@ -16,6 +16,8 @@ from .quantile import *  # noqa: F401,F403
 # 2: the quantile state record gained inference's plug-in intercepts (and the
 # schedule record its warm-start clock t0 the stop before): states pickled
 # under 1 are refused with a layout error
-API_VERSION = 2
+# 3: the quantile state record gained x_wsum (the plug-in intercept, now the
+# averaged fit's default, weights its mean row): states of 2 are refused
+API_VERSION = 3
 
 __all__ = ["API_VERSION", *pca.__all__, *quantile.__all__]

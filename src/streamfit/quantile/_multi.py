@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import OK
 from .._kernels import _quantile as _k
-from ._state import Outcome, _bad_row
+from ._state import Outcome, _bad_row, check_layout
 
 __all__ = ["MultiWork", "advance_multi", "NONCROSSING"]
 
@@ -87,6 +87,7 @@ class MultiWork:
         """A working copy (the published state never changes under a call).
         ``spare``: a writable state array of the same shape to copy the
         records into (allocating one costs over a microsecond)."""
+        check_layout(self.state)
         work = MultiWork()
         if spare is not None and spare.shape == self.state.shape and spare.flags.writeable:
             np.copyto(spare.view(_RAW), self.state.view(_RAW))

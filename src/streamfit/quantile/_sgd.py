@@ -495,13 +495,14 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         # between bytecodes) or another thread sees the old state or the new.
         self._fit_ = work
         if old is not None and old.state.flags.writeable and old.state is not work.state \
-                and old.state.shape == work.state.shape:
+                and old.state.shape == work.state.shape and old.state.dtype == work.state.dtype:
             # the old state records are the next call's working copy (readers
             # hold the lock, so none is reading them)
             self.__dict__["_spare_state"] = old.state
         else:
             # (one left from a state of another shape, e.g. before a fit()
-            # from several taus to one, would not fit the next call's copy)
+            # from several taus to one, or of an older layout, would not fit
+            # the next call's copy)
             self.__dict__.pop("_spare_state", None)
         if out.code == ERR_INTERRUPTED:
             exc, where = out.exc, f"{type(self).__name__}.{method}"

@@ -18,11 +18,25 @@ from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, O
 from .._kernels import _quantile as _k
 from .._validation import _check_real_array, check_matrix, check_vector
 
-__all__ = ["Work", "Outcome", "advance", "raise_row_error"]
+__all__ = ["Work", "Outcome", "advance", "raise_row_error", "check_layout"]
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
           "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler", "plug_in")
+
+
+def check_layout(state):
+    """Refuse to learn on from a state record of another layout (an estimator
+    pickled by a streamfit with another ``streamfit.kernels.API_VERSION``):
+    the kernels would misread it. Its fitted attributes and ``predict`` still
+    work."""
+    if state.dtype is not _k.STATE_DTYPE and state.dtype != _k.STATE_DTYPE:
+        raise ValueError(
+            "this estimator's learnt state was saved by a streamfit whose kernel state "
+            f"record has another layout ({len(state.dtype.names or ())} fields, this "
+            f"version's has {len(_k.STATE_DTYPE.names)}): predict and the fitted "
+            "attributes work, but it cannot learn further. Call fit() to start afresh; "
+            "the estimator was left as it was")
 
 
 class Plan:
@@ -116,6 +130,7 @@ class Work:
         (or read-only loaded arrays) never changes under a call; the rest is
         shared and replaced, not written. ``spare``: a writable state record
         to copy the state into (allocating one costs microseconds)."""
+        check_layout(self.state)
         work = Work()
         plan = work.plan = self.plan
         if spare is None:
