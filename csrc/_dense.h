@@ -160,6 +160,108 @@ static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
     return s;
 }
 
+/* sf_multi_axpy_dot2's pieces (macros: see SF_LOAD4). One quantile's w
+ * over one 8-element chunk j: the update (when it has one) and the next row's
+ * dot product into its two accumulators, each exactly as sf_axpy_dot2 /
+ * sf_dot2 compute them, so that each quantile's numbers are its own fit's. */
+#define SF_MQ_UPD(wq, av, a0, a1) do {                                        \
+        sf_v4 w0_, w1_;                                                       \
+        SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
+        w0_ += (av) * x0;                                                     \
+        w1_ += (av) * x1;                                                     \
+        __builtin_memcpy((wq) + j, &w0_, sizeof w0_);                         \
+        __builtin_memcpy((wq) + j + 4, &w1_, sizeof w1_);                     \
+        (a0) += z0 * w0_;                                                     \
+        (a1) += z1 * w1_;                                                     \
+    } while (0)
+#define SF_MQ_DOT(wq, a0, a1) do {                                            \
+        sf_v4 w0_, w1_;                                                       \
+        SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
+        (a0) += z0 * w0_;                                                     \
+        (a1) += z1 * w1_;                                                     \
+    } while (0)
+/* The tail after the chunks (updated or not), and the lanes' sum first. */
+#define SF_MQ_TAIL(wq, aq, upd, a0, a1, out) do {                             \
+        double s_;                                                            \
+        ptrdiff_t k_;                                                         \
+        (a0) += (a1);                                                         \
+        s_ = SF_HSUM4(a0);                                                    \
+        for (k_ = j; k_ < n; k_++) {                                          \
+            if (upd)                                                          \
+                (wq)[k_] += (aq) * x[k_];                                     \
+            s_ += xnext[k_] * (wq)[k_];                                       \
+        }                                                                     \
+        (out) = s_;                                                           \
+    } while (0)
+
+SF_CLONES __attribute__((noinline))
+static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *a,
+                               const unsigned char *upd, const double *x,
+                               double *W, const double *xnext, double *s,
+                               double *xx) {
+    /* For the m rows w_q of W (m x n, C order): w_q += a[q] * x where upd[q]
+     * (where not, w_q is left alone: adding 0 * x would turn -0 into +0 and
+     * inf into NaN), then s[q] = xnext @ w_q, and *xx = xnext @ xnext: every
+     * quantile's update and next prediction in one pass, as sf_axpy_dot2
+     * gives them for one. Each s[q] and *xx is summed in exactly sf_dot2's
+     * order (so a quantile's numbers are those of its own fit); the x and
+     * xnext chunks are loaded once for three quantiles, whose independent
+     * sums also hide the adds' latency that bounds a single dot product. */
+    sf_v4 x0, x1, z0, z1, zero = {0, 0, 0, 0};
+    sf_v4 q0 = zero, q1 = zero;
+    ptrdiff_t j = 0, qi = 0, nc = n - n % 8;
+    double t;
+    for (; j < nc; j += 8) {
+        SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
+        q0 += z0 * z0;
+        q1 += z1 * z1;
+    }
+    q0 += q1;
+    t = SF_HSUM4(q0);
+    for (; j < n; j++)
+        t += xnext[j] * xnext[j];
+    *xx = t;
+    while (qi < m) {
+        double *w0p = W + qi * n;
+        if (qi + 3 <= m && upd[qi] && upd[qi + 1] && upd[qi + 2]) {
+            double *w1p = w0p + n, *w2p = w1p + n;
+            sf_v4 b0 = {a[qi], a[qi], a[qi], a[qi]};
+            sf_v4 b1 = {a[qi + 1], a[qi + 1], a[qi + 1], a[qi + 1]};
+            sf_v4 b2 = {a[qi + 2], a[qi + 2], a[qi + 2], a[qi + 2]};
+            sf_v4 c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero;
+            for (j = 0; j < nc; j += 8) {
+                SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4);
+                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
+                SF_MQ_UPD(w0p, b0, c00, c01);
+                SF_MQ_UPD(w1p, b1, c10, c11);
+                SF_MQ_UPD(w2p, b2, c20, c21);
+            }
+            SF_MQ_TAIL(w0p, a[qi], 1, c00, c01, s[qi]);
+            SF_MQ_TAIL(w1p, a[qi + 1], 1, c10, c11, s[qi + 1]);
+            SF_MQ_TAIL(w2p, a[qi + 2], 1, c20, c21, s[qi + 2]);
+            qi += 3;
+        } else if (upd[qi]) {
+            sf_v4 b0 = {a[qi], a[qi], a[qi], a[qi]};
+            sf_v4 c00 = zero, c01 = zero;
+            for (j = 0; j < nc; j += 8) {
+                SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4);
+                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
+                SF_MQ_UPD(w0p, b0, c00, c01);
+            }
+            SF_MQ_TAIL(w0p, a[qi], 1, c00, c01, s[qi]);
+            qi += 1;
+        } else {
+            sf_v4 c00 = zero, c01 = zero;
+            for (j = 0; j < nc; j += 8) {
+                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
+                SF_MQ_DOT(w0p, c00, c01);
+            }
+            SF_MQ_TAIL(w0p, 0.0, 0, c00, c01, s[qi]);
+            qi += 1;
+        }
+    }
+}
+
 SF_CLONES __attribute__((noinline))
 static void sf_widen(ptrdiff_t n, const float *restrict src, double *restrict dst) {
     /* dst = src as float64 (exact): float32 rows for the float64 loops above,

@@ -19,7 +19,7 @@ from cpython.buffer cimport PyBuffer_Release
 from libc.math cimport fabs, isnan, sqrt
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
@@ -43,6 +43,9 @@ cdef extern from "_dense.h" nogil:
     void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
     double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
                         const double *xnext, double *xx)
+    void sf_multi_axpy_dot2(Py_ssize_t n, Py_ssize_t m, const double *a,
+                            const unsigned char *upd, const double *x, double *W,
+                            const double *xnext, double *s, double *xx)
     void sf_widen(Py_ssize_t n, const float *src, double *dst)
     void sf_prefetch(const void *p, Py_ssize_t nbytes)
 
@@ -1230,14 +1233,20 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     cdef Py_ssize_t da
     cdef double *work
     cdef double *pred
+    cdef double *res
+    cdef double *dots
+    cdef double *coef
+    cdef unsigned char *upd
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef double r, g, eta, xx = 0.0, wi = 1.0
     cdef const double *x
+    cdef const double *X0
+    cdef double *W0
     cdef SGDState *s
     cdef const SGDParams *p
     cdef int code = OK
     cdef Py_ssize_t row = -1, done = 0
-    cdef bint fit_b
+    cdef bint fit_b, avg, have_dot = False, any_upd
     cdef Poll pl
     check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
     if not (m >= 1 and Wbar.shape[0] == m and states.shape[0] == m and params.shape[0] == m
@@ -1256,23 +1265,37 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                                            or <Py_ssize_t> states[q].fill >= wcap):
             return result(ERR_LAYOUT, 0, -1)
     fit_b = params[0].fit_intercept != 0
+    avg = params[0].average != 0
     da = d + (1 if fit_b else 0)
-    work = <double *> malloc((max(wcap, 1) + 4 * m) * sizeof(double))
+    # the window work space, then m predictions, m residuals, 2 m PAV work,
+    # m next-row dot products, m update coefficients, m update flags
+    work = <double *> malloc((max(wcap, 1) + 6 * m) * sizeof(double) + m)
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
-    pred = work + max(wcap, 1)          # m predictions, m residuals, 2 m PAV work
+    pred = work + max(wcap, 1)
+    res = pred + m
+    dots = pred + 4 * m
+    coef = pred + 5 * m
+    upd = <unsigned char *> (pred + 6 * m)
+    X0 = &X[0, 0]
+    W0 = &W[0, 0]
     poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
             if poll_stop(&pl, m * (2 * d + ROW_WORK)):
                 code = ERR_INTERRUPTED
                 break
-            x = &X[i, 0]
+            x = X0 + i * d
+            if not have_dot:
+                # (a call's first row) the predictions alone: no quantile moves
+                memset(upd, 0, m)
+                sf_multi_axpy_dot2(d, m, coef, upd, x, W0, x, dots, &xx)
+            have_dot = False
             # every quantile's residual first: a bad row changes nothing
             for q in range(m):
-                pred[q] = sf_dot2(d, x, &W[q, 0], &xx) + states[q].intercept
-                pred[m + q] = y[i] - pred[q]
-                if not (fabs(pred[m + q]) <= DBL_MAX and xx <= DBL_MAX):
+                pred[q] = dots[q] + states[q].intercept
+                res[q] = y[i] - pred[q]
+                if not (fabs(res[q]) <= DBL_MAX and xx <= DBL_MAX):
                     code = ERR_BADINPUT
                     break
             if code != OK:
@@ -1281,15 +1304,21 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
             if noncrossing == NONCROSS_PROJECT and m > 1:
                 pav_increasing(pred, m, pred + 2 * m, pred + 3 * m)
                 for q in range(m):
-                    pred[m + q] = y[i] - pred[q]
+                    res[q] = y[i] - pred[q]
             if swp != NULL:
                 wi = swp[i]
+            # each quantile's schedule step decides its update; the updates
+            # themselves then run together, in one pass over the m iterates
+            # that also gives the next row's predictions (as sgd_single's
+            # sf_axpy_dot2 does for one)
+            any_upd = False
             for q in range(m):
                 s = &states[q]
                 p = &params[q]
-                r = pred[m + q]
+                r = res[q]
                 g = loss_and_coef(r, p, &s.loss, wi)
                 s.n_seen += 1
+                upd[q] = 0
                 if wi == 0:
                     continue
                 if p.kind == KIND_STATISTICAL:
@@ -1302,17 +1331,29 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                         break
                 else:
                     eta = fixed_eta(s, p, 0.0)
-                sf_axpy(d, -eta * g * wi, x, &W[q, 0])
+                upd[q] = 1
+                any_upd = True
+                coef[q] = -eta * g * wi
                 if fit_b:
                     s.intercept -= eta * g * wi
                 s.t += wi
                 s.n_updates += 1
                 s.last_eta = eta
-                if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
-                    average_step(d, &W[q, 0], &Wbar[q, 0], s, NULL, fit_b, False, NULL)
             if code != OK:
                 row = i
                 break
+            if i + 1 < n:
+                sf_multi_axpy_dot2(d, m, coef, upd, x, W0, x + d, dots, &xx)
+                have_dot = True
+            elif any_upd:
+                for q in range(m):
+                    if upd[q]:
+                        sf_axpy(d, coef[q], x, W0 + q * d)
+            if avg and any_upd:
+                for q in range(m):
+                    s = &states[q]
+                    if upd[q] and (s.avg_on != 0 or params[q].kind != KIND_STATISTICAL):
+                        average_step(d, W0 + q * d, &Wbar[q, 0], s, NULL, fit_b, False, NULL)
             done = i + 1
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED
