@@ -160,106 +160,144 @@ static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
     return s;
 }
 
-/* sf_multi_axpy_dot2's pieces (macros: see SF_LOAD4). One quantile's w
- * over one 8-element chunk j: the update (when it has one) and the next row's
- * dot product into its two accumulators, each exactly as sf_axpy_dot2 /
- * sf_dot2 compute them, so that each quantile's numbers are its own fit's. */
-#define SF_MQ_UPD(wq, av, a0, a1) do {                                        \
+/* sf_multi_axpy_dot2's pieces (macros: see SF_LOAD4). One quantile's w over
+ * the 8-element chunk at j: its update w += a x and the next row's x'w into
+ * its two accumulators, each exactly as sf_axpy_dot2 computes them. */
+#define SF_MQ_UPD(wq, av, c0, c1) do {                                        \
         sf_v4 w0_, w1_;                                                       \
         SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
         w0_ += (av) * x0;                                                     \
         w1_ += (av) * x1;                                                     \
         __builtin_memcpy((wq) + j, &w0_, sizeof w0_);                         \
         __builtin_memcpy((wq) + j + 4, &w1_, sizeof w1_);                     \
-        (a0) += z0 * w0_;                                                     \
-        (a1) += z1 * w1_;                                                     \
+        (c0) += z0 * w0_;                                                     \
+        (c1) += z1 * w1_;                                                     \
     } while (0)
-#define SF_MQ_DOT(wq, a0, a1) do {                                            \
+/* The same without an update (sf_dot2's sum) */
+#define SF_MQ_DOT(wq, c0, c1) do {                                            \
         sf_v4 w0_, w1_;                                                       \
         SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
-        (a0) += z0 * w0_;                                                     \
-        (a1) += z1 * w1_;                                                     \
+        (c0) += z0 * w0_;                                                     \
+        (c1) += z1 * w1_;                                                     \
     } while (0)
-/* The tail after the chunks (updated or not), and the lanes' sum first. */
-#define SF_MQ_TAIL(wq, aq, upd, a0, a1, out) do {                             \
-        double s_;                                                            \
-        ptrdiff_t k_;                                                         \
-        (a0) += (a1);                                                         \
-        s_ = SF_HSUM4(a0);                                                    \
-        for (k_ = j; k_ < n; k_++) {                                          \
-            if (upd)                                                          \
-                (wq)[k_] += (aq) * x[k_];                                     \
-            s_ += xnext[k_] * (wq)[k_];                                       \
+/* A loop over the chunks: the next row's chunk in z0, z1 (and this row's in
+ * x0, x1 when LOADX), then BODY, and with XX the chunk's share of
+ * xnext @ xnext too (XX a constant: the compiler keeps one of the loops). */
+#define SF_MQ_CHUNKS(XX, LOADX, BODY) do {                                    \
+        if (XX) {                                                             \
+            for (j = 0; j < nc; j += 8) {                                     \
+                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);         \
+                if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }  \
+                BODY;                                                         \
+                q0 += z0 * z0;                                                \
+                q1 += z1 * z1;                                                \
+            }                                                                 \
+        } else {                                                              \
+            for (j = 0; j < nc; j += 8) {                                     \
+                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);         \
+                if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }  \
+                BODY;                                                         \
+            }                                                                 \
         }                                                                     \
-        (out) = s_;                                                           \
     } while (0)
+#define SF_MQ_SUM(c0, c1) ((c0) += (c1), SF_HSUM4(c0))
 
 SF_CLONES __attribute__((noinline))
-static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *a,
-                               const unsigned char *upd, const double *x,
-                               double *W, const double *xnext, double *s,
-                               double *xx) {
+static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict a,
+                               const unsigned char *restrict upd,
+                               const double *restrict x, double *restrict W,
+                               const double *restrict xnext, double *restrict s,
+                               double *restrict xx) {
     /* For the m rows w_q of W (m x n, C order): w_q += a[q] * x where upd[q]
      * (where not, w_q is left alone: adding 0 * x would turn -0 into +0 and
      * inf into NaN), then s[q] = xnext @ w_q, and *xx = xnext @ xnext: every
      * quantile's update and next prediction in one pass, as sf_axpy_dot2
      * gives them for one. Each s[q] and *xx is summed in exactly sf_dot2's
-     * order (so a quantile's numbers are those of its own fit); the x and
-     * xnext chunks are loaded once for three quantiles, whose independent
-     * sums also hide the adds' latency that bounds a single dot product. */
+     * order, so a quantile's numbers are those of its own fit. (x may be
+     * xnext: both are only read.)
+     *
+     * The x and xnext chunks are loaded once for a group of quantiles, whose
+     * independent sums also hide the add latency that bounds a single dot
+     * product; their tails run interleaved for the same reason. Groups of
+     * three, but the first of two: its loop also sums xnext @ xnext (in a
+     * group of three, one more pair of sums no longer fits in the 16 vector
+     * registers and a spilled accumulator costs more than its own pass). */
     sf_v4 x0, x1, z0, z1, zero = {0, 0, 0, 0};
     sf_v4 q0 = zero, q1 = zero;
-    ptrdiff_t j = 0, qi = 0, nc = n - n % 8;
+    ptrdiff_t j, k, qi = 0, nc = n - n % 8;
     double t;
-    for (; j < nc; j += 8) {
-        SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
-        q0 += z0 * z0;
-        q1 += z1 * z1;
-    }
-    q0 += q1;
-    t = SF_HSUM4(q0);
-    for (; j < n; j++)
-        t += xnext[j] * xnext[j];
-    *xx = t;
     while (qi < m) {
-        double *w0p = W + qi * n;
-        if (qi + 3 <= m && upd[qi] && upd[qi + 1] && upd[qi + 2]) {
-            double *w1p = w0p + n, *w2p = w1p + n;
-            sf_v4 b0 = {a[qi], a[qi], a[qi], a[qi]};
-            sf_v4 b1 = {a[qi + 1], a[qi + 1], a[qi + 1], a[qi + 1]};
-            sf_v4 b2 = {a[qi + 2], a[qi + 2], a[qi + 2], a[qi + 2]};
-            sf_v4 c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero;
-            for (j = 0; j < nc; j += 8) {
-                SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4);
-                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
-                SF_MQ_UPD(w0p, b0, c00, c01);
-                SF_MQ_UPD(w1p, b1, c10, c11);
-                SF_MQ_UPD(w2p, b2, c20, c21);
+        double *w0p = W + qi * n, *w1p = w0p + n, *w2p = w1p + n;
+        double a0 = a[qi], s0, s1, s2;
+        sf_v4 b0 = {a0, a0, a0, a0};
+        sf_v4 c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero;
+        if (qi > 0 && qi + 3 <= m && upd[qi] && upd[qi + 1] && upd[qi + 2]) {
+            double a1 = a[qi + 1], a2 = a[qi + 2];
+            sf_v4 b1 = {a1, a1, a1, a1}, b2 = {a2, a2, a2, a2};
+            SF_MQ_CHUNKS(0, 1, SF_MQ_UPD(w0p, b0, c00, c01);
+                         SF_MQ_UPD(w1p, b1, c10, c11); SF_MQ_UPD(w2p, b2, c20, c21));
+            s0 = SF_MQ_SUM(c00, c01);
+            s1 = SF_MQ_SUM(c10, c11);
+            s2 = SF_MQ_SUM(c20, c21);
+            for (k = nc; k < n; k++) {
+                w0p[k] += a0 * x[k];
+                w1p[k] += a1 * x[k];
+                w2p[k] += a2 * x[k];
+                s0 += xnext[k] * w0p[k];
+                s1 += xnext[k] * w1p[k];
+                s2 += xnext[k] * w2p[k];
             }
-            SF_MQ_TAIL(w0p, a[qi], 1, c00, c01, s[qi]);
-            SF_MQ_TAIL(w1p, a[qi + 1], 1, c10, c11, s[qi + 1]);
-            SF_MQ_TAIL(w2p, a[qi + 2], 1, c20, c21, s[qi + 2]);
+            s[qi] = s0;
+            s[qi + 1] = s1;
+            s[qi + 2] = s2;
             qi += 3;
-        } else if (upd[qi]) {
-            sf_v4 b0 = {a[qi], a[qi], a[qi], a[qi]};
-            sf_v4 c00 = zero, c01 = zero;
-            for (j = 0; j < nc; j += 8) {
-                SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4);
-                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
-                SF_MQ_UPD(w0p, b0, c00, c01);
+        } else if (qi + 2 <= m && upd[qi] && upd[qi + 1]) {
+            double a1 = a[qi + 1];
+            sf_v4 b1 = {a1, a1, a1, a1};
+            if (qi == 0)
+                SF_MQ_CHUNKS(1, 1, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
+            else
+                SF_MQ_CHUNKS(0, 1, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
+            s0 = SF_MQ_SUM(c00, c01);
+            s1 = SF_MQ_SUM(c10, c11);
+            for (k = nc; k < n; k++) {
+                w0p[k] += a0 * x[k];
+                w1p[k] += a1 * x[k];
+                s0 += xnext[k] * w0p[k];
+                s1 += xnext[k] * w1p[k];
             }
-            SF_MQ_TAIL(w0p, a[qi], 1, c00, c01, s[qi]);
+            s[qi] = s0;
+            s[qi + 1] = s1;
+            qi += 2;
+        } else if (upd[qi]) {
+            if (qi == 0)
+                SF_MQ_CHUNKS(1, 1, SF_MQ_UPD(w0p, b0, c00, c01));
+            else
+                SF_MQ_CHUNKS(0, 1, SF_MQ_UPD(w0p, b0, c00, c01));
+            s0 = SF_MQ_SUM(c00, c01);
+            for (k = nc; k < n; k++) {
+                w0p[k] += a0 * x[k];
+                s0 += xnext[k] * w0p[k];
+            }
+            s[qi] = s0;
             qi += 1;
         } else {
-            sf_v4 c00 = zero, c01 = zero;
-            for (j = 0; j < nc; j += 8) {
-                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);
-                SF_MQ_DOT(w0p, c00, c01);
-            }
-            SF_MQ_TAIL(w0p, 0.0, 0, c00, c01, s[qi]);
+            if (qi == 0)
+                SF_MQ_CHUNKS(1, 0, SF_MQ_DOT(w0p, c00, c01));
+            else
+                SF_MQ_CHUNKS(0, 0, SF_MQ_DOT(w0p, c00, c01));
+            s0 = SF_MQ_SUM(c00, c01);
+            for (k = nc; k < n; k++)
+                s0 += xnext[k] * w0p[k];
+            s[qi] = s0;
             qi += 1;
         }
     }
+    q0 += q1;
+    t = SF_HSUM4(q0);
+    for (j = nc; j < n; j++)
+        t += xnext[j] * xnext[j];
+    *xx = t;
 }
 
 SF_CLONES __attribute__((noinline))
