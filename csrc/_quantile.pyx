@@ -1222,7 +1222,10 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     cone (pool adjacent violators) before the residuals that decide the
     sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
     user-array schedule excepted: ERR_LAYOUT); with NONCROSS_NONE each
-    quantile's state is bit-identical to its own ``sgd_single`` run.
+    quantile's state is bit-identical to its own ``sgd_single`` run. As there,
+    a row's updates and the next row's predictions (and ||x||^2, once for all
+    quantiles) come from one pass over the iterates (``sf_multi_axpy_dot2``),
+    each sum in ``sf_dot2``'s order.
 
     Returns (code, done, exc, row) as ``sgd_single``: every state holds the
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
