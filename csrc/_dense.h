@@ -181,23 +181,12 @@ static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
         (c1) += z1 * w1_;                                                     \
     } while (0)
 /* A loop over the chunks: the next row's chunk in z0, z1 (and this row's in
- * x0, x1 when LOADX), then BODY, and with XX the chunk's share of
- * xnext @ xnext too (XX a constant: the compiler keeps one of the loops). */
-#define SF_MQ_CHUNKS(XX, LOADX, BODY) do {                                    \
-        if (XX) {                                                             \
-            for (j = 0; j < nc; j += 8) {                                     \
-                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);         \
-                if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }  \
-                BODY;                                                         \
-                q0 += z0 * z0;                                                \
-                q1 += z1 * z1;                                                \
-            }                                                                 \
-        } else {                                                              \
-            for (j = 0; j < nc; j += 8) {                                     \
-                SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);         \
-                if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }  \
-                BODY;                                                         \
-            }                                                                 \
+ * x0, x1 when LOADX), then BODY. */
+#define SF_MQ_CHUNKS(LOADX, BODY) do {                                        \
+        for (j = 0; j < nc; j += 8) {                                         \
+            SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);             \
+            if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }      \
+            BODY;                                                             \
         }                                                                     \
     } while (0)
 #define SF_MQ_SUM(c0, c1) ((c0) += (c1), SF_HSUM4(c0))
@@ -216,19 +205,36 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
      * order, so a quantile's numbers are those of its own fit. (x may be
      * xnext: both are only read.)
      *
-     * The x and xnext chunks are loaded once for a group of quantiles, whose
-     * independent sums also hide the add latency that bounds a single dot
-     * product; their tails run interleaved for the same reason. Groups of
-     * three, but the first of two: its loop also sums xnext @ xnext (in a
-     * group of three, one more pair of sums no longer fits in the 16 vector
-     * registers and a spilled accumulator costs more than its own pass).
-     * Rows of W that start on 32-byte boundaries (ldw a multiple of 4) keep
-     * the chunks' stores within cache lines: measured at n = 100, rows 16
-     * bytes off cost 1.5x. */
+     * The x and xnext chunks are loaded once for a group of quantiles (three;
+     * the first group two), whose independent sums also hide the add latency
+     * that bounds a single dot product; their tails run interleaved for the
+     * same reason. Rows of
+     * W that start on 32-byte boundaries (ldw a multiple of 4) keep the
+     * chunks' stores within cache lines: measured at n = 100, rows 16 bytes
+     * off cost 1.5x.
+     *
+     * *xx is sf_dot2's own: GCC vectorizes the scalar tail loops of these
+     * functions as in-order reductions whose products are rounded apart
+     * (not fused with the adds), and how it splits a tail depends on the
+     * loop; a separate loop for ||xnext||^2 gave another last bit than
+     * sf_dot2's when n % 4 was 2 or 3. The tails of the s[q] agree with
+     * sf_axpy_dot2's and sf_dot2's as these loops are written (tested for
+     * n <= 40, m <= 9, random updates; not at n = 2 and 3, hence the
+     * one-quantile calls below a chunk): this rests on GCC's choices, which
+     * the tests watch. */
     sf_v4 x0, x1, z0, z1, zero = {0, 0, 0, 0};
-    sf_v4 q0 = zero, q1 = zero;
     ptrdiff_t j, k, qi = 0, nc = n - n % 8;
-    double t;
+    (void) sf_dot2(n, xnext, xnext, xx);
+    if (nc == 0) {
+        /* rows shorter than a chunk, all tail: each quantile through the
+         * one-quantile functions themselves (at n = 2 and 3 the groups'
+         * tails came out vectorized otherwise) */
+        double t;
+        for (; qi < m; qi++)
+            s[qi] = upd[qi] ? sf_axpy_dot2(n, a[qi], x, W + qi * ldw, xnext, &t)
+                            : sf_dot2(n, xnext, W + qi * ldw, &t);
+        return;
+    }
     while (qi < m) {
         double *w0p = W + qi * ldw, *w1p = w0p + ldw, *w2p = w1p + ldw;
         double a0 = a[qi], s0, s1, s2;
@@ -237,7 +243,7 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
         if (qi > 0 && qi + 3 <= m && upd[qi] && upd[qi + 1] && upd[qi + 2]) {
             double a1 = a[qi + 1], a2 = a[qi + 2];
             sf_v4 b1 = {a1, a1, a1, a1}, b2 = {a2, a2, a2, a2};
-            SF_MQ_CHUNKS(0, 1, SF_MQ_UPD(w0p, b0, c00, c01);
+            SF_MQ_CHUNKS(1, SF_MQ_UPD(w0p, b0, c00, c01);
                          SF_MQ_UPD(w1p, b1, c10, c11); SF_MQ_UPD(w2p, b2, c20, c21));
             s0 = SF_MQ_SUM(c00, c01);
             s1 = SF_MQ_SUM(c10, c11);
@@ -257,10 +263,7 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
         } else if (qi + 2 <= m && upd[qi] && upd[qi + 1]) {
             double a1 = a[qi + 1];
             sf_v4 b1 = {a1, a1, a1, a1};
-            if (qi == 0)
-                SF_MQ_CHUNKS(1, 1, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
-            else
-                SF_MQ_CHUNKS(0, 1, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
+            SF_MQ_CHUNKS(1, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
             s0 = SF_MQ_SUM(c00, c01);
             s1 = SF_MQ_SUM(c10, c11);
             for (k = nc; k < n; k++) {
@@ -273,10 +276,7 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
             s[qi + 1] = s1;
             qi += 2;
         } else if (upd[qi]) {
-            if (qi == 0)
-                SF_MQ_CHUNKS(1, 1, SF_MQ_UPD(w0p, b0, c00, c01));
-            else
-                SF_MQ_CHUNKS(0, 1, SF_MQ_UPD(w0p, b0, c00, c01));
+            SF_MQ_CHUNKS(1, SF_MQ_UPD(w0p, b0, c00, c01));
             s0 = SF_MQ_SUM(c00, c01);
             for (k = nc; k < n; k++) {
                 w0p[k] += a0 * x[k];
@@ -285,10 +285,7 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
             s[qi] = s0;
             qi += 1;
         } else {
-            if (qi == 0)
-                SF_MQ_CHUNKS(1, 0, SF_MQ_DOT(w0p, c00, c01));
-            else
-                SF_MQ_CHUNKS(0, 0, SF_MQ_DOT(w0p, c00, c01));
+            SF_MQ_CHUNKS(0, SF_MQ_DOT(w0p, c00, c01));
             s0 = SF_MQ_SUM(c00, c01);
             for (k = nc; k < n; k++)
                 s0 += xnext[k] * w0p[k];
@@ -296,11 +293,6 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
             qi += 1;
         }
     }
-    q0 += q1;
-    t = SF_HSUM4(q0);
-    for (j = nc; j < n; j++)
-        t += xnext[j] * xnext[j];
-    *xx = t;
 }
 
 SF_CLONES __attribute__((noinline))
