@@ -239,9 +239,10 @@ def cost_report(results, sizes, timed, publish_table):
                     f"partial_fit/row {'met' if rows >= GOAL else 'NOT met'}"
                     if d == GOAL_DIM else "")
             lines.append(f"{'d = ' + str(d):18s}{fit:>7.2f}x{rows:>17.2f}x{goal}")
-        lines += ["", "One pass shares the reading of each row and, per call, the estimator "
-                  "layer; each quantile still pays its own dot product, axpy and schedule "
-                  "step, as a separate fit does"]
+        lines += ["", "One pass shares the reading of each row (its chunks loaded once for "
+                  "a group of quantiles, ||x||^2 once) and, per call, the estimator layer; "
+                  "each quantile still pays its own pass over its coefficients (update and "
+                  "next prediction) and its own schedule step, as a separate fit does"]
     if inference_dims:
         ns = {(name, d): seconds(results, name, d) * 1e9
               for name in INFERENCE for d in inference_dims}

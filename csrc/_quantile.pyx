@@ -19,7 +19,7 @@ from cpython.buffer cimport PyBuffer_Release
 from libc.math cimport fabs, isnan, sqrt
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
@@ -46,6 +46,9 @@ cdef extern from "_dense.h" nogil:
                            double *lag)
     double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
                         const double *xnext, double *xx)
+    void sf_multi_axpy_dot2(Py_ssize_t n, Py_ssize_t m, const double *a,
+                            const unsigned char *upd, const double *x, double *W,
+                            Py_ssize_t ldw, const double *xnext, double *s, double *xx)
     void sf_widen(Py_ssize_t n, const float *src, double *dst)
     void sf_prefetch(const void *p, Py_ssize_t nbytes)
 
@@ -1258,7 +1261,10 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     cone (pool adjacent violators) before the residuals that decide the
     sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
     user-array schedule excepted: ERR_LAYOUT); with NONCROSS_NONE each
-    quantile's state is bit-identical to its own ``sgd_single`` run.
+    quantile's state is bit-identical to its own ``sgd_single`` run. As there,
+    a row's updates and the next row's predictions (and ||x||^2, once for all
+    quantiles) come from one pass over the iterates (``sf_multi_axpy_dot2``),
+    each sum in ``sf_dot2``'s order.
     ``plug_in``: None, or (m, 2 d) running means of each quantile's plug-in
     intercept (``sgd_single``'s ``plug_in``; averaging, an intercept and the
     check loss). ``rs``: None, or (m, ``rs_length(d + fit_intercept)``) random-
@@ -1269,19 +1275,26 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
     the states may be partly moved (the caller works on copies).
     """
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], m = W.shape[0], q, i
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], m = W.shape[0], q, i, ld
     cdef Py_ssize_t wcap = windows.shape[1]
     cdef Py_ssize_t da
     cdef double *work
     cdef double *pred
+    cdef double *res
+    cdef double *dots
+    cdef double *coef
+    cdef double *step
+    cdef unsigned char *upd
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef double r, g, eta, xx = 0.0, wi = 1.0
     cdef const double *x
+    cdef const double *X0
+    cdef double *W0
     cdef SGDState *s
     cdef const SGDParams *p
     cdef int code = OK
     cdef Py_ssize_t row = -1, done = 0
-    cdef bint fit_b
+    cdef bint fit_b, avg, have_dot = False, any_upd
     cdef Poll pl
     cdef double[:, ::1] pv, rv
     cdef double *pt = NULL
@@ -1310,6 +1323,7 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                                            or <Py_ssize_t> states[q].fill >= wcap):
             return result(ERR_LAYOUT, 0, -1)
     fit_b = params[0].fit_intercept != 0
+    avg = params[0].average != 0
     da = d + (1 if fit_b else 0)
     if rs is not None:
         rv = rs
@@ -1328,22 +1342,44 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
             pt = &pv[0, 0]
     # a row's work, the random-scaling sums' da^2 / 2 included
     row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
-    work = <double *> malloc((max(wcap, 1) + 4 * m) * sizeof(double))
+    # The iterates are worked on in a copy whose rows start on 32-byte
+    # boundaries, ld apart (the fused pass's stores then stay within cache
+    # lines; NumPy gives 16-byte alignment and rows d apart); copied back
+    # once the loop has stopped, whatever stopped it.
+    ld = (d + 3) & ~(<Py_ssize_t> 3)
+    # the window work space, then m predictions, m residuals, 2 m PAV work,
+    # m next-row dot products, m update coefficients, m steps (the plug-in's),
+    # the iterates (and room to align them), m update flags
+    work = <double *> malloc((max(wcap, 1) + 7 * m + m * ld + 4) * sizeof(double) + m)
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
-    pred = work + max(wcap, 1)          # m predictions, m residuals, 2 m PAV work
+    pred = work + max(wcap, 1)
+    res = pred + m
+    dots = pred + 4 * m
+    coef = pred + 5 * m
+    step = pred + 6 * m
+    W0 = <double *> ((<size_t> (pred + 7 * m) + 31) & ~(<size_t> 31))
+    upd = <unsigned char *> (pred + 7 * m + m * ld + 4)
+    for q in range(m):
+        memcpy(W0 + q * ld, &W[q, 0], d * sizeof(double))
+    X0 = &X[0, 0]
     poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
-            x = &X[i, 0]
+            x = X0 + i * d
+            if not have_dot:
+                # (a call's first row) the predictions alone: no quantile moves
+                memset(upd, 0, m)
+                sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, x, dots, &xx)
+            have_dot = False
             # every quantile's residual first: a bad row changes nothing
             for q in range(m):
-                pred[q] = sf_dot2(d, x, &W[q, 0], &xx) + states[q].intercept
-                pred[m + q] = y[i] - pred[q]
-                if not (fabs(pred[m + q]) <= DBL_MAX and xx <= DBL_MAX):
+                pred[q] = dots[q] + states[q].intercept
+                res[q] = y[i] - pred[q]
+                if not (fabs(res[q]) <= DBL_MAX and xx <= DBL_MAX):
                     code = ERR_BADINPUT
                     break
             if code != OK:
@@ -1352,15 +1388,21 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
             if noncrossing == NONCROSS_PROJECT and m > 1:
                 pav_increasing(pred, m, pred + 2 * m, pred + 3 * m)
                 for q in range(m):
-                    pred[m + q] = y[i] - pred[q]
+                    res[q] = y[i] - pred[q]
             if swp != NULL:
                 wi = swp[i]
+            # each quantile's schedule step decides its update; the updates
+            # themselves then run together, in one pass over the m iterates
+            # that also gives the next row's predictions (as sgd_single's
+            # sf_axpy_dot2 does for one)
+            any_upd = False
             for q in range(m):
                 s = &states[q]
                 p = &params[q]
-                r = pred[m + q]
+                r = res[q]
                 g = loss_and_coef(r, p, &s.loss, wi)
                 s.n_seen += 1
+                upd[q] = 0
                 if wi == 0:
                     continue
                 if p.kind == KIND_STATISTICAL:
@@ -1373,26 +1415,45 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                         break
                 else:
                     eta = fixed_eta(s, p, 0.0)
-                sf_axpy(d, -eta * g * wi, x, &W[q, 0])
+                upd[q] = 1
+                any_upd = True
+                coef[q] = -eta * g * wi
+                step[q] = eta * wi
                 if fit_b:
                     s.intercept -= eta * g * wi
                 s.t += wi
                 s.n_updates += 1
                 s.last_eta = eta
-                if p.average != 0 and (s.avg_on != 0 or p.kind != KIND_STATISTICAL):
-                    if pt != NULL:
-                        plug_in_average_step(d, x, y[i], &W[q, 0], &Wbar[q, 0], s, p,
-                                             eta * wi, wi, rsp + rlen * q if rsp != NULL else NULL,
-                                             fit_b, pt + pstride * q)
-                    else:
-                        average_step(d, &W[q, 0], &Wbar[q, 0], s,
-                                     rsp + rlen * q if rsp != NULL else NULL, fit_b)
             if code != OK:
                 row = i
                 break
+            if i + 1 < n:
+                sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, x + d, dots, &xx)
+                have_dot = True
+            elif any_upd:
+                for q in range(m):
+                    if upd[q]:
+                        sf_axpy(d, coef[q], x, W0 + q * ld)
+            if avg and any_upd:
+                # after the row's update, as in sgd_single
+                for q in range(m):
+                    s = &states[q]
+                    p = &params[q]
+                    if not (upd[q] and (s.avg_on != 0 or p.kind != KIND_STATISTICAL)):
+                        continue
+                    if pt != NULL:
+                        plug_in_average_step(d, x, y[i], W0 + q * ld, &Wbar[q, 0], s, p,
+                                             step[q], wi,
+                                             rsp + rlen * q if rsp != NULL else NULL,
+                                             fit_b, pt + pstride * q)
+                    else:
+                        average_step(d, W0 + q * ld, &Wbar[q, 0], s,
+                                     rsp + rlen * q if rsp != NULL else NULL, fit_b)
             done = i + 1
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED
+        for q in range(m):
+            memcpy(&W[q, 0], W0 + q * ld, d * sizeof(double))
     free(work)
     if code == OK or code == ERR_INTERRUPTED:
         for q in range(m):

@@ -170,3 +170,65 @@ def test_one_row_calls_reuse_the_state_records_and_switching_tau_count_is_safe()
     multi.set_params(tau=TAUS).fit(X[:300], y[:300])
     multi.partial_fit(X[300:], y[300:])
     np.testing.assert_array_equal(multi.coef_, whole.coef_)
+
+
+def bits(a):
+    # bit patterns: assert_array_equal takes -0.0 for 0.0
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+@pytest.mark.parametrize("d", [1, 2, 6, 8, 10, 13, 38])
+@pytest.mark.parametrize("m", [9, 4])
+@pytest.mark.parametrize("average", [False, True])
+def test_fused_pass_is_bit_identical_across_widths_and_quantile_counts(d, m, average):
+    # The kernel updates 8-element chunks of a group of 2 or 3 quantiles at a
+    # time, then a tail that GCC vectorizes in its own way per loop (the
+    # tail's sums, and ||x||^2 in the state's win_sumsq, once differed in the
+    # last bit at d % 4 = 2, 3): widths below, at and past one chunk, every
+    # tail length mod 4, m = 9 (groups 2, 3, 3, 1) and m = 4 (2, 2). Weights of 0 skip every
+    # quantile's update (their next predictions still come out of the pass),
+    # uneven calls start each from a plain prediction pass.
+    taus = [k / (m + 1) for k in range(1, m + 1)]
+    X, y, _ = make_linear_stream(2000, d, random_state=d)
+    sw = np.random.default_rng(d).choice([0.0, 1.0, 3.0], len(y), p=[0.2, 0.6, 0.2])
+    multi = OnlineQuantileRegressor(tau=taus, average=average)
+    for a, b in zip((0, 1, 450, 1333), (1, 450, 1333, 2000)):
+        multi.partial_fit(X[a:b], y[a:b], sample_weight=sw[a:b])
+    for q, t in enumerate(taus):
+        one = OnlineQuantileRegressor(tau=t, average=average).fit(X, y, sample_weight=sw)
+        np.testing.assert_array_equal(bits(multi._fit_.w[q]), bits(one._fit_.w))
+        np.testing.assert_array_equal(bits(multi._fit_.wbar[q]), bits(one._fit_.wbar))
+        assert multi._fit_.state[q].tobytes() == one._fit_.state.tobytes(), f"tau={t}"
+
+
+def test_quantiles_that_skip_a_row_are_left_alone():
+    # Quantiles whose warm-up ends at different rows: for a while some update
+    # and the others do not, within one row's pass (the groups fall apart).
+    # A skipped quantile's w is not touched (adding 0 * x would turn its -0.0
+    # into +0.0); each quantile is still its own single-quantile run.
+    d, taus = 11, [0.1, 0.3, 0.5, 0.7, 0.9]
+    X, y, _ = make_linear_stream(1500, d, random_state=11)
+    est = OnlineQuantileRegressor(tau=taus).fit(X[:1], y[:1])
+    params = est._fit_.params.copy()
+    params["n_warmup"] = [40, 25, 60, 25, 30]
+    m = len(taus)
+    cap = int(params["window"].max()) + 100
+    W, Wbar = np.full((m, d), -0.0), np.full((m, d), -0.0)
+    states, windows = np.zeros(m, _k.STATE_DTYPE), np.zeros((m, cap))
+    code, done, exc, row = _k.sgd_multi(X[:30], y[:30], np.zeros(0), W, Wbar, states, params,
+                                        windows, _k.NONCROSS_NONE)
+    assert (code, done) == (0, 30)
+    # rows 1-30: quantiles 1 and 3 (warm-up 25) have moved, the others not yet
+    assert np.all(np.signbit(W[[0, 2, 4]]) & (W[[0, 2, 4]] == 0)) and np.all(W[[1, 3]] != 0)
+    code, done, exc, row = _k.sgd_multi(X[30:], y[30:], np.zeros(0), W, Wbar, states, params,
+                                        windows, _k.NONCROSS_NONE)
+    assert (code, done) == (0, 1470)
+    for q in range(m):
+        w, wbar = np.full(d, -0.0), np.full(d, -0.0)
+        state, window = np.zeros(1, _k.STATE_DTYPE), np.zeros(cap)
+        for a, b in ((0, 30), (30, 1500)):
+            code, done, exc, row = _k.sgd_single(X[a:b], y[a:b], np.zeros(0), w, wbar, state,
+                                                 params[q:q + 1], window, np.zeros(0))
+            assert code == 0
+        np.testing.assert_array_equal(bits(W[q]), bits(w))
+        assert states[q].tobytes() == state.tobytes()
