@@ -102,16 +102,14 @@ def test_where_there_is_no_plug_in():
         assert getattr(est._fit_, "plug_in", None) is None, est
 
 
-def test_a_warm_start_counts_its_prior_iterates_in_the_lag():
-    # StatisticalSchedule(start="phase2", t0=T0) (parallel_quantile_fit's
-    # later rounds) starts the average with its starting point as T0
-    # iterates: the plug-in's average of the wbar path counts them too. Its
-    # running means from zeros instead pulled the intercept by about
-    # m'(0 - wbar): -0.85 against the truth 0 at T0 = 5000 (d = 10).
+def uncentred_warm_start(t0, switch_at=None, switch_to=None):
+    """Row by row, a warm start (start="phase2", t0) from a cold fit on an
+    uncentred stream (where the lag matters): the estimator, the rows of its
+    average, the path of wbar after each of them, and wbar when the average
+    began; at row ``switch_at`` the schedule becomes ``switch_to``."""
     from streamfit.schedules import StatisticalSchedule
     X, y, beta = make_linear_stream(4000, 3, tau=0.8, random_state=9)
-    X, y = X + 2.0, y + 2.0 * beta.sum()          # uncentred: the lag matters
-    t0 = 3000
+    X, y = X + 2.0, y + 2.0 * beta.sum()
     cold = OnlineQuantileRegressor(0.8, average=True).fit(X, y)
     est = OnlineQuantileRegressor(0.8, average=True,
                                   schedule=StatisticalSchedule(start="phase2", t0=t0))
@@ -129,8 +127,23 @@ def test_a_warm_start_counts_its_prior_iterates_in_the_lag():
         if k > t0 + len(path):
             rows.append(X[i])
             path.append(est._fit_.wbar.copy())
-    assert len(path) > 300
+        if i == switch_at:
+            assert k > t0
+            est.set_params(schedule=switch_to)
     np.testing.assert_array_equal(start, cold.coef_)
+    return est, np.array(rows), np.array(path), start
+
+
+def test_a_warm_start_counts_its_prior_iterates_in_the_lag():
+    # StatisticalSchedule(start="phase2", t0=T0) (parallel_quantile_fit's
+    # later rounds) starts the average with its starting point as T0
+    # iterates: the plug-in's average of the wbar path counts them too. Its
+    # running means from zeros instead pulled the intercept by about
+    # m'(0 - wbar): -0.85 against the truth 0 at T0 = 5000 (d = 10).
+    from streamfit.schedules import StatisticalSchedule
+    t0 = 3000
+    est, rows, path, start = uncentred_warm_start(t0)
+    assert len(path) > 300
     wwbar = (t0 * start + np.sum(path, axis=0)) / (t0 + len(path))
     lag = np.mean(rows, axis=0) @ (wwbar - path[-1])
     np.testing.assert_allclose(est.intercept_, est._fit_.state["pi_avg"][0] + lag,
@@ -181,28 +194,9 @@ def test_a_t0_changed_mid_average_keeps_the_means_row_count():
     # t0 changes mid-average must not re-weight the means (they counted
     # n_avg - the new t0 rows)
     from streamfit.schedules import StatisticalSchedule
-    X, y, beta = make_linear_stream(4000, 3, tau=0.8, random_state=9)
-    X, y = X + 2.0, y + 2.0 * beta.sum()
-    cold = OnlineQuantileRegressor(0.8, average=True).fit(X, y)
     t0 = 3000
-    est = OnlineQuantileRegressor(0.8, average=True,
-                                  schedule=StatisticalSchedule(start="phase2", t0=t0))
-    rows, path, start = [], [], None
-    for i in range(len(y)):
-        before = None if i == 0 else est._fit_.wbar.copy()
-        if i == 0:
-            est.partial_fit(X[:1], y[:1], coef_init=cold.coef_, intercept_init=cold.intercept_)
-        else:
-            est.partial_fit(X[i:i + 1], y[i:i + 1])
-        k = est._fit_.state["n_avg"][0]
-        if k and start is None:
-            start = before
-        if k > t0 + len(path):
-            rows.append(X[i])
-            path.append(est._fit_.wbar.copy())
-        if i == 2500:
-            assert k > t0
-            est.set_params(schedule=StatisticalSchedule(start="phase2", t0=100))
+    est, rows, path, start = uncentred_warm_start(
+        t0, switch_at=2500, switch_to=StatisticalSchedule(start="phase2", t0=100))
     assert len(rows) > 1000
     np.testing.assert_allclose(est._fit_.plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
     wwbar = (t0 * start + np.sum(path, axis=0)) / (t0 + len(path))
