@@ -300,7 +300,7 @@ static double sf_plug_in_pass(ptrdiff_t n, double inv, double invx, const double
                               const double *w, double *restrict wbar,
                               double *restrict xbar, double *restrict wwbar, double *lag) {
     /* The averaged update with the plug-in intercept's means, in one pass:
-     * returns x @ wbar before the step (summed as sf_dot sums), then
+     * returns x @ wbar before the step, then
      * wbar += (w - wbar) * inv (as sf_average), xbar += (x - xbar) * invx,
      * wwbar += (wbar - wwbar) * inv (the new wbar), and sets
      * *lag = xbar @ (wwbar - wbar) with the new values (in several partial

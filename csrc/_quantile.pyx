@@ -214,6 +214,16 @@ cdef inline Py_ssize_t rs_len(Py_ssize_t da) noexcept nogil:
     return rs_core(da) + 2 * da
 
 
+cdef inline double *plug_in_means(const SGDParams *p, double *rs, double *given,
+                                  Py_ssize_t d) noexcept nogil:
+    # Where the plug-in intercept's running means (2 d) live: NULL where it
+    # does not apply (no intercept, squared loss); inference's sums keep them
+    # in their tail; else the caller's array (NULL: none).
+    if p.fit_intercept == 0 or p.loss != LOSS_CHECK:
+        return NULL
+    return rs + rs_core(d + 1) if rs != NULL else given
+
+
 def rs_length(Py_ssize_t da):
     """Length of the random-scaling sums for da = d (+1 with an intercept)
     coordinates: ref (da), sum k^2 (1), sum k^2 u (da), sum k^2 u u' packed
@@ -620,10 +630,8 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
     try:
         p = <const SGDParams *> rec.params.buf
         rsp = rs_pointer(rs, d, p)
-        if scp == NULL and p.fit_intercept != 0 and p.loss == LOSS_CHECK:
-            # inference's sums keep the plug-in's running means in their tail
-            pt = rsp + rs_core(d + 1) if rsp != NULL else \
-                (&pv[0] if plug_in is not None else NULL)
+        if scp == NULL:
+            pt = plug_in_means(p, rsp, &pv[0] if plug_in is not None else NULL, d)
         return _sgd_single(p64, p32, n, d, y, sample_weight, w, wbar,
                            <SGDState *> rec.state.buf, p, window, etas, rsp, scp, pt)
     finally:
@@ -1333,13 +1341,9 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                              f"fit_intercept) per quantile), got ({rv.shape[0]}, "
                              f"{rv.shape[1]})")
         rsp = &rv[0, 0]
-    if fit_b and params[0].loss == LOSS_CHECK:
-        # inference's sums keep the plug-in's running means in their tails
-        if rsp != NULL:
-            pt = rsp + rs_core(da)
-            pstride = rlen
-        elif plug_in is not None:
-            pt = &pv[0, 0]
+    pt = plug_in_means(&params[0], rsp, &pv[0, 0] if plug_in is not None else NULL, d)
+    if rsp != NULL:
+        pstride = rlen          # (in the tail of each quantile's sums)
     # a row's work, the random-scaling sums' da^2 / 2 included
     row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
     # The iterates are worked on in a copy whose rows start on 32-byte

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import OK
 from .._kernels import _quantile as _k
-from ._state import Outcome, _bad_row, check_layout
+from ._state import Outcome, Plan, _bad_row, check_layout, track_inference, track_plug_in
 
 __all__ = ["MultiWork", "advance_multi", "NONCROSSING"]
 
@@ -32,12 +32,15 @@ class MultiWork:
     random-scaling sums of each quantile's average (None: not kept)."""
 
     __slots__ = ("w", "wbar", "state", "params", "window", "names", "pending_X", "rs",
-                 "plug_in")
+                 "plug_in", "plan")
 
     def __setstate__(self, state):
+        items = state[1] if isinstance(state, tuple) else state
         self.plug_in = None         # pickles from before the plug-in intercepts
-        for key, value in (state[1] if isinstance(state, tuple) else state).items():
+        for key, value in items.items():
             setattr(self, key, value)
+        if "plan" not in items:
+            self.plan = Plan(self.params)       # (pickles from before it was kept)
 
     @classmethod
     def fresh(cls, d, params, coef_init=None, intercept_init=None):
@@ -49,7 +52,7 @@ class MultiWork:
         if intercept_init is not None:
             work.state["intercept"] = intercept_init
             work.state["intercept_avg"] = intercept_init
-        work.params = params
+        work.params, work.plan = params, Plan(params)
         need = int(max(params["window"].max(), params["n_warmup"].max(), 1)) + 1
         work.window = np.zeros((m, need))
         work.names = None
@@ -58,30 +61,8 @@ class MultiWork:
         work.plug_in = None
         return work
 
-    def track_inference(self, on):
-        """Keep the random-scaling sums of every quantile from the averages'
-        next (re)start on (``on``), or drop them (as ``Work.track_inference``)."""
-        m, d = self.w.shape
-        if not on:
-            if self.rs is not None and self.plug_in is None and self.state["n_avg"].any():
-                # the plug-in intercepts run on without the sums
-                core = self.rs.shape[1] - 2 * (d + bool(self.params["fit_intercept"][0]))
-                self.plug_in = self.rs[:, core:core + 2 * d].copy()
-            self.rs = None
-        elif self.rs is None:
-            da = d + bool(self.params["fit_intercept"][0])
-            self.rs = np.zeros((m, _k.rs_length(da)))
-            self.state["n_avg"] = 0.0       # the averages restart with the sums
-            self.plug_in = None             # (which keep the plug-in's means)
-
-    def track_plug_in(self):
-        """Keep the plug-in intercepts' running means when averaging with an
-        intercept, from a start before any average (as ``Work.track_plug_in``)."""
-        p = self.params[0]
-        if not (p["average"] and p["fit_intercept"]) or self.rs is not None:
-            self.plug_in = None
-        elif self.plug_in is None and not self.state["n_avg"].any():
-            self.plug_in = np.zeros((self.w.shape[0], 2 * self.w.shape[1]))
+    track_inference = track_inference      # (shared with MultiWork / Work)
+    track_plug_in = track_plug_in
 
     def copy(self, spare=None):
         """A working copy (the published state never changes under a call).
@@ -95,7 +76,8 @@ class MultiWork:
         else:
             state = self.state.view(_RAW).copy().view(_k.STATE_DTYPE)
         work.w, work.wbar, work.state = self.w.copy(), self.wbar.copy(), state
-        work.params, work.names, work.pending_X = self.params, self.names, self.pending_X
+        work.params, work.plan = self.params, self.plan
+        work.names, work.pending_X = self.names, self.pending_X
         work.rs = None if self.rs is None else self.rs.copy()
         work.window = self.window.copy()
         work.plug_in = None if self.plug_in is None else self.plug_in.copy()
@@ -110,7 +92,7 @@ class MultiWork:
             grown = np.zeros((self.window.shape[0], need))
             grown[:, :self.window.shape[1]] = self.window
             self.window = grown
-        self.params = params
+        self.params, self.plan = params, Plan(params)
 
 
 def advance_multi(work, X, y, sw, noncrossing):

@@ -18,7 +18,8 @@ from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, O
 from .._kernels import _quantile as _k
 from .._validation import _check_real_array, check_matrix, check_vector
 
-__all__ = ["Work", "Outcome", "advance", "raise_row_error", "check_layout"]
+__all__ = ["Work", "Plan", "Outcome", "advance", "raise_row_error", "check_layout",
+           "track_inference", "track_plug_in"]
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
@@ -43,7 +44,7 @@ class Plan:
     """What a call needs to know of a parameter record, read once: reading a
     record's field costs ~0.3 us, a noticeable part of a one-row call."""
 
-    __slots__ = ("mode", "kind", "stat", "average", "window_need")
+    __slots__ = ("mode", "kind", "stat", "average", "window_need", "plug_in")
 
     # (inference is an estimator parameter, not a kernel one: Work.rs says
     # whether the random-scaling sums are kept)
@@ -55,6 +56,38 @@ class Plan:
         self.average = bool(p["average"])
         # the residual window's capacity, before a block's room
         self.window_need = int(max(p["window"], p["n_warmup"], 1)) + 1 if self.stat else 0
+        # the averaged intercept is the plug-in one (single mode, check loss,
+        # an intercept; the kernels of the other modes keep the iterate's)
+        self.plug_in = self.average and self.mode == _k.MODE_SINGLE and \
+            bool(p["fit_intercept"]) and int(p["loss"]) == _k.LOSS_CHECK
+
+
+def track_inference(work, on):
+    """Keep the random-scaling sums (one set per quantile: the leading axes of
+    ``work.w``) from the averages' next (re)start on (``on``), or drop them,
+    the plug-in intercepts' running means moving out of their tails."""
+    d = work.w.shape[-1]
+    da = d + bool(work.params["fit_intercept"][0])
+    if not on:
+        if work.rs is not None and work.plug_in is None and work.state["n_avg"].any():
+            core = _k.rs_length(da) - 2 * da
+            work.plug_in = work.rs[..., core:core + 2 * d].copy()
+        work.rs = None
+    elif work.rs is None:
+        work.rs = np.zeros(work.w.shape[:-1] + (_k.rs_length(da),))
+        work.state["n_avg"] = 0.0       # the averages restart with the sums
+        work.plug_in = None             # (which keep the plug-in's means)
+
+
+def track_plug_in(work):
+    """Keep the plug-in intercepts' running means (2 d a quantile) where they
+    apply (``Plan.plug_in``, no scaler; inference keeps them in its sums),
+    from a start before any average: means started mid-average would begin
+    from zeros."""
+    if not work.plan.plug_in or work.rs is not None or getattr(work, "scaler", None) is not None:
+        work.plug_in = None
+    elif work.plug_in is None and not work.state["n_avg"].any():
+        work.plug_in = np.zeros(work.w.shape[:-1] + (2 * work.w.shape[-1],))
 
 
 class Work:
@@ -95,34 +128,8 @@ class Work:
         work.plug_in = None
         return work
 
-    def track_inference(self, on):
-        """Keep the random-scaling sums from the average's next (re)start on
-        (``on``), or drop them."""
-        if not on:
-            if self.rs is not None and self.plug_in is None and self.state["n_avg"][0] > 0:
-                # the plug-in intercept runs on without the sums: its running
-                # means leave their tail
-                d = self.w.shape[0]
-                core = self.rs.shape[0] - 2 * (d + bool(self.params["fit_intercept"][0]))
-                self.plug_in = self.rs[core:core + 2 * d].copy()
-            self.rs = None
-        elif self.rs is None:
-            da = self.w.shape[0] + bool(self.params["fit_intercept"][0])
-            self.rs = np.zeros(_k.rs_length(da))
-            self.state["n_avg"] = 0.0       # the average restarts with the sums
-            self.plug_in = None             # (which keep the plug-in's means)
-
-    def track_plug_in(self):
-        """Keep the plug-in intercept's running means where it applies (single
-        mode, check loss, an intercept, averaging, no scaler; inference keeps
-        them in its sums): from the average's start on, so that a stream
-        pickled before this existed goes on as it began."""
-        p = self.params[0]
-        if not (p["average"] and p["fit_intercept"] and p["loss"] == _k.LOSS_CHECK
-                and self.scaler is None and self.rs is None):
-            self.plug_in = None
-        elif self.plug_in is None and self.state["n_avg"][0] == 0:
-            self.plug_in = np.zeros(2 * self.w.shape[0])
+    track_inference = track_inference      # (shared with MultiWork / Work)
+    track_plug_in = track_plug_in
 
     def copy(self, spare=None):
         """A working copy: copies of what the kernels write (the average and
