@@ -6,10 +6,15 @@
   started with), with the machine as it is ("idle") and with one core kept
   busy by a busy-loop process this benchmark starts; against scipy's top-k
   ``eigh`` (subset_by_index) of the estimator's perturbed matrix at the same
-  thread count. Two FPLs: "fpl" (the kernel's one-thread BLAS policy) and
-  "fpl-unpinned" (the policy switched off, i.e. the behaviour before it: BLAS
-  threads follow the caller's count). Contenders interleaved, rotated each
-  round, medians.
+  thread count. Three FPLs: "fpl" (the defaults: n_jobs=None follows the
+  BLAS count, so the trial loop's own threads run on the default row and
+  not on the 1-thread row), "fpl n_jobs=1" (the trial loop on the caller's
+  thread alone) and "fpl-unpinned" (n_jobs=1 and the one-BLAS-thread policy
+  switched off: the behaviour before both, BLAS threads following the
+  caller's count). Contenders interleaved, rotated each round, medians;
+  after a contender that ran OpenBLAS's threads the next one waits 0.3 s,
+  for those threads to stop spinning (they otherwise load the second core
+  for up to ~0.1 s after each call).
 * Traffic: a trial must at least update S and read it once per Krylov product,
   about (3 + products per trial) x n^2/2 x 8 bytes on one triangle. The
   bandwidth is measured in the same run (a large array copy, read + write);
@@ -50,6 +55,7 @@ DEFAULT_THREADS = max([lib["num_threads"] for lib in threadpool_info()
 TIMED = {"n": 1000, "trials": 40, "rounds": 5, "eigh_reps": 2,
          "traffic": (500, 1000, 2000), "traffic_trials": {500: 60, 1000: 40, 2000: 12},
          "traffic_rounds": 3}
+SETTLE = 0.3        # seconds after a contender that ran OpenBLAS's own threads
 SMOKE = {"n": 150, "trials": 4, "rounds": 1, "eigh_reps": 1,
          "traffic": (100, 150), "traffic_trials": {100: 4, 150: 4}, "traffic_rounds": 1}
 
@@ -83,8 +89,8 @@ def unpinned(on):
         _fpl.call_one_blas_thread = saved
 
 
-def warm(X, n_warm=3):
-    return PerturbedLeaderPCA(K, random_state=0).partial_fit(X[:n_warm])
+def warm(X, n_warm=3, **kw):
+    return PerturbedLeaderPCA(K, random_state=0, **kw).partial_fit(X[:n_warm])
 
 
 def per_trial(est, block):
@@ -117,13 +123,14 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
         with busy_core(load == "busy"):
             for threads in thread_counts:
                 with threadpool_limits(limits=threads, user_api="blas"):
-                    ests = {name: warm(X) for name in ("fpl", "fpl-unpinned")}
+                    ests = {"fpl": warm(X), "fpl-1": warm(X, n_jobs=1),
+                            "fpl-unpinned": warm(X, n_jobs=1)}
                     S = ests["fpl"].perturbed_
                     S = np.tril(S) + np.tril(S, -1).T
-                    names = ["fpl", "fpl-unpinned", "eigh"]
+                    names = ["fpl", "fpl-1", "fpl-unpinned", "eigh"]
                     for r in range(rounds):
                         block = X[3 + r * T:3 + (r + 1) * T]
-                        for name in names[r % 3:] + names[:r % 3]:
+                        for name in names[r % 4:] + names[:r % 4]:
                             key = (load, threads, name)
                             if name == "eigh":
                                 for _ in range(cfg["eigh_reps"]):
@@ -136,22 +143,33 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
                                 with unpinned(name == "fpl-unpinned"):
                                     results.setdefault(key, []).append(
                                         per_trial(ests[name], block))
+                            if threads > 1 and name in ("eigh", "fpl-unpinned"):
+                                # OpenBLAS's threads spin for a while after a
+                                # call (up to ~0.1 s) before they sleep: let
+                                # them, so the next contender meets the load
+                                # the row names, not this one's spinning core
+                                time.sleep(SETTLE)
                     check_components(ests["fpl"], K, n)
-                    # the decisions do not depend on the thread count
-                    results.setdefault("components", []).append(ests["fpl"].components_)
+                    # the decisions do not depend on the thread counts
+                    results.setdefault("components", []).extend(
+                        [ests["fpl"].components_, ests["fpl-1"].components_])
     same = all(np.array_equal(c, results["components"][0]) for c in results["components"])
     med = {key: float(np.median(v)) for key, v in results.items() if key != "components"}
     one = med["idle", 1, "fpl"]
     lines.append(f"FPL threads, n = {n}, k = {K}: ms per trial (FPL) / per solve (eigh), "
                  f"medians of {rounds} rounds; default = {DEFAULT_THREADS} BLAS threads")
-    lines.append(f"{'load':5} {'threads':>7} {'fpl':>8} {'unpinned':>9} {'eigh top-k':>11} "
-                 f"{'fpl/eigh':>9} {'unpinned/eigh':>14} {'fpl/fpl@1,idle':>15}")
+    lines.append(f"{'load':5} {'threads':>7} {'fpl':>8} {'n_jobs=1':>9} {'unpinned':>9} "
+                 f"{'eigh top-k':>11} {'fpl/eigh':>9} {'fpl/n_jobs=1':>13} "
+                 f"{'unpinned/eigh':>14} {'fpl/fpl@1,idle':>15}")
     for load in ("idle", "busy"):
         for threads in thread_counts:
-            f, u, e = (med[load, threads, name] for name in ("fpl", "fpl-unpinned", "eigh"))
-            lines.append(f"{load:5} {threads:>7} {1e3 * f:8.2f} {1e3 * u:9.2f} {1e3 * e:11.2f} "
-                         f"{f / e:9.3f} {u / e:14.3f} {f / one:15.2f}")
+            f, f1, u, e = (med[load, threads, name]
+                           for name in ("fpl", "fpl-1", "fpl-unpinned", "eigh"))
+            lines.append(f"{load:5} {threads:>7} {1e3 * f:8.2f} {1e3 * f1:9.2f} {1e3 * u:9.2f} "
+                         f"{1e3 * e:11.2f} {f / e:9.3f} {f / f1:13.2f} {u / e:14.3f} "
+                         f"{f / one:15.2f}")
             extra[f"ratio_time_fpl_over_eigh_{load}_{threads}t"] = f / e
+            extra[f"ratio_time_fpl_over_njobs1_{load}_{threads}t"] = f / f1
             extra[f"ratio_time_unpinned_over_eigh_{load}_{threads}t"] = u / e
             extra[f"ratio_time_fpl_over_fpl1idle_{load}_{threads}t"] = f / one
     lines.append(f"projections identical across thread counts and loads: {same}")
@@ -161,21 +179,27 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
     bw = bandwidth()
     lines.append("")
     lines.append(f"Traffic: floor = (3 + products/trial) x n^2/2 x 8 bytes at {bw / 1e9:.1f} "
-                 f"GB/s (copy, read + write, measured now); 1 BLAS thread, machine as is")
-    lines.append(f"{'n':>5} {'ms/trial':>9} {'products':>9} {'floor ms':>9} {'time/floor':>11}")
+                 f"GB/s (copy, read + write, measured now); BLAS on 1 thread, machine as is; "
+                 f"the trial loop on 1 thread and on n_jobs = {DEFAULT_THREADS}")
+    lines.append(f"{'n':>5} {'ms/trial':>9} {'products':>9} {'floor ms':>9} {'time/floor':>11} "
+                 f"{f'ms, {DEFAULT_THREADS} thr':>11} {'time/floor':>11} {'speed-up':>9}")
     for m in cfg["traffic"]:
         t = cfg["traffic_trials"][m]
         Xm = make_spiked_stream(3 + cfg["traffic_rounds"] * t, m, n_spikes=K, random_state=1)
-        est = warm(Xm)
-        p0, times = est.solver_stats_["products"], []
+        ests = {1: warm(Xm, n_jobs=1), DEFAULT_THREADS: warm(Xm, n_jobs=DEFAULT_THREADS)}
+        p0, times = ests[1].solver_stats_["products"], {}
         for r in range(cfg["traffic_rounds"]):
-            times.append(per_trial(est, Xm[3 + r * t:3 + (r + 1) * t]))
-        prods = (est.solver_stats_["products"] - p0) / (cfg["traffic_rounds"] * t)
+            for j in (sorted(ests) if r % 2 == 0 else sorted(ests)[::-1]):
+                times.setdefault(j, []).append(
+                    per_trial(ests[j], Xm[3 + r * t:3 + (r + 1) * t]))
+        prods = (ests[1].solver_stats_["products"] - p0) / (cfg["traffic_rounds"] * t)
         floor = (3 + prods) * m * m / 2 * 8 / bw
-        tt = float(np.median(times))
+        tt, tp = float(np.median(times[1])), float(np.median(times[DEFAULT_THREADS]))
         lines.append(f"{m:>5} {1e3 * tt:9.2f} {prods:9.2f} {1e3 * floor:9.3f} "
-                     f"{tt / floor:11.1f}")
+                     f"{tt / floor:11.1f} {1e3 * tp:11.2f} {tp / floor:11.1f} {tt / tp:9.2f}")
         extra[f"ratio_time_trial_over_floor_n{m}"] = tt / floor
+        extra[f"ratio_time_trial_over_floor_n{m}_{DEFAULT_THREADS}t"] = tp / floor
+        assert np.array_equal(ests[1].components_, ests[DEFAULT_THREADS].components_)
 
     # --- float32 rows against float64 rows -------------------------------------
     X32 = X.astype(np.float32)

@@ -68,6 +68,17 @@ cdef inline void symm_upper(blas_int n, blas_int m, double alpha, const double *
           C, &n)
 
 
+cdef inline void symm_upper_ld(blas_int n, blas_int m, double alpha, const double *A,
+                               blas_int lda, const double *B, blas_int ldb, double beta,
+                               double *C, blas_int ldc) noexcept nogil:
+    # symm_upper on blocks inside larger arrays: B and C with their own
+    # leading dimensions
+    cdef char side = b'L'
+    cdef char uplo = b'U'
+    dsymm(&side, &uplo, &n, &m, &alpha, <double *> A, &lda, <double *> B, &ldb, &beta,
+          C, &ldc)
+
+
 cdef inline void syr_upper(blas_int n, double alpha, const double *x, double *A,
                            blas_int lda) noexcept nogil:
     # A += alpha * x x^T on the upper triangle only

@@ -356,6 +356,30 @@ static void sf_widen(ptrdiff_t n, const float *restrict src, double *restrict ds
         dst[j] = (double) src[j];
 }
 
+SF_CLONES __attribute__((noinline))
+static void sf_row_update(ptrdiff_t n, double *restrict s, double xi,
+                          const double *restrict x, double a,
+                          const double *restrict N) {
+    /* s += xi * x, then s += a * N, element by element in one pass over s
+     * (x NULL: no first term; N NULL: no second): a row of FPL's S taking
+     * the trial's x x^T and its noise update together (_pca.pyx). Each
+     * entry is computed alike wherever the row is cut, so callers may split
+     * rows among threads freely. */
+    ptrdiff_t j;
+    if (x != NULL && N != NULL) {
+        for (j = 0; j < n; j++) {
+            double v = s[j] + xi * x[j];
+            s[j] = v + a * N[j];
+        }
+    } else if (x != NULL) {
+        for (j = 0; j < n; j++)
+            s[j] += xi * x[j];
+    } else if (N != NULL) {
+        for (j = 0; j < n; j++)
+            s[j] += a * N[j];
+    }
+}
+
 static inline void sf_prefetch(const void *p, ptrdiff_t bytes) {
     /* ask for [p, p + bytes) in cache ahead of its use (64-byte lines) */
     const char *c = (const char *) p;

@@ -22,10 +22,16 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, axpy_upper, quad_rows, syr_upper
+from _blas cimport blas_int, axpy, quad_rows, syr_upper
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception)
 from _goe cimport goe_row
+
+cdef extern from "_dense.h" nogil:
+    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
+                       const double *N)
+from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
+                        symm_product)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, leader_flush, leader_gain, leader_dense_hint)
@@ -106,6 +112,8 @@ cdef struct Ctx:
     bitgen_t *rng
     double *row         # n scratch
     double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
+    const double *xs    # a row whose x x^T waits for the noise update (fixed noise)
+    sf_par_stat rows_par  # what the row updates cost inline and on the pool
     TopKWork w
 
 
@@ -175,10 +183,56 @@ cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
 
 # --- the data's cumulative matrix ------------------------------------------------
 
+# S's row updates, in row panels of about equal area on up to w.threads
+# threads (_par.h): S[i, :i+1] += x_i x[:i+1], then += a N[i, :i+1]. Each entry
+# is computed alike whichever panel (and thread) holds it, so the panels
+# change nothing in the results.
+cdef enum:
+    ROW_PANELS = 16
+    # below this n a trial is too short for threads to pay (see run())
+    PAR_MIN_N = 384
+
+cdef struct RowUpdate:
+    Py_ssize_t n
+    double *S
+    const double *x     # NULL: no x x^T
+    const double *N     # NULL: no noise term
+    double a
+
+
+cdef inline Py_ssize_t panel_row(Py_ssize_t n, int p) noexcept nogil:
+    # the first row of panel p: rows up to it hold about p / ROW_PANELS of
+    # the triangle
+    return <Py_ssize_t> (n * sqrt(<double> p / ROW_PANELS) + 0.5)
+
+
+cdef void row_update_task(void *ctx, int p) noexcept nogil:
+    cdef RowUpdate *u = <RowUpdate *> ctx
+    cdef Py_ssize_t n = u.n, i
+    for i in range(panel_row(n, p), panel_row(n, p + 1)):
+        sf_row_update(i + 1, u.S + i * n, u.x[i] if u.x != NULL else 0.0, u.x, u.a,
+                      u.N + i * n if u.N != NULL else NULL)
+
+
+cdef void update_rows(Ctx *c, const double *x, const double *N, double a) noexcept nogil:
+    cdef RowUpdate u
+    u.n = c.n
+    u.S = c.S
+    u.x = x
+    u.N = N
+    u.a = a
+    sf_par_run(c.w.pool, &c.rows_par, ROW_PANELS, row_update_task, &u)
+
+
 cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     # S += x x^T; C follows (independent noise rebuilds S from C every trial,
-    # so there C is kept current; elsewhere x waits in the row buffer)
-    syr_upper(c.n, 1.0, x, c.S, c.n)
+    # so there C is kept current; elsewhere x waits in the row buffer). With
+    # fixed noise the noise update comes next and takes x x^T in the same
+    # pass over S.
+    if c.noise == NOISE_FIXED:
+        c.xs = x
+    else:
+        update_rows(c, x, NULL, 0.0)
     if c.C == NULL:
         return
     if c.noise == NOISE_INDEPENDENT:
@@ -223,8 +277,9 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     cdef Py_ssize_t n = c.n, i, j
     cdef double a
     if c.noise == NOISE_FIXED:
-        if s_new != c.st.s:
-            axpy_upper(n, s_new - c.st.s, c.N, c.S)
+        if s_new != c.st.s or c.xs != NULL:
+            update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s)
+        c.xs = NULL
     elif c.noise == NOISE_RANDOM_WALK:
         # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power
         # of two (their squares under- or overflow at extreme data scales)
@@ -358,6 +413,8 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
     if c.xrow == NULL:
         return ERR_NOMEM
     c.w.first = p.eig_first
+    c.xs = NULL
+    memset(&c.rows_par, 0, sizeof(sf_par_stat))
     # n doubles of scratch for the gains and the noise rows: the solver's
     # n x 3b scratch is free outside a solve
     c.row = c.w.tmp
@@ -365,6 +422,8 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
 
 
 cdef void teardown(Ctx *c) noexcept nogil:
+    sf_pool_stop(c.w.pool)
+    c.w.pool = NULL
     topk_work_free(&c.w)
     free(c.xrow)
     c.xrow = NULL
@@ -428,7 +487,7 @@ def initialize(PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] 
 def run(X, const double[::1] scale, const double[::1] frob,
         PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] S,
         const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows, double[:, ::1] V,
-        object capsule):
+        object capsule, int threads=1):
     """Play len(X) trials, updating every state array in place. Vector
     instances: rows x_t of X, scale[t] = ||x_t||^2; gain ||V_k x_t||^2,
     S += x_t x_t^T (dsyr, one triangle). Dense instances: rows of X are the
@@ -441,7 +500,8 @@ def run(X, const double[::1] scale, const double[::1] frob,
     Returns (code, done, exc): OK after all trials, or ERR_INTERRUPTED after
     `done` whole trials with `exc` the exception a signal handler raised, or
     ERR_NOMEM before any; the state describes exactly `done` trials. The
-    caller holds the bit generator's lock."""
+    caller holds the bit generator's lock. ``threads``: threads for the S
+    products and row updates (results do not depend on it)."""
     _check_records(state.base, params.base)
     cdef Ctx c
     cdef int code, n
@@ -471,6 +531,8 @@ def run(X, const double[::1] scale, const double[::1] frob,
             raise ValueError(f"scale (and frob for dense instances) must have {T} entries")
         if T == 0:
             return OK, 0, None
+        if threads > 1 and n >= PAR_MIN_N:
+            c.w.pool = sf_pool_start(threads)
         if is32:
             p32 = &X32[0, 0]
         else:
@@ -481,3 +543,25 @@ def run(X, const double[::1] scale, const double[::1] frob,
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
         teardown(&c)
+
+
+def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, int calls=1):
+    """Test entry: the Krylov product S @ B[j] for the (m, n) rows of B, S's
+    row-major lower triangle being the valid one, through the panels on
+    `threads` threads, `calls` times on one pool (the first calls run on the
+    pool, later ones as the timings choose); returns the last (m, n) result."""
+    cdef Py_ssize_t n = S.shape[0], m = B.shape[0], i
+    cdef sf_pool *pool = NULL
+    cdef sf_par_stat stat
+    if S.shape[1] != n or B.shape[1] != n or m < 1:
+        raise ValueError("S must be (n, n) and B (m, n) with m >= 1")
+    out = np.empty((m, n))
+    cdef double[:, ::1] C = out
+    memset(&stat, 0, sizeof(sf_par_stat))
+    with nogil:
+        pool = sf_pool_start(threads)
+        for i in range(calls):
+            symm_product(pool, &stat, <blas_int> n, <blas_int> m, 1.0, &S[0, 0], &B[0, 0],
+                         &C[0, 0])
+        sf_pool_stop(pool)
+    return out

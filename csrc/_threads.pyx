@@ -41,6 +41,15 @@ cdef class OneBlasThread:
     def users(self):
         return self._users
 
+    @property
+    def outer_threads(self):
+        """Inside a call: the largest BLAS thread count the libraries had
+        before the limit (what the caller set: threadpoolctl,
+        OPENBLAS_NUM_THREADS); 0 when unknown or outside a call."""
+        if self._users == 0:
+            return 0
+        return max([c for c in self._saved if c is not None] or [0])
+
     def __enter__(self):
         with self._lock:
             self._users += 1

@@ -31,8 +31,9 @@ from libc.math cimport sqrt, fabs, frexp, ldexp, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from _blas cimport (blas_int, nrm2, gemm, gemv_rows, symm_upper, syrk_upper, geqrf, orgqr,
+from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
                     trcon_upper, trsm_right_upper)
+from _symm_par cimport sf_pool, sf_par_stat, symm_product
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
 
@@ -72,6 +73,8 @@ ctypedef struct TopKWork:
     blas_int *iwork
     blas_int liwork
     EigWork eig
+    sf_pool *pool    # threads for the S products (NULL: the caller's alone; _symm_par.pxd)
+    sf_par_stat products_par   # what they cost inline and on the pool
 
 
 cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) noexcept nogil:
@@ -307,7 +310,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     # from a Householder QR and Y from the eigen-solver, so no
     # re-orthonormalisation.
     memcpy(bas, V, <size_t> n * b * sizeof(double))
-    symm_upper(n, b, unit, S, n, bas, 0.0, sbas)
+    symm_product(w.pool, &w.products_par, n, b, unit, S, bas, sbas)
     st.products += 1
     # an eigen-solver failure on the small problems below is no reason to fail
     # the solve: it goes to the exact solve instead (maxiter = 0)
@@ -350,7 +353,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
             est = INFINITY
             break
         trsm_right_upper(n, b, w.R, m, sbas, n)
-        symm_upper(n, b, unit, S, n, bas + b * n, 0.0, sbas + b * n)
+        symm_product(w.pool, &w.products_par, n, b, unit, S, bas + b * n, sbas + b * n)
         st.products += 1
         if m > b2:
             # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned

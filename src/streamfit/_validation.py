@@ -163,3 +163,35 @@ def check_random_state(random_state):
     if isinstance(check_seed(random_state), np.random.Generator):
         return random_state
     return np.random.default_rng(random_state)
+
+
+def check_n_jobs(n_jobs):
+    """n_jobs must be None or a non-zero int (joblib's convention: -1 all
+    cores, -k all but k - 1); the error names it."""
+    if n_jobs is None:
+        return n_jobs
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or an int, got {n_jobs!r}")
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be None or a non-zero int, got 0")
+    return n_jobs
+
+
+def trial_threads(n_jobs, blas_threads=0):
+    """The thread count for a kernel asked for ``n_jobs`` (checked): an int
+    as joblib counts it (-1: the cores this process may use), None the
+    caller's BLAS thread count ``blas_threads`` (0: unknown, then the cores),
+    never more than the cores.
+
+    Examples
+    --------
+    >>> from streamfit._validation import trial_threads
+    >>> trial_threads(1), trial_threads(None, blas_threads=1)
+    (1, 1)
+    """
+    import joblib
+
+    cores = max(1, joblib.cpu_count())
+    if check_n_jobs(n_jobs) is None:
+        return min(cores, blas_threads) if blas_threads > 0 else cores
+    return max(1, min(cores, joblib.effective_n_jobs(n_jobs)))

@@ -284,7 +284,7 @@ def flat_repr(est):
 def test_get_set_params_repr_clone():
     est = PerturbedLeaderPCA(3, noise="random_walk", random_state=0)
     assert est.get_params() == dict(n_components=3, sigma="auto", noise="random_walk",
-                                    solver="auto", tol=0.01, random_state=0)
+                                    solver="auto", tol=0.01, random_state=0, n_jobs=None)
     assert flat_repr(est) == "PerturbedLeaderPCA(n_components=3, noise='random_walk', random_state=0)"
     assert est.set_params(sigma=0.5, tol=0.001) is est
     assert est.sigma == 0.5 and est.get_params()["tol"] == 0.001
@@ -294,7 +294,7 @@ def test_get_set_params_repr_clone():
         est.set_params(bogus=1)
 
     ftl = FollowTheLeaderPCA(2, solver="exact")
-    assert ftl.get_params() == dict(n_components=2, solver="exact", tol=0.01)
+    assert ftl.get_params() == dict(n_components=2, solver="exact", tol=0.01, n_jobs=None)
     assert flat_repr(ftl) == "FollowTheLeaderPCA(n_components=2, solver='exact')"
 
     X = spiked(200, 40, n_spikes=K_MID)

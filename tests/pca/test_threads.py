@@ -75,3 +75,148 @@ def test_fpl_decisions_do_not_depend_on_the_blas_thread_count(two_threads):
     np.testing.assert_array_equal(est1.components_, est2.components_)
     np.testing.assert_array_equal(est1.perturbed_, est2.perturbed_)
     assert est1.cumulative_gain_ == est2.cumulative_gain_
+
+
+# -- the trial loop's own threads (n_jobs) -------------------------------------------------
+
+from streamfit import FollowTheLeaderPCA  # noqa: E402
+from streamfit._kernels import _pca  # noqa: E402
+from streamfit._validation import trial_threads  # noqa: E402
+
+PANEL_MIN = 384      # _symm_par.pxd's SYMM_PANEL_MIN, _pca.pyx's PAR_MIN_N
+
+
+@pytest.mark.parametrize("n", [PANEL_MIN, 385, 512, 700])
+@pytest.mark.parametrize("m", [1, 15])
+def test_panelled_product_is_the_product_and_the_same_on_any_thread_count(n, m):
+    """The Krylov product in row panels (two dgemm and a dsymm each, on the
+    valid triangle only): S @ B to rounding, and bit for bit the same on 1,
+    2 and 3 threads and on repeated calls (which switch between the pool and
+    inline as the timings choose)."""
+    rng = np.random.default_rng(n + m)
+    G = rng.standard_normal((n, n))
+    S = np.tril(G + G.T) + np.triu(np.full((n, n), np.nan), 1)   # upper: never read
+    B = rng.standard_normal((m, n))
+    full = np.tril(S) + np.tril(S, -1).T
+    ref = _pca._symm_product(S, B, 1)
+    np.testing.assert_allclose(ref, B @ full, rtol=0, atol=1e-12 * np.abs(full).sum(1).max())
+    for threads, calls in [(1, 3), (2, 1), (2, 40), (3, 5)]:
+        np.testing.assert_array_equal(_pca._symm_product(S, B, threads, calls), ref)
+
+
+def _stream(n, T, dense=False, seed=0):
+    if not dense:
+        return make_spiked_stream(T, n, n_spikes=3, random_state=seed)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(T):
+        Q = np.linalg.qr(rng.standard_normal((n, 2)))[0]
+        out.append(Q @ Q.T)
+    return np.array(out)
+
+
+CASES = {
+    "fpl-fixed": (PerturbedLeaderPCA, {"random_state": 0}, False),
+    "fpl-walk": (PerturbedLeaderPCA, {"random_state": 0, "noise": "random_walk"}, False),
+    "fpl-independent": (PerturbedLeaderPCA, {"random_state": 0, "noise": "independent"}, False),
+    "ftl": (FollowTheLeaderPCA, {}, False),
+    "fpl-dense": (PerturbedLeaderPCA, {"random_state": 0}, True),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_decisions_do_not_depend_on_n_jobs(case):
+    """n = 400 (panels and threads on): the same stream in two calls with
+    n_jobs = 1, 2, 3, -1 and None: every state array bit for bit."""
+    cls, kw, dense = CASES[case]
+    n, T = 400, (6 if dense else 70)
+    X = _stream(n, T, dense)
+    fit = "partial_fit_dense" if dense else "partial_fit"
+    states = []
+    for n_jobs in (1, 2, 3, -1, None):
+        est = cls(3, n_jobs=n_jobs, **kw)
+        getattr(getattr(est, fit)(X[:T // 2]), fit)(X[T // 2:])
+        states.append(est)
+    ref = states[0]
+    for est in states[1:]:
+        for name in ("perturbed_", "cumulative_", "block_", "rows_"):
+            np.testing.assert_array_equal(getattr(est, name), getattr(ref, name), err_msg=name)
+        assert est.state_.tobytes() == ref.state_.tobytes()
+        assert est.solver_stats_ == ref.solver_stats_
+
+
+def test_n_jobs_pickled_mid_stream_resumes_bit_identically():
+    import pickle
+
+    X = _stream(400, 60)
+    whole = PerturbedLeaderPCA(3, random_state=2, n_jobs=1).partial_fit(X)
+    half = PerturbedLeaderPCA(3, random_state=2, n_jobs=2).partial_fit(X[:25])
+    half = pickle.loads(pickle.dumps(half))
+    half.set_params(n_jobs=-1).partial_fit(X[25:])      # n_jobs may change mid-stream
+    np.testing.assert_array_equal(half.perturbed_, whole.perturbed_)
+    np.testing.assert_array_equal(half.components_, whole.components_)
+
+
+@pytest.mark.parametrize("bad, err", [(0, ValueError), (1.5, TypeError), (True, TypeError),
+                                      ("2", TypeError)])
+def test_a_bad_n_jobs_is_refused_naming_it_with_the_state_unchanged(bad, err):
+    X = _stream(400, 20)
+    est = PerturbedLeaderPCA(3, random_state=0, n_jobs=2).partial_fit(X[:10])
+    before = est.perturbed_.copy(), est.state_.tobytes()
+    with pytest.raises(err, match="n_jobs"):
+        est.set_params(n_jobs=bad).partial_fit(X[10:])
+    assert np.array_equal(est.perturbed_, before[0]) and est.state_.tobytes() == before[1]
+    assert est.n_trials_ == 10
+
+
+def test_trial_threads_rule():
+    import joblib
+
+    cores = joblib.cpu_count()
+    assert trial_threads(1) == 1
+    assert trial_threads(None, blas_threads=1) == 1          # threadpool_limits(1) is followed
+    assert trial_threads(None, blas_threads=0) == cores      # unknown BLAS count: the cores
+    assert trial_threads(None, blas_threads=10 ** 6) == cores
+    assert trial_threads(-1) == cores
+    assert trial_threads(10 ** 6) == cores
+    assert trial_threads(-(cores + 5)) == 1
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="POSIX signals")
+@pytest.mark.parametrize("at", [1, 17])
+def test_interrupt_with_helper_threads_keeps_whole_trials(at):
+    """A signal handler that raises stops the call at the poll before trial
+    `at` while the pool's helpers are alive (they block signals; the caller's
+    thread takes it): exactly `at` trials played, the pool stopped, and the
+    state that of `at` trials on one thread."""
+    import os
+    import signal
+
+    def os_threads():
+        # the process's threads as the OS counts them (the pool's helpers are
+        # C threads, which threading does not see)
+        return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 0
+
+    def handler(signum, frame):
+        raise _Stop()
+
+    X = _stream(400, 80)
+    old = signal.signal(signal.SIGUSR1, handler)
+    try:
+        est = PerturbedLeaderPCA(3, random_state=1, n_jobs=2).partial_fit(X[:5])
+        _pca._interrupt_at(at, signal.SIGUSR1)
+        threads_before = os_threads()
+        with pytest.raises(_Stop):
+            est.partial_fit(X[5:])
+    finally:
+        _pca._interrupt_at(-1, 0)
+        signal.signal(signal.SIGUSR1, old)
+    assert os_threads() == threads_before     # the helpers were joined
+    assert est.n_trials_ == 5 + at
+    ref = PerturbedLeaderPCA(3, random_state=1, n_jobs=1).partial_fit(X[:5 + at])
+    np.testing.assert_array_equal(est.perturbed_, ref.perturbed_)
+    np.testing.assert_array_equal(est.components_, ref.components_)

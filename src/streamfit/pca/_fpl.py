@@ -18,6 +18,8 @@ from .._errors import raise_for
 from .._kernels import _pca as _k
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
+from .._kernels._threads import one_blas_thread
+from .._validation import check_n_jobs, trial_threads
 from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable, call_one_blas_thread
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
@@ -153,6 +155,12 @@ def _bound_terms(n, k, instances, scale, max_trace_sq):
     return A, E, math.sqrt(2.0) * k * math.sqrt(n)
 
 
+def _run(n_jobs, *args):
+    # the kernel's trials on the threads n_jobs asks for; called inside
+    # call_one_blas_thread, where the caller's BLAS thread count is known
+    return _k.run(*args, threads=trial_threads(n_jobs, one_blas_thread.outer_threads))
+
+
 class _LeaderPCA(_OnlinePCA):
     """State handling shared by Follow the (Perturbed) Leader."""
 
@@ -174,6 +182,7 @@ class _LeaderPCA(_OnlinePCA):
         if self.solver not in _SOLVERS:
             raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
         check_scalar(self.tol, "tol", low=0, low_open=True)
+        check_n_jobs(getattr(self, "n_jobs", None))
         b = _block_size(n, k)
         if self.solver == "krylov" and 2 * b > n:
             raise ValueError(f"solver='krylov' needs n_features >= 2 * (n_components + "
@@ -275,9 +284,9 @@ class _LeaderPCA(_OnlinePCA):
             X = X.reshape(T, n * n)
         rng = self._rng
         code, done, exc = call_one_blas_thread(
-            rng.bit_generator.lock, _k.run, X, scale, frob, self.state_, params,
-            self.perturbed_, self.noise_, self.cumulative_, self.rows_, self.block_,
-            rng.bit_generator.capsule)
+            rng.bit_generator.lock, _run, getattr(self, "n_jobs", None), X, scale, frob,
+            self.state_, params, self.perturbed_, self.noise_, self.cumulative_, self.rows_,
+            self.block_, rng.bit_generator.capsule)
         self._finish_call(code, done, exc, T, fresh, rng, saved if fresh else None)
 
     # -- attributes -------------------------------------------------------------
@@ -383,6 +392,13 @@ class PerturbedLeaderPCA(_LeaderPCA):
         leader). The estimate extrapolates the last two objective increases.
     random_state : None, int or numpy Generator
         Seeds the noise; the same seed gives the same decisions.
+    n_jobs : None or int, default None
+        Threads of the trial loop at n >= 384 (see Threads below): None
+        follows the BLAS thread count the caller has (threadpoolctl's
+        ``threadpool_limits``, ``OPENBLAS_NUM_THREADS``), capped at the cores
+        this process may use; -1 all those cores; k > 0 that many (-k: all
+        but k - 1, as joblib counts). The decisions are the same for every
+        value.
 
     Attributes
     ----------
@@ -430,22 +446,30 @@ class PerturbedLeaderPCA(_LeaderPCA):
     counts in solver_stats_["kept"]). Calls from several threads take turns;
     none is lost.
 
-    **Threads.** The trial loop runs its BLAS calls on one thread: each is
-    too short for OpenBLAS's threads to pay (n = 1000, k = 10, measured before
-    this policy: 6.4-6.9 ms/trial on one thread, 7.1-8.0 on two idle cores,
-    ~20 with the second core busy). Each call sets the BLAS libraries that
+    **Threads.** At n >= 384 a trial's two O(n^2) parts run on ``n_jobs``
+    threads: the update of S (x x^T and the noise in one pass, in row panels)
+    and the Krylov products S @ block (fixed panels of rows, each two dgemm
+    calls and a small dsymm on the triangle). Every panel is computed the
+    same way whichever thread takes it, so the decisions do not depend on the
+    thread count or on the machine's load. Threads sleep when idle (no
+    spinning), the caller never waits for a helper that has not started, and
+    each call site times its loops both ways and keeps the faster one
+    (retrying the other every 16 loops): with the second core busy, the loop
+    falls back to one thread instead of waiting for it. The rest of a trial
+    (QR, small eigenproblems) stays on the caller's thread. The BLAS calls
+    themselves run on one BLAS thread: each sets the BLAS libraries that
     threadpoolctl finds to one thread for its duration and restores their
     counts when the last such call (of any FPL/FTL estimator, in any thread)
     ends; the limit is process-wide, so BLAS calls other threads make
-    meanwhile run on one thread too. A ``threadpool_limits`` the caller set
-    stays in force. Use several processes (or Dask) for parallelism across
-    streams.
+    meanwhile run on one thread too (OpenBLAS's own threads, measured before
+    this policy at n = 1000, k = 10: 6.4-6.9 ms/trial on one thread, 7.1-8.0
+    on two idle cores, ~20 with the second core busy).
 
     **Reproducibility.** The same seed gives the same decisions bit for bit
     however the stream is split into calls, pickled and resumed, at every
-    power-of-two rescaling of the data, and whatever the BLAS thread count
-    (the kernel's BLAS runs on one thread, see above) -- with the same BLAS
-    library. The attributes computed outside the trial loop (best_gain_ and
+    power-of-two rescaling of the data, and whatever ``n_jobs`` and the BLAS
+    thread count (the kernel's BLAS runs on one thread, see above) -- with the
+    same BLAS library. The attributes computed outside the trial loop (best_gain_ and
     regret_, one LAPACK solve) follow the caller's thread count and can move
     by LAPACK's rounding.
 
@@ -464,13 +488,14 @@ class PerturbedLeaderPCA(_LeaderPCA):
     """
 
     def __init__(self, n_components, *, sigma="auto", noise="fixed", solver="auto",
-                 tol=0.01, random_state=None):
+                 tol=0.01, random_state=None, n_jobs=None):
         self.n_components = n_components
         self.sigma = sigma
         self.noise = noise
         self.solver = solver
         self.tol = tol
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     @property
     def _noise_code(self):
@@ -512,6 +537,8 @@ class FollowTheLeaderPCA(_LeaderPCA):
     tol : float, default 0.01
         As for :class:`PerturbedLeaderPCA`, with c the bound's constant at the
         "auto" sigma.
+    n_jobs : None or int, default None
+        As for :class:`PerturbedLeaderPCA`.
 
     Notes
     -----
@@ -532,7 +559,8 @@ class FollowTheLeaderPCA(_LeaderPCA):
 
     _noise_code = _k.NOISE_NONE
 
-    def __init__(self, n_components, *, solver="auto", tol=0.01):
+    def __init__(self, n_components, *, solver="auto", tol=0.01, n_jobs=None):
         self.n_components = n_components
         self.solver = solver
         self.tol = tol
+        self.n_jobs = n_jobs

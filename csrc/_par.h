@@ -1,0 +1,240 @@
+/* Parallel loops over independent tasks for the nogil kernels, on a small
+ * pool of POSIX threads that a kernel starts for one call (no OpenMP runtime
+ * to vendor, and no spinning: a waiting thread sleeps).
+ *
+ *   sf_pool *pool = sf_pool_start(threads);  // NULL: run everything inline
+ *   sf_par_run(pool, ntasks, fn, ctx);        // fn(ctx, i) for each i, then return
+ *   sf_pool_stop(pool);
+ *
+ * sf_par_run calls fn(ctx, i) once for every i in [0, ntasks): on the
+ * caller's thread and on the helpers that wake in time, each claiming the
+ * next task from a shared counter until none is left. Which thread runs a
+ * task is not fixed, so a task must write only its own output and compute
+ * it the same way whoever runs it: then results depend neither on the
+ * thread count nor on the machine's load.
+ *
+ * Load: the caller never waits for a helper that has not joined a loop yet.
+ * When the loop's tasks are all claimed the caller closes it, and a helper
+ * that wakes later (its core busy with another process) finds it closed and
+ * goes back to sleep; the caller waits only for helpers running a task. So a
+ * busy core costs at most the task its helper holds, never a scheduler
+ * time slice per loop (what made OpenBLAS's threads 3x slower there).
+ *
+ * Helpers start with every signal blocked: a Ctrl-C goes to the caller's
+ * thread, which polls for it between trials. If no helper can be started the
+ * loops run inline. Without POSIX threads (Windows) everything runs inline. */
+#ifndef STREAMFIT_PAR_H
+#define STREAMFIT_PAR_H
+#include <stddef.h>
+#include <stdlib.h>
+
+typedef void (*sf_task_fn)(void *ctx, int task);
+
+/* What one call site's loops cost, inline and on the pool (seconds, running
+ * averages). sf_par_run runs a loop the cheaper way and now and then tries
+ * the other way (a probe): every SF_PAR_PROBE loops while the probes keep
+ * losing, then at doubling intervals up to SF_PAR_PROBE_MAX, back to every
+ * SF_PAR_PROBE loops as soon as one wins. So a pool whose helpers lose to a
+ * busy machine (or to loops too short to share) stops being woken, and a
+ * probe's cost -- a loop that waits for a helper preempted mid-task can
+ * take a scheduler time slice -- is paid rarely. Zero-initialize. */
+typedef struct {
+    double inline_s, pool_s;
+    long loops, next_probe, interval;
+} sf_par_stat;
+#define SF_PAR_PROBE 16
+#define SF_PAR_PROBE_MAX 1024
+
+typedef struct {
+    sf_task_fn fn;
+    void *ctx;
+    int ntasks;
+    int next;       /* the next unclaimed task (atomic) */
+} sf_par_loop;
+
+static void sf_par_claim(sf_par_loop *lp)
+{
+    int i;
+    while ((i = __atomic_fetch_add(&lp->next, 1, __ATOMIC_RELAXED)) < lp->ntasks)
+        lp->fn(lp->ctx, i);
+}
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+static double sf_par_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+}
+
+static void sf_par_note(double *avg, double dt)
+{
+    *avg = *avg > 0 ? *avg + 0.25 * (dt - *avg) : dt;
+}
+#define SF_POOL_MAX 64
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    sf_par_loop *loop;      /* the open loop, NULL once closed */
+    unsigned long gen;      /* loops opened so far */
+    int inside;             /* helpers running the open (or closing) loop */
+    int stop;
+    int helpers;
+    pthread_t tid[SF_POOL_MAX];
+} sf_pool;
+
+static void *sf_pool_helper(void *arg)
+{
+    sf_pool *p = (sf_pool *) arg;
+    unsigned long seen = 0;
+    sf_par_loop *lp;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->gen == seen && !p->stop)
+            pthread_cond_wait(&p->go, &p->mu);
+        if (p->stop)
+            break;
+        seen = p->gen;
+        lp = p->loop;
+        if (lp == NULL)
+            continue;           /* woke after the loop closed */
+        p->inside++;
+        pthread_mutex_unlock(&p->mu);
+        sf_par_claim(lp);
+        pthread_mutex_lock(&p->mu);
+        if (--p->inside == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+static sf_pool *sf_pool_start(int threads)
+{
+    sf_pool *p;
+    sigset_t all, saved;
+    int h;
+    if (threads <= 1)
+        return NULL;
+    if (threads > SF_POOL_MAX + 1)
+        threads = SF_POOL_MAX + 1;
+    p = (sf_pool *) calloc(1, sizeof(sf_pool));
+    if (p == NULL)
+        return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);    /* inherited by the helpers */
+    for (h = 0; h < threads - 1; h++) {
+        if (pthread_create(&p->tid[p->helpers], NULL, sf_pool_helper, p) != 0)
+            break;
+        p->helpers++;
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (p->helpers == 0) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->go);
+        pthread_cond_destroy(&p->done);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void sf_pool_stop(sf_pool *p)
+{
+    int h;
+    if (p == NULL)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (h = 0; h < p->helpers; h++)
+        pthread_join(p->tid[h], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    free(p);
+}
+
+static void sf_par_pool_loop(sf_pool *p, sf_par_loop *lp)
+{
+    pthread_mutex_lock(&p->mu);
+    p->loop = lp;
+    p->gen++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    sf_par_claim(lp);
+    /* close the loop, then wait for the helpers inside it: the mutex orders
+     * their writes before anything the caller does next */
+    pthread_mutex_lock(&p->mu);
+    p->loop = NULL;
+    while (p->inside > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void sf_par_run(sf_pool *p, sf_par_stat *st, int ntasks, sf_task_fn fn, void *ctx)
+{
+    sf_par_loop lp = {fn, ctx, ntasks, 0};
+    int use_pool, probe = 0;
+    double t0, dt, other;
+    if (p == NULL || ntasks <= 1) {
+        sf_par_claim(&lp);
+        return;
+    }
+    /* the first loop on the pool, the second inline; then the cheaper way,
+     * and the other one when a probe is due */
+    st->loops++;
+    if (st->pool_s == 0 || st->inline_s == 0) {
+        use_pool = st->pool_s == 0;
+    } else {
+        if (st->next_probe == 0) {
+            st->interval = SF_PAR_PROBE;
+            st->next_probe = st->loops + st->interval;
+        }
+        probe = st->loops >= st->next_probe;
+        use_pool = (st->pool_s <= st->inline_s) != probe;
+    }
+    t0 = sf_par_now();
+    if (use_pool)
+        sf_par_pool_loop(p, &lp);
+    else
+        sf_par_claim(&lp);
+    dt = sf_par_now() - t0;
+    if (!probe) {
+        sf_par_note(use_pool ? &st->pool_s : &st->inline_s, dt);
+        return;
+    }
+    other = use_pool ? st->inline_s : st->pool_s;
+    if (dt < other) {
+        /* the other way wins now: switch, and keep probing often */
+        *(use_pool ? &st->pool_s : &st->inline_s) = dt;
+        st->interval = SF_PAR_PROBE;
+    } else {
+        sf_par_note(use_pool ? &st->pool_s : &st->inline_s, dt);
+        st->interval = st->interval < SF_PAR_PROBE_MAX / 2 ? 2 * st->interval
+                                                            : SF_PAR_PROBE_MAX;
+    }
+    st->next_probe = st->loops + st->interval;
+}
+#else
+typedef struct { int unused; } sf_pool;
+static sf_pool *sf_pool_start(int threads) { (void) threads; return NULL; }
+static void sf_pool_stop(sf_pool *p) { (void) p; }
+static void sf_par_run(sf_pool *p, sf_par_stat *st, int ntasks, sf_task_fn fn, void *ctx)
+{
+    sf_par_loop lp = {fn, ctx, ntasks, 0};
+    (void) p;
+    (void) st;
+    sf_par_claim(&lp);
+}
+#endif
+#endif

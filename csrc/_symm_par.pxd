@@ -1,0 +1,79 @@
+# The product of a symmetric matrix (one valid triangle) with a block of
+# vectors, split into fixed row panels that run on one thread or several
+# (_par.h) with bit-identical results: the Krylov products of the top-k
+# solver (_topk.pxd), most of an FPL trial.
+#
+# Why panels of dgemm instead of one dsymm: OpenBLAS's dsymm first expands the
+# triangle into packed full panels, which at n = 1000 and a block of 15
+# vectors cost as much as the multiply (measured: dsymm 1.32 ms, dgemm on the
+# full matrix 0.89 ms, one thread). Panel I of the result (rows i0..i1) is
+#     A[0:i0, I]^T B[0:i0]  +  A[I, I] B[I]  +  A[I, i1:n] B[i1:n]
+# (BLAS's column-major view; the upper triangle is the valid one): two
+# dgemm calls on rectangles of the valid triangle and one small dsymm on the
+# diagonal block. Every panel does the same n x width x m work, each is
+# written by one task only, and its three calls and their order depend on n
+# alone -- never on the thread count -- so the result is the same bit for bit
+# on any number of threads, and under any load (which thread runs a panel
+# does not matter: each call runs BLAS on one thread, see _threads.pyx).
+from _blas cimport blas_int, gemm, symm_upper, symm_upper_ld
+
+cdef extern from "_par.h" nogil:
+    ctypedef struct sf_pool:
+        pass
+    ctypedef struct sf_par_stat:
+        pass
+    ctypedef void (*sf_task_fn)(void *ctx, int task) noexcept nogil
+    sf_pool *sf_pool_start(int threads)
+    void sf_pool_stop(sf_pool *pool)
+    void sf_par_run(sf_pool *pool, sf_par_stat *stat, int ntasks, sf_task_fn fn, void *ctx)
+
+cdef enum:
+    # Below this n the panels' call overhead is not repaid: one dsymm (on
+    # one thread, whatever the thread count, so results still do not depend
+    # on it).
+    SYMM_PANEL_MIN = 384
+    # rows per panel: 8 panels at n = 1000, enough for two threads to balance
+    # under load, large enough for dgemm to run near its peak
+    SYMM_PANEL_ROWS = 128
+
+
+cdef struct SymmPanels:
+    blas_int n, m, width
+    double alpha
+    const double *A
+    const double *B
+    double *C
+
+
+cdef inline void symm_panel(void *ctx, int task) noexcept nogil:
+    cdef SymmPanels *sp = <SymmPanels *> ctx
+    cdef blas_int n = sp.n, i0 = task * sp.width
+    cdef blas_int i1 = i0 + sp.width if i0 + sp.width < n else n
+    symm_upper_ld(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0, n,
+                  0.0, sp.C + i0, n)
+    if i0 > 0:
+        gemm(b'T', b'N', i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
+             sp.B, n, 1.0, sp.C + i0, n)
+    if i1 < n:
+        gemm(b'N', b'N', i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
+             n, sp.B + i1, n, 1.0, sp.C + i0, n)
+
+
+cdef inline void symm_product(sf_pool *pool, sf_par_stat *stat, blas_int n, blas_int m,
+                              double alpha, const double *A, const double *B,
+                              double *C) noexcept nogil:
+    # C (n x m) = alpha * A @ B, A symmetric n x n read from its upper
+    # triangle (lda n), B and C with leading dimension n (C-order (m, n)
+    # blocks of row vectors), on the pool's threads (NULL: the caller's).
+    cdef SymmPanels sp
+    if n < SYMM_PANEL_MIN:
+        symm_upper(n, m, alpha, A, n, B, 0.0, C)
+        return
+    sp.n = n
+    sp.m = m
+    sp.width = SYMM_PANEL_ROWS
+    sp.alpha = alpha
+    sp.A = A
+    sp.B = B
+    sp.C = C
+    sf_par_run(pool, stat, (n + SYMM_PANEL_ROWS - 1) // SYMM_PANEL_ROWS, symm_panel, &sp)
