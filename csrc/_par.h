@@ -52,11 +52,15 @@ typedef struct {
     int next;       /* the next unclaimed task (atomic) */
 } sf_par_loop;
 
-static void sf_par_claim(sf_par_loop *lp)
+static int sf_par_claim(sf_par_loop *lp)
 {
-    int i;
-    while ((i = __atomic_fetch_add(&lp->next, 1, __ATOMIC_RELAXED)) < lp->ntasks)
+    /* runs tasks until none is left; returns how many it ran */
+    int i, ran = 0;
+    while ((i = __atomic_fetch_add(&lp->next, 1, __ATOMIC_RELAXED)) < lp->ntasks) {
         lp->fn(lp->ctx, i);
+        ran++;
+    }
+    return ran;
 }
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -83,6 +87,7 @@ typedef struct {
     sf_par_loop *loop;      /* the open loop, NULL once closed */
     unsigned long gen;      /* loops opened so far */
     int inside;             /* helpers running the open (or closing) loop */
+    long helper_tasks;      /* tasks the helpers ran (for the tests) */
     int stop;
     int helpers;
     pthread_t tid[SF_POOL_MAX];
@@ -93,6 +98,7 @@ static void *sf_pool_helper(void *arg)
     sf_pool *p = (sf_pool *) arg;
     unsigned long seen = 0;
     sf_par_loop *lp;
+    int ran;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->gen == seen && !p->stop)
@@ -105,8 +111,9 @@ static void *sf_pool_helper(void *arg)
             continue;           /* woke after the loop closed */
         p->inside++;
         pthread_mutex_unlock(&p->mu);
-        sf_par_claim(lp);
+        ran = sf_par_claim(lp);
         pthread_mutex_lock(&p->mu);
+        p->helper_tasks += ran;
         if (--p->inside == 0)
             pthread_cond_signal(&p->done);
     }
@@ -145,6 +152,18 @@ static sf_pool *sf_pool_start(int threads)
         return NULL;
     }
     return p;
+}
+
+static long sf_pool_helper_tasks(sf_pool *p)
+{
+    /* tasks the helpers have run so far (0 without a pool) */
+    long n;
+    if (p == NULL)
+        return 0;
+    pthread_mutex_lock(&p->mu);
+    n = p->helper_tasks;
+    pthread_mutex_unlock(&p->mu);
+    return n;
 }
 
 static void sf_pool_stop(sf_pool *p)
@@ -229,6 +248,7 @@ static void sf_par_run(sf_pool *p, sf_par_stat *st, int ntasks, sf_task_fn fn, v
 typedef struct { int unused; } sf_pool;
 static sf_pool *sf_pool_start(int threads) { (void) threads; return NULL; }
 static void sf_pool_stop(sf_pool *p) { (void) p; }
+static long sf_pool_helper_tasks(sf_pool *p) { (void) p; return 0; }
 static void sf_par_run(sf_pool *p, sf_par_stat *st, int ntasks, sf_task_fn fn, void *ctx)
 {
     sf_par_loop lp = {fn, ctx, ntasks, 0};

@@ -27,11 +27,24 @@ from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception)
 from _goe cimport goe_row
 
+cdef extern from *:
+    """
+    #include <time.h>
+    static double sf_monotonic(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+    }
+    #define sf_atomic_add(p) __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
+    """
+    double monotonic "sf_monotonic"() nogil
+    void atomic_inc "sf_atomic_add"(long long *p) nogil
+
 cdef extern from "_dense.h" nogil:
     void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
                        const double *N)
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
-                        symm_product)
+                        sf_pool_helper_tasks, symm_product)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, leader_flush, leader_gain, leader_dense_hint)
@@ -565,3 +578,40 @@ def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, i
                          &C[0, 0])
         sf_pool_stop(pool)
     return out
+
+
+cdef struct ProbeTasks:
+    long long *runs
+    double seconds
+
+
+cdef void probe_task(void *ctx, int task) noexcept nogil:
+    cdef ProbeTasks *pt = <ProbeTasks *> ctx
+    cdef double t0 = monotonic()
+    atomic_inc(&pt.runs[task])
+    while monotonic() - t0 < pt.seconds:
+        pass
+
+
+def _pool_probe(int threads, int ntasks, int loops, double seconds):
+    """Test entry: `loops` loops of `ntasks` tasks, each busy for `seconds`,
+    on a pool of `threads` threads (every loop on the pool: a fresh timing
+    record each time). Returns (times each task ran, over all loops; tasks
+    the helpers ran)."""
+    cdef sf_pool *pool = NULL
+    cdef sf_par_stat stat
+    cdef ProbeTasks pt
+    cdef long helpers = 0
+    cdef int i
+    runs = np.zeros(ntasks, dtype=np.int64)
+    cdef long long[::1] rv = runs
+    pt.runs = &rv[0]
+    pt.seconds = seconds
+    with nogil:
+        pool = sf_pool_start(threads)
+        for i in range(loops):
+            memset(&stat, 0, sizeof(sf_par_stat))
+            sf_par_run(pool, &stat, ntasks, probe_task, &pt)
+        helpers = sf_pool_helper_tasks(pool)
+        sf_pool_stop(pool)
+    return runs, helpers

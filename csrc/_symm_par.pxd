@@ -25,6 +25,7 @@ cdef extern from "_par.h" nogil:
     ctypedef void (*sf_task_fn)(void *ctx, int task) noexcept nogil
     sf_pool *sf_pool_start(int threads)
     void sf_pool_stop(sf_pool *pool)
+    long sf_pool_helper_tasks(sf_pool *pool)
     void sf_par_run(sf_pool *pool, sf_par_stat *stat, int ntasks, sf_task_fn fn, void *ctx)
 
 cdef enum:

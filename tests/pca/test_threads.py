@@ -220,3 +220,18 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
     ref = PerturbedLeaderPCA(3, random_state=1, n_jobs=1).partial_fit(X[:5 + at])
     np.testing.assert_array_equal(est.perturbed_, ref.perturbed_)
     np.testing.assert_array_equal(est.components_, ref.components_)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_pool_runs_every_task_once_and_its_helpers_take_part(threads):
+    """_par.h's loops: every task of every loop runs exactly once, and with
+    tasks long enough for a helper to wake (32 x 0.3 ms) the helpers run
+    some of them (threads = 1 starts none)."""
+    import joblib
+
+    runs, by_helpers = _pca._pool_probe(threads, 32, 6, 3e-4)
+    assert (runs == 6).all(), runs
+    if threads == 1:
+        assert by_helpers == 0
+    elif joblib.cpu_count() >= 2:
+        assert 0 < by_helpers < 6 * 32
