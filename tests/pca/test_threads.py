@@ -83,7 +83,9 @@ from streamfit import FollowTheLeaderPCA  # noqa: E402
 from streamfit._kernels import _pca  # noqa: E402
 from streamfit._validation import trial_threads  # noqa: E402
 
-PANEL_MIN = 384      # _symm_par.pxd's SYMM_PANEL_MIN, _pca.pyx's PAR_MIN_N
+PANEL_MIN = 384      # _symm_par.pxd's SYMM_PANEL_MIN
+PAR_MIN_N = 768      # _pca.pyx's: the trial loop's threads from this n on
+N_THREADED = 800
 
 
 @pytest.mark.parametrize("n", [PANEL_MIN, 385, 512, 700])
@@ -126,10 +128,10 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_decisions_do_not_depend_on_n_jobs(case):
-    """n = 400 (panels and threads on): the same stream in two calls with
+    """n = 800 (panels and threads on): the same stream in two calls with
     n_jobs = 1, 2, 3, -1 and None: every state array bit for bit."""
     cls, kw, dense = CASES[case]
-    n, T = 400, (6 if dense else 70)
+    n, T = N_THREADED, (4 if dense else 50)
     X = _stream(n, T, dense)
     fit = "partial_fit_dense" if dense else "partial_fit"
     states = []
@@ -148,7 +150,7 @@ def test_decisions_do_not_depend_on_n_jobs(case):
 def test_n_jobs_pickled_mid_stream_resumes_bit_identically():
     import pickle
 
-    X = _stream(400, 60)
+    X = _stream(N_THREADED, 60)
     whole = PerturbedLeaderPCA(3, random_state=2, n_jobs=1).partial_fit(X)
     half = PerturbedLeaderPCA(3, random_state=2, n_jobs=2).partial_fit(X[:25])
     half = pickle.loads(pickle.dumps(half))
@@ -160,7 +162,7 @@ def test_n_jobs_pickled_mid_stream_resumes_bit_identically():
 @pytest.mark.parametrize("bad, err", [(0, ValueError), (1.5, TypeError), (True, TypeError),
                                       ("2", TypeError)])
 def test_a_bad_n_jobs_is_refused_naming_it_with_the_state_unchanged(bad, err):
-    X = _stream(400, 20)
+    X = _stream(N_THREADED, 20)
     est = PerturbedLeaderPCA(3, random_state=0, n_jobs=2).partial_fit(X[:10])
     before = est.perturbed_.copy(), est.state_.tobytes()
     with pytest.raises(err, match="n_jobs"):
@@ -204,7 +206,7 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
     def handler(signum, frame):
         raise _Stop()
 
-    X = _stream(400, 80)
+    X = _stream(N_THREADED, 80)
     old = signal.signal(signal.SIGUSR1, handler)
     try:
         est = PerturbedLeaderPCA(3, random_state=1, n_jobs=2).partial_fit(X[:5])

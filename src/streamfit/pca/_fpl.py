@@ -393,7 +393,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
     random_state : None, int or numpy Generator
         Seeds the noise; the same seed gives the same decisions.
     n_jobs : None or int, default None
-        Threads of the trial loop at n >= 384 (see Threads below): None
+        Threads of the trial loop at n >= 768 (see Threads below): None
         follows the BLAS thread count the caller has (threadpoolctl's
         ``threadpool_limits``, ``OPENBLAS_NUM_THREADS``), capped at the cores
         this process may use; -1 all those cores; k > 0 that many (-k: all
@@ -446,7 +446,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
     counts in solver_stats_["kept"]). Calls from several threads take turns;
     none is lost.
 
-    **Threads.** At n >= 384 a trial's two O(n^2) parts run on ``n_jobs``
+    **Threads.** At n >= 768 a trial's two O(n^2) parts run on ``n_jobs``
     threads: the update of S (x x^T and the noise in one pass, in row panels)
     and the Krylov products S @ block (fixed panels of rows, each two dgemm
     calls and a small dsymm on the triangle). Every panel is computed the
