@@ -20,8 +20,8 @@
  * busy core costs at most the task its helper holds, never a scheduler
  * time slice per loop (what made OpenBLAS's threads 3x slower there).
  *
- * Helpers start with every signal blocked: a Ctrl-C goes to the caller's
- * thread, which polls for it between trials. If no helper can be started the
+ * Helpers start with every asynchronous signal blocked: a Ctrl-C goes to
+ * the caller's thread, which polls for it between trials. If no helper can be started the
  * loops run inline. Without POSIX threads (Windows) everything runs inline. */
 #ifndef STREAMFIT_PAR_H
 #define STREAMFIT_PAR_H
@@ -31,10 +31,12 @@
 typedef void (*sf_task_fn)(void *ctx, int task);
 
 /* What one call site's loops cost, inline and on the pool (seconds, running
- * averages). sf_par_run runs a loop the cheaper way and now and then tries
- * the other way (a probe): every SF_PAR_PROBE loops while the probes keep
- * losing, then at doubling intervals up to SF_PAR_PROBE_MAX, back to every
- * SF_PAR_PROBE loops as soon as one wins. So a pool whose helpers lose to a
+ * averages). sf_par_run runs a loop the way whose average is lower and now
+ * and then tries the other way (a probe): after SF_PAR_PROBE loops, then at
+ * doubling intervals up to SF_PAR_PROBE_MAX while the probes keep losing,
+ * back to SF_PAR_PROBE as soon as one beats the other way's average (one
+ * sample against an average: a pool that now and then stalls for a time
+ * slice is slightly favoured on a busy machine). So a pool whose helpers lose to a
  * busy machine (or to loops too short to share) stops being woken, and a
  * probe's cost -- a loop that waits for a helper preempted mid-task can
  * take a scheduler time slice -- is paid rarely. Zero-initialize. */
@@ -44,6 +46,50 @@ typedef struct {
 } sf_par_stat;
 #define SF_PAR_PROBE 16
 #define SF_PAR_PROBE_MAX 1024
+
+static void sf_par_note(double *avg, double dt)
+{
+    *avg = *avg > 0 ? *avg + 0.25 * (dt - *avg) : dt;
+}
+
+/* The policy, apart from the clock (a test replays it on given times):
+ * sf_par_choose says whether the next loop runs on the pool (and whether
+ * that is a probe), sf_par_learn takes the time it took. */
+static int sf_par_choose(sf_par_stat *st, int *probe)
+{
+    /* the first loop on the pool, the second inline; then the way whose
+     * running average is lower, and the other one when a probe is due */
+    *probe = 0;
+    st->loops++;
+    if (st->pool_s == 0 || st->inline_s == 0)
+        return st->pool_s == 0;
+    if (st->next_probe == 0) {
+        st->interval = SF_PAR_PROBE;
+        st->next_probe = st->loops + st->interval;
+    }
+    *probe = st->loops >= st->next_probe;
+    return (st->pool_s <= st->inline_s) != *probe;
+}
+
+static void sf_par_learn(sf_par_stat *st, int use_pool, int probe, double dt)
+{
+    double *mine = use_pool ? &st->pool_s : &st->inline_s;
+    double other = use_pool ? st->inline_s : st->pool_s;
+    if (!probe) {
+        sf_par_note(mine, dt);
+        return;
+    }
+    if (dt < other) {
+        /* the other way wins now: switch, and keep probing often */
+        *mine = dt;
+        st->interval = SF_PAR_PROBE;
+    } else {
+        sf_par_note(mine, dt);
+        st->interval = st->interval < SF_PAR_PROBE_MAX / 2 ? 2 * st->interval
+                                                            : SF_PAR_PROBE_MAX;
+    }
+    st->next_probe = st->loops + st->interval;
+}
 
 typedef struct {
     sf_task_fn fn;
@@ -73,11 +119,6 @@ static double sf_par_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-}
-
-static void sf_par_note(double *avg, double dt)
-{
-    *avg = *avg > 0 ? *avg + 0.25 * (dt - *avg) : dt;
 }
 #define SF_POOL_MAX 64
 
@@ -136,8 +177,17 @@ static sf_pool *sf_pool_start(int threads)
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->go, NULL);
     pthread_cond_init(&p->done, NULL);
+    /* the helpers inherit the mask: every asynchronous signal blocked, the
+     * synchronous ones (a crash) left alone so that a fault in a helper is
+     * still reported (faulthandler) rather than undefined */
     sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);    /* inherited by the helpers */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGABRT);
+    sigdelset(&all, SIGTRAP);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
     for (h = 0; h < threads - 1; h++) {
         if (pthread_create(&p->tid[p->helpers], NULL, sf_pool_helper, p) != 0)
             break;
@@ -203,46 +253,19 @@ static void sf_par_pool_loop(sf_pool *p, sf_par_loop *lp)
 static void sf_par_run(sf_pool *p, sf_par_stat *st, int ntasks, sf_task_fn fn, void *ctx)
 {
     sf_par_loop lp = {fn, ctx, ntasks, 0};
-    int use_pool, probe = 0;
-    double t0, dt, other;
+    int use_pool, probe;
+    double t0;
     if (p == NULL || ntasks <= 1) {
         sf_par_claim(&lp);
         return;
     }
-    /* the first loop on the pool, the second inline; then the cheaper way,
-     * and the other one when a probe is due */
-    st->loops++;
-    if (st->pool_s == 0 || st->inline_s == 0) {
-        use_pool = st->pool_s == 0;
-    } else {
-        if (st->next_probe == 0) {
-            st->interval = SF_PAR_PROBE;
-            st->next_probe = st->loops + st->interval;
-        }
-        probe = st->loops >= st->next_probe;
-        use_pool = (st->pool_s <= st->inline_s) != probe;
-    }
+    use_pool = sf_par_choose(st, &probe);
     t0 = sf_par_now();
     if (use_pool)
         sf_par_pool_loop(p, &lp);
     else
         sf_par_claim(&lp);
-    dt = sf_par_now() - t0;
-    if (!probe) {
-        sf_par_note(use_pool ? &st->pool_s : &st->inline_s, dt);
-        return;
-    }
-    other = use_pool ? st->inline_s : st->pool_s;
-    if (dt < other) {
-        /* the other way wins now: switch, and keep probing often */
-        *(use_pool ? &st->pool_s : &st->inline_s) = dt;
-        st->interval = SF_PAR_PROBE;
-    } else {
-        sf_par_note(use_pool ? &st->pool_s : &st->inline_s, dt);
-        st->interval = st->interval < SF_PAR_PROBE_MAX / 2 ? 2 * st->interval
-                                                            : SF_PAR_PROBE_MAX;
-    }
-    st->next_probe = st->loops + st->interval;
+    sf_par_learn(st, use_pool, probe, sf_par_now() - t0);
 }
 #else
 typedef struct { int unused; } sf_pool;

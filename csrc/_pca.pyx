@@ -44,7 +44,7 @@ cdef extern from "_dense.h" nogil:
     void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
                        const double *N)
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
-                        sf_pool_helper_tasks, symm_product)
+                        sf_pool_helper_tasks, sf_par_choose, sf_par_learn, symm_product)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, leader_flush, leader_gain, leader_dense_hint)
@@ -616,3 +616,25 @@ def _pool_probe(int threads, int ntasks, int loops, double seconds):
         helpers = sf_pool_helper_tasks(pool)
         sf_pool_stop(pool)
     return runs, helpers
+
+
+def _par_policy(const double[::1] pool_dt, const double[::1] inline_dt):
+    """Test entry: _par.h's choice between the pool and inline, replayed on
+    given loop times (loop i takes pool_dt[i] on the pool, inline_dt[i]
+    inline). Returns (on_pool, probes): 0/1 arrays, one entry per loop."""
+    cdef Py_ssize_t n = pool_dt.shape[0], i
+    cdef sf_par_stat stat
+    cdef int use_pool, probe
+    if inline_dt.shape[0] != n:
+        raise ValueError("pool_dt and inline_dt must have the same length")
+    on_pool = np.zeros(n, dtype=np.int8)
+    probes = np.zeros(n, dtype=np.int8)
+    cdef signed char[::1] op = on_pool
+    cdef signed char[::1] pr = probes
+    memset(&stat, 0, sizeof(sf_par_stat))
+    for i in range(n):
+        use_pool = sf_par_choose(&stat, &probe)
+        sf_par_learn(&stat, use_pool, probe, pool_dt[i] if use_pool else inline_dt[i])
+        op[i] = use_pool
+        pr[i] = probe
+    return on_pool, probes

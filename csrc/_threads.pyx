@@ -42,6 +42,24 @@ cdef class OneBlasThread:
         return self._users
 
     @property
+    def concurrent_calls_safe(self):
+        """Whether every BLAS library threadpoolctl finds may be called from
+        several threads at once (FPL's trial loop does, on its own threads):
+        OpenBLAS built on pthreads (its other builds are only safe with
+        USE_LOCKING, which they do not report), MKL, BLIS. False until a
+        call has looked the libraries up, and for anything unknown."""
+        if not self._blas:
+            return False
+        for lib in self._blas:
+            api = lib.internal_api
+            if api == "openblas":
+                if getattr(lib, "threading_layer", None) != "pthreads":
+                    return False
+            elif api not in ("mkl", "blis"):
+                return False
+        return True
+
+    @property
     def outer_threads(self):
         """Inside a call: the largest BLAS thread count the libraries had
         before the limit (what the caller set: threadpoolctl,

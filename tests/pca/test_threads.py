@@ -203,7 +203,10 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
         # C threads, which threading does not see)
         return len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 0
 
+    inside = []
+
     def handler(signum, frame):
+        inside.append(os_threads())         # during the call: the pool's helper is alive
         raise _Stop()
 
     X = _stream(N_THREADED, 80)
@@ -218,6 +221,8 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
         _pca._interrupt_at(-1, 0)
         signal.signal(signal.SIGUSR1, old)
     assert os_threads() == threads_before     # the helpers were joined
+    if os_threads() and two_cores():
+        assert inside == [threads_before + 1]
     assert est.n_trials_ == 5 + at
     ref = PerturbedLeaderPCA(3, random_state=1, n_jobs=1).partial_fit(X[:5 + at])
     np.testing.assert_array_equal(est.perturbed_, ref.perturbed_)
@@ -237,3 +242,54 @@ def test_the_pool_runs_every_task_once_and_its_helpers_take_part(threads):
         assert by_helpers == 0
     elif joblib.cpu_count() >= 2:
         assert 0 < by_helpers < 6 * 32
+
+
+def two_cores():
+    import joblib
+
+    from streamfit._kernels._threads import one_blas_thread
+
+    with one_blas_thread:       # (looks the BLAS libraries up)
+        safe = one_blas_thread.concurrent_calls_safe
+    return joblib.cpu_count() >= 2 and safe
+
+
+@pytest.mark.parametrize("n", [833, 1031])
+def test_three_threads_and_odd_sizes_change_nothing(n, monkeypatch):
+    """Three threads in the trial loop (past the core cap, which only
+    trial_threads applies: oversubscribed, where races would show) at sizes
+    whose last panels are partial: the one-thread state bit for bit."""
+    from streamfit.pca import _fpl
+
+    X = _stream(n, 24, seed=n)
+    ref = PerturbedLeaderPCA(3, random_state=4, n_jobs=1).partial_fit(X)
+    monkeypatch.setattr(_fpl, "trial_threads", lambda n_jobs, blas: 3)
+    est = PerturbedLeaderPCA(3, random_state=4).partial_fit(X[:10]).partial_fit(X[10:])
+    np.testing.assert_array_equal(est.perturbed_, ref.perturbed_)
+    np.testing.assert_array_equal(est.components_, ref.components_)
+    assert est.state_.tobytes() == ref.state_.tobytes()
+
+
+def test_pool_policy_prefers_the_faster_way_and_probes_the_other_rarely():
+    """_par.h's choice, replayed on given loop times (no clock)."""
+    n = 3000
+    fast, slow = np.full(n, 1.0), np.full(n, 2.0)
+    # the pool faster: after the first two loops (one each way) inline runs
+    # only as probes, at doubling intervals (16, 32, ..., 1024)
+    on_pool, probes = _pca._par_policy(fast, slow)
+    assert on_pool[0] == 1 and on_pool[1] == 0
+    inline_later = np.flatnonzero(on_pool[2:] == 0) + 2
+    assert (probes[inline_later] == 1).all()
+    assert 5 <= len(inline_later) <= 12, inline_later
+    assert np.all(np.diff(inline_later) >= 16)
+    # inline faster: the mirror image
+    on_pool, probes = _pca._par_policy(slow, fast)
+    pool_later = np.flatnonzero(on_pool[2:] == 1) + 2
+    assert (probes[pool_later] == 1).all() and 5 <= len(pool_later) <= 12
+    # the costs swap at loop 1000: within one probe interval (<= 1024
+    # loops) the choice follows, and a probe that wins resets the interval
+    pool_dt = np.where(np.arange(n) < 1000, 1.0, 2.0)
+    inline_dt = np.where(np.arange(n) < 1000, 2.0, 1.0)
+    on_pool, _ = _pca._par_policy(pool_dt, inline_dt)
+    assert on_pool[200:1000].mean() > 0.97
+    assert on_pool[1000 + 1024 + 1:].mean() < 0.03

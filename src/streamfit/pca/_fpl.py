@@ -157,8 +157,12 @@ def _bound_terms(n, k, instances, scale, max_trace_sq):
 
 def _run(n_jobs, *args):
     # the kernel's trials on the threads n_jobs asks for; called inside
-    # call_one_blas_thread, where the caller's BLAS thread count is known
-    return _k.run(*args, threads=trial_threads(n_jobs, one_blas_thread.outer_threads))
+    # call_one_blas_thread, where the caller's BLAS thread count is known.
+    # One thread when the BLAS cannot be called from two threads at once.
+    threads = trial_threads(n_jobs, one_blas_thread.outer_threads)
+    if threads > 1 and not one_blas_thread.concurrent_calls_safe:
+        threads = 1
+    return _k.run(*args, threads=threads)
 
 
 class _LeaderPCA(_OnlinePCA):
@@ -453,11 +457,15 @@ class PerturbedLeaderPCA(_LeaderPCA):
     same way whichever thread takes it, so the decisions do not depend on the
     thread count or on the machine's load. Threads sleep when idle (no
     spinning), the caller never waits for a helper that has not started, and
-    each call site times its loops both ways and keeps the faster one
-    (retrying the other every 16 loops): with the second core busy, the loop
-    falls back to one thread instead of waiting for it. The rest of a trial
-    (QR, small eigenproblems) stays on the caller's thread. The BLAS calls
-    themselves run on one BLAS thread: each sets the BLAS libraries that
+    each call site times its loops both ways and prefers the way that has
+    been faster, re-trying the other at growing intervals: with the second
+    core busy, the loop falls back to one thread instead of waiting for it.
+    The threads live for one call (a one-row ``partial_fit`` starts them
+    too; at n = 1000 it still gains). Only BLAS libraries known to take
+    calls from several threads at once get them (OpenBLAS built on pthreads,
+    MKL, BLIS); with any other the loop stays on one thread. The rest of a
+    trial (QR, small eigenproblems) stays on the caller's thread. The BLAS
+    calls themselves run on one BLAS thread: each sets the BLAS libraries that
     threadpoolctl finds to one thread for its duration and restores their
     counts when the last such call (of any FPL/FTL estimator, in any thread)
     ends; the limit is process-wide, so BLAS calls other threads make
