@@ -206,6 +206,11 @@ cdef enum:
     # (n = 500, k = 10: 0.97-1.02x one thread's time on two idle cores)
     PAR_MIN_N = 768
 
+cpdef enum:
+    # run()'s timings: two sf_par_stat (row updates, products) and the n
+    PAR_TIMINGS = 11
+
+
 cdef struct RowUpdate:
     Py_ssize_t n
     double *S
@@ -226,6 +231,22 @@ cdef void row_update_task(void *ctx, int p) noexcept nogil:
     for i in range(panel_row(n, p), panel_row(n, p + 1)):
         sf_row_update(i + 1, u.S + i * n, u.x[i] if u.x != NULL else 0.0, u.x, u.a,
                       u.N + i * n if u.N != NULL else NULL)
+
+
+cdef inline void timings_load(sf_par_stat *st, const double *v) noexcept nogil:
+    st.inline_s = v[0]
+    st.pool_s = v[1]
+    st.loops = <long> v[2]
+    st.next_probe = <long> v[3]
+    st.interval = <long> v[4]
+
+
+cdef inline void timings_store(const sf_par_stat *st, double *v) noexcept nogil:
+    v[0] = st.inline_s
+    v[1] = st.pool_s
+    v[2] = st.loops
+    v[3] = st.next_probe
+    v[4] = st.interval
 
 
 cdef void update_rows(Ctx *c, const double *x, const double *N, double a) noexcept nogil:
@@ -501,7 +522,7 @@ def initialize(PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] 
 def run(X, const double[::1] scale, const double[::1] frob,
         PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] S,
         const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows, double[:, ::1] V,
-        object capsule, int threads=1):
+        object capsule, int threads=1, object timings=None):
     """Play len(X) trials, updating every state array in place. Vector
     instances: rows x_t of X, scale[t] = ||x_t||^2; gain ||V_k x_t||^2,
     S += x_t x_t^T (dsyr, one triangle). Dense instances: rows of X are the
@@ -515,7 +536,11 @@ def run(X, const double[::1] scale, const double[::1] frob,
     `done` whole trials with `exc` the exception a signal handler raised, or
     ERR_NOMEM before any; the state describes exactly `done` trials. The
     caller holds the bit generator's lock. ``threads``: threads for the S
-    products and row updates (results do not depend on it)."""
+    products and row updates (results do not depend on it); ``timings``:
+    None or a float64 array of PAR_TIMINGS entries carrying the thread pool's
+    timings from one call to the next (read at the start, written at the
+    end; zeros to start afresh), so a stream fed in small calls does not
+    learn afresh each time whether the threads pay."""
     _check_records(state.base, params.base)
     cdef Ctx c
     cdef int code, n
@@ -524,6 +549,7 @@ def run(X, const double[::1] scale, const double[::1] frob,
     cdef const double *p64 = NULL
     cdef const float *p32 = NULL
     cdef Py_ssize_t T, ncol, done = 0
+    cdef double[::1] tv
     cdef bint is32 = getattr(X, "dtype", None) == np.float32
     if is32:
         X32 = X
@@ -547,6 +573,13 @@ def run(X, const double[::1] scale, const double[::1] frob,
             return OK, 0, None
         if threads > 1 and n >= PAR_MIN_N:
             c.w.pool = sf_pool_start(threads)
+            if timings is not None:
+                tv = timings
+                if tv.shape[0] != PAR_TIMINGS:
+                    raise ValueError(f"timings must have {PAR_TIMINGS} entries")
+                if tv[PAR_TIMINGS - 1] == n:      # (timings of another n start afresh)
+                    timings_load(&c.rows_par, &tv[0])
+                    timings_load(&c.w.products_par, &tv[5])
         if is32:
             p32 = &X32[0, 0]
         else:
@@ -554,6 +587,10 @@ def run(X, const double[::1] scale, const double[::1] frob,
         with nogil:
             code = trials(&c, p64, p32, &scale[0], &frob[0] if frob.shape[0] else NULL,
                           T, &done)
+        if c.w.pool != NULL and timings is not None:
+            timings_store(&c.rows_par, &tv[0])
+            timings_store(&c.w.products_par, &tv[5])
+            tv[PAR_TIMINGS - 1] = n
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
         teardown(&c)

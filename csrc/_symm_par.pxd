@@ -21,7 +21,8 @@ cdef extern from "_par.h" nogil:
     ctypedef struct sf_pool:
         pass
     ctypedef struct sf_par_stat:
-        pass
+        double inline_s, pool_s
+        long loops, next_probe, interval
     ctypedef void (*sf_task_fn)(void *ctx, int task) noexcept nogil
     sf_pool *sf_pool_start(int threads)
     void sf_pool_stop(sf_pool *pool)

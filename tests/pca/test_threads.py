@@ -293,3 +293,29 @@ def test_pool_policy_prefers_the_faster_way_and_probes_the_other_rarely():
     on_pool, _ = _pca._par_policy(pool_dt, inline_dt)
     assert on_pool[200:1000].mean() > 0.97
     assert on_pool[1000 + 1024 + 1:].mean() < 0.03
+
+
+def test_the_pools_timings_carry_over_calls_and_are_not_pickled():
+    """Small calls keep what the threads cost (no fresh learning each call):
+    the estimator's _pool_timings count loops across calls; they describe
+    the machine, not the model, so a pickle leaves them out; a wrong-length
+    record is refused by the kernel."""
+    import pickle
+
+    from streamfit.pca import _fpl
+
+    X = _stream(N_THREADED, 12)
+    est = PerturbedLeaderPCA(3, random_state=0, n_jobs=2)
+    for i in range(0, 12, 3):
+        est.partial_fit(X[i:i + 3])
+    tm = est._pool_timings
+    if two_cores():
+        assert tm[-1] == N_THREADED
+        assert tm[2] == 12 and tm[7] >= 12      # row updates, products: loops so far
+    assert "_pool_timings" not in pickle.loads(pickle.dumps(est)).__dict__
+    if two_cores():     # (the record is only read when the threads start)
+        with pytest.raises(ValueError, match="timings"):
+            _fpl._run(2, np.zeros(3), X[:1], np.ones(1), np.ones(1), est.state_.copy(),
+                      _fpl.PerturbedLeaderPCA(3)._params(N_THREADED, "vector"),
+                      est.perturbed_.copy(), est.noise_, est.cumulative_.copy(),
+                      est.rows_.copy(), est.block_.copy(), est._rng.bit_generator.capsule)

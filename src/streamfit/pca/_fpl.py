@@ -155,14 +155,14 @@ def _bound_terms(n, k, instances, scale, max_trace_sq):
     return A, E, math.sqrt(2.0) * k * math.sqrt(n)
 
 
-def _run(n_jobs, *args):
+def _run(n_jobs, timings, *args):
     # the kernel's trials on the threads n_jobs asks for; called inside
     # call_one_blas_thread, where the caller's BLAS thread count is known.
     # One thread when the BLAS cannot be called from two threads at once.
     threads = trial_threads(n_jobs, one_blas_thread.outer_threads)
     if threads > 1 and not one_blas_thread.concurrent_calls_safe:
         threads = 1
-    return _k.run(*args, threads=threads)
+    return _k.run(*args, threads=threads, timings=timings)
 
 
 class _LeaderPCA(_OnlinePCA):
@@ -174,7 +174,9 @@ class _LeaderPCA(_OnlinePCA):
     _eig_first = 0
     _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "rows_", "block_",
                     "_fitted_noise")
-    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
+    # (_pool_timings: what the trial loop's threads cost on this machine,
+    # carried between calls; nothing of the model)
+    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache", "_pool_timings")
     _STATE_DTYPE = _k.STATE_DTYPE
     _FLOAT32_ROWS = True
     # arrays the kernel updates in place (noise_ it only reads)
@@ -288,7 +290,8 @@ class _LeaderPCA(_OnlinePCA):
             X = X.reshape(T, n * n)
         rng = self._rng
         code, done, exc = call_one_blas_thread(
-            rng.bit_generator.lock, _run, getattr(self, "n_jobs", None), X, scale, frob,
+            rng.bit_generator.lock, _run, getattr(self, "n_jobs", None),
+            self.__dict__.setdefault("_pool_timings", np.zeros(_k.PAR_TIMINGS)), X, scale, frob,
             self.state_, params, self.perturbed_, self.noise_, self.cumulative_, self.rows_,
             self.block_, rng.bit_generator.capsule)
         self._finish_call(code, done, exc, T, fresh, rng, saved if fresh else None)
