@@ -22,7 +22,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, quad_rows, syr_upper
+from _blas cimport blas_int, axpy, dot, syr_upper
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception)
 from _goe cimport goe_row
@@ -127,6 +127,7 @@ cdef struct Ctx:
     double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
     const double *xs    # a row whose x x^T waits for the noise update (fixed noise)
     sf_par_stat rows_par  # what the row updates cost inline and on the pool
+    sf_par_stat gain_par  # dense instances' gain products, the same
     TopKWork w
 
 
@@ -207,8 +208,9 @@ cdef enum:
     PAR_MIN_N = 768
 
 cpdef enum:
-    # run()'s timings: two sf_par_stat (row updates, products) and the n
-    PAR_TIMINGS = 11
+    # run()'s timings: three sf_par_stat (row updates, products, dense
+    # gains) and the n
+    PAR_TIMINGS = 16
 
 
 cdef struct RowUpdate:
@@ -217,6 +219,7 @@ cdef struct RowUpdate:
     const double *x     # NULL: no x x^T
     const double *N     # NULL: no noise term
     double a
+    double *C           # dense instances: C += N too (NULL: not)
 
 
 cdef inline Py_ssize_t panel_row(Py_ssize_t n, int p) noexcept nogil:
@@ -231,6 +234,8 @@ cdef void row_update_task(void *ctx, int p) noexcept nogil:
     for i in range(panel_row(n, p), panel_row(n, p + 1)):
         sf_row_update(i + 1, u.S + i * n, u.x[i] if u.x != NULL else 0.0, u.x, u.a,
                       u.N + i * n if u.N != NULL else NULL)
+        if u.C != NULL:
+            sf_row_update(i + 1, u.C + i * n, 0.0, NULL, u.a, u.N + i * n)
 
 
 cdef inline void timings_load(sf_par_stat *st, const double *v) noexcept nogil:
@@ -256,6 +261,7 @@ cdef void update_rows(Ctx *c, const double *x, const double *N, double a) noexce
     u.x = x
     u.N = N
     u.a = a
+    u.C = NULL
     sf_par_run(c.w.pool, &c.rows_par, ROW_PANELS, row_update_task, &u)
 
 
@@ -281,11 +287,26 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
 
 cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
     # S += X and C += X on the lower triangle, row by row in one pass over X
-    cdef Py_ssize_t i, n = c.n
-    for i in range(n):
-        axpy(<blas_int> (i + 1), 1.0, x + i * n, c.S + i * n)
-        if c.C != NULL:
-            axpy(<blas_int> (i + 1), 1.0, x + i * n, c.C + i * n)
+    # (in row panels on the pool; 1.0 * X adds X exactly, as daxpy did)
+    cdef RowUpdate u
+    u.n = c.n
+    u.S = c.S
+    u.x = NULL
+    u.N = x
+    u.a = 1.0
+    u.C = c.C
+    sf_par_run(c.w.pool, &c.rows_par, ROW_PANELS, row_update_task, &u)
+
+
+cdef inline double dense_gain(Ctx *c, const double *x) noexcept nogil:
+    # tr(V_k^T X V_k): X V_k by the panelled product (on the pool), then the
+    # k dot products (quad_rows' sum, in its order)
+    cdef int j, n = c.n
+    cdef double acc = 0.0
+    symm_product(c.w.pool, &c.gain_par, n, c.k, 1.0, x, c.V, c.w.tmp)
+    for j in range(c.k):
+        acc += dot(n, c.w.tmp + j * n, c.V + j * n)
+    return acc
 
 
 # --- the noise ----------------------------------------------------------------------
@@ -373,7 +394,7 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
         else:
             x = X + t * step
         if c.kind == INSTANCE_DENSE:
-            g = quad_rows(n, k, x, c.V, c.w.tmp)
+            g = dense_gain(c, x)
             if frob[t] > c.st.max_frob:
                 c.st.max_frob = frob[t]
             add_dense(c, x)
@@ -450,6 +471,7 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
     c.w.first = p.eig_first
     c.xs = NULL
     memset(&c.rows_par, 0, sizeof(sf_par_stat))
+    memset(&c.gain_par, 0, sizeof(sf_par_stat))
     # n doubles of scratch for the gains and the noise rows: the solver's
     # n x 3b scratch is free outside a solve
     c.row = c.w.tmp
@@ -580,6 +602,7 @@ def run(X, const double[::1] scale, const double[::1] frob,
                 if tv[PAR_TIMINGS - 1] == n:      # (timings of another n start afresh)
                     timings_load(&c.rows_par, &tv[0])
                     timings_load(&c.w.products_par, &tv[5])
+                    timings_load(&c.gain_par, &tv[10])
         if is32:
             p32 = &X32[0, 0]
         else:
@@ -590,6 +613,7 @@ def run(X, const double[::1] scale, const double[::1] frob,
         if c.w.pool != NULL and timings is not None:
             timings_store(&c.rows_par, &tv[0])
             timings_store(&c.w.products_par, &tv[5])
+            timings_store(&c.gain_par, &tv[10])
             tv[PAR_TIMINGS - 1] = n
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
