@@ -57,17 +57,6 @@ cdef inline void gemm(char transa, char transb, blas_int m, blas_int n, blas_int
           &beta, C, &ldc)
 
 
-cdef inline void symm_upper(blas_int n, blas_int m, double alpha, const double *A,
-                            blas_int lda, const double *B, double beta,
-                            double *C) noexcept nogil:
-    # C (n x m) = alpha * A @ B + beta * C, A symmetric n x n read from its upper
-    # triangle, B and C with leading dimension n
-    cdef char side = b'L'
-    cdef char uplo = b'U'
-    dsymm(&side, &uplo, &n, &m, &alpha, <double *> A, &lda, <double *> B, &n, &beta,
-          C, &n)
-
-
 cdef inline void symm_upper_ld(blas_int n, blas_int m, double alpha, const double *A,
                                blas_int lda, const double *B, blas_int ldb, double beta,
                                double *C, blas_int ldc) noexcept nogil:
@@ -77,6 +66,14 @@ cdef inline void symm_upper_ld(blas_int n, blas_int m, double alpha, const doubl
     cdef char uplo = b'U'
     dsymm(&side, &uplo, &n, &m, &alpha, <double *> A, &lda, <double *> B, &ldb, &beta,
           C, &ldc)
+
+
+cdef inline void symm_upper(blas_int n, blas_int m, double alpha, const double *A,
+                            blas_int lda, const double *B, double beta,
+                            double *C) noexcept nogil:
+    # C (n x m) = alpha * A @ B + beta * C, A symmetric n x n read from its upper
+    # triangle, B and C with leading dimension n
+    symm_upper_ld(n, m, alpha, A, lda, B, n, beta, C, n)
 
 
 cdef inline void syr_upper(blas_int n, double alpha, const double *x, double *A,

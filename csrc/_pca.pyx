@@ -29,22 +29,16 @@ from _goe cimport goe_row
 
 cdef extern from *:
     """
-    #include <time.h>
-    static double sf_monotonic(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
-    }
     #define sf_atomic_add(p) __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
     """
-    double monotonic "sf_monotonic"() nogil
     void atomic_inc "sf_atomic_add"(long long *p) nogil
 
 cdef extern from "_dense.h" nogil:
     void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
                        const double *N)
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
-                        sf_pool_helper_tasks, sf_par_choose, sf_par_learn, symm_product)
+                        sf_pool_helper_tasks, sf_par_choose, sf_par_learn, sf_par_now,
+                        symm_product)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, leader_flush, leader_gain, leader_dense_hint)
@@ -254,14 +248,16 @@ cdef inline void timings_store(const sf_par_stat *st, double *v) noexcept nogil:
     v[4] = st.interval
 
 
-cdef void update_rows(Ctx *c, const double *x, const double *N, double a) noexcept nogil:
+cdef void update_rows(Ctx *c, const double *x, const double *N, double a,
+                      double *C) noexcept nogil:
+    # S += x x^T (x not NULL), then += a N (N not NULL); C += a N too (C not NULL)
     cdef RowUpdate u
     u.n = c.n
     u.S = c.S
     u.x = x
     u.N = N
     u.a = a
-    u.C = NULL
+    u.C = C
     sf_par_run(c.w.pool, &c.rows_par, ROW_PANELS, row_update_task, &u)
 
 
@@ -273,7 +269,7 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     if c.noise == NOISE_FIXED:
         c.xs = x
     else:
-        update_rows(c, x, NULL, 0.0)
+        update_rows(c, x, NULL, 0.0, NULL)
     if c.C == NULL:
         return
     if c.noise == NOISE_INDEPENDENT:
@@ -288,14 +284,7 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
 cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
     # S += X and C += X on the lower triangle, row by row in one pass over X
     # (in row panels on the pool; 1.0 * X adds X exactly, as daxpy did)
-    cdef RowUpdate u
-    u.n = c.n
-    u.S = c.S
-    u.x = NULL
-    u.N = x
-    u.a = 1.0
-    u.C = c.C
-    sf_par_run(c.w.pool, &c.rows_par, ROW_PANELS, row_update_task, &u)
+    update_rows(c, NULL, x, 1.0, c.C)
 
 
 cdef inline double dense_gain(Ctx *c, const double *x) noexcept nogil:
@@ -334,7 +323,7 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     cdef double a
     if c.noise == NOISE_FIXED:
         if s_new != c.st.s or c.xs != NULL:
-            update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s)
+            update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s, NULL)
         c.xs = NULL
     elif c.noise == NOISE_RANDOM_WALK:
         # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power
@@ -547,7 +536,7 @@ def run(X, const double[::1] scale, const double[::1] frob,
         object capsule, int threads=1, object timings=None):
     """Play len(X) trials, updating every state array in place. Vector
     instances: rows x_t of X, scale[t] = ||x_t||^2; gain ||V_k x_t||^2,
-    S += x_t x_t^T (dsyr, one triangle). Dense instances: rows of X are the
+    S += x_t x_t^T (one triangle). Dense instances: rows of X are the
     n*n entries of symmetric PSD X_t, scale[t] an upper bound on ||X_t||_2,
     frob[t] = ||X_t||_F; gain tr(V_k^T X_t V_k), S += X_t on one triangle.
     Then noise and the next top-k. X is C-contiguous float64, or float32 for
@@ -593,12 +582,13 @@ def run(X, const double[::1] scale, const double[::1] frob,
             raise ValueError(f"scale (and frob for dense instances) must have {T} entries")
         if T == 0:
             return OK, 0, None
+        if timings is not None:
+            tv = timings
+            if tv.shape[0] != PAR_TIMINGS:
+                raise ValueError(f"timings must have {PAR_TIMINGS} entries")
         if threads > 1 and n >= PAR_MIN_N:
             c.w.pool = sf_pool_start(threads)
             if timings is not None:
-                tv = timings
-                if tv.shape[0] != PAR_TIMINGS:
-                    raise ValueError(f"timings must have {PAR_TIMINGS} entries")
                 if tv[PAR_TIMINGS - 1] == n:      # (timings of another n start afresh)
                     timings_load(&c.rows_par, &tv[0])
                     timings_load(&c.w.products_par, &tv[5])
@@ -649,9 +639,9 @@ cdef struct ProbeTasks:
 
 cdef void probe_task(void *ctx, int task) noexcept nogil:
     cdef ProbeTasks *pt = <ProbeTasks *> ctx
-    cdef double t0 = monotonic()
+    cdef double t0 = sf_par_now()
     atomic_inc(&pt.runs[task])
-    while monotonic() - t0 < pt.seconds:
+    while sf_par_now() - t0 < pt.seconds:
         pass
 
 

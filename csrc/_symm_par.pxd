@@ -27,6 +27,7 @@ cdef extern from "_par.h" nogil:
     sf_pool *sf_pool_start(int threads)
     void sf_pool_stop(sf_pool *pool)
     long sf_pool_helper_tasks(sf_pool *pool)
+    double sf_par_now()
     int sf_par_choose(sf_par_stat *stat, int *probe)
     void sf_par_learn(sf_par_stat *stat, int use_pool, int probe, double dt)
     void sf_par_run(sf_pool *pool, sf_par_stat *stat, int ntasks, sf_task_fn fn, void *ctx)
