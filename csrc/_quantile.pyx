@@ -46,11 +46,12 @@ cdef extern from "_dense.h" nogil:
                            double *lag)
     double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
                         const double *xnext, double *xx)
+    double sf_axpy_dot2_f32(Py_ssize_t n, double a, const double *x, double *w,
+                            const float *xnext, double *xout, double *xx)
     void sf_multi_axpy_dot2(Py_ssize_t n, Py_ssize_t m, const double *a,
                             const unsigned char *upd, const double *x, double *W,
                             Py_ssize_t ldw, const double *xnext, double *s, double *xx)
     void sf_widen(Py_ssize_t n, const float *src, double *dst)
-    void sf_prefetch(const void *p, Py_ssize_t nbytes)
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
@@ -531,15 +532,6 @@ cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NUL
 cdef object NDARRAY = np.ndarray
 
 
-cdef enum:
-    # float32 rows are widened in chunks of about this many entries (4 KiB
-    # as float64): read back from L1 a few rows after the stores that wrote
-    # them. Measured at d = 100 (1 BLAS thread, loaded machine): 4096 entries
-    # (all of L1) cost 2x the float64 stream, 1024 1.1x, 512 0.95x, 256
-    # without prefetching 1.15x
-    WIDEN_CHUNK = 512
-
-
 cdef object F64 = np.dtype(np.float64)
 cdef object F32 = np.dtype(np.float32)
 
@@ -560,10 +552,11 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
     """One single-sample update per row of X (the paper's Section 2.1).
 
     ``X``: C-contiguous float64 or float32 (n, d). float32 rows are read as
-    they are (no float64 copy: half the memory traffic of a long stream) and
-    widened exactly, a few rows at a time, into a float64 work space that
-    stays in cache; every sum and the state are float64, so the result is
-    bit-identical to that of ``X.astype(np.float64)``.
+    they are (no float64 copy: half the memory traffic of a long stream):
+    each is widened exactly as the pass that reads it runs (the update's
+    ``sf_axpy_dot2_f32``), into one of two row buffers that stay in cache;
+    every sum and the state are float64, in the same operations, so the
+    result is bit-identical to that of ``X.astype(np.float64)``.
 
     ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
     ``sample_weight`` is empty (all 1) or one non-negative weight per row;
@@ -653,12 +646,11 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
     cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0
     cdef double *zbuf
-    # float32 rows are widened a chunk at a time into buf: rows [cstart, cend]
-    # (the row after the chunk too: its x'w comes with the chunk's last
-    # update, and it is widened again as the next chunk's first: exact, so
-    # the same values)
-    cdef double *buf = NULL
-    cdef Py_ssize_t chunk = 1, cstart = 0, cend = 0
+    # float32 rows are widened into cur (this row) and nxt (the next one,
+    # written by the update that reads it); the two swap as rows advance
+    cdef double *cur = NULL
+    cdef double *nxt = NULL
+    cdef double *tmp
     cdef bint have_dot = False
     cdef const double *x
     cdef int kind = <int> p.kind, code = OK
@@ -682,13 +674,13 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
             return result(ERR_LAYOUT, 0, -1)
     if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
         return result(ERR_LAYOUT, 0, -1)
-    chunk = max(1, WIDEN_CHUNK // d)          # (d >= 1: check_lengths)
-    work = <double *> malloc((max(wcap, 1) + 3 * d +
-                              ((chunk + 1) * d if X32 != NULL else 0)) * sizeof(double))
+    work = <double *> malloc((max(wcap, 1) + 3 * d + (2 * d if X32 != NULL else 0))
+                             * sizeof(double))
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
     zbuf = work + max(wcap, 1)
-    buf = zbuf + 3 * d
+    cur = zbuf + 3 * d
+    nxt = cur + d
     win = &window[0] if wcap else NULL
     wp = &w[0]
     poll_init(&pl, &_hook)
@@ -698,17 +690,10 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 code = ERR_INTERRUPTED
                 break
             if X32 != NULL:
-                if i >= cend:
-                    # rows [i, i + chunk] widened into buf (the last one is
-                    # the next chunk's first, needed by this chunk's last update)
-                    cstart = i
-                    cend = min(i + chunk, n)
-                    sf_widen((min(cend + 1, n) - i) * d, X32 + i * d, buf)
-                if i + chunk + 1 < n:
-                    # the next chunk's rows come in while this one computes
-                    # (read at once when widened, they would wait on memory)
-                    sf_prefetch(X32 + (i + chunk + 1) * d, d * sizeof(float))
-                x = buf + (i - cstart) * d
+                if not have_dot:
+                    # (the update before did not widen this row)
+                    sf_widen(d, X32 + i * d, cur)
+                x = cur
             else:
                 x = X64 + i * d
             if swp != NULL:
@@ -749,7 +734,14 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 j += 1
             # w -= eta * g * x (and the next row's x'w and ||x||^2 in the same pass)
             if i + 1 < n and sc == NULL:
-                xw = sf_axpy_dot2(d, -eta * g * wi, x, wp, x + d, &xx)
+                if X32 != NULL:
+                    xw = sf_axpy_dot2_f32(d, -eta * g * wi, x, wp, X32 + (i + 1) * d, nxt, &xx)
+                    # x (this row, still read below) stays where it is
+                    tmp = cur
+                    cur = nxt
+                    nxt = tmp
+                else:
+                    xw = sf_axpy_dot2(d, -eta * g * wi, x, wp, x + d, &xx)
                 have_dot = True
             else:
                 sf_axpy(d, -eta * g * wi, x, wp)

@@ -1,6 +1,6 @@
 """float32 streams (issue 11 item 3): in mode "single" with one tau the kernel
-reads float32 rows as they are, widens them exactly a few rows at a time and
-runs its float64 loops on them, so every result must be bit-identical to
+reads float32 rows as they are, widens each exactly in the pass that reads it
+and runs the float64 arithmetic on it, so every result must be bit-identical to
 the same rows given as float64, whatever the chunking of the stream into
 calls, the weights, the schedule or the options; and no float64 copy of the
 block may be made. The modes that still convert once are checked against
@@ -37,8 +37,8 @@ SETTINGS = {
     "user-schedule": lambda: OnlineQuantileRegressor(0.5, schedule=SqrtSchedule()),
     "least-squares": lambda: OnlineLeastSquaresRegressor(schedule=short(), average=True),
 }
-# d: 1 (one chunk holds the whole call), 13 (chunks of 39 rows, an odd tail
-# in the dense loops), 100 (chunks of 5 rows), 600 (one row a chunk)
+# d: 1 (all tail), 13 (a chunk and a tail of 5), 100 (tail 4), 600 (no tail)
+# of the dense loops' 8-value chunks; every tail length below
 DIMS = (1, 13, 100, 600)
 CHUNKINGS = {
     "one-call": lambda n: [0, n],
@@ -95,6 +95,17 @@ def test_float32_rows_give_the_state_of_their_float64_values(setting, d, chunkin
     assert got.n_samples_seen_ == n
     assert_bit_identical(got, ref)
     # and the float64 result does not depend on the chunking either
+    assert_bit_identical(got, SETTINGS[setting]().fit(X64, y))
+
+
+@pytest.mark.parametrize("d", range(1, 18))
+@pytest.mark.parametrize("setting", ["default", "short-averaged"])
+def test_every_tail_length_gives_the_float64_state(setting, d):
+    # the fused float32 pass widens its chunks and its padded tail apart:
+    # each of the 8 tail lengths, with and without full chunks before it
+    n = 300
+    X32, X64, y = stream(n, d, seed=100 + d)
+    got = SETTINGS[setting]().fit(X32, y)
     assert_bit_identical(got, SETTINGS[setting]().fit(X64, y))
 
 
