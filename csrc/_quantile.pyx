@@ -109,19 +109,21 @@ def _py_sparsity(const double[::1] r, double tau):
 
 
 cdef inline double check_loss(double r, double tau) noexcept nogil:
-    # rho_tau(r) = r * (tau - 1{r < 0})
-    if r < 0:
-        return r * (tau - 1.0)
-    return r * tau
+    # rho_tau(r) = r * (tau - 1{r < 0}). The indicator is a number, not a
+    # branch: the residual's sign is a coin flip at tau = 0.5, and a branch
+    # on it mispredicts every other row. (tau - 0.0 is tau and tau - 1.0 the
+    # same operation as before: the same bits.)
+    return r * (tau - <double> (r < 0))
 
 
 cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
                                  double weight) noexcept nogil:
     # Returns g with gradient = g * x and adds weight * loss: check loss
-    # (1{y <= x'b} - tau), squared loss r^2 / 2 gives -r.
+    # (1{y <= x'b} - tau), squared loss r^2 / 2 gives -r. (No branch on the
+    # residual's sign: see check_loss.)
     if p.loss == LOSS_CHECK:
         loss[0] += weight * check_loss(r, p.tau)
-        return (1.0 if r <= 0 else 0.0) - p.tau
+        return <double> (r <= 0) - p.tau
     loss[0] += weight * (0.5 * r * r)
     return -r
 
@@ -197,9 +199,9 @@ cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
     xw = sf_plug_in_pass(d, inv, wi / s.x_wsum, x, w, wbar, tail, tail + d, &lag)
     if not cold:
         r = y - xw - s.intercept_pi
-        s.intercept_pi -= step * ((1.0 if r <= 0 else 0.0) - p.tau)
+        s.intercept_pi -= step * (<double> (r <= 0) - p.tau)
         r = y - xw - s.intercept_pi2
-        s.intercept_pi2 -= 2.0 * step * ((1.0 if r <= 0 else 0.0) - p.tau)
+        s.intercept_pi2 -= 2.0 * step * (<double> (r <= 0) - p.tau)
     s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
     s.intercept_avg = s.pi_avg + lag
     if rs != NULL:
