@@ -61,14 +61,13 @@ typedef double sf_v4 __attribute__((vector_size(32)));
         if (t_ > 6) (p)[6] = (v1)[2];                                         \
     } while (0)
 
-/* float32 rows: 8 values widened (exactly) into two 4-double vectors */
-typedef float sf_f4 __attribute__((vector_size(16)));
+/* float32 rows: 8 values widened (exactly) into two 4-double vectors. Built
+ * lane by lane: GCC makes that one vcvtps2pd from memory a vector, where
+ * __builtin_convertvector of a loaded float vector became two half-width
+ * conversions and a shuffle. */
 #define SF_LOAD8F(v0, v1, p) do {                                             \
-        sf_f4 lo_, hi_;                                                       \
-        __builtin_memcpy(&lo_, (p), sizeof lo_);                              \
-        __builtin_memcpy(&hi_, (p) + 4, sizeof hi_);                          \
-        (v0) = __builtin_convertvector(lo_, sf_v4);                           \
-        (v1) = __builtin_convertvector(hi_, sf_v4);                           \
+        (v0) = (sf_v4) {(p)[0], (p)[1], (p)[2], (p)[3]};                      \
+        (v1) = (sf_v4) {(p)[4], (p)[5], (p)[6], (p)[7]};                      \
     } while (0)
 
 SF_CLONES __attribute__((noinline))

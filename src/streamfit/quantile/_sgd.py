@@ -720,8 +720,9 @@ _COMMON_NOTES = """
     **float32 rows.** In mode "single" with one tau (any schedule, weights,
     ``average``, ``inference``, ``scale``), a float32 ndarray ``X`` is read
     as float32: no float64 copy of the block is made, and every result is
-    bit-identical to that of the same rows given as float64 (rows are
-    widened exactly, a few at a time; every sum and the state are float64).
+    bit-identical to that of the same rows given as float64 (each row is
+    widened exactly in the pass that reads it; every sum and the state are
+    float64).
     Batch and storage modes, several taus, ``predict`` and ``score``
     convert float32 to float64 once (a copy of the call's rows).
 
