@@ -1250,7 +1250,7 @@ def _py_pav(double[::1] v):
     free(buf)
 
 
-def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
+def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
               double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
               const SGDParams[::1] params, double[:, ::1] windows, int noncrossing,
               object plug_in=None, object rs=None):
@@ -1258,7 +1258,10 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
 
     ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
     records (STATE_DTYPE / PARAMS_DTYPE, one per quantile, taus increasing);
-    ``windows``: (m, capacity) residual windows. With ``noncrossing`` =
+    ``windows``: (m, capacity) residual windows. ``X``: C-contiguous float64
+    or float32 (n, d); float32 rows are read as they are, each widened
+    exactly into a row buffer before the pass that reads it (bit-identical
+    to ``X.astype(np.float64)``, without the copy). With ``noncrossing`` =
     NONCROSS_PROJECT the m predictions at x are projected onto the ordered
     cone (pool adjacent violators) before the residuals that decide the
     sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
@@ -1277,7 +1280,13 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
     the states may be partly moved (the caller works on copies).
     """
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], m = W.shape[0], q, i, ld
+    cdef Py_ssize_t n, d, m = W.shape[0], q, i, ld
+    cdef const double[:, ::1] X64
+    cdef const float[:, ::1] X32
+    cdef const float *p32 = NULL
+    cdef double *cur = NULL
+    cdef double *nxt = NULL
+    cdef double *tmp
     cdef Py_ssize_t wcap = windows.shape[1]
     cdef Py_ssize_t da
     cdef double *work
@@ -1301,9 +1310,16 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     cdef double[:, ::1] pv, rv
     cdef double *pt = NULL
     cdef double *rsp = NULL
-    cdef Py_ssize_t pstride = 2 * d, rlen = 0
+    cdef Py_ssize_t pstride, rlen = 0
     cdef double row_work
+    if is_float32(X):
+        X32 = X
+        n, d = X32.shape[0], X32.shape[1]
+    else:
+        X64 = X
+        n, d = X64.shape[0], X64.shape[1]
     check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
+    pstride = 2 * d
     if plug_in is not None:
         pv = plug_in
         if pv.shape[0] != W.shape[0] or pv.shape[1] != 2 * d:
@@ -1347,8 +1363,9 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     ld = (d + 3) & ~(<Py_ssize_t> 3)
     # the window work space, then m predictions, m residuals, 2 m PAV work,
     # m next-row dot products, m update coefficients, m steps (the plug-in's),
-    # the iterates (and room to align them), m update flags
-    work = <double *> malloc((max(wcap, 1) + 7 * m + m * ld + 4) * sizeof(double) + m)
+    # the iterates (and room to align them), two float32 rows widened (2 d),
+    # m update flags
+    work = <double *> malloc((max(wcap, 1) + 7 * m + m * ld + 4 + 2 * d) * sizeof(double) + m)
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
     pred = work + max(wcap, 1)
@@ -1357,17 +1374,28 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
     coef = pred + 5 * m
     step = pred + 6 * m
     W0 = <double *> ((<size_t> (pred + 7 * m) + 31) & ~(<size_t> 31))
-    upd = <unsigned char *> (pred + 7 * m + m * ld + 4)
+    cur = pred + 7 * m + m * ld + 4
+    nxt = cur + d
+    upd = <unsigned char *> (nxt + d)
     for q in range(m):
         memcpy(W0 + q * ld, &W[q, 0], d * sizeof(double))
-    X0 = &X[0, 0]
+    if is_float32(X):
+        p32 = &X32[0, 0]
+        X0 = NULL
+    else:
+        X0 = &X64[0, 0]
     poll_init(&pl, &_hook)
     with nogil:
         for i in range(n):
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
-            x = X0 + i * d
+            if p32 != NULL:
+                if not have_dot:
+                    sf_widen(d, p32 + i * d, cur)
+                x = cur
+            else:
+                x = X0 + i * d
             if not have_dot:
                 # (a call's first row) the predictions alone: no quantile moves
                 memset(upd, 0, m)
@@ -1426,7 +1454,15 @@ def sgd_multi(const double[:, ::1] X, const double[::1] y, const double[::1] sam
                 row = i
                 break
             if i + 1 < n:
-                sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, x + d, dots, &xx)
+                if p32 != NULL:
+                    # the next row widened first (this one, x, is read below)
+                    sf_widen(d, p32 + (i + 1) * d, nxt)
+                    sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, nxt, dots, &xx)
+                    tmp = cur
+                    cur = nxt
+                    nxt = tmp
+                else:
+                    sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, x + d, dots, &xx)
                 have_dot = True
             elif any_upd:
                 for q in range(m):

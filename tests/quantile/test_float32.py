@@ -3,8 +3,8 @@ reads float32 rows as they are, widens each exactly in the pass that reads it
 and runs the float64 arithmetic on it, so every result must be bit-identical to
 the same rows given as float64, whatever the chunking of the stream into
 calls, the weights, the schedule or the options; and no float64 copy of the
-block may be made. The modes that still convert once are checked against
-the same reference."""
+block may be made. Several taus read float32 rows alike. The modes that still
+convert once are checked against the same reference."""
 import pickle
 import tracemalloc
 
@@ -158,15 +158,42 @@ def test_float32_memmap(tmp_path):
     assert_bit_identical(got, OnlineQuantileRegressor().fit(X64, y))
 
 
-@pytest.mark.parametrize("mode, kw", [("batch", dict(batch_size=16)), ("storage", {}),
-                                      ("several taus", dict(tau=[0.2, 0.8]))])
+@pytest.mark.parametrize("mode, kw", [("batch", dict(batch_size=16)), ("storage", {})])
 def test_the_modes_that_convert_give_the_float64_state_too(mode, kw):
     X32, X64, y = stream(300, 13, seed=11)
-    params = dict(kw, mode=mode) if mode != "several taus" else kw
-    got = feed(OnlineQuantileRegressor(**params), X32, y, CHUNKINGS["uneven"](300))
-    ref = feed(OnlineQuantileRegressor(**params), X64, y, CHUNKINGS["uneven"](300))
+    got = feed(OnlineQuantileRegressor(mode=mode, **kw), X32, y, CHUNKINGS["uneven"](300))
+    ref = feed(OnlineQuantileRegressor(mode=mode, **kw), X64, y, CHUNKINGS["uneven"](300))
     assert got.coef_.tobytes() == ref.coef_.tobytes()
     assert state_bytes(got) == state_bytes(ref)
+
+
+MULTI = {
+    "three taus": lambda: OnlineQuantileRegressor([0.2, 0.5, 0.8]),
+    "nine taus, averaged, project": lambda: OnlineQuantileRegressor(
+        [k / 10 for k in range(1, 10)], schedule=short(), average=True, noncrossing="project"),
+    "two taus, inference": lambda: OnlineQuantileRegressor([0.3, 0.7], schedule=short(),
+                                                           average=True, inference=True),
+}
+
+
+@pytest.mark.parametrize("d", (1, 7, 13, 100))
+@pytest.mark.parametrize("setting", sorted(MULTI))
+def test_several_taus_read_float32_rows_as_their_float64_values(setting, d):
+    # each row is widened before the pass that reads it; chunked calls, weights
+    # and a pickle mid-stream included
+    n = 400
+    X32, X64, y = stream(n, d, seed=200 + d)
+    sw = weights(n, d)
+    bounds = CHUNKINGS["uneven"](n)
+    got = feed(MULTI[setting](), X32[:150], y[:150], [0, 1, 2, 7, 40, 41, 150], sw[:150])
+    got = pickle.loads(pickle.dumps(got))
+    got.partial_fit(X32[150:], y[150:], sample_weight=sw[150:])
+    ref = feed(MULTI[setting](), X64, y, bounds, sw)
+    assert got.coef_.tobytes() == ref.coef_.tobytes()
+    assert np.asarray(got.intercept_).tobytes() == np.asarray(ref.intercept_).tobytes()
+    assert state_bytes(got) == state_bytes(ref)
+    assert MULTI[setting]().fit(X32, y, sample_weight=sw).coef_.tobytes() == \
+        ref.coef_.tobytes()
 
 
 def peak_bytes(fn):
@@ -189,6 +216,10 @@ def test_single_mode_makes_no_float64_copy_of_the_block():
     state = LinearState(100)
     peak = peak_bytes(lambda: sgd(X32, y, state, np.full(len(y), 1e-3)))
     assert peak < X32.nbytes / 8
+    # several taus neither
+    multi = OnlineQuantileRegressor([0.1, 0.5, 0.9]).partial_fit(X32[:10], y[:10])
+    peak = peak_bytes(lambda: multi.partial_fit(X32, y))
+    assert peak < X32.nbytes / 8, f"{peak} bytes allocated for a {X32.nbytes}-byte block"
 
 
 def test_a_bad_float32_row_is_refused_as_its_float64_twin_and_changes_nothing():

@@ -230,7 +230,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            float32 rows are read as they are in mode "single" with one tau
+            float32 rows are read as they are in mode "single"
             (see "float32 rows" in the class docstring).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), float or None
@@ -256,7 +256,8 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         schedule, params, plan = self._resolve(d)
         self._check_kind(fit, params)
         if params.shape[0] > 1 or self._taus() is not None:
-            return self._partial_fit_multi(fit, as_float64(X), y, sw, params, names, coef_init,
+            # (several taus read float32 rows as they are, as single mode does)
+            return self._partial_fit_multi(fit, X, y, sw, params, names, coef_init,
                                            intercept_init)
         if plan.mode != _k.MODE_SINGLE:
             X = as_float64(X)       # (single mode reads float32 rows as they are)
@@ -301,7 +302,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), n_samples >= 1
-            float32 rows are read as they are in mode "single" with one tau
+            float32 rows are read as they are in mode "single"
             (see "float32 rows" in the class docstring).
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), float or None
@@ -331,7 +332,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                                                                    coef_init,
                                                                    intercept_init))
             work.track_inference(bool(self.inference))
-            out = advance_multi(work, as_float64(X), y, sw, self.noncrossing)
+            out = advance_multi(work, X, y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
             return self
         work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
@@ -717,13 +718,12 @@ _COMMON_NOTES = """
     iterate) leaves the estimator exactly as before the call. Calls on one
     estimator from several threads take turns (nothing is lost or mixed).
 
-    **float32 rows.** In mode "single" with one tau (any schedule, weights,
-    ``average``, ``inference``, ``scale``), a float32 ndarray ``X`` is read
-    as float32: no float64 copy of the block is made, and every result is
-    bit-identical to that of the same rows given as float64 (each row is
-    widened exactly in the pass that reads it; every sum and the state are
-    float64).
-    Batch and storage modes, several taus, ``predict`` and ``score``
+    **float32 rows.** In mode "single" (one tau with any schedule, weights,
+    ``average``, ``inference``, ``scale``; or several taus), a float32
+    ndarray ``X`` is read as float32: no float64 copy of the block is made,
+    and every result is bit-identical to that of the same rows given as
+    float64 (each row is widened exactly as it is read; every sum and the
+    state are float64). Batch and storage modes, ``predict`` and ``score``
     convert float32 to float64 once (a copy of the call's rows).
 
     **Reproducibility.** The kernels call no BLAS: every result is the same
