@@ -224,8 +224,11 @@ static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w
 
 /* sf_multi_axpy_dot2's pieces (macros: see SF_LOAD4). One quantile's w over
  * the 8-element chunk at j: its update w += a x and the next row's x'w into
- * its two accumulators, each exactly as sf_axpy_dot2 computes them. The
- * tail's variants (..._T) work on the padded chunk (x0, x1, z0, z1 padded). */
+ * its two accumulators, each exactly as sf_axpy_dot2 computes them. In the
+ * tail x0, x1, z0, z1 are the padded chunks, and w's rows are padded with
+ * zeros in memory (ldw >= n rounded up to 8): the padded lanes hold 0 and
+ * keep it (0 + a * 0; a is finite), the same lanes sf_axpy_dot2 pads, with
+ * whole-vector loads and stores instead of a branch per value per quantile. */
 #define SF_MQ_UPD(wq, av, c0, c1) do {                                        \
         sf_v4 w0_, w1_;                                                       \
         SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
@@ -236,15 +239,6 @@ static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w
         (c0) += z0 * w0_;                                                     \
         (c1) += z1 * w1_;                                                     \
     } while (0)
-#define SF_MQ_UPD_T(wq, av, c0, c1) do {                                      \
-        sf_v4 w0_, w1_;                                                       \
-        SF_LOADT(w0_, w1_, (wq) + j, n - j);                                  \
-        w0_ += (av) * x0;                                                     \
-        w1_ += (av) * x1;                                                     \
-        SF_STORET((wq) + j, w0_, w1_, n - j);                                 \
-        (c0) += z0 * w0_;                                                     \
-        (c1) += z1 * w1_;                                                     \
-    } while (0)
 /* The same without an update (sf_dot2's sum) */
 #define SF_MQ_DOT(wq, c0, c1) do {                                            \
         sf_v4 w0_, w1_;                                                       \
@@ -252,16 +246,9 @@ static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w
         (c0) += z0 * w0_;                                                     \
         (c1) += z1 * w1_;                                                     \
     } while (0)
-#define SF_MQ_DOT_T(wq, c0, c1) do {                                          \
-        sf_v4 w0_, w1_;                                                       \
-        SF_LOADT(w0_, w1_, (wq) + j, n - j);                                  \
-        (c0) += z0 * w0_;                                                     \
-        (c1) += z1 * w1_;                                                     \
-    } while (0)
 /* The chunks, then the padded tail: the next row's chunk in z0, z1 (and this
- * row's in x0, x1 when LOADX), ||xnext||^2's lanes when NORM, then BODY
- * (full chunks) or BODYT (the tail). */
-#define SF_MQ_CHUNKS(LOADX, NORM, BODY, BODYT) do {                           \
+ * row's in x0, x1 when LOADX), ||xnext||^2's lanes when NORM, then BODY. */
+#define SF_MQ_CHUNKS(LOADX, NORM, BODY) do {                                  \
         for (j = 0; j + 8 <= n; j += 8) {                                     \
             SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);             \
             if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }      \
@@ -272,7 +259,7 @@ static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w
             SF_LOADT(z0, z1, xnext + j, n - j);                               \
             if (LOADX) SF_LOADT(x0, x1, x + j, n - j);                        \
             if (NORM) { q0 += z0 * z0; q1 += z1 * z1; }                       \
-            BODYT;                                                            \
+            BODY;                                                             \
         }                                                                     \
     } while (0)
 #define SF_MQ_SUM(c0, c1) ((c0) += (c1), SF_HSUM4(c0))
@@ -283,7 +270,8 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
                                const double *restrict x, double *restrict W,
                                ptrdiff_t ldw, const double *restrict xnext,
                                double *restrict s, double *restrict xx) {
-    /* For the m rows w_q of W (n values each, ldw apart): w_q += a[q] * x where upd[q]
+    /* For the m rows w_q of W (n values each, ldw apart, ldw a multiple of 8
+     * and the ldw - n values after each row zero): w_q += a[q] * x where upd[q]
      * (where not, w_q is left alone: adding 0 * x would turn -0 into +0 and
      * inf into NaN), then s[q] = xnext @ w_q, and *xx = xnext @ xnext: every
      * quantile's update and next prediction in one pass, as sf_axpy_dot2
@@ -309,11 +297,8 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
         if (qi > 0 && qi + 3 <= m && upd[qi] && upd[qi + 1] && upd[qi + 2]) {
             double a1 = a[qi + 1], a2 = a[qi + 2];
             sf_v4 b1 = {a1, a1, a1, a1}, b2 = {a2, a2, a2, a2};
-            SF_MQ_CHUNKS(1, 0,
-                         SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11);
-                         SF_MQ_UPD(w2p, b2, c20, c21),
-                         SF_MQ_UPD_T(w0p, b0, c00, c01); SF_MQ_UPD_T(w1p, b1, c10, c11);
-                         SF_MQ_UPD_T(w2p, b2, c20, c21));
+            SF_MQ_CHUNKS(1, 0, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11);
+                         SF_MQ_UPD(w2p, b2, c20, c21));
             s[qi] = SF_MQ_SUM(c00, c01);
             s[qi + 1] = SF_MQ_SUM(c10, c11);
             s[qi + 2] = SF_MQ_SUM(c20, c21);
@@ -321,19 +306,16 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
         } else if (qi + 2 <= m && upd[qi] && upd[qi + 1]) {
             double a1 = a[qi + 1];
             sf_v4 b1 = {a1, a1, a1, a1};
-            SF_MQ_CHUNKS(1, norm,
-                         SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11),
-                         SF_MQ_UPD_T(w0p, b0, c00, c01); SF_MQ_UPD_T(w1p, b1, c10, c11));
+            SF_MQ_CHUNKS(1, norm, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
             s[qi] = SF_MQ_SUM(c00, c01);
             s[qi + 1] = SF_MQ_SUM(c10, c11);
             qi += 2;
         } else if (upd[qi]) {
-            SF_MQ_CHUNKS(1, norm, SF_MQ_UPD(w0p, b0, c00, c01),
-                         SF_MQ_UPD_T(w0p, b0, c00, c01));
+            SF_MQ_CHUNKS(1, norm, SF_MQ_UPD(w0p, b0, c00, c01));
             s[qi] = SF_MQ_SUM(c00, c01);
             qi += 1;
         } else {
-            SF_MQ_CHUNKS(0, norm, SF_MQ_DOT(w0p, c00, c01), SF_MQ_DOT_T(w0p, c00, c01));
+            SF_MQ_CHUNKS(0, norm, SF_MQ_DOT(w0p, c00, c01));
             s[qi] = SF_MQ_SUM(c00, c01);
             qi += 1;
         }

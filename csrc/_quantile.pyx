@@ -1358,9 +1358,11 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
     # The iterates are worked on in a copy whose rows start on 32-byte
     # boundaries, ld apart (the fused pass's stores then stay within cache
-    # lines; NumPy gives 16-byte alignment and rows d apart); copied back
-    # once the loop has stopped, whatever stopped it.
-    ld = (d + 3) & ~(<Py_ssize_t> 3)
+    # lines; NumPy gives 16-byte alignment and rows d apart), each padded
+    # with zeros to a multiple of 8 values (the fused pass's tail chunk then
+    # loads and stores whole vectors); copied back once the loop has stopped,
+    # whatever stopped it.
+    ld = (d + 7) & ~(<Py_ssize_t> 7)
     # the window work space, then m predictions, m residuals, 2 m PAV work,
     # m next-row dot products, m update coefficients, m steps (the plug-in's),
     # the iterates (and room to align them), two float32 rows widened (2 d),
@@ -1377,6 +1379,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     cur = pred + 7 * m + m * ld + 4
     nxt = cur + d
     upd = <unsigned char *> (nxt + d)
+    memset(W0, 0, m * ld * sizeof(double))
     for q in range(m):
         memcpy(W0 + q * ld, &W[q, 0], d * sizeof(double))
     if is_float32(X):
