@@ -538,6 +538,18 @@ cdef object F64 = np.dtype(np.float64)
 cdef object F32 = np.dtype(np.float32)
 
 
+cdef inline const double *stream_row(const double *X64, const float *X32, Py_ssize_t i,
+                                     Py_ssize_t d, double *cur, bint widen) noexcept nogil:
+    # Row i of a stream given as float64 rows (X64) or float32 rows (X32, X64
+    # NULL): a float32 row is widened into cur, unless the pass before (the
+    # last update, which reads the next row) did that already (widen False).
+    if X32 == NULL:
+        return X64 + i * d
+    if widen:
+        sf_widen(d, X32 + i * d, cur)
+    return cur
+
+
 cdef bint is_float32(object X):
     # A float32 ndarray (the kernels read its rows as they are); the dtype
     # test costs a pointer compare for the usual float64 call
@@ -691,13 +703,7 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
-            if X32 != NULL:
-                if not have_dot:
-                    # (the update before did not widen this row)
-                    sf_widen(d, X32 + i * d, cur)
-                x = cur
-            else:
-                x = X64 + i * d
+            x = stream_row(X64, X32, i, d, cur, not have_dot)
             if swp != NULL:
                 wi = swp[i]
             if sc != NULL:
@@ -1393,12 +1399,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
-            if p32 != NULL:
-                if not have_dot:
-                    sf_widen(d, p32 + i * d, cur)
-                x = cur
-            else:
-                x = X0 + i * d
+            x = stream_row(X0, p32, i, d, cur, not have_dot)
             if not have_dot:
                 # (a call's first row) the predictions alone: no quantile moves
                 memset(upd, 0, m)
