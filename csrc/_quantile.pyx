@@ -1386,6 +1386,9 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     nxt = cur + d
     upd = <unsigned char *> (nxt + d)
     memset(W0, 0, m * ld * sizeof(double))
+    # (a call's first pass reads no coefficient, since no quantile updates;
+    # zeroed all the same, so that no uninitialised value is ever loaded)
+    memset(coef, 0, m * sizeof(double))
     for q in range(m):
         memcpy(W0 + q * ld, &W[q, 0], d * sizeof(double))
     if is_float32(X):
