@@ -91,16 +91,22 @@ cdef inline void axpy_upper(Py_ssize_t n, double a, const double *X, double *S) 
         axpy(<blas_int> (i + 1), a, X + i * n, S + i * n)
 
 
+cdef inline double rows_dot(blas_int n, blas_int m, const double *Z,
+                            const double *Y) noexcept nogil:
+    # sum_j z_j^T y_j over the m rows of two C-order (m, n) blocks, in row order
+    cdef blas_int j
+    cdef double acc = 0.0
+    for j in range(m):
+        acc += dot(n, Z + j * n, Y + j * n)
+    return acc
+
+
 cdef inline double quad_rows(blas_int n, blas_int m, const double *X, const double *Y,
                              double *Z) noexcept nogil:
     # sum_j y_j^T X y_j over the m rows of Y (a C-order (m, n) block), X
     # symmetric n x n read from its upper triangle; Z holds m x n scratch
-    cdef blas_int j
-    cdef double acc = 0.0
     symm_upper(n, m, 1.0, X, n, Y, 0.0, Z)
-    for j in range(m):
-        acc += dot(n, Z + j * n, Y + j * n)
-    return acc
+    return rows_dot(n, m, Z, Y)
 
 
 cdef inline void syrk_upper(blas_int n, blas_int r, double alpha, const double *A,

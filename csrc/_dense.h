@@ -283,8 +283,8 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
      * The x and xnext chunks are loaded once for a group of quantiles (three;
      * the first group two), whose independent sums also hide the add latency
      * that bounds a single dot product. ||xnext||^2 comes with the first
-     * group. Rows of W that start on 32-byte boundaries (ldw a multiple of 4)
-     * keep the chunks' stores within cache lines: measured at n = 100, rows
+     * group. Rows of W that start on 32-byte boundaries (ldw is a multiple
+     * of 8) keep the chunks' stores within cache lines: measured at n = 100, rows
      * 16 bytes off cost 1.5x. */
     sf_v4 x0 = {0, 0, 0, 0}, x1 = x0, z0, z1, zero = x0, q0 = x0, q1 = x0;
     ptrdiff_t j, qi = 0;
@@ -406,14 +406,6 @@ static void sf_row_update(ptrdiff_t n, double *restrict s, double xi,
         for (j = 0; j < n; j++)
             s[j] += a * N[j];
     }
-}
-
-static inline void sf_prefetch(const void *p, ptrdiff_t bytes) {
-    /* ask for [p, p + bytes) in cache ahead of its use (64-byte lines) */
-    const char *c = (const char *) p;
-    ptrdiff_t k;
-    for (k = 0; k < bytes; k += 64)
-        __builtin_prefetch(c + k);
 }
 
 #endif

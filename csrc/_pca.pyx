@@ -22,7 +22,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, dot, syr_upper
+from _blas cimport blas_int, axpy, rows_dot, syr_upper
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception)
 from _goe cimport goe_row
@@ -289,13 +289,9 @@ cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
 
 cdef inline double dense_gain(Ctx *c, const double *x) noexcept nogil:
     # tr(V_k^T X V_k): X V_k by the panelled product (on the pool), then the
-    # k dot products (quad_rows' sum, in its order)
-    cdef int j, n = c.n
-    cdef double acc = 0.0
-    symm_product(c.w.pool, &c.gain_par, n, c.k, 1.0, x, c.V, c.w.tmp)
-    for j in range(c.k):
-        acc += dot(n, c.w.tmp + j * n, c.V + j * n)
-    return acc
+    # k dot products (quad_rows with the pool's product)
+    symm_product(c.w.pool, &c.gain_par, c.n, c.k, 1.0, x, c.V, c.w.tmp)
+    return rows_dot(c.n, c.k, c.w.tmp, c.V)
 
 
 # --- the noise ----------------------------------------------------------------------

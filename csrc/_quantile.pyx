@@ -1318,7 +1318,8 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     cdef double *rsp = NULL
     cdef Py_ssize_t pstride, rlen = 0
     cdef double row_work
-    if is_float32(X):
+    cdef bint f32 = is_float32(X)
+    if f32:
         X32 = X
         n, d = X32.shape[0], X32.shape[1]
     else:
@@ -1391,7 +1392,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     memset(coef, 0, m * sizeof(double))
     for q in range(m):
         memcpy(W0 + q * ld, &W[q, 0], d * sizeof(double))
-    if is_float32(X):
+    if f32:
         p32 = &X32[0, 0]
         X0 = NULL
     else:

@@ -289,9 +289,11 @@ class _LeaderPCA(_OnlinePCA):
         if kind == "dense":
             X = X.reshape(T, n * n)
         rng = self._rng
+        timings = self.__dict__.get("_pool_timings")
+        if timings is None:
+            timings = self.__dict__["_pool_timings"] = np.zeros(_k.PAR_TIMINGS)
         code, done, exc = call_one_blas_thread(
-            rng.bit_generator.lock, _run, getattr(self, "n_jobs", None),
-            self.__dict__.setdefault("_pool_timings", np.zeros(_k.PAR_TIMINGS)), X, scale, frob,
+            rng.bit_generator.lock, _run, getattr(self, "n_jobs", None), timings, X, scale, frob,
             self.state_, params, self.perturbed_, self.noise_, self.cumulative_, self.rows_,
             self.block_, rng.bit_generator.capsule)
         self._finish_call(code, done, exc, T, fresh, rng, saved if fresh else None)
