@@ -198,16 +198,25 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
     import os
     import signal
 
-    def os_threads():
-        # the process's threads as the OS lists them (the pool's helpers are
-        # C threads, which threading does not see), by id: a thread of an
-        # earlier test that ends meanwhile must not count as a joined helper
-        return set(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else set()
+    def pool_helpers():
+        # the pool's helpers by their name (C threads, which threading does not
+        # see): other threads of the process -- an earlier test's, OpenBLAS's --
+        # may start or end during the call, so the process's thread set is no
+        # measure of them
+        ids = set()
+        for tid in (os.listdir("/proc/self/task") if os.path.isdir("/proc/self/task") else ()):
+            try:
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    if f.read().strip() == "streamfit-pool":
+                        ids.add(tid)
+            except OSError:                 # the thread ended while we looked
+                pass
+        return ids
 
     inside = []
 
     def handler(signum, frame):
-        inside.append(os_threads())         # during the call: the pool's helper is alive
+        inside.append(pool_helpers())       # during the call: the pool's helper is alive
         raise _Stop()
 
     X = _stream(N_THREADED, 80)
@@ -215,15 +224,15 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
     try:
         est = PerturbedLeaderPCA(3, random_state=1, n_jobs=2).partial_fit(X[:5])
         _pca._interrupt_at(at, signal.SIGUSR1)
-        threads_before = os_threads()
+        assert not pool_helpers()           # no pool outlives its call
         with pytest.raises(_Stop):
             est.partial_fit(X[5:])
     finally:
         _pca._interrupt_at(-1, 0)
         signal.signal(signal.SIGUSR1, old)
-    assert not os_threads() - threads_before     # the helpers were joined
-    if threads_before and two_cores():
-        assert len(inside) == 1 and len(inside[0] - threads_before) == 1   # one helper
+    assert not pool_helpers()               # the helpers were joined
+    if os.path.isdir("/proc/self/task") and two_cores():
+        assert len(inside) == 1 and len(inside[0]) == 1     # one helper, alive inside
     assert est.n_trials_ == 5 + at
     ref = PerturbedLeaderPCA(3, random_state=1, n_jobs=1).partial_fit(X[:5 + at])
     np.testing.assert_array_equal(est.perturbed_, ref.perturbed_)
