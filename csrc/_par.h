@@ -127,7 +127,7 @@ static int sf_par_claim(sf_par_loop *lp)
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
-#if defined(__linux__)
+#if defined(__linux__) && !defined(_GNU_SOURCE)
 #include <sys/prctl.h>
 #endif
 
@@ -152,9 +152,8 @@ static void *sf_pool_helper(void *arg)
     unsigned long seen = 0;
     sf_par_loop *lp;
     int ran;
-#if defined(__linux__)
-    /* named, so that top -H, gdb and the tests can tell the pool's helpers
-     * from every other thread of the process (15 characters at most) */
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+    /* (no pthread_setname_np: the helper names itself, once it runs) */
     prctl(PR_SET_NAME, SF_POOL_THREAD_NAME, 0, 0, 0);
 #endif
     pthread_mutex_lock(&p->mu);
@@ -208,6 +207,12 @@ static sf_pool *sf_pool_start(int threads)
     for (h = 0; h < threads - 1; h++) {
         if (pthread_create(&p->tid[p->helpers], NULL, sf_pool_helper, p) != 0)
             break;
+#if defined(__linux__) && defined(_GNU_SOURCE)
+        /* named, so that top -H, gdb and the tests can tell the pool's
+         * helpers from the process's other threads (15 characters at most);
+         * by the caller, so the name is there before the helper first runs */
+        pthread_setname_np(p->tid[p->helpers], SF_POOL_THREAD_NAME);
+#endif
         p->helpers++;
     }
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
