@@ -16,7 +16,7 @@
 import numpy as np
 
 from cpython.buffer cimport PyBuffer_Release
-from libc.math cimport fabs, isnan, sqrt
+from libc.math cimport fabs, isnan, sqrt, INFINITY
 from libc.float cimport DBL_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
@@ -31,7 +31,7 @@ from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME
                            row_absmax, start_phase, last_phase_eta, block_ratio,
                            phase_start_eta, average_prior, fresh_estimates, calibrated_cl,
                            JUMP_NONE, JUMP_RESTART, jump_test, full_window, window_done,
-                           restart, NO_UPDATE, stat_single_row)
+                           restart, NO_UPDATE, stat_single_row, tau_star2)
 from _records cimport Records, take_records, give_records, get_record, result
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
     poll_stop, poll_final
@@ -52,6 +52,19 @@ cdef extern from "_dense.h" nogil:
                             const unsigned char *upd, const double *x, double *W,
                             Py_ssize_t ldw, const double *xnext, double *s, double *xx)
     void sf_widen(Py_ssize_t n, const float *src, double *dst)
+
+cdef extern from "_multi_step.h" nogil:
+    enum:
+        SF_MQ_INTERCEPT, SF_MQ_LOSS, SF_MQ_NSEEN, SF_MQ_FILL, SF_MQ_WSUMSQ, SF_MQ_WWSUM,
+        SF_MQ_T, SF_MQ_NUPD, SF_MQ_LASTETA, SF_MQ_TAU, SF_MQ_STEADY, SF_MQ_STAT, SF_MQ_INV,
+        SF_MQ_C, SF_MQ_AVGON, SF_MQ_WINDOW, SF_MQ_TSWITCH, SF_MQ_KADD, SF_MQ_ETASTART,
+        SF_MQ_SCALE, SF_MQ_POW, SF_MQ_KPOW, SF_MQ_ETAPOW, SF_MQ_ETAGEO, SF_MQ_PH1,
+        SF_MQ_GEOF, SF_MQ_TLIM, SF_MQ_NFIELDS
+    Py_ssize_t sf_mq_steady(Py_ssize_t m, Py_ssize_t ld, const double *soa, double wi,
+                            double *add, double *act)
+    void sf_mq_step(Py_ssize_t ld, double *soa, const double *r, const double *add,
+                    const double *act, double wi, double wx, int fit_b, double *coef,
+                    double *step)
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
@@ -1256,6 +1269,124 @@ def _py_pav(double[::1] v):
     free(buf)
 
 
+cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *window, double *work,
+                             const double *x, Py_ssize_t d, Py_ssize_t da, double r, double xx,
+                             double wi, bint fit_b, double *coef, double *step,
+                             unsigned char *upd) noexcept nogil:
+    # One quantile's row on its struct, exactly as sgd_single takes it: the
+    # loss, the schedule's step (statistical: stat_single_row) and the
+    # update's coefficient (the iterate moves by coef x) and weighted step.
+    # upd: 1 where the iterate moves. Returns OK or an error code.
+    cdef double g = loss_and_coef(r, p, &s.loss, wi), eta
+    cdef int code
+    s.n_seen += 1
+    upd[0] = 0
+    if wi == 0:
+        return OK
+    if p.kind == KIND_STATISTICAL:
+        code = stat_single_row(s, p, window, work, x, d, da, r, xx, wi, &eta)
+        if code == NO_UPDATE:
+            return OK
+        if code != OK:
+            return code
+    else:
+        eta = fixed_eta(s, p, 0.0)
+    upd[0] = 1
+    coef[0] = -eta * g * wi
+    step[0] = eta * wi
+    if fit_b:
+        s.intercept -= eta * g * wi
+    s.t += wi
+    s.n_updates += 1
+    s.last_eta = eta
+    return OK
+
+
+cdef bint mq_may_steady(const SGDState *S, const SGDParams *P, Py_ssize_t m) noexcept nogil:
+    # Whether steady rows (_multi_step.h) may come: every quantile's schedule
+    # past its warm-up (a statistical one), with the check loss.
+    # Cheap, so that the struct path's rows (warm-up, phase one) do not copy
+    # the fields out and back for nothing.
+    cdef Py_ssize_t q
+    for q in range(m):
+        if P[q].loss != LOSS_CHECK or (P[q].kind == KIND_STATISTICAL and S[q].phase < 1):
+            return False
+    return True
+
+
+cdef void mq_gather_one(double *F, Py_ssize_t mq, Py_ssize_t q, const SGDState *s,
+                        const SGDParams *p, Py_ssize_t da) noexcept nogil:
+    # Quantile q's struct fields into _multi_step.h's structure of arrays
+    cdef bint stat = p.kind == KIND_STATISTICAL
+    cdef bint steady = p.loss == LOSS_CHECK and p.mode == MODE_SINGLE and p.kind != KIND_ARRAY
+    if stat:
+        # the last phase; or phase one unless single_eta's continuity rule
+        # (b0 given, no switch time) may end it on any row
+        steady = steady and (s.phase >= 2 or (s.phase == 1 and (isnan(p.b0)
+                                                                or not isnan(p.t_switch))))
+    F[SF_MQ_INTERCEPT * mq + q] = s.intercept
+    F[SF_MQ_LOSS * mq + q] = s.loss
+    F[SF_MQ_NSEEN * mq + q] = s.n_seen
+    F[SF_MQ_FILL * mq + q] = s.fill
+    F[SF_MQ_WSUMSQ * mq + q] = s.win_sumsq
+    F[SF_MQ_WWSUM * mq + q] = s.win_wsum
+    F[SF_MQ_T * mq + q] = s.t
+    F[SF_MQ_NUPD * mq + q] = s.n_updates
+    F[SF_MQ_LASTETA * mq + q] = s.last_eta
+    F[SF_MQ_ETAGEO * mq + q] = s.eta_geo
+    F[SF_MQ_TAU * mq + q] = p.tau
+    F[SF_MQ_STEADY * mq + q] = 1.0 if steady else 0.0
+    F[SF_MQ_STAT * mq + q] = 1.0 if stat else 0.0
+    F[SF_MQ_INV * mq + q] = 1.0 if p.kind == KIND_INVERSE_TIME else 0.0
+    F[SF_MQ_C * mq + q] = p.c
+    F[SF_MQ_AVGON * mq + q] = s.avg_on
+    F[SF_MQ_WINDOW * mq + q] = p.window
+    F[SF_MQ_TSWITCH * mq + q] = s.t_switch
+    # last_phase_eta's warm-start clock (k + 0.0 is k: k is never -0)
+    F[SF_MQ_KADD * mq + q] = p.t0 if (p.start == 2 and s.n_restarts == 0) else 0.0
+    F[SF_MQ_ETASTART * mq + q] = s.eta_start
+    F[SF_MQ_SCALE * mq + q] = p.Cb * da          # single_eta's scale, as it computes it
+    F[SF_MQ_POW * mq + q] = 1.0 if (p.average != 0 and p.avg_power != 1.0) else 0.0
+    F[SF_MQ_KPOW * mq + q] = s.k_pow
+    F[SF_MQ_ETAPOW * mq + q] = s.eta_pow
+    F[SF_MQ_PH1 * mq + q] = 1.0 if (stat and s.phase == 1) else 0.0
+    # phase one's decay per unit-weight row and its switch time, as
+    # single_eta computes and tests them
+    F[SF_MQ_GEOF * mq + q] = 1.0 - p.decay / (da * tau_star2(p.tau))
+    F[SF_MQ_TLIM * mq + q] = INFINITY if isnan(p.t_switch) else p.t_switch
+
+
+cdef void mq_gather(double *F, Py_ssize_t m, Py_ssize_t mq, const SGDState *S,
+                    const SGDParams *P, Py_ssize_t da) noexcept nogil:
+    # Every quantile's fields into the structure of arrays (each field's
+    # array mq >= m long; its padding lanes are zero)
+    cdef Py_ssize_t q
+    memset(F, 0, SF_MQ_NFIELDS * mq * sizeof(double))
+    for q in range(m):
+        mq_gather_one(F, mq, q, &S[q], &P[q], da)
+
+
+cdef inline void mq_scatter_one(const double *F, Py_ssize_t mq, Py_ssize_t q,
+                                SGDState *s) noexcept nogil:
+    # The fields a steady row moves, back into quantile q's struct
+    s.intercept = F[SF_MQ_INTERCEPT * mq + q]
+    s.loss = F[SF_MQ_LOSS * mq + q]
+    s.n_seen = F[SF_MQ_NSEEN * mq + q]
+    s.fill = F[SF_MQ_FILL * mq + q]
+    s.win_sumsq = F[SF_MQ_WSUMSQ * mq + q]
+    s.win_wsum = F[SF_MQ_WWSUM * mq + q]
+    s.t = F[SF_MQ_T * mq + q]
+    s.n_updates = F[SF_MQ_NUPD * mq + q]
+    s.last_eta = F[SF_MQ_LASTETA * mq + q]
+    s.eta_geo = F[SF_MQ_ETAGEO * mq + q]
+
+
+cdef void mq_scatter(const double *F, Py_ssize_t m, Py_ssize_t mq, SGDState *S) noexcept nogil:
+    cdef Py_ssize_t q
+    for q in range(m):
+        mq_scatter_one(F, mq, q, &S[q])
+
+
 def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
               double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
               const SGDParams[::1] params, double[:, ::1] windows, int noncrossing,
@@ -1287,6 +1418,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     the states may be partly moved (the caller works on copies).
     """
     cdef Py_ssize_t n, d, m = W.shape[0], q, i, ld
+    cdef Py_ssize_t mq = (m + 3) & ~(<Py_ssize_t> 3)   # m padded for the vector step
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
     cdef const float *p32 = NULL
@@ -1318,6 +1450,13 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     cdef double *rsp = NULL
     cdef Py_ssize_t pstride, rlen = 0
     cdef double row_work
+    cdef double *F                  # _multi_step.h's fields (steady rows)
+    cdef double *addv
+    cdef double *act
+    cdef Py_ssize_t nslow
+    cdef bint live = False          # F, not the structs, holds the hot fields
+    cdef bint try_fast
+    cdef double fit_one
     cdef bint f32 = is_float32(X)
     if f32:
         X32 = X
@@ -1350,6 +1489,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     fit_b = params[0].fit_intercept != 0
     avg = params[0].average != 0
     da = d + (1 if fit_b else 0)
+    fit_one = 1.0 if fit_b else 0.0
     if rs is not None:
         rv = rs
         rlen = rs_len(da)
@@ -1373,19 +1513,26 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     # the window work space, then m predictions, m residuals, 2 m PAV work,
     # m next-row dot products, m update coefficients, m steps (the plug-in's),
     # the iterates (and room to align them), two float32 rows widened (2 d),
-    # m update flags
-    work = <double *> malloc((max(wcap, 1) + 7 * m + m * ld + 4 + 2 * d) * sizeof(double) + m)
+    # the steady rows' fields, mq add and mq steady flags, m update flags
+    work = <double *> malloc((max(wcap, 1) + 7 * mq + m * ld + 4 + 2 * d
+                              + mq * (SF_MQ_NFIELDS + 2)) * sizeof(double) + m)
     if work == NULL:
         return result(ERR_NOMEM, 0, -1)
     pred = work + max(wcap, 1)
-    res = pred + m
-    dots = pred + 4 * m
-    coef = pred + 5 * m
-    step = pred + 6 * m
-    W0 = <double *> ((<size_t> (pred + 7 * m) + 31) & ~(<size_t> 31))
-    cur = pred + 7 * m + m * ld + 4
+    res = pred + mq
+    dots = pred + 4 * mq
+    coef = pred + 5 * mq
+    step = pred + 6 * mq
+    W0 = <double *> ((<size_t> (pred + 7 * mq) + 31) & ~(<size_t> 31))
+    cur = pred + 7 * mq + m * ld + 4
     nxt = cur + d
-    upd = <unsigned char *> (nxt + d)
+    F = nxt + d
+    addv = F + mq * SF_MQ_NFIELDS
+    act = addv + mq
+    upd = <unsigned char *> (act + mq)
+    # (the vector step reads res, coef and step to mq; lanes past m stay 0)
+    memset(pred, 0, 7 * mq * sizeof(double))
+    memset(addv, 0, 2 * mq * sizeof(double))
     memset(W0, 0, m * ld * sizeof(double))
     # (a call's first pass reads no coefficient, since no quantile updates;
     # zeroed all the same, so that no uninitialised value is ever loaded)
@@ -1399,6 +1546,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
         X0 = &X64[0, 0]
     poll_init(&pl, &_hook)
     with nogil:
+        try_fast = mq_may_steady(&states[0], &params[0], m)
         for i in range(n):
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
@@ -1411,7 +1559,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
             have_dot = False
             # every quantile's residual first: a bad row changes nothing
             for q in range(m):
-                pred[q] = dots[q] + states[q].intercept
+                pred[q] = dots[q] + (F[SF_MQ_INTERCEPT * mq + q] if live else states[q].intercept)
                 res[q] = y[i] - pred[q]
                 if not (fabs(res[q]) <= DBL_MAX and xx <= DBL_MAX):
                     code = ERR_BADINPUT
@@ -1420,7 +1568,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                 row = i
                 break
             if noncrossing == NONCROSS_PROJECT and m > 1:
-                pav_increasing(pred, m, pred + 2 * m, pred + 3 * m)
+                pav_increasing(pred, m, pred + 2 * mq, pred + 3 * mq)
                 for q in range(m):
                     res[q] = y[i] - pred[q]
             if swp != NULL:
@@ -1430,37 +1578,46 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
             # that also gives the next row's predictions (as sgd_single's
             # sf_axpy_dot2 does for one)
             any_upd = False
-            for q in range(m):
-                s = &states[q]
-                p = &params[q]
-                r = res[q]
-                g = loss_and_coef(r, p, &s.loss, wi)
-                s.n_seen += 1
-                upd[q] = 0
-                if wi == 0:
-                    continue
-                if p.kind == KIND_STATISTICAL:
-                    code = stat_single_row(s, p, &windows[q, 0], work, x, d, da, r, xx, wi,
-                                           &eta)
-                    if code == NO_UPDATE:
-                        code = OK
+            if try_fast and wi > 0:
+                if not live:
+                    mq_gather(F, m, mq, &states[0], &params[0], da)
+                    live = True
+                # the quantiles whose row is steady run together, across the
+                # quantiles (_multi_step.h; their windows take the residuals
+                # at the old fill), the others one by one on their structs
+                nslow = sf_mq_steady(m, mq, F, wi, addv, act)
+                if nslow < m:
+                    sf_mq_step(mq, F, res, addv, act, wi, wi * (xx + fit_one), fit_b, coef,
+                               step)
+                    any_upd = True
+                for q in range(m):
+                    if act[q] != 0:
+                        upd[q] = 1
+                        if addv[q] != 0:
+                            windows[q, <Py_ssize_t> F[SF_MQ_FILL * mq + q] - 1] = res[q]
                         continue
+                    mq_scatter_one(F, mq, q, &states[q])
+                    code = quantile_row(&states[q], &params[q], &windows[q, 0], work, x, d,
+                                        da, res[q], xx, wi, fit_b, &coef[q], &step[q], &upd[q])
+                    mq_gather_one(F, mq, q, &states[q], &params[q], da)
                     if code != OK:
                         break
-                else:
-                    eta = fixed_eta(s, p, 0.0)
-                upd[q] = 1
-                any_upd = True
-                coef[q] = -eta * g * wi
-                step[q] = eta * wi
-                if fit_b:
-                    s.intercept -= eta * g * wi
-                s.t += wi
-                s.n_updates += 1
-                s.last_eta = eta
+                    any_upd = any_upd or upd[q] != 0
+            else:
+                if live:
+                    mq_scatter(F, m, mq, &states[0])
+                    live = False
+                for q in range(m):
+                    code = quantile_row(&states[q], &params[q], &windows[q, 0], work, x, d,
+                                        da, res[q], xx, wi, fit_b, &coef[q], &step[q], &upd[q])
+                    if code != OK:
+                        break
+                    any_upd = any_upd or upd[q] != 0
             if code != OK:
                 row = i
                 break
+            if not live:
+                try_fast = mq_may_steady(&states[0], &params[0], m)
             if i + 1 < n:
                 if p32 != NULL:
                     # the next row widened first (this one, x, is read below)
@@ -1483,6 +1640,8 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                     p = &params[q]
                     if not (upd[q] and (s.avg_on != 0 or p.kind != KIND_STATISTICAL)):
                         continue
+                    if live:
+                        s.intercept = F[SF_MQ_INTERCEPT * mq + q]    # the average reads it
                     if pt != NULL:
                         plug_in_average_step(d, x, y[i], W0 + q * ld, &Wbar[q, 0], s, p,
                                              step[q], wi,
@@ -1492,6 +1651,8 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                         average_step(d, W0 + q * ld, &Wbar[q, 0], s,
                                      rsp + rlen * q if rsp != NULL else NULL, fit_b)
             done = i + 1
+        if live:
+            mq_scatter(F, m, mq, &states[0])
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED
         for q in range(m):

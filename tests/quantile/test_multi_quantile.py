@@ -10,7 +10,7 @@ from sklearn.metrics import d2_pinball_score
 
 from streamfit import OnlineQuantileRegressor
 from streamfit._kernels import _quantile as _k
-from streamfit.schedules import ConstantSchedule
+from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
 from ._cases import stopped_at
@@ -41,6 +41,43 @@ def test_one_pass_is_bit_identical_to_separate_fits(kw):
         assert multi.intercept_[q] == one.intercept_
         assert multi.cumulative_loss_[q] == one.cumulative_loss_
     assert multi.n_samples_seen_ == 5000
+
+
+@pytest.mark.parametrize("kw", [
+    {},                                                         # phase one by the rule
+    {"schedule": StatisticalSchedule(t_switch=700, window=64)},  # a given switch time
+    {"schedule": StatisticalSchedule(b0=1.5, window=64)},        # the continuity rule
+    {"schedule": StatisticalSchedule(b0=1.5, t_switch=900, window=64)},
+    {"schedule": StatisticalSchedule(start="phase2", t0=5000, window=64)},
+    {"average": True, "schedule": StatisticalSchedule(window=64, patience=1)},
+    {"average": True, "schedule": StatisticalSchedule(window=64, patience=1, avg_power=1.0)},
+    {"schedule": InverseTimeSchedule(0.05)},
+])
+@pytest.mark.parametrize("weights", ["none", "mixed"])
+def test_every_schedule_field_matches_the_separate_fits(kw, weights):
+    """The whole state record of every quantile, not only its fit, equals its
+    separate fit's bit for bit: the clocks, the windows' sums and fill, the
+    stepsizes, the losses. Rows where every quantile is steady, where some
+    are and some are not (a window filling, a phase ending, a weight other
+    than 1 in phase one, a weight 0) and where none are, in calls of uneven
+    lengths."""
+    X, y, _ = make_linear_stream(6000, 5, random_state=4)
+    sw = None
+    if weights == "mixed":
+        sw = np.ones(len(y))
+        sw[np.random.default_rng(1).choice(len(y), 300, replace=False)] = 0.0
+        sw[1500:1700] = 2.5      # inside phase one: its decay takes a power there
+    multi = OnlineQuantileRegressor(tau=TAUS, **kw)
+    for a, b in [(0, 37), (37, 1000), (1000, 1001), (1001, 6000)]:
+        multi.partial_fit(X[a:b], y[a:b], sample_weight=None if sw is None else sw[a:b])
+    states = multi._fit_.state
+    assert len(states) == len(TAUS)
+    for q, t in enumerate(TAUS):
+        one = OnlineQuantileRegressor(tau=t, **kw).fit(X, y, sample_weight=sw)
+        assert states[q].tobytes() == one._fit_.state[0].tobytes(), {
+            name: (states[q][name], one._fit_.state[0][name])
+            for name in states.dtype.names if states[q][name] != one._fit_.state[0][name]}
+        np.testing.assert_array_equal(multi.coef_[q], one.coef_)
 
 
 @pytest.mark.parametrize("noncrossing", ["rearrange", "project"])
