@@ -1,4 +1,4 @@
-# Order statistics of a sample of residuals (Hoare selection): the median
+# Order statistics of a sample of residuals (branch-free quickselect): the median
 # |r|, the error scale D0 and Siddiqui's sparsity quotient b0. The statistical
 # stepsize schedule (_qr_schedule.pxd) takes them from its residual windows,
 # and the vector kernel's storage mode from all its residuals; every one of
@@ -14,29 +14,63 @@ cdef extern from *:
     const double INV_MAD "SF_INV_MAD"
 
 
+cdef inline Py_ssize_t partition_below(double *a, Py_ssize_t lo, Py_ssize_t hi, double pivot,
+                                       bint or_equal) noexcept nogil:
+    # Moves the values of a[lo:hi] below pivot (or_equal: not above it) to
+    # its front and returns where the rest begins. Without a branch on the
+    # comparison (Lomuto's scheme, every value swapped with the first of the
+    # rest): the comparisons of residuals against a pivot are coin flips,
+    # and Hoare's scheme mispredicted about every other one.
+    cdef Py_ssize_t i, s = lo
+    cdef double v
+    if or_equal:
+        for i in range(lo, hi):
+            v = a[i]
+            a[i] = a[s]
+            a[s] = v
+            s += v <= pivot
+    else:
+        for i in range(lo, hi):
+            v = a[i]
+            a[i] = a[s]
+            a[s] = v
+            s += v < pivot
+    return s
+
+
 cdef inline double select_kth(double *a, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
-    # a is permuted; returns the k-th smallest (0-based), like np.partition(a, k)[k]
-    cdef Py_ssize_t lo = 0, hi = n - 1, i, j
-    cdef double pivot, tmp
-    while lo < hi:
-        pivot = a[(lo + hi) >> 1]
-        i = lo
-        j = hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while a[j] > pivot:
-                j -= 1
-            if i <= j:
-                tmp = a[i]; a[i] = a[j]; a[j] = tmp
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
+    # a is permuted; returns the k-th smallest (0-based), like np.partition(a, k)[k],
+    # and leaves the k smallest in a[:k] (sparsity relies on it). Values
+    # only (no NaN). Quickselect on the median of three, each round keeping
+    # the side that holds k; a round that finds nothing below the pivot
+    # splits off the values equal to it, so ties (a window of exact fits)
+    # cost one more pass, not a pass per value. Short ranges: insertion sort.
+    cdef Py_ssize_t lo = 0, hi = n, s, s2, i, j
+    cdef double pivot, x, y, z, v
+    while hi - lo > 16:
+        x = a[lo]
+        y = a[lo + ((hi - lo) >> 1)]
+        z = a[hi - 1]
+        # the median of x, y, z (a value of the range: a round always splits
+        # something off)
+        pivot = max(min(x, y), min(max(x, y), z))
+        s = partition_below(a, lo, hi, pivot, False)
+        if k < s:
+            hi = s
+        elif s > lo:
+            lo = s
         else:
-            return a[k]
+            s2 = partition_below(a, lo, hi, pivot, True)
+            if k < s2:
+                return pivot            # a[lo:s2] all equal pivot
+            lo = s2
+    for i in range(lo + 1, hi):
+        v = a[i]
+        j = i - 1
+        while j >= lo and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
     return a[k]
 
 

@@ -23,7 +23,7 @@ from libc.string cimport memcpy, memset
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
-from _order_stats cimport median_abs, sparsity
+from _order_stats cimport median_abs, sparsity, select_kth
 from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
                            KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
                            MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
@@ -108,6 +108,14 @@ def copy_record(object src, object dst):
 def new_params():
     """A parameter record, NaN where "estimate from the stream" is meant."""
     return default_params(PARAMS_DTYPE)
+
+
+def _py_select_kth(double[::1] a, Py_ssize_t k):
+    """The kernel's selection (for tests): a is permuted in place; returns
+    its k-th smallest value."""
+    if not 0 <= k < a.shape[0]:
+        raise ValueError(f"k must be in [0, {a.shape[0]}), got {k}")
+    return select_kth(&a[0], a.shape[0], k)
 
 
 def _py_sparsity(const double[::1] r, double tau):

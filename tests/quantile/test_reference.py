@@ -927,3 +927,30 @@ def test_restart_after_stuck_prefix_matches_reference(mode):
     assert_matches(est, ref, rtol)
     for key in ("d0", "b0", "cl"):
         np.testing.assert_allclose(est.schedule_state_[key], getattr(ref.s, key), rtol=rtol)
+
+
+@pytest.mark.parametrize("kind", ["normal", "ties", "equal", "sorted", "reversed", "zeros",
+                                  "two_values"])
+def test_selection_is_numpy_partition(kind):
+    """The windows' order statistics (_order_stats.pxd's select_kth) give
+    np.partition's k-th value for every k, and leave the k smallest in front
+    (sparsity's second selection reads only those), whatever the ties."""
+    from streamfit._kernels import _quantile as _k
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 16, 17, 18, 64, 250, 1001):
+        base = {"normal": rng.standard_normal(n),
+                "ties": rng.integers(0, 5, n).astype(float),
+                "equal": np.full(n, 2.5),
+                "sorted": np.sort(rng.standard_normal(n)),
+                "reversed": np.sort(rng.standard_normal(n))[::-1].copy(),
+                "zeros": np.where(rng.random(n) < 0.7, 0.0, rng.standard_t(1.1, n)),
+                "two_values": np.where(rng.random(n) < 0.5, -1.0, 1.0)}[kind]
+        want = np.sort(base)
+        for k in sorted({0, n // 2, n - 1, n // 3, (9 * n) // 10}):
+            a = base.copy()
+            assert _k._py_select_kth(a, k) == want[k], (n, k)
+            np.testing.assert_array_equal(np.sort(a), want)          # a permutation
+            assert (a[:k] <= want[k]).all() and (a[k + 1:] >= want[k]).all(), (n, k)
+    with pytest.raises(ValueError, match="k must be"):
+        _k._py_select_kth(np.zeros(3), 3)
