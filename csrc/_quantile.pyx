@@ -24,7 +24,7 @@ from libc.string cimport memcpy, memset
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
 from _order_stats cimport median_abs, sparsity, select_kth
-from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
+from _qr_schedule cimport (SGDState, SGDParams, SETTLED_STRIDE, KIND_CONSTANT, KIND_INVERSE_TIME,
                            KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
                            MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
                            record_dtypes, default_params,
@@ -59,12 +59,10 @@ cdef extern from "_multi_step.h" nogil:
         SF_MQ_T, SF_MQ_NUPD, SF_MQ_LASTETA, SF_MQ_TAU, SF_MQ_STEADY, SF_MQ_STAT, SF_MQ_INV,
         SF_MQ_C, SF_MQ_AVGON, SF_MQ_WINDOW, SF_MQ_TSWITCH, SF_MQ_KADD, SF_MQ_ETASTART,
         SF_MQ_SCALE, SF_MQ_POW, SF_MQ_KPOW, SF_MQ_ETAPOW, SF_MQ_ETAGEO, SF_MQ_PH1,
-        SF_MQ_GEOF, SF_MQ_TLIM, SF_MQ_NFIELDS
-    Py_ssize_t sf_mq_steady(Py_ssize_t m, Py_ssize_t ld, const double *soa, double wi,
-                            double *add, double *act)
-    void sf_mq_step(Py_ssize_t ld, double *soa, const double *r, const double *add,
-                    const double *act, double wi, double wx, int fit_b, double *coef,
-                    double *step)
+        SF_MQ_GEOF, SF_MQ_TLIM, SF_MQ_NUM, SF_MQ_NMOD, SF_MQ_NFIELDS
+    Py_ssize_t sf_mq_row(Py_ssize_t m, Py_ssize_t ld, double *soa, const double *r, double wi,
+                         double wx, int fit_b, double *add, double *act, double *coef,
+                         double *step)
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
@@ -1362,6 +1360,8 @@ cdef void mq_gather_one(double *F, Py_ssize_t mq, Py_ssize_t q, const SGDState *
     # single_eta computes and tests them
     F[SF_MQ_GEOF * mq + q] = 1.0 - p.decay / (da * tau_star2(p.tau))
     F[SF_MQ_TLIM * mq + q] = INFINITY if isnan(p.t_switch) else p.t_switch
+    F[SF_MQ_NUM * mq + q] = s.eta_start * (p.Cb * da) if stat else p.c
+    F[SF_MQ_NMOD * mq + q] = <double> ((<long long> s.n_updates) % SETTLED_STRIDE)
 
 
 cdef void mq_gather(double *F, Py_ssize_t m, Py_ssize_t mq, const SGDState *S,
@@ -1593,10 +1593,9 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                 # the quantiles whose row is steady run together, across the
                 # quantiles (_multi_step.h; their windows take the residuals
                 # at the old fill), the others one by one on their structs
-                nslow = sf_mq_steady(m, mq, F, wi, addv, act)
+                nslow = sf_mq_row(m, mq, F, res, wi, wi * (xx + fit_one), fit_b, addv, act,
+                                  coef, step)
                 if nslow < m:
-                    sf_mq_step(mq, F, res, addv, act, wi, wi * (xx + fit_one), fit_b, coef,
-                               step)
                     any_upd = True
                 for q in range(m):
                     if act[q] != 0:
