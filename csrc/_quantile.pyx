@@ -1554,7 +1554,9 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
         X0 = &X64[0, 0]
     poll_init(&pl, &_hook)
     with nogil:
-        try_fast = mq_may_steady(&states[0], &params[0], m)
+        # (a call of a few rows would copy the fields out and back for a row
+        # or two: one-row calls stay on the struct path)
+        try_fast = n >= 4 and mq_may_steady(&states[0], &params[0], m)
         for i in range(n):
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
@@ -1624,7 +1626,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                 row = i
                 break
             if not live:
-                try_fast = mq_may_steady(&states[0], &params[0], m)
+                try_fast = n >= 4 and mq_may_steady(&states[0], &params[0], m)
             if i + 1 < n:
                 if p32 != NULL:
                     # the next row widened first (this one, x, is read below)
