@@ -241,8 +241,9 @@ def cost_report(results, sizes, timed, publish_table):
             lines.append(f"{'d = ' + str(d):18s}{fit:>7.2f}x{rows:>17.2f}x{goal}")
         lines += ["", "One pass shares the reading of each row (its chunks loaded once for "
                   "a group of quantiles, ||x||^2 once) and, per call, the estimator layer; "
-                  "each quantile still pays its own pass over its coefficients (update and "
-                  "next prediction) and its own schedule step, as a separate fit does"]
+                  "the schedule steps of routine rows run across the quantiles as vector "
+                  "operations; each quantile still pays its own pass over its coefficients "
+                  "(update and next prediction), as a separate fit does"]
     if inference_dims:
         ns = {(name, d): seconds(results, name, d) * 1e9
               for name in INFERENCE for d in inference_dims}
