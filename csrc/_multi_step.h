@@ -16,10 +16,11 @@
  * the struct path (_qr_schedule.pxd: stat_single_row, single_eta,
  * last_phase_eta; _quantile.pyx: loss_and_coef, fixed_eta), so each
  * quantile stays bit-identical to its own single-quantile fit. That needs
- * products rounded apart: the struct path is compiled for the baseline
- * target, and a target with FMA (AVX-512 here) would fuse them, hence
- * fp-contract=off on the vector clones. Division and comparisons are exact
- * in every width. */
+ * products rounded apart here as in the struct path: the kernels are
+ * compiled with -ffp-contract=off (CMakeLists.txt), and the clones say it
+ * again, so that a target with FMA (-march=native) cannot fuse them in one
+ * path and not the other. Division and comparisons are exact in every
+ * width. */
 #ifndef STREAMFIT_MULTI_STEP_H
 #define STREAMFIT_MULTI_STEP_H
 #include <stddef.h>

@@ -52,6 +52,9 @@ def test_one_pass_is_bit_identical_to_separate_fits(kw):
     {"average": True, "schedule": StatisticalSchedule(window=64, patience=1)},
     {"average": True, "schedule": StatisticalSchedule(window=64, patience=1, avg_power=1.0)},
     {"schedule": InverseTimeSchedule(0.05)},
+    # Cb = 64 makes the cached power's refresh interval scale / 64 = d + 1 an
+    # integer, which unit-weight clocks land on exactly: the rule's boundary
+    {"average": True, "schedule": StatisticalSchedule(Cb=64.0, window=64, patience=1)},
 ])
 @pytest.mark.parametrize("weights", ["none", "mixed"])
 def test_every_schedule_field_matches_the_separate_fits(kw, weights):
