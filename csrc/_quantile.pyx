@@ -1443,7 +1443,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     cdef double *step
     cdef unsigned char *upd
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef double r, g, eta, xx = 0.0, wi = 1.0
+    cdef double xx = 0.0, wi = 1.0
     cdef const double *x
     cdef const double *X0
     cdef double *W0
