@@ -12,7 +12,11 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, syr_upper, syrk_upper, axpy_upper
+from _blas cimport blas_int, syrk_upper
+
+cdef extern from "_dense.h" nogil:
+    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
+                       const double *N)
 from _common cimport bitgen_t, OK, ERR_NOMEM
 from _goe cimport goe_fill
 from _topk cimport TopKState, TopKWork, topk_work_init, topk_work_free
@@ -80,8 +84,11 @@ def topk_solve(const double[:, ::1] S, double[:, ::1] V, TopKState[::1] state,
 
 
 def sym_update(double[:, ::1] S, const double[:, ::1] rows, double alpha):
-    """S += alpha rows^T rows on the lower triangle: dsyr for one row (as the
-    FPL loop adds x x^T), dsyrk for a block."""
+    """S += alpha rows^T rows on the lower triangle: for one row x, row i of
+    S takes (alpha x_i) x in _dense.h's row update, the FPL loop's own (so
+    the two agree bit for bit whichever kernels the BLAS picked: OpenBLAS's
+    dsyr fuses some products and rounds its tails apart, by CPU type); dsyrk
+    for a block."""
     cdef int n = S.shape[0], m = rows.shape[0], i
     if S.shape[1] != n or rows.shape[1] != n:
         raise ValueError(f"rows must have shape (m, {n}) for S of shape ({n}, {n})")
@@ -89,18 +96,22 @@ def sym_update(double[:, ::1] S, const double[:, ::1] rows, double alpha):
         return
     with nogil:
         if m == 1:
-            syr_upper(n, alpha, &rows[0, 0], &S[0, 0], n)
+            for i in range(n):
+                sf_row_update(i + 1, &S[i, 0], alpha * rows[0, i], &rows[0, 0], 0.0, NULL)
         else:
             syrk_upper(n, m, alpha, &rows[0, 0], 1.0, &S[0, 0])
 
 
 def sym_add(double[:, ::1] S, const double[:, ::1] A, double alpha):
-    """S += alpha A on the lower triangle (A symmetric, its lower triangle read)."""
-    cdef Py_ssize_t n = S.shape[0]
+    """S += alpha A on the lower triangle (A symmetric, its lower triangle
+    read), row by row in _dense.h's row update, as the FPL loop adds its
+    noise."""
+    cdef Py_ssize_t n = S.shape[0], i
     if S.shape[1] != n or A.shape[0] != n or A.shape[1] != n:
         raise ValueError(f"A must have the shape of S, ({n}, {n}), got ({A.shape[0]}, "
                          f"{A.shape[1]})")
     if n == 0:
         return
     with nogil:
-        axpy_upper(n, alpha, &A[0, 0], &S[0, 0])
+        for i in range(n):
+            sf_row_update(i + 1, &S[i, 0], 0.0, NULL, alpha, &A[i, 0])
