@@ -23,6 +23,9 @@
   the kernel reads float32 rows as they are and widens each one as its trial
   starts, so the ratio should be ~1 and no float64 copy of the block is made.
 
+* Krylov product: S @ B for FPL's block of 15 vectors in row panels, one
+  thread, the off-diagonal products by _skinny.h's AVX-512 kernels against
+  dgemm (n = 1000, 2000, 4000; skipped without AVX-512).
     pytest benchmarks/test_fpl_threads.py -s               # timed (~1-2 minutes)
     pytest benchmarks/test_fpl_threads.py --benchmark-disable -q   # smoke: small n
 
@@ -38,6 +41,7 @@ import sys
 import time
 
 import numpy as np
+import pytest
 import scipy.linalg
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -227,3 +231,51 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
     est = warm(X)
     benchmark.pedantic(est.partial_fit, args=(X[3:3 + T],), rounds=1, iterations=1)
     publish_table("\n".join(lines), "fpl_threads.txt")
+
+
+PRODUCT = {"timed": {"n": (1000, 2000, 4000), "calls": 10, "rounds": 5},
+           "smoke": {"n": (400,), "calls": 1, "rounds": 1}}
+
+
+def test_krylov_product_skinny_kernels_against_dgemm(benchmark, timed, publish_table):
+    """The Krylov product S @ B (B: 15 vectors, FPL's block at k = 10) in
+    row panels, on one thread: the off-diagonal products by _skinny.h's
+    AVX-512 kernels against OpenBLAS's dgemm, which the panels called
+    before (the dgemm the BLAS in use picks: OPENBLAS_CORETYPE can hold it to
+    its AVX2 kernels). Interleaved rounds, medians; the results agree to
+    rounding. Skipped on a CPU without AVX-512."""
+    from streamfit._kernels import _pca
+    try:
+        _pca._symm_product(np.eye(2), np.ones((1, 2)), 1, skinny=True)
+    except ValueError:
+        pytest.skip("no AVX-512: the panels use dgemm")
+    cfg = PRODUCT["timed" if timed else "smoke"]
+    calls, rounds = cfg["calls"], cfg["rounds"]
+    lines = ["n | skinny kernels ms | dgemm ms | dgemm / skinny", "---|---|---|---"]
+    ratios, last = {}, None
+
+    def run():
+        nonlocal last
+        for n in cfg["n"]:
+            rng = np.random.default_rng(n)
+            G = rng.standard_normal((n, n))
+            S = np.ascontiguousarray(np.tril(G + G.T))
+            B = rng.standard_normal((15, n))
+            times = {True: [], False: []}
+            out = {}
+            for r in range(rounds):
+                for skinny in ((True, False) if r % 2 == 0 else (False, True)):
+                    start = time.perf_counter()
+                    out[skinny] = _pca._symm_product(S, B, 1, calls, skinny=skinny)
+                    times[skinny].append((time.perf_counter() - start) / calls)
+            full = np.tril(S) + np.tril(S, -1).T
+            tol = 1e-12 * np.abs(full).sum(1).max()
+            np.testing.assert_allclose(out[True], out[False], rtol=0, atol=tol)
+            fast, blas = np.median(times[True]), np.median(times[False])
+            ratios[f"ratio_speedup_skinny_vs_dgemm_n{n}"] = blas / fast
+            lines.append(f"{n} | {fast * 1e3:.2f} | {blas * 1e3:.2f} | {blas / fast:.2f}x")
+        last = lines
+
+    benchmark.pedantic(run, rounds=1, iterations=1)
+    record_ratios(benchmark, ratios)
+    publish_table("\n".join(last), "krylov_product.txt")

@@ -38,7 +38,7 @@ cdef extern from "_dense.h" nogil:
                        const double *N)
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
                         sf_pool_helper_tasks, sf_par_choose, sf_par_learn, sf_par_now,
-                        symm_product)
+                        symm_product, symm_product_by, sf_skinny_ok)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, leader_flush, leader_gain, leader_dense_hint)
@@ -606,24 +606,31 @@ def run(X, const double[::1] scale, const double[::1] frob,
         teardown(&c)
 
 
-def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, int calls=1):
+def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, int calls=1,
+                  skinny=None):
     """Test entry: the Krylov product S @ B[j] for the (m, n) rows of B, S's
     row-major lower triangle being the valid one, through the panels on
     `threads` threads, `calls` times on one pool (the first calls run on the
-    pool, later ones as the timings choose); returns the last (m, n) result."""
+    pool, later ones as the timings choose); returns the last (m, n) result.
+    skinny: the off-diagonal products by _skinny.h's AVX-512 kernels (True,
+    which needs a CPU with AVX-512), by dgemm (False), or as the kernels
+    choose (None)."""
     cdef Py_ssize_t n = S.shape[0], m = B.shape[0], i
     cdef sf_pool *pool = NULL
     cdef sf_par_stat stat
+    cdef bint by = sf_skinny_ok() if skinny is None else skinny
     if S.shape[1] != n or B.shape[1] != n or m < 1:
         raise ValueError("S must be (n, n) and B (m, n) with m >= 1")
+    if by and not sf_skinny_ok():
+        raise ValueError("skinny=True needs a CPU with AVX-512")
     out = np.empty((m, n))
     cdef double[:, ::1] C = out
     memset(&stat, 0, sizeof(sf_par_stat))
     with nogil:
         pool = sf_pool_start(threads)
         for i in range(calls):
-            symm_product(pool, &stat, <blas_int> n, <blas_int> m, 1.0, &S[0, 0], &B[0, 0],
-                         &C[0, 0])
+            symm_product_by(pool, &stat, <blas_int> n, <blas_int> m, 1.0, &S[0, 0], &B[0, 0],
+                            &C[0, 0], by)
         sf_pool_stop(pool)
     return out
 
