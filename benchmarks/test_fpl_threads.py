@@ -18,7 +18,7 @@
 * Traffic: a trial must at least update S and read it once per Krylov product,
   about (3 + products per trial) x n^2/2 x 8 bytes on one triangle. The
   bandwidth is measured in the same run (a large array copy, read + write);
-  the table gives trial time / (bytes / bandwidth) at n = 500, 1000, 2000.
+  the table gives trial time / (bytes / bandwidth) at n = 500, 1000, 2000, 4000.
 * float32: the same stream as float32 rows against float64 rows (n = 1000):
   the kernel reads float32 rows as they are and widens each one as its trial
   starts, so the ratio should be ~1 and no float64 copy of the block is made.
@@ -57,7 +57,8 @@ DEFAULT_THREADS = max([lib["num_threads"] for lib in threadpool_info()
                        if lib["user_api"] == "blas"] or [1])
 
 TIMED = {"n": 1000, "trials": 40, "rounds": 5, "eigh_reps": 2,
-         "traffic": (500, 1000, 2000), "traffic_trials": {500: 60, 1000: 40, 2000: 12},
+         "traffic": (500, 1000, 2000, 4000),
+         "traffic_trials": {500: 60, 1000: 40, 2000: 12, 4000: 4},
          "traffic_rounds": 3}
 SETTLE = 0.3        # seconds after a contender that ran OpenBLAS's own threads
 SMOKE = {"n": 150, "trials": 4, "rounds": 1, "eigh_reps": 1,

@@ -22,6 +22,9 @@
 #include <immintrin.h>
 
 static inline int sf_skinny_ok(void) {
+    /* (the CPU model is read by a constructor; init is idempotent and makes
+     * the answer right even before it has run) */
+    __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f");
 }
 
