@@ -45,6 +45,8 @@ static void sf_gemm_tn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
                           ptrdiff_t ldb, double *C, ptrdiff_t ldc) {
     ptrdiff_t kf = k & ~(ptrdiff_t) 7, c0, j0, r;
     __mmask8 tm = (__mmask8) ((1u << (k & 7)) - 1);
+    if (k <= 0)
+        return;     /* as dgemm: C untouched (adding alpha * 0 would turn -0 into +0) */
     for (c0 = 0; c0 < w; c0 += SF_TN_CB) {
         const double *a[SF_TN_CB];
 #pragma GCC unroll 8
@@ -111,9 +113,10 @@ static void sf_gemm_nn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
                           ptrdiff_t ldb, double *C, ptrdiff_t ldc) {
     ptrdiff_t r0, j0, c, cb, ce;
     __m512d al = _mm512_set1_pd(alpha);
-    /* SF_NN_KB columns of A at a time (w x 256 values: 256 KB for 128 rows,
-     * which the block rows then re-read from L2, not from memory, and
-     * whose pages stay in the TLB); C takes each block's sums in turn */
+    /* SF_NN_KB columns of A at a time (w x 64 values: 64 KB for 128 rows,
+     * which the block rows then re-read from cache, not from memory, while
+     * the next block's rows are prefetched); C takes each block's sums in
+     * turn */
     for (cb = 0; cb < k; cb += SF_NN_KB)
     for (r0 = 0; r0 < w; r0 += 16) {
         /* the block's two 8-row halves, masked past row w */

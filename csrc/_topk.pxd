@@ -121,7 +121,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.iwork = <blas_int *> malloc(<size_t> w.liwork * sizeof(blas_int))
     if w.work == NULL or w.iwork == NULL:
         return ERR_NOMEM
-    if eig_work_init(&w.eig_rr, w.q, b, True) != OK:
+    if eig_work_init(&w.eig_rr, qq, b, True) != OK:
         return ERR_NOMEM
     return eig_work_init(&w.eig, n, b, False)
 
@@ -428,7 +428,10 @@ cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *s
     # warm-started from V with gap tolerance tol. Returns OK (a solve whose
     # eigenproblems all failed keeps V and counts in st.kept).
     st.tol = tol
-    if not krylov:
+    if not krylov or 2 * w.b > w.n:
+        # (2b > n: the block and its residual directions do not fit in n
+        # dimensions -- the basis QR cannot be formed -- so exact, rather than a
+        # Krylov attempt that fails in dorgqr, which prints its complaint)
         return topk_exact(w, S, V, st)
     if st.skip > 0:
         st.skip -= 1

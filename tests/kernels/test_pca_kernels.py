@@ -237,3 +237,26 @@ def test_kernel_entries_check_records_and_shapes():
         _capped.run(X, s, s, cs, cp, M, U, np.zeros(9), d, C, Wd, bitgen.capsule)
     with pytest.raises(ValueError, match="(?i)state"):      # Cython's check: CappedState
         _capped.run(X, s, s, state, cp, M, U, w, d, C, Wd, bitgen.capsule)
+
+
+def test_a_block_too_wide_for_krylov_is_solved_exactly_and_quietly(capfd):
+    """With 2b > n the block and its residual directions do not fit in n
+    dimensions: each solve is exact (LAPACK), not a Krylov attempt whose basis
+    QR fails in dorgqr -- which printed "On entry to DORGQR parameter number
+    2 had an illegal value" and counted a fallback every time."""
+    rng = np.random.default_rng(4)
+    n = 8
+    A = rng.standard_normal((n, n))
+    topk = TopK(n, 5)                              # block 8 > n / 2
+    topk.update(matrix=A + A.T)
+    topk.solve()
+    for _ in range(3):
+        x = rng.standard_normal(n)
+        topk.update(vector=x)
+        values, vectors = topk.solve(1e-3, hint=x)
+        A = A + np.outer(x, x) / 2
+        np.testing.assert_allclose(values, np.linalg.eigvalsh(A + A.T)[::-1][:5], rtol=1e-10)
+    out, err = capfd.readouterr()
+    assert "DORGQR" not in out + err
+    assert topk.stats["products"] == 0 and topk.stats["fallbacks"] == 0
+    assert topk.stats["solves"] == 4
