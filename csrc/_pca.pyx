@@ -606,6 +606,12 @@ def run(X, const double[::1] scale, const double[::1] frob,
         teardown(&c)
 
 
+def _skinny_kernels():
+    """Test entry: whether the panels' off-diagonal products run in
+    _skinny.h's AVX-512 kernels on this CPU (else dgemm)."""
+    return bool(sf_skinny_ok())
+
+
 def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, int calls=1,
                   skinny=None):
     """Test entry: the Krylov product S @ B[j] for the (m, n) rows of B, S's

@@ -165,12 +165,15 @@ static void sf_gemm_nn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
 }
 
 #else
+/* No AVX-512 build: callers take dgemm (sf_skinny_ok() is 0); a call that
+ * reached these anyway stops loudly instead of leaving C unchanged. */
+#include <stdlib.h>
 static inline int sf_skinny_ok(void) { return 0; }
 static void sf_gemm_tn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
                           const double *A, ptrdiff_t lda, const double *B,
-                          ptrdiff_t ldb, double *C, ptrdiff_t ldc) {}
+                          ptrdiff_t ldb, double *C, ptrdiff_t ldc) { abort(); }
 static void sf_gemm_nn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
                           const double *A, ptrdiff_t lda, const double *B,
-                          ptrdiff_t ldb, double *C, ptrdiff_t ldc) {}
+                          ptrdiff_t ldb, double *C, ptrdiff_t ldc) { abort(); }
 #endif
 #endif

@@ -3,6 +3,7 @@ caller's setting, restores the caller's setting afterwards (also when calls
 overlap in several threads), and its decisions do not depend on the thread
 count."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -88,15 +89,7 @@ PAR_MIN_N = 768      # _pca.pyx's: the trial loop's threads from this n on
 N_THREADED = 800
 
 
-def _has_avx512():
-    try:
-        _pca._symm_product(np.eye(2), np.ones((1, 2)), 1, skinny=True)
-    except ValueError:
-        return False
-    return True
-
-
-SKINNY = [False, True] if _has_avx512() else [False]
+SKINNY = [False, True] if _pca._skinny_kernels() else [False]
 
 
 @pytest.mark.parametrize("skinny", SKINNY)
@@ -234,7 +227,6 @@ def test_interrupt_with_helper_threads_keeps_whole_trials(at):
         # (join returns when the kernel clears the thread id, before the task
         # is reaped): wait up to 2 s for it; a helper that was not joined
         # stays, and fails this
-        import time
         deadline = time.monotonic() + 2.0
         while pool_helpers() and time.monotonic() < deadline:
             time.sleep(0.01)
