@@ -30,6 +30,9 @@ cdef extern from "_skinny.h" nogil:
     void sf_gemm_nn512(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
                        const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
                        double *C, Py_ssize_t ldc)
+    void sf_symm_diag512(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
+                         Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
+                         Py_ssize_t ldc)
 
 cdef extern from "_par.h" nogil:
     ctypedef struct sf_pool:
@@ -69,8 +72,12 @@ cdef inline void symm_panel(void *ctx, int task) noexcept nogil:
     cdef SymmPanels *sp = <SymmPanels *> ctx
     cdef blas_int n = sp.n, i0 = task * sp.width
     cdef blas_int i1 = i0 + sp.width if i0 + sp.width < n else n
-    symm_upper_ld(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0, n,
-                  0.0, sp.C + i0, n)
+    if sp.skinny:
+        sf_symm_diag512(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
+                        n, sp.C + i0, n)
+    else:
+        symm_upper_ld(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
+                      n, 0.0, sp.C + i0, n)
     if i0 > 0:
         if sp.skinny:
             sf_gemm_tn512(i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
