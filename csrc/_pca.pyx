@@ -41,7 +41,7 @@ from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool
                         symm_product, symm_product_by, sf_skinny_ok)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
-                    topk_solve, leader_flush, leader_gain, leader_dense_hint)
+                    topk_solve, leader_flush, leader_gain, leader_dense_hint, orth_new)
 
 from streamfit._kernels._common import check_struct
 
@@ -639,6 +639,37 @@ def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, i
                             &C[0, 0], by)
         sf_pool_stop(pool)
     return out
+
+
+def _orth_new(const double[:, ::1] V, const double[:, ::1] X, skinny=None):
+    """Test entry: the Krylov solver's block Gram-Schmidt step (_topk.pxd's
+    orth_new) on the (b, n) orthonormal rows V and (r, n) new rows X,
+    r <= 2b. Returns (ok, Q, R): Q the (b + r, n) rows [V, X made orthonormal
+    and orthogonal to V], R the (b + r, b + r) coefficients with X = R[:, b:]^T
+    [V; Q_new] read column-major (X[j] = sum_i R[b + j, i] Q[i]); ok False
+    where the step asks for the whole QR instead. skinny as for
+    _symm_product."""
+    cdef int b = V.shape[0], n = V.shape[1], r = X.shape[0], m = b + r
+    cdef TopKWork w
+    cdef bint ok
+    if X.shape[1] != n or r < 1 or r > 2 * b or 3 * b > n:
+        raise ValueError("V must be (b, n), X (r, n), 1 <= r <= 2b, 3b <= n")
+    if skinny and not sf_skinny_ok():
+        raise ValueError("skinny=True needs a CPU with AVX-512")
+    if topk_work_init(&w, n, b, b, 1) != OK:
+        topk_work_free(&w)
+        raise MemoryError()
+    try:
+        if skinny is not None:
+            w.skinny = skinny
+        memcpy(w.bas, &V[0, 0], <size_t> n * b * sizeof(double))
+        memcpy(w.bas + <Py_ssize_t> n * b, &X[0, 0], <size_t> n * r * sizeof(double))
+        ok = orth_new(&w, m)
+        Q = np.array(<double[:m, :n]> w.bas)
+        R = np.array(<double[:m, :m]> w.R)
+    finally:
+        topk_work_free(&w)
+    return bool(ok), Q, R
 
 
 cdef struct ProbeTasks:

@@ -33,7 +33,8 @@ from libc.string cimport memcpy, memset
 
 from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
                     trcon_upper, trsm_right_upper)
-from _symm_par cimport sf_pool, sf_par_stat, symm_product
+from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_ok, sf_gemm_nn512,
+                        sf_gemm_tn512)
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
 
@@ -74,6 +75,7 @@ ctypedef struct TopKWork:
     blas_int liwork
     EigWork eig
     EigWork eig_rr   # the Rayleigh-Ritz problems' (order <= q; dsyevd first)
+    bint skinny      # the tall-skinny products by _skinny.h's kernels (else dgemm)
     sf_pool *pool    # threads for the S products (NULL: the caller's alone; _symm_par.pxd)
     sf_par_stat products_par   # what they cost inline and on the pool
 
@@ -92,6 +94,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.q = q
     w.maxiter = maxiter
     w.first = EIG_EVR
+    w.skinny = sf_skinny_ok()
     w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
@@ -133,6 +136,38 @@ cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
     eig_work_free(&w.eig)
     eig_work_free(&w.eig_rr)
     memset(w, 0, sizeof(TopKWork))
+
+
+cdef inline void mul_nn(bint skinny, int r, int m, int k, double alpha, const double *A,
+                        int lda, const double *B, int ldb, double beta, double *C,
+                        int ldc) noexcept nogil:
+    # C (r x m) = alpha A B + beta C, beta 0 or 1, column-major: the basis
+    # (r = n rows) times a small matrix. By _skinny.h's kernel where the CPU
+    # has AVX-512: dgemm runs these n x ~15 x ~30 shapes at a fifth of a
+    # core's rate (they were ~20% of a trial at n = 1000).
+    cdef int j
+    if not skinny:
+        gemm(b'N', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+        return
+    if beta == 0.0:
+        for j in range(m):
+            memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
+    sf_gemm_nn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+
+
+cdef inline void mul_tn(bint skinny, int r, int m, int k, double alpha, const double *A,
+                        int lda, const double *B, int ldb, double beta, double *C,
+                        int ldc) noexcept nogil:
+    # C (r x m) = alpha A^T B + beta C, beta 0 or 1, A k x r: basis columns
+    # against basis columns (k = n), by _skinny.h's kernel where it can
+    cdef int j
+    if not skinny:
+        gemm(b'T', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+        return
+    if beta == 0.0:
+        for j in range(m):
+            memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
+    sf_gemm_tn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
 
 
 cdef inline double pow2_inverse(double m) noexcept nogil:
@@ -237,19 +272,38 @@ cdef inline double gap_estimate(double d, double d1, double d2, int it) noexcept
 
 
 cdef inline void topk_rotate(TopKWork *w, int m) noexcept nogil:
-    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y
+    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y; for m > b the
+    # part from the new columns, bas[:, b:m] Y[b:] (the step just taken), goes
+    # to P and S P on the way: the next iteration's third block, for free
     cdef int n = w.n, b = w.b
-    gemm(b'N', b'N', n, b, m, 1.0, w.bas, n, w.Y, m, 0.0, w.tmp, n)
+    if m == b:
+        mul_nn(w.skinny, n, b, m, 1.0, w.bas, n, w.Y, m, 0.0, w.tmp, n)
+        memcpy(w.bas, w.tmp, <size_t> n * b * sizeof(double))
+        mul_nn(w.skinny, n, b, m, 1.0, w.sbas, n, w.Y, m, 0.0, w.tmp, n)
+        memcpy(w.sbas, w.tmp, <size_t> n * b * sizeof(double))
+        return
+    mul_nn(w.skinny, n, b, m - b, 1.0, w.bas + b * n, n, w.Y + b, m, 0.0, w.P, n)
+    memcpy(w.tmp, w.P, <size_t> n * b * sizeof(double))
+    mul_nn(w.skinny, n, b, b, 1.0, w.bas, n, w.Y, m, 1.0, w.tmp, n)
     memcpy(w.bas, w.tmp, <size_t> n * b * sizeof(double))
-    gemm(b'N', b'N', n, b, m, 1.0, w.sbas, n, w.Y, m, 0.0, w.tmp, n)
+    mul_nn(w.skinny, n, b, m - b, 1.0, w.sbas + b * n, n, w.Y + b, m, 0.0, w.SP, n)
+    memcpy(w.tmp, w.SP, <size_t> n * b * sizeof(double))
+    mul_nn(w.skinny, n, b, b, 1.0, w.sbas, n, w.Y, m, 1.0, w.tmp, n)
     memcpy(w.sbas, w.tmp, <size_t> n * b * sizeof(double))
 
 
 cdef inline int rayleigh_ritz(TopKWork *w, TopKState *st, int m) noexcept nogil:
     # Ritz pairs of S on the orthonormal basis bas[:, :m] (sbas = S bas): the top
     # b into w.theta / w.Y; for m == b the block is rotated onto them at once
-    cdef int code
-    gemm(b'T', b'N', m, m, w.n, 1.0, w.bas, w.n, w.sbas, w.n, 0.0, w.G, m)
+    cdef int code, j0, jb
+    # G = bas^T sbas, its upper triangle only (all the eigen-solvers read),
+    # in column blocks of b: rows 0 .. the block's last column
+    j0 = 0
+    while j0 < m:
+        jb = w.b if j0 + w.b <= m else m - j0
+        mul_tn(w.skinny, j0 + jb, jb, w.n, 1.0, w.bas, w.n, w.sbas + <Py_ssize_t> j0 * w.n,
+               w.n, 0.0, w.G + j0 * m, m)
+        j0 += jb
     # the small problem by dsyevd, whole: at m = 2b..3b it beats dsyevr's
     # subset of b (measured at m = 30..192: 1.3-4x), which stays first for
     # the exact solves of S itself, where b << n. (Its own workspace, sized
@@ -302,6 +356,54 @@ cdef inline void seed_directions(TopKWork *w, const double *hint,
         memcpy(w.bas + (b + jmin) * n, hint, n * sizeof(double))
 
 
+cdef inline bint orth_new(TopKWork *w, int m) noexcept nogil:
+    # The new columns X = bas[:, b:m] made orthonormal and orthogonal to the
+    # block V = bas[:, :b] in place, with R[:, b:m] their coefficients
+    # (X = V R[:b, b:m] + Q R[b:m, b:m]): two passes of block classical
+    # Gram-Schmidt against V, then a Householder QR of the m - b columns
+    # alone. A QR of the whole [V, X] costs 2-4x more, in LAPACK's level-2
+    # code at these widths (~0.3 ms of a 1.5 ms trial at n = 1000), and V is
+    # orthonormal already. Checked, not assumed: False (X saved in tmp) when
+    # V^T V or V^T Q is off by more than the whole QR's rounding allows --
+    # V drifting after many trials, or X (nearly) rank-deficient after the
+    # projections, when Q's extra columns are arbitrary -- and the caller
+    # then does the whole QR. (At n = 500 on a spiked stream: the first
+    # few solves of a stream, whose residuals are nearly dependent.)
+    cdef int n = w.n, b = w.b, r = m - b, i, j
+    cdef double *X = w.bas + <Py_ssize_t> b * n
+    cdef double *C = w.R + <Py_ssize_t> b * m
+    cdef double dev = 0.0, devv = 0.0, lim = 64.0 * n * 1.1102230246251565e-16
+    memcpy(w.tmp, X, <size_t> n * r * sizeof(double))
+    memset(w.R, 0, <size_t> m * m * sizeof(double))
+    for j in range(b):
+        w.R[j * m + j] = 1.0
+    mul_tn(w.skinny, b, r, n, 1.0, w.bas, n, X, n, 0.0, C, m)
+    mul_nn(w.skinny, n, r, b, -1.0, w.bas, n, C, m, 1.0, X, n)
+    mul_tn(w.skinny, b, r, n, 1.0, w.bas, n, X, n, 0.0, w.G, b)
+    mul_nn(w.skinny, n, r, b, -1.0, w.bas, n, w.G, b, 1.0, X, n)
+    for j in range(r):
+        for i in range(b):
+            C[j * m + i] += w.G[j * b + i]
+    if geqrf(n, r, X, n, w.tau, w.work, w.lwork) != 0:
+        return False
+    for j in range(r):
+        memcpy(C + j * m + b, X + <Py_ssize_t> j * n, (j + 1) * sizeof(double))
+    if orgqr(n, r, X, n, w.tau, w.work, w.lwork) != 0:
+        return False
+    # V^T [V, Q] against [I, 0], in G (b x m). V's own part has the tighter
+    # limit (~1000 ulps): a whole QR re-orthonormalises V, this path does not,
+    # so rounding drifts V a little each solve (a random walk, ~1e-13 after
+    # 20,000 solves at n = 400) until a whole QR resets it (~1e-15).
+    mul_tn(w.skinny, b, m, n, 1.0, w.bas, n, w.bas, n, 0.0, w.G, b)
+    for j in range(m):
+        for i in range(b):
+            if j < b:
+                devv = max(devv, fabs(w.G[j * b + i] - (1.0 if i == j else 0.0)))
+            else:
+                dev = max(dev, fabs(w.G[j * b + i]))
+    return dev <= lim and devv <= 1.1102230246251565e-13
+
+
 cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *st,
                             double tol, const double *hint,
                             unsigned long long seed) noexcept nogil:
@@ -352,18 +454,22 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
                     w.SP[j * n + i] /= nrm
             if have_p:
                 m = 3 * b
-        # QR of the whole basis, so the new directions are orthogonal to V even
-        # at rounding level. [V, W, P] = Q R: S Q1 = (S V) R11^-1, S Q2 is the
-        # product, S Q3 = (S P - S Q1 R13 - S Q2 R23) R33^-1.
-        if geqrf(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
-            est = INFINITY
-            break
-        for j in range(m):
-            memcpy(w.R + j * m, bas + j * n, (j + 1) * sizeof(double))
-        if orgqr(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
-            est = INFINITY
-            break
-        trsm_right_upper(n, b, w.R, m, sbas, n)
+        # [V, W, P] = Q R with Q1 = V, R11 = I (block Gram-Schmidt, checked),
+        # or else by a Householder QR of the whole basis, so that the new
+        # directions are orthogonal to V even at rounding level: then
+        # S Q1 = (S V) R11^-1. S Q2 is the product; S Q3 = (S P - S Q1 R13 -
+        # S Q2 R23) R33^-1.
+        if not orth_new(w, m):
+            memcpy(bas + b * n, w.tmp, <size_t> n * (m - b) * sizeof(double))
+            if geqrf(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
+                est = INFINITY
+                break
+            for j in range(m):
+                memcpy(w.R + j * m, bas + j * n, (j + 1) * sizeof(double))
+            if orgqr(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
+                est = INFINITY
+                break
+            trsm_right_upper(n, b, w.R, m, sbas, n)
         symm_product(w.pool, &w.products_par, n, b, unit, S, bas + b * n, sbas + b * n)
         st.products += 1
         if m > b2:
@@ -375,20 +481,17 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
                 m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
             else:
                 memcpy(sbas + b2 * n, w.SP, <size_t> n * b * sizeof(double))
-                gemm(b'N', b'N', n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
-                     sbas + b2 * n, n)
-                gemm(b'N', b'N', n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
-                     sbas + b2 * n, n)
+                mul_nn(w.skinny, n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
+                       sbas + b2 * n, n)
+                mul_nn(w.skinny, n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
+                       sbas + b2 * n, n)
                 trsm_right_upper(n, b, w.R + b2 * m + b2, m, sbas + b2 * n, n)
         if rayleigh_ritz(w, st, m) != OK:
             est = INFINITY
             break
-        if use_p:
-            # the step just taken, without its V part: the next P and S P
-            gemm(b'N', b'N', n, b, m - b, 1.0, bas + b * n, n, w.Y + b, m, 0.0, w.P, n)
-            gemm(b'N', b'N', n, b, m - b, 1.0, sbas + b * n, n, w.Y + b, m, 0.0, w.SP, n)
-            have_p = True
+        # the rotation leaves the step just taken in P and S P
         topk_rotate(w, m)
+        have_p = use_p
         fnew = 0.0
         for j in range(k):
             fnew += w.theta[j]

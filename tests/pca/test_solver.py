@@ -264,3 +264,67 @@ def test_krylov_takes_the_data_direction_when_the_residual_does_not_lead_there()
     # within the solver's tolerance: all gaps add at most tol = 1% of the bound
     # (~90 here)
     assert krylov.regret_ == pytest.approx(exact.regret_, abs=1.0)
+
+
+# --- the block Gram-Schmidt step (_topk.pxd's orth_new) ---------------------------
+
+from streamfit._kernels import _pca as _pca_kernels  # noqa: E402
+
+ORTH_PATHS = [False, True] if _pca_kernels._skinny_kernels() else [False]
+
+
+def _orthonormal_rows(rng, b, n):
+    return np.linalg.qr(rng.standard_normal((n, b)))[0].T.copy()
+
+
+@pytest.mark.parametrize("skinny", ORTH_PATHS)
+@pytest.mark.parametrize("n,b,r", [(48, 5, 5), (300, 15, 15), (301, 15, 30), (1000, 15, 30)])
+def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b, r, skinny):
+    rng = np.random.default_rng(n + r)
+    V = _orthonormal_rows(rng, b, n)
+    # new directions with a large part along V (the previous step P has one)
+    X = rng.standard_normal((r, n)) + 30 * rng.standard_normal((r, b)) @ V
+    ok, Q, R = _pca_kernels._orth_new(V, X, skinny=skinny)
+    assert ok
+    m = b + r
+    eps = np.finfo(float).eps
+    np.testing.assert_array_equal(Q[:b], V)          # Q1 = V, R11 = I
+    np.testing.assert_array_equal(R[:b, :b], np.eye(b))
+    assert np.abs(Q @ Q.T - np.eye(m)).max() <= 64 * n * eps
+    # X = V R[:b, b:] + Q_new R[b:, b:], R[b:, b:] upper triangular
+    Rc = R.T
+    assert np.allclose(np.tril(Rc[b:, b:], -1), 0)
+    np.testing.assert_allclose(Rc[:, b:].T @ Q, X, atol=1e-12 * np.abs(X).max())
+
+
+@pytest.mark.parametrize("skinny", ORTH_PATHS)
+def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr(skinny):
+    # Two new directions equal up to a part along V: after the projections
+    # they differ by rounding noise, and the QR's second column is arbitrary,
+    # not orthogonal to V. The step must say so (the solver then runs the
+    # whole Householder QR), not return it.
+    rng = np.random.default_rng(7)
+    n, b = 200, 6
+    V = _orthonormal_rows(rng, b, n)
+    u = rng.standard_normal(n)
+    u -= V.T @ (V @ u)
+    X = np.stack([u, u + V.T @ rng.standard_normal(b)])
+    ok, Q, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+    assert not ok
+    # and V itself a little off orthonormal (more than ~1000 ulps): also refused
+    W = V.copy()
+    W[0] *= 1 + 1e-12
+    ok, _, _ = _pca_kernels._orth_new(W, rng.standard_normal((b, n)), skinny=skinny)
+    assert not ok
+    ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)), skinny=skinny)
+    assert ok
+
+
+def test_krylov_block_stays_orthonormal_over_many_solves():
+    # The Gram-Schmidt step never re-orthonormalises V; its check sends a
+    # drifting V to the whole QR, which does. 3,000 solves on an FPL stream.
+    X = make_spiked_stream(3000, 120, random_state=3)
+    est = PerturbedLeaderPCA(4, random_state=0).partial_fit(X)
+    V = est.block_
+    assert est.solver_stats_["fallbacks"] == 0
+    assert np.abs(V @ V.T - np.eye(V.shape[0])).max() <= 2e-13
