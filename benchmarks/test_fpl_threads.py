@@ -24,8 +24,8 @@
   starts, so the ratio should be ~1 and no float64 copy of the block is made.
 
 * Krylov product: S @ B for FPL's block of 15 vectors in row panels, one
-  thread, the off-diagonal products by _skinny.h's AVX-512 kernels against
-  dgemm (n = 1000, 2000, 4000; skipped without AVX-512).
+  thread, the panels by _skinny.h's AVX-512 kernels against dgemm and dsymm
+  (n = 1000, 2000, 4000; skipped without AVX-512).
     pytest benchmarks/test_fpl_threads.py -s               # timed (~1-2 minutes)
     pytest benchmarks/test_fpl_threads.py --benchmark-disable -q   # smoke: small n
 
@@ -240,17 +240,18 @@ PRODUCT = {"timed": {"n": (1000, 2000, 4000), "calls": 10, "rounds": 5},
 
 def test_krylov_product_skinny_kernels_against_dgemm(benchmark, timed, publish_table):
     """The Krylov product S @ B (B: 15 vectors, FPL's block at k = 10) in
-    row panels, on one thread: the off-diagonal products by _skinny.h's
-    AVX-512 kernels against OpenBLAS's dgemm, which the panels called
-    before (the dgemm the BLAS in use picks: OPENBLAS_CORETYPE can hold it to
-    its AVX2 kernels). Interleaved rounds, medians; the results agree to
-    rounding. Skipped on a CPU without AVX-512."""
+    row panels, on one thread: each panel's off-diagonal products and its
+    diagonal block by _skinny.h's AVX-512 kernels against OpenBLAS's dgemm
+    and dsymm, which the panels called before (the kernels the BLAS in use
+    picks: OPENBLAS_CORETYPE can hold them to AVX2). Interleaved rounds,
+    medians; the results agree to rounding. Skipped on a CPU without
+    AVX-512."""
     from streamfit._kernels import _pca
     if not _pca._skinny_kernels():
         pytest.skip("no AVX-512: the panels use dgemm")
     cfg = PRODUCT["timed" if timed else "smoke"]
     calls, rounds = cfg["calls"], cfg["rounds"]
-    lines = ["n | skinny kernels ms | dgemm ms | dgemm / skinny", "---|---|---|---"]
+    lines = ["n | skinny kernels ms | dgemm + dsymm ms | BLAS / skinny", "---|---|---|---"]
     ratios, last = {}, None
 
     def run():

@@ -318,6 +318,30 @@ def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr(skinny):
     assert not ok
     ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)), skinny=skinny)
     assert ok
+    # non-finite new directions: refused (a NaN must not pass the check)
+    X = rng.standard_normal((b, n))
+    X[1, 3] = np.inf
+    ok, _, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+    assert not ok
+
+
+@pytest.mark.parametrize("skinny", ORTH_PATHS)
+def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit(skinny):
+    # New directions in span(V) up to parts at 3e-18 along other axes: the
+    # projections leave little but rounding, and a basis accepted from them
+    # must still be orthonormal to 2^-43 (found in review: a looser limit for
+    # the new columns, 64 n ulps, let 5.8e-12 through at n = 1000)
+    rng = np.random.default_rng(11)
+    n, b = 1000, 15
+    V = np.zeros((b, n))
+    V[:, :b] = np.linalg.qr(rng.standard_normal((b, b)))[0]
+    E = np.zeros((b, n))
+    E[np.arange(b), b + rng.choice(n - b, b, replace=False)] = 1.0
+    for scale in (3e-18, 1e-16, 1e-14):
+        X = 10 * rng.standard_normal((b, b)) @ V + scale * E
+        ok, Q, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+        if ok:
+            assert np.abs(Q @ Q.T - np.eye(2 * b)).max() <= 2.0 ** -43 * 1.01, scale
 
 
 def test_krylov_block_stays_orthonormal_over_many_solves():
