@@ -457,8 +457,10 @@ class PerturbedLeaderPCA(_LeaderPCA):
 
     **Threads.** At n >= 768 a trial's two O(n^2) parts run on ``n_jobs``
     threads: the update of S (x x^T and the noise in one pass, in row panels)
-    and the Krylov products S @ block (fixed panels of rows, each two dgemm
-    calls and a small dsymm on the triangle). Every panel is computed the
+    and the Krylov products S @ block (fixed panels of rows, each two
+    off-diagonal products and its diagonal block, on the stored triangle: by
+    streamfit's AVX-512 kernels where the CPU has them, else dgemm and
+    dsymm). Every panel is computed the
     same way whichever thread takes it, so the decisions do not depend on the
     thread count or on the machine's load. Threads sleep when idle (no
     spinning), the caller never waits for a helper that has not started, and
