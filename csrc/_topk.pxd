@@ -142,36 +142,37 @@ cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
     memset(w, 0, sizeof(TopKWork))
 
 
-cdef inline void mul_nn(bint skinny, int r, int m, int k, double alpha, const double *A,
-                        int lda, const double *B, int ldb, double beta, double *C,
-                        int ldc) noexcept nogil:
-    # C (r x m) = alpha A B + beta C, beta 0 or 1, column-major: the basis
-    # (r = n rows) times a small matrix. By _skinny.h's kernel where the CPU
-    # has AVX-512: dgemm runs these n x ~15 x ~30 shapes at a fifth of a
-    # core's rate (they were ~20% of a trial at n = 1000).
+cdef inline void mul(bint skinny, bint trans_a, int r, int m, int k, double alpha,
+                     const double *A, int lda, const double *B, int ldb, double beta,
+                     double *C, int ldc) noexcept nogil:
+    # C (r x m) = alpha op(A) B + beta C, beta 0 or 1, column-major: the basis
+    # (n rows) times a small matrix (op(A) = A), or basis columns against
+    # basis columns (op(A) = A^T, A k x r, k = n). By _skinny.h's kernels
+    # where the CPU has AVX-512: dgemm runs these n x ~15 x ~30 shapes at a
+    # fifth of a core's rate (they were ~20% of a trial at n = 1000).
     cdef int j
     if not skinny:
-        gemm(b'N', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+        gemm(b'T' if trans_a else b'N', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
         return
     if beta == 0.0:
         for j in range(m):
             memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
-    sf_gemm_nn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+    if trans_a:
+        sf_gemm_tn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+    else:
+        sf_gemm_nn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+
+
+cdef inline void mul_nn(bint skinny, int r, int m, int k, double alpha, const double *A,
+                        int lda, const double *B, int ldb, double beta, double *C,
+                        int ldc) noexcept nogil:
+    mul(skinny, False, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
 cdef inline void mul_tn(bint skinny, int r, int m, int k, double alpha, const double *A,
                         int lda, const double *B, int ldb, double beta, double *C,
                         int ldc) noexcept nogil:
-    # C (r x m) = alpha A^T B + beta C, beta 0 or 1, A k x r: basis columns
-    # against basis columns (k = n), by _skinny.h's kernel where it can
-    cdef int j
-    if not skinny:
-        gemm(b'T', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
-        return
-    if beta == 0.0:
-        for j in range(m):
-            memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
-    sf_gemm_tn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+    mul(skinny, True, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
 cdef inline double pow2_inverse(double m) noexcept nogil:
