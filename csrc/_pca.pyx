@@ -38,7 +38,8 @@ cdef extern from "_dense.h" nogil:
                        const double *N)
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
                         sf_pool_helper_tasks, sf_par_choose, sf_par_learn, sf_par_now,
-                        symm_product, symm_product_by, sf_skinny_ok)
+                        symm_product, symm_product_by, sf_skinny_ok,
+                        sf_skinny_blas_only)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, leader_flush, leader_gain, leader_dense_hint, orth_new)
@@ -610,6 +611,16 @@ def _skinny_kernels():
     """Test entry: whether the panels' off-diagonal products run in
     _skinny.h's AVX-512 kernels on this CPU (else dgemm)."""
     return bool(sf_skinny_ok())
+
+
+def _blas_only(bint on):
+    """Test entry: while on, this module's kernels (FPL, FTL, their Krylov
+    solver and products) take the BLAS path a CPU without AVX-512 takes,
+    on any CPU. Returns the previous setting."""
+    global sf_skinny_blas_only
+    cdef bint was = sf_skinny_blas_only
+    sf_skinny_blas_only = on
+    return bool(was)
 
 
 def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, int calls=1,

@@ -19,6 +19,13 @@
 #define STREAMFIT_SKINNY_H
 #include <stddef.h>
 
+/* Set by a test entry (_pca._blas_only) so that the estimators' own paths
+ * run on the BLAS fallback on a CPU that has AVX-512 (one copy per
+ * extension module). */
+static int sf_skinny_blas_only = 0;
+static inline int sf_skinny_ok(void);
+static inline int sf_skinny_on(void) { return !sf_skinny_blas_only && sf_skinny_ok(); }
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 8 \
     && defined(__linux__)
 #include <immintrin.h>

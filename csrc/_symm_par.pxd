@@ -27,6 +27,8 @@ from _blas cimport blas_int, gemm, symm_upper, symm_upper_ld
 
 cdef extern from "_skinny.h" nogil:
     int sf_skinny_ok()
+    int sf_skinny_on()
+    int sf_skinny_blas_only
     void sf_gemm_tn512(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
                        const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
                        double *C, Py_ssize_t ldc)
@@ -103,7 +105,7 @@ cdef inline void symm_product(sf_pool *pool, sf_par_stat *stat, blas_int n, blas
     # C (n x m) = alpha * A @ B, A symmetric n x n read from its upper
     # triangle (lda n), B and C with leading dimension n (C-order (m, n)
     # blocks of row vectors), on the pool's threads (NULL: the caller's).
-    symm_product_by(pool, stat, n, m, alpha, A, B, C, sf_skinny_ok())
+    symm_product_by(pool, stat, n, m, alpha, A, B, C, sf_skinny_on())
 
 
 cdef inline void symm_product_by(sf_pool *pool, sf_par_stat *stat, blas_int n, blas_int m,

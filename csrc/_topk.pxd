@@ -37,7 +37,7 @@ from libc.string cimport memcpy, memset
 
 from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
                     trcon_upper, trsm_right_upper)
-from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_ok, sf_gemm_nn512,
+from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_on, sf_gemm_nn512,
                         sf_gemm_tn512)
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
@@ -98,7 +98,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.q = q
     w.maxiter = maxiter
     w.first = EIG_EVR
-    w.skinny = sf_skinny_ok()
+    w.skinny = sf_skinny_on()
     w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))

@@ -352,3 +352,29 @@ def test_krylov_block_stays_orthonormal_over_many_solves():
     V = est.block_
     assert est.solver_stats_["fallbacks"] == 0
     assert np.abs(V @ V.T - np.eye(V.shape[0])).max() <= 2e-13
+
+
+@pytest.mark.skipif(not _pca_kernels._skinny_kernels(),
+                    reason="no AVX-512: the estimators run the BLAS path already")
+def test_the_blas_path_makes_the_same_decisions_to_the_solver_tolerance():
+    # A CPU without AVX-512 runs the products, the Rayleigh-Ritz matrix, the
+    # rotations and the Gram-Schmidt step through dgemm/dsymm: the whole
+    # estimator on that path (n = 420: panelled products, 3b <= n) against
+    # the kernels' path, on the same stream
+    X = make_spiked_stream(300, 420, random_state=0)
+    a = PerturbedLeaderPCA(10, random_state=0).partial_fit(X)
+    was = _pca_kernels._blas_only(True)
+    try:
+        b = PerturbedLeaderPCA(10, random_state=0).partial_fit(X)
+        assert true_gap(b) <= b.gap_tolerance_
+    finally:
+        _pca_kernels._blas_only(was)
+    for est in (a, b):
+        stats = est.solver_stats_
+        assert stats["fallbacks"] == stats["kept"] == 0
+        assert stats["products"] <= 3 * stats["solves"]
+    # the switch took effect (other rounding), and changed nothing else
+    assert not np.array_equal(a.components_, b.components_)
+    Pa, Pb = a.components_.T @ a.components_, b.components_.T @ b.components_
+    assert np.abs(Pa - Pb).max() < 1e-3
+    assert abs(a.cumulative_gain_ - b.cumulative_gain_) <= 1e-4 * abs(a.cumulative_gain_)
