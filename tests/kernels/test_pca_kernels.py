@@ -260,3 +260,46 @@ def test_a_block_too_wide_for_krylov_is_solved_exactly_and_quietly(capfd):
     assert "DORGQR" not in out + err
     assert topk.stats["products"] == 0 and topk.stats["fallbacks"] == 0
     assert topk.stats["solves"] == 4
+
+
+def test_topk_update_that_would_overflow_is_refused_and_leaves_s_unchanged():
+    # A finite x whose x x^T overflows used to make S inf without an error
+    # (solve then returned inf values and counted the block as kept).
+    rng = np.random.default_rng(0)
+    n = 420
+    A = rng.standard_normal((n, n))
+    topk = TopK(n, 3)
+    topk.update(matrix=A + A.T)
+    topk.solve()
+    before = topk.matrix
+    for kwargs in ({"vector": np.full(n, 1e300)},
+                   {"rows": np.full((2, n), 1e200)},
+                   {"matrix": np.full((n, n), 1e300), "scale": 1e10}):
+        name = next(iter(kwargs))
+        with pytest.raises(ValueError, match=f"overflow.*rescale {name}"):
+            topk.update(**kwargs)
+        np.testing.assert_array_equal(topk.matrix, before)
+    values, _ = topk.solve(1e-6)
+    assert np.isfinite(values).all() and topk.stats["kept"] == 0
+    # large factors whose scaled term is finite are fine: (1e-300 * 1e200) * 1e200
+    topk.update(vector=np.full(n, 1e200), scale=1e-300)
+    assert np.isfinite(topk.matrix).all()
+
+
+def test_topk_overflow_check_decides_on_the_result_not_on_its_bound():
+    # max |S| + the term's bound overflows, the sum does not (the large
+    # entries are in different places): accepted; then a real overflow is
+    # refused and S kept
+    topk = TopK(3, 1)
+    topk.update(matrix=np.diag([1e307, 0.0, 0.0]))
+    x = np.array([0.0, 1e154, 0.0])
+    topk.update(vector=x)
+    np.testing.assert_array_equal(topk.matrix.diagonal(), [1e307, 1e308, 0.0])
+    with pytest.raises(ValueError, match="overflow"):
+        topk.update(vector=x)
+    np.testing.assert_array_equal(topk.matrix.diagonal(), [1e307, 1e308, 0.0])
+    # and the bound survives pickling (an old pickle without it recomputes it)
+    copy = pickle.loads(pickle.dumps(topk))
+    del copy.__dict__["_bound"]
+    with pytest.raises(ValueError, match="overflow"):
+        copy.update(vector=x)

@@ -190,6 +190,11 @@ def default_max_iter(n, b):
     return int(min(30, max(3, round(ratio))))
 
 
+# the largest |S| entry the cheap overflow check lets through without a
+# trial on a copy (leaves room for the rounding of the fused updates)
+_SAFE = 2.0 ** 1020
+
+
 class TopK:
     """The top-k eigenpairs of a symmetric matrix that changes by low-rank
     terms between solves, warm-started from the previous solve.
@@ -262,6 +267,9 @@ class TopK:
         self._V = np.zeros((self.block, self.n))
         self._values = np.full(self.block, np.nan)
         self._state = np.zeros(1, _api.TOPK_STATE_DTYPE)
+        # an upper bound on max |S| (lower triangle), grown by each update's
+        # own bound, so that the overflow check costs no pass over S
+        self._bound = 0.0
 
     def update(self, *, vector=None, rows=None, matrix=None, scale=1.0):
         """Add a symmetric term to S: ``scale * outer(vector, vector)``,
@@ -274,6 +282,12 @@ class TopK:
         rows : array-like (m, n), optional
         matrix : array-like (n, n), symmetric, optional
         scale : float, default 1
+
+        Raises
+        ------
+        ValueError
+            If the term is not finite, or if adding it would overflow S in
+            float64 (S is then left as it was).
 
         Examples
         --------
@@ -290,12 +304,41 @@ class TopK:
             raise ValueError("update needs exactly one of vector, rows and matrix")
         scale = _real(scale, "scale")
         if vector is not None:
-            _api.sym_update(self._S, _array(vector, "vector", (self.n,))[None], scale)
+            name, term = "vector", _array(vector, "vector", (self.n,))[None]
         elif rows is not None:
-            _api.sym_update(self._S, _array(rows, "rows", (None, self.n)), scale)
+            name, term = "rows", _array(rows, "rows", (None, self.n))
         else:
-            _api.sym_add(self._S, _array(matrix, "matrix", (self.n, self.n), symmetric=True),
-                         scale)
+            name = "matrix"
+            term = _array(matrix, "matrix", (self.n, self.n), symmetric=True)
+        with np.errstate(over="ignore"):
+            # |scale x_i x_j| <= (|scale| max|x|) max|x|, as the kernel's fused
+            # (scale x_i) x_j; summed over rows; |scale| max|A| for a matrix
+            big = np.abs(term).max(axis=1) if term.size else np.zeros(0)
+            inc = (float(np.sum(abs(scale) * big * big)) if name != "matrix"
+                   else abs(scale) * float(big.max(initial=0.0)))
+        bound = getattr(self, "_bound", None)
+        if bound is None:
+            bound = self._max_abs(self._S)
+        apply = _api.sym_add if name == "matrix" else _api.sym_update
+        if math.isfinite(bound + inc) and bound + inc <= _SAFE:
+            apply(self._S, term, scale)
+            self._bound = bound + inc
+            return
+        # the bound says it might overflow: try it on a copy, keep S if not
+        S = self._S.copy()
+        apply(S, term, scale)
+        exact = self._max_abs(S)
+        if not math.isfinite(exact):
+            raise ValueError(f"update: scale * {name}'s term would overflow S (float64): "
+                             f"max |S| is {self._max_abs(self._S):.3g}, the term's bound "
+                             f"{inc:.3g}; rescale {name} or scale. S is unchanged.")
+        self._S[...] = S
+        self._bound = exact
+
+    @staticmethod
+    def _max_abs(S):
+        with np.errstate(invalid="ignore"):
+            return float(np.abs(np.tril(S)).max(initial=0.0))
 
     def solve(self, tol=0.0, *, hint=None, seed=None):
         """Bring the block up to date with S.
