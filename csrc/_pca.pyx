@@ -38,7 +38,7 @@ cdef extern from "_dense.h" nogil:
                        const double *N)
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
                         sf_pool_helper_tasks, sf_par_choose, sf_par_learn, sf_par_now,
-                        symm_product, symm_product_by, sf_skinny_ok,
+                        symm_product, symm_product_by, sf_skinny_ok, sf_skinny_on,
                         sf_skinny_blas_only)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
@@ -631,11 +631,11 @@ def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, i
     pool, later ones as the timings choose); returns the last (m, n) result.
     skinny: the off-diagonal products by _skinny.h's AVX-512 kernels (True,
     which needs a CPU with AVX-512), by dgemm (False), or as the kernels
-    choose (None)."""
+    choose (None: as the estimators, _blas_only included)."""
     cdef Py_ssize_t n = S.shape[0], m = B.shape[0], i
     cdef sf_pool *pool = NULL
     cdef sf_par_stat stat
-    cdef bint by = sf_skinny_ok() if skinny is None else skinny
+    cdef bint by = sf_skinny_on() if skinny is None else skinny
     if S.shape[1] != n or B.shape[1] != n or m < 1:
         raise ValueError("S must be (n, n) and B (m, n) with m >= 1")
     if by and not sf_skinny_ok():

@@ -276,25 +276,26 @@ cdef inline double gap_estimate(double d, double d1, double d2, int it) noexcept
     return d * f
 
 
-cdef inline void topk_rotate(TopKWork *w, int m) noexcept nogil:
-    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y; for m > b the
-    # part from the new columns, bas[:, b:m] Y[b:] (the step just taken), goes
-    # to P and S P on the way: the next iteration's third block, for free
+cdef inline void rotate_one(TopKWork *w, int m, double *A, double *step) noexcept nogil:
+    # A[:, :b] = A[:, :m] Y; for m > b the new columns' part A[:, b:m] Y[b:]
+    # (the step just taken) is formed first, into `step`, and the block's
+    # part added to it
     cdef int n = w.n, b = w.b
-    if m == b:
-        mul_nn(w.skinny, n, b, m, 1.0, w.bas, n, w.Y, m, 0.0, w.tmp, n)
-        memcpy(w.bas, w.tmp, <size_t> n * b * sizeof(double))
-        mul_nn(w.skinny, n, b, m, 1.0, w.sbas, n, w.Y, m, 0.0, w.tmp, n)
-        memcpy(w.sbas, w.tmp, <size_t> n * b * sizeof(double))
-        return
-    mul_nn(w.skinny, n, b, m - b, 1.0, w.bas + b * n, n, w.Y + b, m, 0.0, w.P, n)
-    memcpy(w.tmp, w.P, <size_t> n * b * sizeof(double))
-    mul_nn(w.skinny, n, b, b, 1.0, w.bas, n, w.Y, m, 1.0, w.tmp, n)
-    memcpy(w.bas, w.tmp, <size_t> n * b * sizeof(double))
-    mul_nn(w.skinny, n, b, m - b, 1.0, w.sbas + b * n, n, w.Y + b, m, 0.0, w.SP, n)
-    memcpy(w.tmp, w.SP, <size_t> n * b * sizeof(double))
-    mul_nn(w.skinny, n, b, b, 1.0, w.sbas, n, w.Y, m, 1.0, w.tmp, n)
-    memcpy(w.sbas, w.tmp, <size_t> n * b * sizeof(double))
+    cdef double beta = 0.0
+    if m > b:
+        mul_nn(w.skinny, n, b, m - b, 1.0, A + <Py_ssize_t> b * n, n, w.Y + b, m, 0.0, step, n)
+        memcpy(w.tmp, step, <size_t> n * b * sizeof(double))
+        beta = 1.0
+    mul_nn(w.skinny, n, b, b, 1.0, A, n, w.Y, m, beta, w.tmp, n)
+    memcpy(A, w.tmp, <size_t> n * b * sizeof(double))
+
+
+cdef inline void topk_rotate(TopKWork *w, int m) noexcept nogil:
+    # bas[:, :b] = bas[:, :m] Y and sbas[:, :b] = sbas[:, :m] Y, leaving the
+    # step just taken in P and S P (m > b): the next iteration's third block,
+    # for free
+    rotate_one(w, m, w.bas, w.P)
+    rotate_one(w, m, w.sbas, w.SP)
 
 
 cdef inline int rayleigh_ritz(TopKWork *w, TopKState *st, int m) noexcept nogil:

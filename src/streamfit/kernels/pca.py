@@ -316,9 +316,7 @@ class TopK:
             big = np.abs(term).max(axis=1) if term.size else np.zeros(0)
             inc = (float(np.sum(abs(scale) * big * big)) if name != "matrix"
                    else abs(scale) * float(big.max(initial=0.0)))
-        bound = getattr(self, "_bound", None)
-        if bound is None:
-            bound = self._max_abs(self._S)
+        bound = self._bound
         apply = _api.sym_add if name == "matrix" else _api.sym_update
         if math.isfinite(bound + inc) and bound + inc <= _SAFE:
             apply(self._S, term, scale)
@@ -385,6 +383,8 @@ class TopK:
                              f"{version}, this streamfit has version {API_VERSION}")
         if state.get("_state") is None or state["_state"].dtype != _api.TOPK_STATE_DTYPE:
             raise ValueError("the pickled TopK's state does not have this version's layout")
+        if "_bound" not in state:       # pickled before the overflow check
+            state["_bound"] = self._max_abs(state["_S"])
         self.__dict__.update(state)
 
     @property
