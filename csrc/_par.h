@@ -123,13 +123,48 @@ static int sf_par_claim(sf_par_loop *lp)
     return ran;
 }
 
+/* One-way flags between the tasks of a loop, for a task that needs another
+ * task's first part done (the fused row update and product, _symm_par.pxd).
+ * A waiter only ever waits for a task claimed before its own, which a
+ * running thread holds and finishes without waiting itself, so the wait
+ * ends; it spins briefly (such parts take microseconds), then yields its
+ * core, in case the holder is preempted on a busy machine. */
+static inline void sf_flag_set(int *f)
+{
+    __atomic_store_n(f, 1, __ATOMIC_RELEASE);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#define SF_CPU_RELAX() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define SF_CPU_RELAX() __asm__ __volatile__("yield")
+#else
+#define SF_CPU_RELAX() ((void) 0)
+#endif
+
+static void sf_flag_yield(void);
+
+static inline void sf_flag_wait(const int *f)
+{
+    unsigned spins = 0;
+    while (!__atomic_load_n(f, __ATOMIC_ACQUIRE)) {
+        if (++spins < 2048)
+            SF_CPU_RELAX();
+        else
+            sf_flag_yield();
+    }
+}
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #include <sys/prctl.h>
 #endif
+
+static void sf_flag_yield(void) { sched_yield(); }
 
 #define SF_POOL_MAX 64
 #define SF_POOL_THREAD_NAME "streamfit-pool"
@@ -290,6 +325,7 @@ static void sf_par_run(sf_pool *p, sf_par_stat *st, int ntasks, sf_task_fn fn, v
     sf_par_learn(st, use_pool, probe, sf_par_now() - t0);
 }
 #else
+static void sf_flag_yield(void) {}
 typedef struct { int unused; } sf_pool;
 static sf_pool *sf_pool_start(int threads) { (void) threads; return NULL; }
 static void sf_pool_stop(sf_pool *p) { (void) p; }

@@ -39,10 +39,10 @@ cdef extern from "_dense.h" nogil:
 from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
                         sf_pool_helper_tasks, sf_par_choose, sf_par_learn, sf_par_now,
                         symm_product, symm_product_by, sf_skinny_ok, sf_skinny_on,
-                        sf_skinny_blas_only)
+                        sf_skinny_blas_only, ROWS_DIAG, ROWS_OFF)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
-                    topk_solve, leader_flush, leader_gain, leader_dense_hint, orth_new)
+                    topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint, orth_new)
 
 from streamfit._kernels._common import check_struct
 
@@ -90,6 +90,9 @@ ctypedef struct PCAParams:
 
 # the test hook of _poll.pxd (off unless a test arms it)
 cdef PollHook _hook
+# the trial's row update inside the first Krylov product (_fuse_rows)
+cdef bint fuse_rows = True
+cdef long long fused_solves = 0     # solves that took it (tests read it)
 _hook.countdown = -1
 _hook.signum = 0
 
@@ -108,6 +111,15 @@ STATE_DTYPE = np.asarray(<PCAState[:1]> &_state_proto).dtype
 PARAMS_DTYPE = np.asarray(<PCAParams[:1]> &_params_proto).dtype
 
 
+cdef struct RowUpdate:
+    Py_ssize_t n
+    double *S
+    const double *x     # NULL: no x x^T
+    const double *N     # NULL: no noise term
+    double a
+    double *C           # dense instances: C += N too (NULL: not)
+
+
 cdef struct Ctx:
     int n, k, b, kind, noise, solver, sigma_auto, nrows
     double sigma_value, tol
@@ -121,6 +133,7 @@ cdef struct Ctx:
     double *row         # n scratch
     double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
     const double *xs    # a row whose x x^T waits for the noise update (fixed noise)
+    RowUpdate pend      # fixed noise: the update the next solve applies (w.prep)
     sf_par_stat rows_par  # what the row updates cost inline and on the pool
     sf_par_stat gain_par  # dense instances' gain products, the same
     TopKWork w
@@ -208,15 +221,6 @@ cpdef enum:
     PAR_TIMINGS = 16
 
 
-cdef struct RowUpdate:
-    Py_ssize_t n
-    double *S
-    const double *x     # NULL: no x x^T
-    const double *N     # NULL: no noise term
-    double a
-    double *C           # dense instances: C += N too (NULL: not)
-
-
 cdef inline Py_ssize_t panel_row(Py_ssize_t n, int p) noexcept nogil:
     # the first row of panel p: rows up to it hold about p / ROW_PANELS of
     # the triangle
@@ -247,6 +251,24 @@ cdef inline void timings_store(const sf_par_stat *st, double *v) noexcept nogil:
     v[2] = st.loops
     v[3] = st.next_probe
     v[4] = st.interval
+
+
+cdef void rows_prep(void *ctx, Py_ssize_t r0, Py_ssize_t r1, int part) noexcept nogil:
+    # The trial's update of S (no C) for rows r0 .. r1-1, as the solver's
+    # fused first product asks for it (_symm_par.pxd): the entries left of
+    # the diagonal (ROWS_OFF) and the diagonal ones (ROWS_DIAG). A row cut at
+    # its diagonal computes every entry as update_rows does (see
+    # sf_row_update), so S ends bit for bit the same.
+    cdef RowUpdate *u = <RowUpdate *> ctx
+    cdef Py_ssize_t n = u.n, i
+    for i in range(r0, r1):
+        if part & ROWS_OFF:
+            sf_row_update(i, u.S + i * n, u.x[i] if u.x != NULL else 0.0, u.x, u.a,
+                          u.N + i * n if u.N != NULL else NULL)
+        if part & ROWS_DIAG:
+            sf_row_update(1, u.S + i * n + i, u.x[i] if u.x != NULL else 0.0,
+                          u.x + i if u.x != NULL else NULL, u.a,
+                          u.N + i * n + i if u.N != NULL else NULL)
 
 
 cdef void update_rows(Ctx *c, const double *x, const double *N, double a,
@@ -313,14 +335,27 @@ cdef inline double walk_step(double s_new, double s) noexcept nogil:
     return ldexp(sqrt(u * u - v * v), e)
 
 
-cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
+cdef void noise_update(Ctx *c, double s_new, bint defer) noexcept nogil:
     # move S from N-coefficient st.s to s_new (fixed), or add the matching fresh
-    # GOE increment (random walk), or redraw it (independent); C is X_<=t there
+    # GOE increment (random walk), or redraw it (independent); C is X_<=t there.
+    # defer: the fixed noise's row update is left to the next solve, which
+    # must follow at once (w.prep: its first product takes it in the same
+    # pass over S -- a trial then reads S once fewer)
     cdef Py_ssize_t n = c.n, i, j
     cdef double a
     if c.noise == NOISE_FIXED:
         if s_new != c.st.s or c.xs != NULL:
-            update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s, NULL)
+            if defer:
+                c.pend.n = c.n
+                c.pend.S = c.S
+                c.pend.x = c.xs
+                c.pend.N = c.N if s_new != c.st.s else NULL
+                c.pend.a = s_new - c.st.s
+                c.pend.C = NULL
+                c.w.prep = rows_prep
+                c.w.prep_ctx = &c.pend
+            else:
+                update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s, NULL)
         c.xs = NULL
     elif c.noise == NOISE_RANDOM_WALK:
         # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power
@@ -351,11 +386,15 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
 cdef int after_trial(Ctx *c, const double *hint) noexcept nogil:
     # the next decision: sigma_{t+1}, noise, and the top-k of S_{t+1}
     cdef double sig = next_sigma(c)
+    cdef bint krylov = c.solver == SOLVER_KRYLOV
     c.st.t += 1
     c.st.sigma = sig
-    noise_update(c, sqrt(<double> c.st.t + 1.0) * sig)
+    noise_update(c, sqrt(<double> c.st.t + 1.0) * sig,
+                 fuse_rows and topk_will_krylov(&c.w, &c.st.topk, krylov))
+    if c.w.prep != NULL:
+        atomic_inc(&fused_solves)
     return topk_solve(&c.w, c.S, c.V, &c.st.topk, tolerance(c, <double> c.st.t + 1.0),
-                      hint, <unsigned long long> c.st.t, c.solver == SOLVER_KRYLOV)
+                      hint, <unsigned long long> c.st.t, krylov)
 
 
 cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
@@ -611,6 +650,17 @@ def _skinny_kernels():
     """Test entry: whether the panels' off-diagonal products run in
     _skinny.h's AVX-512 kernels on this CPU (else dgemm)."""
     return bool(sf_skinny_ok())
+
+
+def _fuse_rows(bint on):
+    """Test entry: while on (the default), a Krylov solve takes the trial's
+    row update of S into its first product; off, the update runs first, in
+    its own pass. Returns the previous setting and the count of solves
+    that took the update so far (all estimators of this process)."""
+    global fuse_rows
+    cdef bint was = fuse_rows
+    fuse_rows = on
+    return bool(was), int(fused_solves)
 
 
 def _blas_only(bint on):

@@ -378,3 +378,61 @@ def test_the_blas_path_makes_the_same_decisions_to_the_solver_tolerance():
     Pa, Pb = a.components_.T @ a.components_, b.components_.T @ b.components_
     assert np.abs(Pa - Pb).max() < 1e-3
     assert abs(a.cumulative_gain_ - b.cumulative_gain_) <= 1e-4 * abs(a.cumulative_gain_)
+
+
+FUSE_CASES = {
+    # (estimator, instances, n_jobs): n = 300 runs one dsymm, n >= 384 the panels
+    "vector-dsymm": (lambda: PerturbedLeaderPCA(5, random_state=1),
+                     lambda: make_spiked_stream(60, 300, random_state=1), 1),
+    "vector-panels": (lambda: PerturbedLeaderPCA(10, random_state=2),
+                      lambda: make_spiked_stream(40, 420, random_state=2), 1),
+    "vector-two-threads-float32": (
+        lambda: PerturbedLeaderPCA(10, random_state=3),
+        lambda: make_spiked_stream(30, 800, random_state=3).astype(np.float32), 2),
+    # both threads in the first product (n = 1600: ~0.1 ms a panel's update)
+    "vector-two-threads-1600": (lambda: PerturbedLeaderPCA(10, random_state=6),
+                                lambda: make_spiked_stream(40, 1600, random_state=6), 2),
+    # every Krylov solve falls back (tol far below rounding), then direct
+    # solves: those apply the update before LAPACK, unfused
+    "vector-fallbacks": (lambda: PerturbedLeaderPCA(5, tol=1e-14, solver="krylov",
+                                                    random_state=4),
+                         lambda: make_spiked_stream(60, 400, random_state=4), 2),
+    # dense: X is added at once, only the noise term waits for the product
+    "dense": (lambda: PerturbedLeaderPCA(3, solver="krylov", random_state=5),
+              lambda: make_dense_stream(12, 400, random_state=5), 2),
+}
+
+
+@pytest.mark.parametrize("case", list(FUSE_CASES))
+def test_the_row_update_fused_into_the_first_product_changes_no_bit(case):
+    # A Krylov solve takes the trial's update of S (x x^T and the noise step)
+    # inside its first product, panel by panel; the estimator must end
+    # exactly as with the update in its own pass first: the same S, the same
+    # decisions, gains and counters
+    make_est, make_data, n_jobs = FUSE_CASES[case]
+    X = make_data()
+    fit = (lambda e: e.partial_fit_dense(X)) if case == "dense" else (lambda e: e.partial_fit(X))
+    fits = {}
+    for fuse in (True, False):
+        was, before = _pca_kernels._fuse_rows(fuse)
+        try:
+            est = make_est().set_params(n_jobs=n_jobs)
+            fit(est)
+        finally:
+            _, after = _pca_kernels._fuse_rows(was)
+        fits[fuse] = est, after - before
+    (a, fused), (b, unfused) = fits[True], fits[False]
+    # the switch did what it says
+    assert unfused == 0
+    stats = a.solver_stats_
+    if case == "vector-fallbacks":
+        assert stats["direct"] > 0 and stats["fallbacks"] > 0
+        assert 0 < fused < stats["solves"]
+    else:
+        assert stats["direct"] == stats["fallbacks"] == 0
+        assert fused == stats["solves"]
+    assert np.array_equal(a.perturbed_, b.perturbed_)
+    assert np.array_equal(a.components_, b.components_)
+    assert a.cumulative_gain_ == b.cumulative_gain_
+    assert a.best_gain_ == b.best_gain_
+    assert a.solver_stats_ == b.solver_stats_
