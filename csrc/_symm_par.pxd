@@ -73,8 +73,12 @@ cdef enum:
 cdef enum:
     # Below this n the panels' call overhead is not repaid: one dsymm (on
     # one thread, whatever the thread count, so results still do not depend
-    # on it).
+    # on it) -- where the panels run on dgemm. With _skinny.h's kernels the
+    # panels beat dsymm from n = 16 on (products of 15 vectors, one thread:
+    # 0.21 against 0.37 us at n = 16, 26 against 45 at 250, 59 against 108
+    # at 383).
     SYMM_PANEL_MIN = 384
+    SYMM_PANEL_MIN_SKINNY = 16
     # rows per panel: 8 panels at n = 1000, enough for two threads to balance
     # under load, large enough for dgemm to run near its peak
     SYMM_PANEL_ROWS = 128
@@ -135,7 +139,7 @@ cdef inline void symm_product_by(sf_pool *pool, sf_par_stat *stat, blas_int n, b
     # symm_product, with the off-diagonal products by _skinny.h's kernels or
     # not (skinny True only where sf_skinny_ok(); tests run both)
     cdef SymmPanels sp
-    if n < SYMM_PANEL_MIN:
+    if n < (SYMM_PANEL_MIN_SKINNY if skinny else SYMM_PANEL_MIN):
         symm_upper(n, m, alpha, A, n, B, 0.0, C)
         return
     sp.n = n
@@ -181,7 +185,7 @@ cdef inline void symm_product_prep(sf_pool *pool, sf_par_stat *stat, blas_int n,
     # two threads: the update and the product 7.7 ms instead of 10.0 in a C
     # harness). `ready` holds symm_panels_count(n) ints.
     cdef SymmPanels sp
-    if n < SYMM_PANEL_MIN:
+    if n < (SYMM_PANEL_MIN_SKINNY if skinny else SYMM_PANEL_MIN):
         prep(prep_ctx, 0, n, ROWS_OFF)
         symm_upper(n, m, alpha, A, n, B, 0.0, C)
         return

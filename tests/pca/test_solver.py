@@ -381,9 +381,12 @@ def test_the_blas_path_makes_the_same_decisions_to_the_solver_tolerance():
 
 
 FUSE_CASES = {
-    # (estimator, instances, n_jobs): n = 300 runs one dsymm, n >= 384 the panels
-    "vector-dsymm": (lambda: PerturbedLeaderPCA(5, random_state=1),
-                     lambda: make_spiked_stream(60, 300, random_state=1), 1),
+    # (estimator, instances, n_jobs): n = 300 runs the panels (one dsymm on
+    # the BLAS path, below)
+    "vector-300": (lambda: PerturbedLeaderPCA(5, random_state=1),
+                   lambda: make_spiked_stream(60, 300, random_state=1), 1),
+    "vector-300-blas-path": (lambda: PerturbedLeaderPCA(5, random_state=1),
+                             lambda: make_spiked_stream(60, 300, random_state=1), 1),
     "vector-panels": (lambda: PerturbedLeaderPCA(10, random_state=2),
                       lambda: make_spiked_stream(40, 420, random_state=2), 1),
     "vector-two-threads-float32": (
@@ -413,14 +416,18 @@ def test_the_row_update_fused_into_the_first_product_changes_no_bit(case):
     X = make_data()
     fit = (lambda e: e.partial_fit_dense(X)) if case == "dense" else (lambda e: e.partial_fit(X))
     fits = {}
-    for fuse in (True, False):
-        was, before = _pca_kernels._fuse_rows(fuse)
-        try:
-            est = make_est().set_params(n_jobs=n_jobs)
-            fit(est)
-        finally:
-            _, after = _pca_kernels._fuse_rows(was)
-        fits[fuse] = est, after - before
+    blas = _pca_kernels._blas_only(case.endswith("blas-path"))
+    try:
+        for fuse in (True, False):
+            was, before = _pca_kernels._fuse_rows(fuse)
+            try:
+                est = make_est().set_params(n_jobs=n_jobs)
+                fit(est)
+            finally:
+                _, after = _pca_kernels._fuse_rows(was)
+            fits[fuse] = est, after - before
+    finally:
+        _pca_kernels._blas_only(blas)
     (a, fused), (b, unfused) = fits[True], fits[False]
     # the switch did what it says
     assert unfused == 0

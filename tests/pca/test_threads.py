@@ -84,7 +84,8 @@ from streamfit import FollowTheLeaderPCA  # noqa: E402
 from streamfit._kernels import _pca  # noqa: E402
 from streamfit._validation import trial_threads  # noqa: E402
 
-PANEL_MIN = 384      # _symm_par.pxd's SYMM_PANEL_MIN
+PANEL_MIN = 384      # _symm_par.pxd's SYMM_PANEL_MIN (dgemm panels)
+PANEL_MIN_SKINNY = 16    # its SYMM_PANEL_MIN_SKINNY (the AVX-512 kernels' panels)
 PAR_MIN_N = 768      # _pca.pyx's: the trial loop's threads from this n on
 N_THREADED = 800
 
@@ -93,12 +94,13 @@ SKINNY = [False, True] if _pca._skinny_kernels() else [False]
 
 
 @pytest.mark.parametrize("skinny", SKINNY)
-@pytest.mark.parametrize("n", [PANEL_MIN, 385, 512, 700, 1001])
+@pytest.mark.parametrize("n", [PANEL_MIN_SKINNY, 40, 129, 383, PANEL_MIN, 385, 512, 700, 1001])
 @pytest.mark.parametrize("m", [1, 4, 15, 17])
 def test_panelled_product_is_the_product_and_the_same_on_any_thread_count(n, m, skinny):
     """The Krylov product in row panels (a dsymm and two off-diagonal
     products each, by dgemm or by _skinny.h's AVX-512 kernels, on the valid
-    triangle only): S @ B to rounding, and bit for bit the same on 1, 2 and
+    triangle only; below PANEL_MIN one dsymm, except on the kernels' path,
+    which takes panels from n = 16): S @ B to rounding, and bit for bit the same on 1, 2 and
     3 threads and on repeated calls (which switch between the pool and
     inline as the timings choose). The shapes cover the kernels' edges:
     panels of 128 rows and a last shorter one, blocks of 4 x 5 and 16 x 8
