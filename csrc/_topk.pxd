@@ -517,9 +517,6 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
         if rayleigh_ritz(w, st, m) != OK:
             est = INFINITY
             break
-        # the rotation leaves the step just taken in P and S P
-        topk_rotate(w, m)
-        have_p = use_p
         fnew = 0.0
         for j in range(k):
             fnew += w.theta[j]
@@ -530,8 +527,14 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
         est = gap_estimate(d, d1, d2, it + 1)
         d2 = d1
         d1 = d
-        if est <= tol_u:
+        if est <= tol_u or it + 1 == maxiter:
+            # the last iteration: the block alone (S V, P and S P would serve
+            # a next one; the next solve starts from its own product)
+            rotate_one(w, m, bas, w.P)
             break
+        # the rotation leaves the step just taken in P and S P
+        topk_rotate(w, m)
+        have_p = use_p
     if est > tol_u:
         # the warm start did not pay: LAPACK now, and for the next `backoff`
         # solves (doubling while Krylov keeps failing), so that a matrix whose
