@@ -1,6 +1,7 @@
 /* Parallel loops over independent tasks for the nogil kernels, on a small
  * pool of POSIX threads that a kernel starts for one call (no OpenMP runtime
- * to vendor, and no spinning: a waiting thread sleeps).
+ * to vendor, and no spinning between loops: a waiting thread sleeps; only a
+ * task waiting for another's flag, below, spins for microseconds).
  *
  *   sf_pool *pool = sf_pool_start(threads);  // NULL: run everything inline
  *   sf_par_run(pool, ntasks, fn, ctx);        // fn(ctx, i) for each i, then return

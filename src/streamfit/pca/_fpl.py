@@ -456,14 +456,16 @@ class PerturbedLeaderPCA(_LeaderPCA):
     none is lost.
 
     **Threads.** At n >= 768 a trial's two O(n^2) parts run on ``n_jobs``
-    threads: the update of S (x x^T and the noise in one pass, in row panels)
-    and the Krylov products S @ block (fixed panels of rows, each two
-    off-diagonal products and its diagonal block, on the stored triangle: by
-    streamfit's AVX-512 kernels where the CPU has them, else dgemm and
-    dsymm). Every panel is computed the
+    threads: the update of S (x x^T and the noise in one pass) and the
+    Krylov products S @ block (fixed panels of rows, each two off-diagonal
+    products and its diagonal block, on the stored triangle: by streamfit's
+    AVX-512 kernels where the CPU has them, else dgemm and dsymm). With fixed
+    noise the update runs inside the solve's first product, each panel
+    updating its rows just before its product reads them (one pass over S
+    fewer; S ends bit for bit the same). Every panel is computed the
     same way whichever thread takes it, so the decisions do not depend on the
-    thread count or on the machine's load. Threads sleep when idle (no
-    spinning), the caller never waits for a helper that has not started, and
+    thread count or on the machine's load. Threads sleep when idle (a panel
+    waiting for the rows below it spins for microseconds, then yields), the caller never waits for a helper that has not started, and
     each call site times its loops both ways and prefers the way that has
     been faster, re-trying the other at growing intervals: with the second
     core busy, the loop falls back to one thread instead of waiting for it.
