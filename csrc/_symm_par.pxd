@@ -138,19 +138,7 @@ cdef inline void symm_product_by(sf_pool *pool, sf_par_stat *stat, blas_int n, b
                                  double *C, bint skinny) noexcept nogil:
     # symm_product, with the off-diagonal products by _skinny.h's kernels or
     # not (skinny True only where sf_skinny_ok(); tests run both)
-    cdef SymmPanels sp
-    if n < (SYMM_PANEL_MIN_SKINNY if skinny else SYMM_PANEL_MIN):
-        symm_upper(n, m, alpha, A, n, B, 0.0, C)
-        return
-    sp.n = n
-    sp.m = m
-    sp.width = SYMM_PANEL_ROWS
-    sp.alpha = alpha
-    sp.skinny = skinny
-    sp.A = A
-    sp.B = B
-    sp.C = C
-    sf_par_run(pool, stat, (n + SYMM_PANEL_ROWS - 1) // SYMM_PANEL_ROWS, symm_panel, &sp)
+    symm_product_prep(pool, stat, n, m, alpha, A, B, C, skinny, NULL, NULL, NULL)
 
 
 cdef inline void symm_panel_prep(void *ctx, int task) noexcept nogil:
@@ -183,10 +171,12 @@ cdef inline void symm_product_prep(sf_pool *pool, sf_par_stat *stat, blas_int n,
     # just before its product reads them, so the product finds them in
     # cache instead of reading them from memory a second time (at n = 4000,
     # two threads: the update and the product 7.7 ms instead of 10.0 in a C
-    # harness). `ready` holds symm_panels_count(n) ints.
+    # harness). `ready` holds symm_panels_count(n) ints. prep NULL: no
+    # update (symm_product_by).
     cdef SymmPanels sp
     if n < (SYMM_PANEL_MIN_SKINNY if skinny else SYMM_PANEL_MIN):
-        prep(prep_ctx, 0, n, ROWS_OFF)
+        if prep != NULL:
+            prep(prep_ctx, 0, n, ROWS_OFF)
         symm_upper(n, m, alpha, A, n, B, 0.0, C)
         return
     sp.n = n
@@ -201,5 +191,8 @@ cdef inline void symm_product_prep(sf_pool *pool, sf_par_stat *stat, blas_int n,
     sp.prep_ctx = prep_ctx
     sp.ready = ready
     sp.panels = symm_panels_count(n)
+    if prep == NULL:
+        sf_par_run(pool, stat, sp.panels, symm_panel, &sp)
+        return
     memset(ready, 0, <size_t> sp.panels * sizeof(int))
     sf_par_run(pool, stat, sp.panels, symm_panel_prep, &sp)
