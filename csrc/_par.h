@@ -1,7 +1,7 @@
 /* Parallel loops over independent tasks for the nogil kernels, on a small
  * pool of POSIX threads that a kernel starts for one call (no OpenMP runtime
  * to vendor, and no spinning between loops: a waiting thread sleeps; only a
- * task waiting for another's flag, below, spins for microseconds).
+ * task waiting for another's flag, below, spins, then yields).
  *
  *   sf_pool *pool = sf_pool_start(threads);  // NULL: run everything inline
  *   sf_par_run(pool, ntasks, fn, ctx);        // fn(ctx, i) for each i, then return
@@ -128,8 +128,10 @@ static int sf_par_claim(sf_par_loop *lp)
  * task's first part done (the fused row update and product, _symm_par.pxd).
  * A waiter only ever waits for a task claimed before its own, which a
  * running thread holds and finishes without waiting itself, so the wait
- * ends; it spins briefly (such parts take microseconds), then yields its
- * core, in case the holder is preempted on a busy machine. */
+ * ends. It spins ~2,000 pauses (such parts take microseconds), then yields
+ * its core until the flag is set: a holder preempted on a busy machine costs
+ * the waiter up to the holder's time slice, as a helper preempted mid-task
+ * costs the caller at a loop's end. */
 static inline void sf_flag_set(int *f)
 {
     __atomic_store_n(f, 1, __ATOMIC_RELEASE);

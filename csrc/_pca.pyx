@@ -134,7 +134,8 @@ cdef struct Ctx:
     double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
     const double *xs    # a row whose x x^T waits for the noise update (fixed noise)
     RowUpdate pend      # fixed noise: the update the next solve applies (w.prep)
-    sf_par_stat rows_par  # what the row updates cost inline and on the pool
+    sf_par_stat rows_par  # what the row updates cost inline and on the pool (with
+                          # fixed noise: the first products that take them)
     sf_par_stat gain_par  # dense instances' gain products, the same
     TopKWork w
 
@@ -354,6 +355,7 @@ cdef void noise_update(Ctx *c, double s_new, bint defer) noexcept nogil:
                 c.pend.C = NULL
                 c.w.prep = rows_prep
                 c.w.prep_ctx = &c.pend
+                c.w.prep_par = &c.rows_par
             else:
                 update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s, NULL)
         c.xs = NULL

@@ -15,7 +15,9 @@
 # instead of applying it first (w.prep, w.prep_ctx; see _symm_par.pxd's
 # sf_rows_fn): a Krylov solve then applies it inside its first product, in
 # one pass over S (the FPL trial's row update); any other solve applies it
-# first. Either way S ends as if it had been applied before the call.
+# first. Either way S ends as if it had been applied before the call. The
+# caller also sets w.prep_par, the timings that product's pool-or-inline
+# choice keeps (its own: it costs about twice a plain product).
 #
 # Layout: S is n x n, row-major, its lower triangle valid (BLAS's column-major
 # upper one); V is a C-order (b, n) block of orthonormal rows, the top b
@@ -91,6 +93,9 @@ ctypedef struct TopKWork:
     sf_par_stat products_par   # what they cost inline and on the pool
     sf_rows_fn prep  # an update of S pending for the next solve (NULL: none)
     void *prep_ctx
+    sf_par_stat *prep_par  # the timings of the first products that take it
+                           # (about twice a plain product: not products_par,
+                           # whose pool-or-inline choice they would skew)
     int *ready       # the fused first product's panel flags
 
 
@@ -448,8 +453,8 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     # re-orthonormalisation.
     memcpy(bas, V, <size_t> n * b * sizeof(double))
     if prep != NULL:
-        symm_product_prep(w.pool, &w.products_par, n, b, unit, S, bas, sbas, sf_skinny_on(),
-                          prep, w.prep_ctx, w.ready)
+        symm_product_prep(w.pool, w.prep_par if w.prep_par != NULL else &w.products_par,
+                          n, b, unit, S, bas, sbas, sf_skinny_on(), prep, w.prep_ctx, w.ready)
     else:
         symm_product(w.pool, &w.products_par, n, b, unit, S, bas, sbas)
     st.products += 1
