@@ -42,7 +42,8 @@ from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool
                         sf_skinny_blas_only, ROWS_DIAG, ROWS_OFF)
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
-                    topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint, orth_new)
+                    topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
+                    orth_new)
 
 from streamfit._kernels._common import check_struct
 

@@ -128,8 +128,8 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
     w.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
     w.ready = <int *> malloc(<size_t> symm_panels_count(n) * sizeof(int))
-    if (w.ready == NULL or w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL or w.Y == NULL
-            or w.theta == NULL or w.w == NULL or w.R == NULL or w.P == NULL or w.SP == NULL
+    if (w.ready == NULL or w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL
+            or w.Y == NULL or w.theta == NULL or w.w == NULL or w.R == NULL or w.P == NULL or w.SP == NULL
             or w.tau == NULL or w.Sx == NULL or w.Zx == NULL):
         return ERR_NOMEM
     # one workspace for the QR routines and the condition estimate, queried

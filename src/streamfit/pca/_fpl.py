@@ -465,7 +465,8 @@ class PerturbedLeaderPCA(_LeaderPCA):
     fewer; S ends bit for bit the same). Every panel is computed the
     same way whichever thread takes it, so the decisions do not depend on the
     thread count or on the machine's load. Threads sleep when idle (a panel
-    waiting for the rows below it spins for microseconds, then yields), the caller never waits for a helper that has not started, and
+    waiting for the rows below it spins for microseconds, then yields), the
+    caller never waits for a helper that has not started, and
     each call site times its loops both ways and prefers the way that has
     been faster, re-trying the other at growing intervals: with the second
     core busy, the loop falls back to one thread instead of waiting for it.
