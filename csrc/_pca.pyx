@@ -133,10 +133,10 @@ cdef struct Ctx:
     bitgen_t *rng
     double *row         # n scratch
     double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
-    const double *xs    # a row whose x x^T waits for the noise update (fixed noise)
-    RowUpdate pend      # fixed noise: the update the next solve applies (w.prep)
+    const double *xs    # a row whose x x^T waits for the noise update (fixed or no noise)
+    RowUpdate pend      # fixed or no noise: the update the next solve applies (w.prep)
     sf_par_stat rows_par  # what the row updates cost inline and on the pool (with
-                          # fixed noise: the first products that take them)
+                          # fixed or no noise: the first products that take them)
     sf_par_stat gain_par  # dense instances' gain products, the same
     TopKWork w
 
@@ -290,8 +290,9 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     # S += x x^T; C follows (independent noise rebuilds S from C every trial,
     # so there C is kept current; elsewhere x waits in the row buffer). With
     # fixed noise the noise update comes next and takes x x^T in the same
-    # pass over S.
-    if c.noise == NOISE_FIXED:
+    # pass over S; so does Follow the Leader's (no noise: x x^T alone). Both
+    # then go into the next Krylov solve's first product (noise_update).
+    if c.noise == NOISE_FIXED or c.noise == NOISE_NONE:
         c.xs = x
     else:
         update_rows(c, x, NULL, 0.0, NULL)
@@ -340,12 +341,14 @@ cdef inline double walk_step(double s_new, double s) noexcept nogil:
 cdef void noise_update(Ctx *c, double s_new, bint defer) noexcept nogil:
     # move S from N-coefficient st.s to s_new (fixed), or add the matching fresh
     # GOE increment (random walk), or redraw it (independent); C is X_<=t there.
-    # defer: the fixed noise's row update is left to the next solve, which
-    # must follow at once (w.prep: its first product takes it in the same
-    # pass over S -- a trial then reads S once fewer)
+    # defer: the fixed noise's row update (Follow the Leader's: x x^T alone)
+    # is left to the next solve, which must follow at once (w.prep: its
+    # first product takes it in the same pass over S -- a trial then reads S
+    # once fewer)
     cdef Py_ssize_t n = c.n, i, j
     cdef double a
-    if c.noise == NOISE_FIXED:
+    if c.noise == NOISE_FIXED or c.noise == NOISE_NONE:
+        # (no noise: s_new = st.s = 0, so x x^T alone)
         if s_new != c.st.s or c.xs != NULL:
             if defer:
                 c.pend.n = c.n

@@ -403,6 +403,9 @@ FUSE_CASES = {
     # dense: X is added at once, only the noise term waits for the product
     "dense": (lambda: PerturbedLeaderPCA(3, solver="krylov", random_state=5),
               lambda: make_dense_stream(12, 400, random_state=5), 2),
+    # Follow the Leader: x x^T alone waits for the product
+    "ftl": (lambda: FollowTheLeaderPCA(5, solver="krylov"),
+            lambda: make_spiked_stream(60, 800, random_state=7), 2),
 }
 
 
