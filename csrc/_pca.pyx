@@ -350,18 +350,18 @@ cdef void noise_update(Ctx *c, double s_new, bint defer) noexcept nogil:
     if c.noise == NOISE_FIXED or c.noise == NOISE_NONE:
         # (no noise: s_new = st.s = 0, so x x^T alone)
         if s_new != c.st.s or c.xs != NULL:
+            c.pend.n = c.n
+            c.pend.S = c.S
+            c.pend.x = c.xs
+            c.pend.N = c.N if s_new != c.st.s else NULL
+            c.pend.a = s_new - c.st.s
+            c.pend.C = NULL
             if defer:
-                c.pend.n = c.n
-                c.pend.S = c.S
-                c.pend.x = c.xs
-                c.pend.N = c.N if s_new != c.st.s else NULL
-                c.pend.a = s_new - c.st.s
-                c.pend.C = NULL
                 c.w.prep = rows_prep
                 c.w.prep_ctx = &c.pend
                 c.w.prep_par = &c.rows_par
             else:
-                update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s, NULL)
+                update_rows(c, c.pend.x, c.pend.N, c.pend.a, NULL)
         c.xs = NULL
     elif c.noise == NOISE_RANDOM_WALK:
         # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power

@@ -452,11 +452,10 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     # from a Householder QR and Y from the eigen-solver, so no
     # re-orthonormalisation.
     memcpy(bas, V, <size_t> n * b * sizeof(double))
-    if prep != NULL:
-        symm_product_prep(w.pool, w.prep_par if w.prep_par != NULL else &w.products_par,
-                          n, b, unit, S, bas, sbas, sf_skinny_on(), prep, w.prep_ctx, w.ready)
-    else:
-        symm_product(w.pool, &w.products_par, n, b, unit, S, bas, sbas)
+    # (prep NULL: the plain product, as symm_product)
+    symm_product_prep(w.pool, w.prep_par if prep != NULL and w.prep_par != NULL
+                      else &w.products_par, n, b, unit, S, bas, sbas, sf_skinny_on(), prep,
+                      w.prep_ctx, w.ready)
     st.products += 1
     # an eigen-solver failure on the small problems below is no reason to fail
     # the solve: it goes to the exact solve instead (maxiter = 0)
@@ -582,18 +581,17 @@ cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *s
     # eigenproblems all failed keeps V and counts in st.kept). A pending
     # update (w.prep) is applied whichever way the solve goes.
     st.tol = tol
-    if not topk_will_krylov(w, st, krylov):
-        topk_apply_prep(w)
-    if not krylov or 2 * w.b > w.n:
-        # (2b > n: the block and its residual directions do not fit in n
-        # dimensions -- the basis QR cannot be formed -- so exact, rather than a
-        # Krylov attempt that fails in dorgqr, which prints its complaint)
-        return topk_exact(w, S, V, st)
-    if st.skip > 0:
+    if topk_will_krylov(w, st, krylov):
+        return topk_krylov(w, S, V, st, tol, hint, seed)
+    topk_apply_prep(w)
+    if krylov and 2 * w.b <= w.n:
+        # the back-off after Krylov failed (st.skip > 0); otherwise exact by
+        # request, or 2b > n: the block and its residual directions do not fit
+        # in n dimensions -- the basis QR cannot be formed -- so exact, rather
+        # than a Krylov attempt that fails in dorgqr, which prints its complaint
         st.skip -= 1
         st.direct += 1
-        return topk_exact(w, S, V, st)
-    return topk_krylov(w, S, V, st, tol, hint, seed)
+    return topk_exact(w, S, V, st)
 
 
 # --- around the solves: what the leader kernels (FPL's _pca.pyx, Dropout's
