@@ -313,7 +313,9 @@ class TopK:
         with np.errstate(over="ignore"):
             # |scale x_i x_j| <= (|scale| max|x|) max|x|, as the kernel's fused
             # (scale x_i) x_j; summed over rows; |scale| max|A| for a matrix
-            big = np.abs(term).max(axis=1) if term.size else np.zeros(0)
+            # (max and -min per row: no |term| copy, n x n for a matrix)
+            big = (np.maximum(term.max(axis=1), -term.min(axis=1)) if term.size
+                   else np.zeros(0))
             inc = (float(np.sum(abs(scale) * big * big)) if name != "matrix"
                    else abs(scale) * float(big.max(initial=0.0)))
         bound = self._bound
