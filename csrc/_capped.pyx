@@ -38,7 +38,7 @@ import numpy as np
 
 from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, quad_rows
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
-                      ERR_INTERRUPTED, pending_exception)
+                      ERR_INTERRUPTED, pending_exception, bad_field, is_real)
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
 from _poll cimport PollHook, poll_start, poll_interrupted
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
@@ -662,6 +662,29 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
     return OK
 
 
+cdef int check_capped_state(const CappedState *st) except -1:
+    # the counters and running values as the trial loop relies on them: a
+    # record edited by hand or unpickled from an edited file is refused
+    # (ValueError naming the field), never used
+    for field, count in (("t", st.t), ("restarts", st.restarts), ("rebuilds", st.rebuilds),
+                         ("scale_restarts", st.scale_restarts),
+                         ("eig_fallbacks", st.eig_fallbacks), ("full", st.full),
+                         ("rank_one", st.rank_one), ("rank_one_failed", st.rank_one_failed),
+                         ("since_full", st.since_full), ("block_sum", st.block_sum)):
+        if count < 0:
+            bad_field("state", field, count, "a count >= 0")
+    for field, value in (("eta", st.eta), ("scale", st.scale), ("max_frob", st.max_frob),
+                         ("segment", st.segment)):
+        if not is_real(value, 0):
+            bad_field("state", field, value, "a finite number >= 0")
+    for field, value in (("gain", st.gain), ("realized", st.realized)):
+        if not isfinite(value):
+            bad_field("state", field, value, "a finite number")
+    if not (st.u >= 0 and st.u < 1):
+        bad_field("state", "u", st.u, "a uniform draw in [0, 1)")
+    return 0
+
+
 cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U,
                double[::1] w, double[::1] d, double[:, ::1] C,
                double[:, ::1] Wd) except? -1:
@@ -677,6 +700,10 @@ cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U
             not 0 <= p.eig_first <= 3) or p.full_every < 0:
         raise ValueError(f"params: unknown algorithm or instance kind, k = {p.k} "
                          f"outside [1, {n}], or full_every = {p.full_every} < 0")
+    if not (p.eta_auto == 0 or p.eta_auto == 1):
+        bad_field("params", "eta_auto", p.eta_auto, "0 or 1")
+    if not (is_real(p.eta_value, 0) and (p.eta_value > 0 or p.eta_auto)):
+        bad_field("params", "eta_value", p.eta_value, "a finite learning rate > 0")
     stored = p.kind == INSTANCE_DENSE or p.full_every == 0
     if stored and (M.shape[0] != n or M.shape[1] != n):
         raise ValueError(f"M must be n x n (dense instances, or full_every = 0), got "
@@ -734,6 +761,7 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     cdef size_t square
     cdef Py_ssize_t T = X.shape[0], done = 0
     setup(&c, &params[0], M, U, w, d, C, Wd)
+    check_capped_state(&state[0])
     n = c.n
     if c.C == NULL:
         raise ValueError("C must be n x n")

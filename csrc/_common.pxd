@@ -55,3 +55,21 @@ cdef inline object pending_exception():
     except BaseException as exc:
         return exc
     return None
+
+
+# Checking records a user may hand in (a state edited by hand, an edited
+# pickle): a field outside the range a kernel relies on is refused before
+# any of it is used as an index, count or loop bound.
+cdef inline bint is_int(double v, double low, double high) noexcept nogil:
+    # an integer value in [low, high] (NaN fails every compare)
+    return v >= low and v <= high and v == <double> <long long> v
+
+
+cdef inline bint is_real(double v, double low) noexcept nogil:
+    # finite and >= low
+    return v >= low and v - v == 0
+
+
+cdef inline int bad_field(str record, str field, object value, str expect) except -1:
+    raise ValueError(f"{record} record: field {field!r} is {value!r}, expected {expect} "
+                     f"(a corrupted or foreign record?); it was not used")

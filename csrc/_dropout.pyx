@@ -12,7 +12,7 @@
 # The boundary: state and parameters cross as NumPy records of the structs
 # below (STATE_DTYPE, PARAMS_DTYPE); every def entry checks them and the shapes
 # of the arrays they describe.
-from libc.math cimport sqrt
+from libc.math cimport sqrt, isfinite
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
@@ -20,9 +20,9 @@ import numpy as np
 
 from _blas cimport blas_int, axpy, quad_rows, syr_upper
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
-                      pending_exception)
+                      pending_exception, bad_field, is_real)
 from _poll cimport PollHook, poll_start, poll_interrupted
-from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_solve,
+from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_solve,
                     leader_flush, leader_gain, leader_dense_hint)
 
 from streamfit._kernels._common import check_struct
@@ -160,11 +160,23 @@ cdef int setup(Ctx *c, DropoutState *st, const DropoutParams *p, double[:, ::1] 
     if not (p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not (
             p.solver == SOLVER_EXACT or p.solver == SOLVER_KRYLOV):
         raise ValueError("params: unknown instance kind or solver code")
-    if not (1 <= p.k <= p.b <= n) or p.maxiter < 0 or not 0 <= p.eig_first <= 3:
-        raise ValueError(f"params: need 1 <= k <= b <= n and maxiter >= 0, got k = {p.k}, "
-                         f"b = {p.b}, n = {n}, maxiter = {p.maxiter}")
+    if not (1 <= p.k <= p.b <= n) or not 0 <= p.maxiter <= TOPK_MAX_ITER \
+            or not 0 <= p.eig_first <= 3:
+        raise ValueError(f"params: need 1 <= k <= b <= n, 0 <= maxiter <= {TOPK_MAX_ITER} "
+                         f"and 0 <= eig_first <= 3, got k = {p.k}, b = {p.b}, n = {n}, "
+                         f"maxiter = {p.maxiter}, eig_first = {p.eig_first}")
     if not (0.0 <= p.p <= 1.0):
         raise ValueError(f"params: p must be in [0, 1], got {p.p}")
+    if not is_real(p.tol, 0):
+        bad_field("params", "tol", p.tol, "a finite number >= 0")
+    if not (0 <= st.kept <= st.t):
+        bad_field("state", "kept" if st.t >= 0 else "t", st.kept if st.t >= 0 else st.t,
+                  "counts with 0 <= kept <= t")
+    if not is_real(st.scale, 0):
+        bad_field("state", "scale", st.scale, "a finite number >= 0")
+    if not isfinite(st.gain):
+        bad_field("state", "gain", st.gain, "a finite number")
+    check_topk_state(&st.topk, "state.topk")
     if V.shape[0] != p.b or V.shape[1] != n:
         raise ValueError(f"V must have shape ({p.b}, {n}), got ({V.shape[0]}, {V.shape[1]})")
     if rows.shape[1] != n or not (0 <= st.pending < max(rows.shape[0], 1)):

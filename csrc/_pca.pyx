@@ -24,7 +24,7 @@ import numpy as np
 
 from _blas cimport blas_int, axpy, rows_dot, syr_upper
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
-                      pending_exception)
+                      pending_exception, bad_field, is_real)
 from _goe cimport goe_row
 
 cdef extern from *:
@@ -41,7 +41,7 @@ from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool
                         symm_product, symm_product_by, sf_skinny_ok, sf_skinny_on,
                         sf_skinny_blas_only, ROWS_DIAG, ROWS_OFF)
 from _poll cimport PollHook, poll_start, poll_interrupted
-from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_exact,
+from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
                     orth_new)
 
@@ -460,9 +460,26 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
             NOISE_NONE <= p.noise <= NOISE_INDEPENDENT) or not (
             p.solver == SOLVER_EXACT or p.solver == SOLVER_KRYLOV):
         raise ValueError("params: unknown instance kind, noise or solver code")
-    if not (1 <= p.k <= p.b <= n) or p.maxiter < 0 or not 0 <= p.eig_first <= 3:
-        raise ValueError(f"params: need 1 <= k <= b <= n and maxiter >= 0, got k = {p.k}, "
-                         f"b = {p.b}, n = {n}, maxiter = {p.maxiter}")
+    if not (1 <= p.k <= p.b <= n) or not 0 <= p.maxiter <= TOPK_MAX_ITER \
+            or not 0 <= p.eig_first <= 3:
+        raise ValueError(f"params: need 1 <= k <= b <= n, 0 <= maxiter <= {TOPK_MAX_ITER} "
+                         f"and 0 <= eig_first <= 3, got k = {p.k}, b = {p.b}, n = {n}, "
+                         f"maxiter = {p.maxiter}, eig_first = {p.eig_first}")
+    if not (p.sigma_auto == 0 or p.sigma_auto == 1):
+        bad_field("params", "sigma_auto", p.sigma_auto, "0 or 1")
+    if not is_real(p.sigma_value, 0):
+        bad_field("params", "sigma_value", p.sigma_value, "a finite number >= 0")
+    if not is_real(p.tol, 0):
+        bad_field("params", "tol", p.tol, "a finite number >= 0")
+    if st.t < 0:
+        bad_field("state", "t", st.t, "a count >= 0")
+    for field, value in (("sigma", st.sigma), ("s", st.s), ("scale", st.scale),
+                         ("max_frob", st.max_frob)):
+        if not is_real(value, 0):
+            bad_field("state", field, value, "a finite number >= 0")
+    if not isfinite(st.gain):
+        bad_field("state", "gain", st.gain, "a finite number")
+    check_topk_state(&st.topk, "state.topk")
     if V.shape[0] != p.b or V.shape[1] != n:
         raise ValueError(f"V must have shape ({p.b}, {n}), got ({V.shape[0]}, {V.shape[1]})")
     if p.noise == NOISE_FIXED and (N.shape[0] != n or N.shape[1] != n):

@@ -19,13 +19,24 @@ cdef extern from "_dense.h" nogil:
                        const double *N)
 from _common cimport bitgen_t, OK, ERR_NOMEM
 from _goe cimport goe_fill
-from _topk cimport TopKState, TopKWork, topk_work_init, topk_work_free
+from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free)
+from _topk cimport TOPK_MAX_ITER as MAX_ITER, check_topk_state as check_topk_state_values
 from _topk cimport topk_solve as solve_block
 
 from streamfit._kernels._common import check_struct
 
 cdef TopKState _topk_proto
 TOPK_STATE_DTYPE = np.asarray(<TopKState[:1]> &_topk_proto).dtype
+
+
+TOPK_MAX_ITER = MAX_ITER
+
+
+def check_topk_state(const TopKState[::1] state):
+    """Check a top-k state record's values as topk_solve does (a ValueError
+    naming the field): for records loaded from a pickle."""
+    check_struct(state.base, TOPK_STATE_DTYPE, "state")
+    check_topk_state_values(&state[0], "state")
 
 
 def goe(double[:, ::1] out, double sigma, object capsule):
@@ -64,6 +75,11 @@ def topk_solve(const double[:, ::1] S, double[:, ::1] V, TopKState[::1] state,
                          f"({V.shape[0]}, {V.shape[1]})")
     if values.shape[0] != b:
         raise ValueError(f"values must have {b} entries, got {values.shape[0]}")
+    if not 0 <= maxiter <= MAX_ITER:
+        raise ValueError(f"maxiter must be in [0, {MAX_ITER}], got {maxiter}")
+    if not (tol >= 0 and tol - tol == 0):
+        raise ValueError(f"tol must be finite and >= 0, got {tol!r}")
+    check_topk_state_values(&state[0], "state")
     if hint is not None:
         h = hint
         if h.shape[0] != n:

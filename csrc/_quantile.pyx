@@ -18,6 +18,7 @@ import numpy as np
 from cpython.buffer cimport PyBuffer_Release
 from libc.math cimport fabs, isnan, sqrt, INFINITY
 from libc.float cimport DBL_MAX
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
@@ -32,7 +33,8 @@ from _qr_schedule cimport (SGDState, SGDParams, SETTLED_STRIDE, KIND_CONSTANT, K
                            phase_start_eta, average_prior, fresh_estimates, calibrated_cl,
                            JUMP_NONE, JUMP_RESTART, jump_test, full_window, window_done,
                            restart, NO_UPDATE, stat_single_row, tau_star2)
-from _records cimport Records, take_records, give_records, get_record, result
+from _records cimport (Records, take_records, give_records, get_record, result,
+                      check_sgd_records)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
     poll_stop, poll_final
 
@@ -106,6 +108,19 @@ def copy_record(object src, object dst):
 def new_params():
     """A parameter record, NaN where "estimate from the stream" is meant."""
     return default_params(PARAMS_DTYPE)
+
+
+def check_records(const SGDState[::1] states, const SGDParams[::1] params):
+    """Check state and parameter records (one or one per quantile) as the
+    kernels do at their entries, the window's length aside: a ValueError
+    naming the field, for records loaded from a pickle."""
+    cdef Py_ssize_t q, m = states.shape[0]
+    if params.shape[0] != m:
+        raise ValueError(f"params must have one record per state record, got {params.shape[0]} "
+                         f"for {m}")
+    for q in range(m):
+        check_sgd_records(&states[q], &params[q], PY_SSIZE_T_MAX, 1,
+                          "state" if m == 1 else f"states[{q}]")
 
 
 def _py_select_kth(double[::1] a, Py_ssize_t k):
@@ -486,6 +501,8 @@ def schedule_step(object state, object params, double[::1] window, const double[
     cdef Records rec
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
+        check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                          window.shape[0], 1, "state")
         return _schedule_step(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                               window, x, residual, weight)
     finally:
@@ -655,6 +672,7 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         p = <const SGDParams *> rec.params.buf
+        check_sgd_records(<SGDState *> rec.state.buf, p, window.shape[0], 1, "state")
         rsp = rs_pointer(rs, d, p)
         if scp == NULL:
             pt = plug_in_means(p, rsp, &pv[0] if plug_in is not None else NULL, d)
@@ -1102,8 +1120,12 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     cdef Records rec
     check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
                   wbar.shape[0])
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
+        check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                          window.shape[0], block, "state")
         return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
                            <const SGDParams *> rec.params.buf, window, etas,
                            rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
@@ -1179,6 +1201,8 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
                   wbar.shape[0])
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
+        check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
+                          window.shape[0], 0, "state")
         return _sgd_storage(X, y, sample_weight, score_from, w, wbar, <SGDState *> rec.state.buf,
                             <const SGDParams *> rec.params.buf, window, eta_user)
     finally:
@@ -1484,6 +1508,8 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
         raise ValueError(f"W, Wbar, states, params and windows must have one row per "
                          f"quantile, got {W.shape[0]}, {Wbar.shape[0]}, {states.shape[0]}, "
                          f"{params.shape[0]} and {windows.shape[0]}")
+    for q in range(m):
+        check_sgd_records(&states[q], &params[q], wcap, 1, f"states[{q}]")
     if n == 0:
         return result(OK, 0, -1)
     for q in range(m):

@@ -7,6 +7,7 @@
 # Here the count changes in C right after the lock is taken, with no bytecode
 # in between; only threadpoolctl's own Python code can still be interrupted,
 # and then the count is already right.
+import os
 import threading
 
 from threadpoolctl import ThreadpoolController
@@ -124,3 +125,52 @@ def call_holding(lock, func, *args, **kwargs):
     call_one_blas_thread)."""
     with lock:
         return func(*args, **kwargs)
+
+
+# --- call locks that survive fork ---------------------------------------------
+#
+# A lock held by a thread when another thread forks stays held in the child,
+# where its holder does not exist: the child's next call on that object would
+# wait forever. Each object's lock is kept with the count of forks this
+# process had when it was made; in a child (the count has moved) the first
+# call finds it stale and makes a new one, after telling the object (its
+# `_forked_mid_call` method, if it has one) when the old lock was held: the
+# call in flight at the fork is gone with its thread.
+
+cdef Py_ssize_t _forks = 0
+cdef object _guard = threading.Lock()
+
+
+def _after_fork_in_child():
+    global _forks, _guard
+    _forks += 1
+    _guard = threading.Lock()     # (it may have been held at the fork too)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def object_lock(obj):
+    """The call lock of ``obj``: an ``RLock`` kept in ``obj.__dict__`` under
+    ``_lock`` (drop it when pickling or copying), made on first use, and made
+    afresh in a process forked from the one that made it."""
+    entry = obj.__dict__.get("_lock")
+    if entry is not None and entry[0] == _forks:
+        return entry[1]
+    with _guard:
+        entry = obj.__dict__.get("_lock")
+        if entry is None or entry[0] != _forks:
+            if entry is not None and not _is_free(entry[1]):
+                hook = getattr(obj, "_forked_mid_call", None)
+                if hook is not None:
+                    hook()
+            entry = (_forks, threading.RLock())
+            obj.__dict__["_lock"] = entry
+        return entry[1]
+
+
+cdef bint _is_free(lock):
+    if lock.acquire(blocking=False):
+        lock.release()
+        return True
+    return False

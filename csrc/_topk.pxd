@@ -48,7 +48,7 @@ from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
 from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_on, sf_gemm_nn512,
                         sf_gemm_tn512, sf_rows_fn, symm_product_prep, symm_panels_count,
                         ROWS_DIAG, ROWS_ALL)
-from _common cimport OK, ERR_NOMEM, ERR_LAPACK
+from _common cimport OK, ERR_NOMEM, ERR_LAPACK, bad_field, is_real
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
 
 
@@ -97,6 +97,37 @@ ctypedef struct TopKWork:
                            # (about twice a plain product: not products_par,
                            # whose pool-or-inline choice they would skew)
     int *ready       # the fused first product's panel flags
+
+
+cdef enum:
+    # Krylov iterations a solve may take before it goes to LAPACK: the
+    # defaults are 3..30 (kernels.default_max_iter); a solve that does not
+    # converge must still end, so a record asking for more is refused
+    TOPK_MAX_ITER = 1000
+
+
+cdef inline int check_topk_state(const TopKState *st, str name) except -1:
+    # The solver's counters and back-off as a kernel relies on them: a record
+    # edited by hand or unpickled from an edited file is refused (ValueError
+    # naming the field), never used.
+    if not (st.solves >= 0 and st.products >= 0 and st.fallbacks >= 0 and st.direct >= 0
+            and 0 <= st.skip <= 64 and 0 <= st.backoff <= 64 and st.eig_fallbacks >= 0
+            and st.kept >= 0):
+        for field, value in (("solves", st.solves), ("products", st.products),
+                             ("fallbacks", st.fallbacks), ("direct", st.direct),
+                             ("eig_fallbacks", st.eig_fallbacks), ("kept", st.kept)):
+            if value < 0:
+                bad_field(name, field, value, "a count >= 0")
+        if not 0 <= st.skip <= 64:
+            bad_field(name, "skip", st.skip, "an integer in [0, 64]")
+        bad_field(name, "backoff", st.backoff, "an integer in [0, 64]")
+    if not is_real(st.tol, 0):
+        bad_field(name, "tol", st.tol, "a finite number >= 0")
+    if not st.gap >= 0:
+        bad_field(name, "gap", st.gap, "a number >= 0")
+    if not st.max_gap_ratio >= 0:
+        bad_field(name, "max_gap_ratio", st.max_gap_ratio, "a number >= 0")
+    return 0
 
 
 cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) noexcept nogil:

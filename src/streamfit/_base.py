@@ -12,7 +12,8 @@ a signal cannot split.
   another thread waiting forever. The lock is an
   ``RLock`` made on first use (``__init__`` only stores parameters, as
   scikit-learn requires), kept in ``__dict__`` under ``_lock`` and dropped when
-  pickling, copying or cloning.
+  pickling, copying or cloning; a process forked while a call held it makes
+  a new one (:func:`streamfit._kernels._threads.object_lock`).
 - **Pickling a consistent state.** ``__getstate__`` takes the lock and copies
   the state arrays, so pickling from one thread while another fits gives the
   state between two calls, never one half-updated by a kernel.
@@ -30,7 +31,7 @@ import threading
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._kernels._threads import call_holding
+from ._kernels._threads import call_holding, object_lock
 
 __all__ = ["StreamEstimator", "deferred_signals", "serialized"]
 
@@ -84,8 +85,19 @@ def serialized(method):
     """
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        return call_holding(self._serialized(), method, self, *args, **kwargs)
+        lock = self._serialized()
+        if "_torn" in self.__dict__ and method.__name__ not in _REFITS:
+            raise RuntimeError(
+                f"{type(self).__name__}.{method.__name__}: this process was forked while "
+                f"another thread was inside a call on this estimator, which updates its "
+                f"arrays in place: its state here may hold part of a trial. Call fit() to "
+                f"start afresh, or load a copy pickled before the fork")
+        return call_holding(lock, method, self, *args, **kwargs)
     return call
+
+
+# calls that start afresh, and so may run on a state torn by a fork
+_REFITS = ("fit", "fit_dense")
 
 
 class StreamEstimator(BaseEstimator):
@@ -96,12 +108,16 @@ class StreamEstimator(BaseEstimator):
     _TRANSIENT_ATTRS = ()
 
     def _serialized(self):
-        lock = self.__dict__.get("_lock")
-        if lock is None:
-            # dict.setdefault is atomic under the GIL: two threads racing on a
-            # fresh estimator get the same lock
-            lock = self.__dict__.setdefault("_lock", threading.RLock())
-        return lock
+        return object_lock(self)
+
+    def _forked_mid_call(self):
+        # This process was forked while another thread was inside a call on
+        # this estimator. Estimators that publish a new state with one
+        # assignment at the end of a call keep the state before it; those
+        # whose kernels update their arrays in place (_IN_PLACE) may hold
+        # part of a trial: they refuse every call but fit until refitted.
+        if getattr(self, "_IN_PLACE", ()):
+            self.__dict__["_torn"] = True
 
     @serialized
     def __getstate__(self):

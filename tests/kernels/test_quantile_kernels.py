@@ -262,14 +262,17 @@ def test_array_lengths_are_checked_against_the_data():
     args[2] = np.ones(3)                  # sample weights for 3 of 10 rows
     with pytest.raises(ValueError, match="sample_weight must have 10 values"):
         _k.sgd_single(*args)
-    # a statistical schedule's window too short for its constants: a code, no write
+    # a statistical schedule's window too short for its constants: refused, no write
     params = _k.new_params()
     for key, value in StatisticalSchedule()._kernel_params(_k.LOSS_CHECK, "single", 5).items():
         params[key] = value
+    params["tau"] = 0.5
     args = list(kernel_args(window=10))
     args[6] = params
-    code, done, exc, row = _k.sgd_single(*args)
-    assert (code, done, exc, row) == (_common.CODES["ERR_LAYOUT"], 0, None, -1)
+    state = args[5].copy()
+    with pytest.raises(ValueError, match=r"window: the residual window holds 10 values"):
+        _k.sgd_single(*args)
+    assert args[5].tobytes() == state.tobytes()
     out = np.zeros(3)
     with pytest.raises(ValueError, match="out 10"):
         _k.predict(np.ones((10, 4)), np.zeros(4), 0.0, out)

@@ -33,7 +33,7 @@ import numpy as np
 from .._errors import ERR_NOMEM, raise_for
 from .._kernels import _capped as _ck
 from .._kernels import _pca_api as _api
-from .._kernels._threads import call_holding
+from .._kernels._threads import call_holding, object_lock
 
 __all__ = ["goe", "TopK", "default_block_size", "default_max_iter",
            "project_capped_simplex", "mixture_decomposition", "systematic_sample"]
@@ -190,6 +190,10 @@ def default_max_iter(n, b):
     return int(min(30, max(3, round(ratio))))
 
 
+# TopK's attributes, as pickled; Krylov iterations a solve may be asked for
+_TOPK_FIELDS = {"n", "k", "block", "max_iter", "_S", "_V", "_values", "_state", "_bound"}
+_MAX_ITER = _api.TOPK_MAX_ITER
+
 # the largest |S| entry the cheap overflow check lets through without a
 # trial on a copy (leaves room for the rounding of the fused updates)
 _SAFE = 2.0 ** 1020
@@ -262,7 +266,7 @@ class TopK:
         self.block = (default_block_size(self.n, self.k) if block is None
                       else _int(block, "block", self.k, self.n))
         self.max_iter = (default_max_iter(self.n, self.block) if max_iter is None
-                         else _int(max_iter, "max_iter", 0))
+                         else _int(max_iter, "max_iter", 0, _MAX_ITER))
         self._S = np.zeros((self.n, self.n))
         self._V = np.zeros((self.block, self.n))
         self._values = np.full(self.block, np.nan)
@@ -299,6 +303,9 @@ class TopK:
         >>> topk.matrix.diagonal().tolist()
         [2.0, 2.0, 1.0]
         """
+        return call_holding(object_lock(self), self._update, vector, rows, matrix, scale)
+
+    def _update(self, vector, rows, matrix, scale):
         given = [a is not None for a in (vector, rows, matrix)]
         if sum(given) != 1:
             raise ValueError("update needs exactly one of vector, rows and matrix")
@@ -361,6 +368,9 @@ class TopK:
         values : ndarray (k,), descending
         vectors : ndarray (k, n), orthonormal rows
         """
+        return call_holding(object_lock(self), self._solve, tol, hint, seed)
+
+    def _solve(self, tol, hint, seed):
         tol = _real(tol, "tol", 0)
         if hint is not None:
             hint = _array(hint, "hint", (self.n,))
@@ -373,20 +383,51 @@ class TopK:
         return self.values, self.vectors
 
     def __getstate__(self):
-        # the state layout belongs to this API version (streamfit.kernels)
+        # the state layout belongs to this API version (streamfit.kernels);
+        # taken under the lock: a copy between two calls, never during one
+        return call_holding(object_lock(self), self._getstate)
+
+    def _getstate(self):
         from . import API_VERSION
-        return {**self.__dict__, "api_version": API_VERSION}
+        state = {key: (value.copy() if isinstance(value, np.ndarray) else value)
+                 for key, value in self.__dict__.items() if key != "_lock"}
+        return {**state, "api_version": API_VERSION}
 
     def __setstate__(self, state):
         from . import API_VERSION
+        if not isinstance(state, dict):
+            raise ValueError("the pickled TopK's state is not a dict (a corrupted or foreign "
+                             "pickle?)")
+        state = dict(state)
         version = state.pop("api_version", None)
         if version != API_VERSION:
             raise ValueError(f"this TopK was pickled with streamfit.kernels API version "
                              f"{version}, this streamfit has version {API_VERSION}")
+        if set(state) - {"_bound"} != _TOPK_FIELDS - {"_bound"}:
+            raise ValueError(f"the pickled TopK has fields {sorted(state)}, expected "
+                             f"{sorted(_TOPK_FIELDS)} (a corrupted or foreign pickle?)")
         if state.get("_state") is None or state["_state"].dtype != _api.TOPK_STATE_DTYPE:
             raise ValueError("the pickled TopK's state does not have this version's layout")
-        if "_bound" not in state:       # pickled before the overflow check
-            state["_bound"] = self._max_abs(state["_S"])
+        n = _int(state["n"], "the pickled TopK's n", 1)
+        k = _int(state["k"], "the pickled TopK's k", 1, n)
+        b = _int(state["block"], "the pickled TopK's block", k, n)
+        _int(state["max_iter"], "the pickled TopK's max_iter", 0, _MAX_ITER)
+        for name, shape in (("_S", (n, n)), ("_V", (b, n)), ("_values", (b,)),
+                            ("_state", (1,))):
+            a = state[name]
+            if not isinstance(a, np.ndarray) or a.shape != shape or \
+                    a.dtype != (np.float64 if name != "_state" else _api.TOPK_STATE_DTYPE):
+                raise ValueError(f"the pickled TopK's {name} must be an array of shape "
+                                 f"{shape}, got {getattr(a, 'shape', type(a).__name__)} "
+                                 f"(a corrupted or foreign pickle?)")
+        if not (np.isfinite(state["_S"]).all() and np.isfinite(state["_V"]).all()):
+            raise ValueError("the pickled TopK's S or block holds NaN or inf (a corrupted or "
+                             "foreign pickle?)")
+        _api.check_topk_state(state["_state"])
+        # the overflow check's bound, from S itself: a pickle may lower it
+        state["_bound"] = self._max_abs(state["_S"])
+        state = {key: (value.copy() if isinstance(value, np.ndarray) else value)
+                 for key, value in state.items()}
         self.__dict__.update(state)
 
     @property

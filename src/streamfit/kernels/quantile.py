@@ -29,6 +29,7 @@ import numpy as np
 
 from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _quantile as _k
+from .._kernels._threads import call_holding, object_lock
 from .._validation import check_scalar, check_vector
 from ..quantile._inputs import as_matrix
 from ..quantile._state import raise_row_error
@@ -46,11 +47,43 @@ def _dtype_key(dtype):
 
 def _record(state, dtype, name):
     """A state record loaded from a pickle, checked against this build's layout."""
-    layout, values = state
-    if layout != _dtype_key(dtype):
+    try:
+        layout, values = state
+        same = layout == _dtype_key(dtype)
+    except (TypeError, ValueError):
+        same = False
+    if not same:
         raise ValueError(f"this {name} was pickled with another state layout (streamfit "
                          f"version); it cannot be resumed here")
+    if not isinstance(values, bytes) or len(values) != dtype.itemsize:
+        raise ValueError(f"the pickled {name}'s record must be {dtype.itemsize} bytes (a "
+                         f"corrupted or foreign pickle?)")
     return np.frombuffer(bytearray(values), dtype=dtype).copy()
+
+
+def _fields(state, names, name):
+    if not isinstance(state, dict) or set(state) != names:
+        raise ValueError(f"the pickled {name} must have the fields {sorted(names)} (a "
+                         f"corrupted or foreign pickle?)")
+
+
+def _loaded_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"the pickled {name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _loaded_vector(a, n, name, finite=True):
+    # a float64 vector of an unpickled state (n values; None: any, at least one)
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64 or a.ndim != 1 or \
+            (a.shape[0] != n if n is not None else a.shape[0] < 1):
+        raise ValueError(f"the pickled {name} must be a float64 vector of "
+                         f"{n if n is not None else 'at least one'} value(s), got "
+                         f"{getattr(a, 'dtype', type(a).__name__)} of shape "
+                         f"{getattr(a, 'shape', None)}")
+    if finite and not np.isfinite(a).all():
+        raise ValueError(f"the pickled {name} holds NaN or inf")
+    return a.copy()
 
 
 class LinearState:
@@ -112,12 +145,23 @@ class LinearState:
                 f"intercept={self.intercept:.6g})")
 
     def __getstate__(self):
+        return call_holding(object_lock(self), self._getstate)
+
+    def _getstate(self):
         return {"coef": self.coef.copy(), "coef_avg": self.coef_avg.copy(),
                 "state": (_dtype_key(_k.STATE_DTYPE), self._state.tobytes())}
 
     def __setstate__(self, state):
-        self.coef, self.coef_avg = state["coef"], state["coef_avg"]
-        self._state = _record(state["state"], _k.STATE_DTYPE, "LinearState")
+        _fields(state, {"coef", "coef_avg", "state"}, "LinearState")
+        coef = _loaded_vector(state["coef"], None, "LinearState's coef")
+        coef_avg = _loaded_vector(state["coef_avg"], coef.shape[0], "LinearState's coef_avg")
+        record = _record(state["state"], _k.STATE_DTYPE, "LinearState")
+        # its fields are the iterate's bookkeeping (the schedule's stay 0):
+        # checked as the kernels check them, beside any fixed-step parameters
+        params = _k.new_params()
+        params["kind"], params["c"], params["tau"] = _k.KIND_CONSTANT, 1.0, 0.5
+        _k.check_records(record, params)
+        self.coef, self.coef_avg, self._state = coef, coef_avg, record
 
 
 class StatisticalScheduleState:
@@ -233,6 +277,9 @@ class StatisticalScheduleState:
         -------
         float
         """
+        return call_holding(object_lock(self), self._step, residual, x, weight)
+
+    def _step(self, residual, x, weight):
         if self.block != 1:
             raise ValueError("step() is for single-sample updates; this schedule state was "
                              f"made for blocks of {self.block} rows (use sgd)")
@@ -250,17 +297,34 @@ class StatisticalScheduleState:
         return float(eta) if update else 0.0
 
     def __getstate__(self):
+        return call_holding(object_lock(self), self._getstate)
+
+    def _getstate(self):
         return {"n_features": self.n_features, "block": self.block,
                 "params": (_dtype_key(_k.PARAMS_DTYPE), self._params.tobytes()),
                 "state": (_dtype_key(_k.STATE_DTYPE), self._state.tobytes()),
                 "window": self._window.copy()}
 
     def __setstate__(self, state):
-        self.n_features, self.block = state["n_features"], state["block"]
-        self._params = _record(state["params"], _k.PARAMS_DTYPE, "StatisticalScheduleState")
-        self._params.flags.writeable = False
-        self._state = _record(state["state"], _k.STATE_DTYPE, "StatisticalScheduleState")
-        self._window = state["window"].copy()
+        name = "StatisticalScheduleState"
+        _fields(state, {"n_features", "block", "params", "state", "window"}, name)
+        n_features = _loaded_int(state["n_features"], f"{name}'s n_features")
+        block = _loaded_int(state["block"], f"{name}'s block")
+        params = _record(state["params"], _k.PARAMS_DTYPE, name)
+        record = _record(state["state"], _k.STATE_DTYPE, name)
+        window = _loaded_vector(state["window"], None, f"{name}'s window", finite=False)
+        _k.check_records(record, params)
+        if params["kind"][0] != _k.KIND_STATISTICAL or \
+                params["mode"][0] != (_k.MODE_SINGLE if block == 1 else _k.MODE_BATCH):
+            raise ValueError(f"the pickled {name}'s params are not a statistical schedule's "
+                             f"for blocks of {block} (a corrupted or foreign pickle?)")
+        need = int(max(params["window"][0], params["n_warmup"][0], record["fill"][0])) + block + 1
+        if window.shape[0] < need:
+            raise ValueError(f"the pickled {name}'s window holds {window.shape[0]} values, its "
+                             f"records need {need} (a corrupted or foreign pickle?)")
+        params.flags.writeable = False
+        self.n_features, self.block = n_features, block
+        self._params, self._state, self._window = params, record, window
 
 
 def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
@@ -321,6 +385,18 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
     """
     if not isinstance(state, LinearState):
         raise TypeError(f"state must be a LinearState, got {type(state).__name__}")
+    args = (X, y, state, stepsizes, schedule, loss, tau, fit_intercept, average, block,
+            sample_weight)
+    # one call at a time on each state object (the LinearState's lock first,
+    # then the schedule's: one order, so two calls cannot wait on each other)
+    if isinstance(schedule, StatisticalScheduleState):
+        return call_holding(object_lock(state), call_holding, object_lock(schedule), _sgd,
+                            *args)
+    return call_holding(object_lock(state), _sgd, *args)
+
+
+def _sgd(X, y, state, stepsizes, schedule, loss, tau, fit_intercept, average, block,
+         sample_weight):
     X = as_matrix(X, float32=block == 1)    # float32 rows read as they are by the kernel
     n, d = X.shape
     if d != state.n_features:

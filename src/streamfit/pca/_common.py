@@ -33,9 +33,10 @@ from .._kernels._linalg import eigh_top
 from .._kernels._threads import call_one_blas_thread, one_blas_thread as _one_blas_thread
 from .._validation import _as_float64, _check_finite, _check_real_array
 
-# Attributes every fit has, beside the subclass's state arrays.
+# Attributes every fit has, beside the subclass's state arrays (and the mark
+# of a state torn by a fork mid-call, which a new fit clears).
 _FIT_NAMES = ("n_features_in_", "feature_names_in_", "n_components_", "instances_", "_rng",
-              "_fitted_random_state", "_regret_cache")
+              "_fitted_random_state", "_regret_cache", "_torn")
 
 
 # FPL's and FTL's kernels run their BLAS on one thread: a trial is a chain of

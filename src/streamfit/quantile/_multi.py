@@ -13,7 +13,8 @@ import numpy as np
 
 from .._errors import OK
 from .._kernels import _quantile as _k
-from ._state import Outcome, Plan, _bad_row, check_layout, track_inference, track_plug_in
+from ._state import (Outcome, Plan, _bad_row, check_layout, check_loaded, track_inference,
+                     track_plug_in)
 
 __all__ = ["MultiWork", "advance_multi", "NONCROSSING"]
 
@@ -36,11 +37,14 @@ class MultiWork:
 
     def __setstate__(self, state):
         items = state[1] if isinstance(state, tuple) else state
-        self.plug_in = None         # pickles from before the plug-in intercepts
+        self.plug_in = self.rs = None     # pickles from before the plug-in intercepts
+        if not set(self.__slots__) - {"plug_in", "rs", "plan"} <= set(items) <= \
+                set(self.__slots__):
+            raise ValueError(f"the loaded state has fields {sorted(items)}, expected "
+                             f"{sorted(self.__slots__)} (a corrupted or foreign pickle?)")
         for key, value in items.items():
             setattr(self, key, value)
-        if "plan" not in items:
-            self.plan = Plan(self.params)       # (pickles from before it was kept)
+        check_loaded(self)          # (and the plan, read off the params)
 
     @classmethod
     def fresh(cls, d, params, coef_init=None, intercept_init=None):

@@ -19,7 +19,7 @@ from .._kernels import _quantile as _k
 from .._validation import _check_real_array, check_matrix, check_vector
 
 __all__ = ["Work", "Plan", "Outcome", "advance", "raise_row_error", "check_layout",
-           "track_inference", "track_plug_in"]
+           "check_loaded", "track_inference", "track_plug_in"]
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
@@ -38,6 +38,87 @@ def check_layout(state):
             f"version's has {len(_k.STATE_DTYPE.names)}): predict and the fitted "
             "attributes work, but it cannot learn further. Call fit() to start afresh; "
             "the estimator was left as it was")
+
+
+def _loaded_array(name, a, shape, *, finite=True):
+    # one array of an unpickled state: float64, of this shape, finite
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64 or a.shape != shape:
+        raise ValueError(f"the loaded state's {name!r} must be a float64 array of shape "
+                         f"{shape}, got {getattr(a, 'dtype', type(a).__name__)} of shape "
+                         f"{getattr(a, 'shape', None)} (a corrupted or foreign pickle?)")
+    if finite and not np.isfinite(a).all():
+        raise ValueError(f"the loaded state's {name!r} holds NaN or inf (a corrupted or "
+                         f"foreign pickle?)")
+
+
+def check_loaded(work):
+    """Check a learnt state as it is unpickled (:class:`Work` or
+    ``MultiWork``): every array of the dtype and shape the kernels and the
+    estimator expect of it, finite, and the records' values in the ranges the
+    kernels rely on (``_quantile.check_records``). A ValueError names the
+    field; nothing loaded is then used. Costs one pass over the state's
+    arrays (a store of data included)."""
+    w = work.w
+    if not (isinstance(w, np.ndarray) and w.dtype == np.float64 and w.ndim in (1, 2)
+            and w.shape[-1] >= 1 and w.size):
+        raise ValueError(f"the loaded state's 'w' must be a non-empty float64 array of one "
+                         f"(or, for several quantiles, two) dimensions, got "
+                         f"{getattr(w, 'dtype', type(w).__name__)} of shape "
+                         f"{getattr(w, 'shape', None)} (a corrupted or foreign pickle?)")
+    lead, d = w.shape[:-1], w.shape[-1]
+    _loaded_array("w", w, w.shape)
+    _loaded_array("wbar", work.wbar, w.shape)
+    for name, dtype in (("state", _k.STATE_DTYPE), ("params", _k.PARAMS_DTYPE)):
+        rec = getattr(work, name)
+        if not isinstance(rec, np.ndarray) or rec.shape != (lead or (1,)) or \
+                rec.dtype.names is None:
+            raise ValueError(f"the loaded state's {name!r} must be a record array of shape "
+                             f"{lead or (1,)}, got {getattr(rec, 'dtype', type(rec).__name__)} "
+                             f"of shape {getattr(rec, 'shape', None)} (a corrupted or foreign "
+                             f"pickle?)")
+    if work.params.dtype != _k.PARAMS_DTYPE:
+        raise ValueError("the loaded state's 'params' record has another layout than this "
+                         "streamfit's (a corrupted or foreign pickle?)")
+    if work.state.dtype == _k.STATE_DTYPE:      # (another layout: predict only, check_layout)
+        _k.check_records(np.ascontiguousarray(work.state), np.ascontiguousarray(work.params))
+    window = work.window
+    if not (isinstance(window, np.ndarray) and window.dtype == np.float64
+            and window.ndim == len(lead) + 1 and window.shape[:-1] == lead):
+        raise ValueError(f"the loaded state's 'window' must be a float64 array of shape "
+                         f"{lead + ('capacity',)}, got {getattr(window, 'shape', None)} (a "
+                         f"corrupted or foreign pickle?)")
+    _loaded_array("pending_X", work.pending_X, (work.pending_X.shape[0] if isinstance(
+        work.pending_X, np.ndarray) and work.pending_X.ndim == 2 else -1, d))
+    k = work.pending_X.shape[0]
+    if lead and k:
+        raise ValueError("the loaded state's 'pending_X' must be empty for several quantiles")
+    if not lead:
+        _loaded_array("pending_y", work.pending_y, (k,))
+        if work.pending_w is not None:
+            _loaded_array("pending_w", work.pending_w, (k,))
+        store_n = work.store_n
+        cap = work.store_X.shape[0] if isinstance(work.store_X, np.ndarray) else -1
+        _loaded_array("store_X", work.store_X, (cap, d))
+        _loaded_array("store_y", work.store_y, (cap,))
+        if work.store_w is not None:
+            _loaded_array("store_w", work.store_w, (cap,))
+        if isinstance(store_n, bool) or not isinstance(store_n, (int, np.integer)) or \
+                not 0 <= store_n <= cap:
+            raise ValueError(f"the loaded state's 'store_n' must be an integer in [0, {cap}] "
+                             f"(the stored rows), got {store_n!r}")
+        if work.scaler is not None:
+            _loaded_array("scaler", work.scaler, (2 * d + 1,))
+    da = d + bool(work.params["fit_intercept"][0])
+    if work.rs is not None:
+        _loaded_array("rs", work.rs, lead + (_k.rs_length(da),))
+    if work.plug_in is not None:
+        _loaded_array("plug_in", work.plug_in, lead + (2 * d,))
+    names = work.names
+    if names is not None and not (isinstance(names, np.ndarray) and names.shape == (d,)
+                                  and all(isinstance(v, str) for v in names)):
+        raise ValueError(f"the loaded state's 'names' must be None or {d} feature names "
+                         f"(str), got {names!r:.80}")
+    work.plan = Plan(work.params)      # read off the records, not trusted from the file
 
 
 class Plan:
@@ -105,8 +186,14 @@ class Work:
         # pickles from before the random-scaling sums (or the scaler, or the
         # plug-in intercept) existed
         self.rs = self.scaler = self.plug_in = None
-        for key, value in (state[1] if isinstance(state, tuple) else state).items():
+        items = state[1] if isinstance(state, tuple) else state
+        missing = set(FIELDS) - set(items) - {"rs", "scaler", "plug_in"}
+        if missing or not set(items) <= set(FIELDS) | {"plan"}:
+            raise ValueError(f"the loaded state has fields {sorted(items)}, expected "
+                             f"{sorted(FIELDS)} (a corrupted or foreign pickle?)")
+        for key, value in items.items():
             setattr(self, key, value)
+        check_loaded(self)
 
     @classmethod
     def fresh(cls, d, params, plan, coef_init=None, intercept_init=0.0):
