@@ -11,13 +11,8 @@
 #   topk_solve(&w, S, V, &st, tol, hint, seed, True)
 #   topk_work_free(&w)
 #
-# A caller whose S has an update pending may hand it to the next solve
-# instead of applying it first (w.prep, w.prep_ctx; see _symm_par.pxd's
-# sf_rows_fn): a Krylov solve then applies it inside its first product, in
-# one pass over S (the FPL trial's row update); any other solve applies it
-# first. Either way S ends as if it had been applied before the call. The
-# caller also sets w.prep_par, the timings that product's pool-or-inline
-# choice keeps (its own: it costs about twice a plain product).
+# The S products run on w.threads OpenMP threads (set after topk_work_init;
+# 1 by default), with the same results on any count (_symm_par.pxd).
 #
 # Layout: S is n x n, row-major, its lower triangle valid (BLAS's column-major
 # upper one); V is a C-order (b, n) block of orthonormal rows, the top b
@@ -45,9 +40,7 @@ from libc.string cimport memcpy, memset
 
 from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
                     trcon_upper, trsm_right_upper)
-from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_on, sf_gemm_nn512,
-                        sf_gemm_tn512, sf_rows_fn, symm_product_prep, symm_panels_count,
-                        ROWS_DIAG, ROWS_ALL)
+from _symm_par cimport symm_product, sf_skinny_on, sf_gemm_nn512, sf_gemm_tn512
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK, bad_field, is_real
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
 
@@ -89,14 +82,7 @@ ctypedef struct TopKWork:
     EigWork eig
     EigWork eig_rr   # the Rayleigh-Ritz problems' (order <= q; dsyevd first)
     bint skinny      # the tall-skinny products by _skinny.h's kernels (else dgemm)
-    sf_pool *pool    # threads for the S products (NULL: the caller's alone; _symm_par.pxd)
-    sf_par_stat products_par   # what they cost inline and on the pool
-    sf_rows_fn prep  # an update of S pending for the next solve (NULL: none)
-    void *prep_ctx
-    sf_par_stat *prep_par  # the timings of the first products that take it
-                           # (about twice a plain product: not products_par,
-                           # whose pool-or-inline choice they would skew)
-    int *ready       # the fused first product's panel flags
+    int threads      # OpenMP threads for the S products (_symm_par.pxd)
 
 
 cdef enum:
@@ -158,8 +144,8 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.tau = <double *> malloc(<size_t> q * sizeof(double))
     w.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
     w.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
-    w.ready = <int *> malloc(<size_t> symm_panels_count(n) * sizeof(int))
-    if (w.ready == NULL or w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL
+    w.threads = 1
+    if (w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL
             or w.Y == NULL or w.theta == NULL or w.w == NULL or w.R == NULL or w.P == NULL or w.SP == NULL
             or w.tau == NULL or w.Sx == NULL or w.Zx == NULL):
         return ERR_NOMEM
@@ -183,7 +169,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
 cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
     free(w.bas); free(w.sbas); free(w.tmp); free(w.G); free(w.Y); free(w.theta)
     free(w.w); free(w.R); free(w.P); free(w.SP); free(w.tau); free(w.Sx); free(w.Zx)
-    free(w.work); free(w.iwork); free(w.ready)
+    free(w.work); free(w.iwork)
     eig_work_free(&w.eig)
     eig_work_free(&w.eig_rr)
     memset(w, 0, sizeof(TopKWork))
@@ -468,12 +454,6 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     cdef double *bas = w.bas
     cdef double *sbas = w.sbas
     cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin, unit, tol_u
-    cdef sf_rows_fn prep = w.prep
-    w.prep = NULL
-    # a pending update: its diagonal now (the unit below reads it), the rest
-    # inside the first product
-    if prep != NULL:
-        prep(w.prep_ctx, 0, n, ROWS_DIAG)
     # the iteration runs on unit * S: S products, Ritz values, gaps and the
     # tolerance all carry the factor
     unit = krylov_unit(n, S)
@@ -483,10 +463,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     # from a Householder QR and Y from the eigen-solver, so no
     # re-orthonormalisation.
     memcpy(bas, V, <size_t> n * b * sizeof(double))
-    # (prep NULL: the plain product, as symm_product)
-    symm_product_prep(w.pool, w.prep_par if prep != NULL and w.prep_par != NULL
-                      else &w.products_par, n, b, unit, S, bas, sbas, sf_skinny_on(), prep,
-                      w.prep_ctx, w.ready)
+    symm_product(w.threads, n, b, unit, S, bas, sbas)
     st.products += 1
     # an eigen-solver failure on the small problems below is no reason to fail
     # the solve: it goes to the exact solve instead (maxiter = 0)
@@ -533,7 +510,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
                 est = INFINITY
                 break
             trsm_right_upper(n, b, w.R, m, sbas, n)
-        symm_product(w.pool, &w.products_par, n, b, unit, S, bas + b * n, sbas + b * n)
+        symm_product(w.threads, n, b, unit, S, bas + b * n, sbas + b * n)
         st.products += 1
         if m > b2:
             # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned
@@ -592,16 +569,8 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
 
 cdef inline bint topk_will_krylov(const TopKWork *w, const TopKState *st,
                                   bint krylov) noexcept nogil:
-    # whether topk_solve(..., krylov) runs a Krylov solve (the pending update
-    # then goes into its first product)
+    # whether topk_solve(..., krylov) runs a Krylov solve
     return krylov and 2 * w.b <= w.n and st.skip <= 0
-
-
-cdef inline void topk_apply_prep(TopKWork *w) noexcept nogil:
-    # the pending update of S, applied now (a solve that does not fuse it)
-    if w.prep != NULL:
-        w.prep(w.prep_ctx, 0, w.n, ROWS_ALL)
-        w.prep = NULL
 
 
 cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *st,
@@ -609,12 +578,10 @@ cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *s
                            bint krylov) noexcept nogil:
     # The next block for S: exact (krylov False, or while the back-off lasts) or
     # warm-started from V with gap tolerance tol. Returns OK (a solve whose
-    # eigenproblems all failed keeps V and counts in st.kept). A pending
-    # update (w.prep) is applied whichever way the solve goes.
+    # eigenproblems all failed keeps V and counts in st.kept).
     st.tol = tol
     if topk_will_krylov(w, st, krylov):
         return topk_krylov(w, S, V, st, tol, hint, seed)
-    topk_apply_prep(w)
     if krylov and 2 * w.b <= w.n:
         # the back-off after Krylov failed (st.skip > 0); otherwise exact by
         # request, or 2b > n: the block and its residual directions do not fit
