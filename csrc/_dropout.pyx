@@ -18,12 +18,18 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, quad_rows, syr_upper
+from _blas cimport blas_int
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_solve,
-                    leader_flush, leader_gain, leader_dense_hint)
+                    leader_flush, leader_gain, leader_dense_hint, rank_one_rows,
+                    rows_dot_plain)
+from _symm_par cimport symm_product
+
+cdef extern from "_dense.h" nogil:
+    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
+                       const double *N)
 
 from streamfit._kernels._common import check_struct
 
@@ -111,20 +117,22 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
         # stream of draws is the same for every p
         keep = random_standard_uniform(c.rng) < c.p
         if c.kind == INSTANCE_DENSE:
-            g = quad_rows(n, k, x, c.V, c.w.tmp)
+            # tr(V_k^T X V_k) by the panelled product (no BLAS, see _topk.pxd)
+            symm_product(1, n, k, 1.0, x, c.V, c.w.tmp)
+            g = rows_dot_plain(n, k, c.w.tmp, c.V)
             for i in range(n):
-                axpy(<blas_int> (i + 1), 1.0, x + i * n, c.C + i * n)
+                sf_row_update(i + 1, c.C + i * n, 0.0, NULL, 1.0, x + i * n)
                 if keep:
-                    axpy(<blas_int> (i + 1), 1.0, x + i * n, c.S + i * n)
+                    sf_row_update(i + 1, c.S + i * n, 0.0, NULL, 1.0, x + i * n)
             hint = leader_dense_hint(n, x)
         else:
             g = leader_gain(n, k, c.V, x, c.row)
             if keep:
-                syr_upper(n, 1.0, x, c.S, n)
+                rank_one_rows(n, 1.0, x, c.S)
             memcpy(c.rows + c.st.pending * n, x, n * sizeof(double))
             c.st.pending += 1
             if c.st.pending == c.nrows:
-                leader_flush(n, &c.st.pending, c.rows, c.C)
+                leader_flush(1, n, &c.st.pending, c.rows, c.C)
             hint = x
         c.st.gain += g
         if scale[t] > c.st.scale:

@@ -22,7 +22,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, rows_dot, syr_upper
+from _blas cimport blas_int
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
 from _goe cimport goe_row
@@ -30,12 +30,14 @@ from _goe cimport goe_row
 cdef extern from "_dense.h" nogil:
     void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
                        const double *N)
+    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
 from cython.parallel cimport prange
 
 from _symm_par cimport symm_product, par_threads, sf_skinny_ok
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
+                    rank_one_rows, rows_dot_plain,
                     orth_new)
 
 from streamfit._kernels._common import check_struct
@@ -244,12 +246,12 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     if c.C == NULL:
         return
     if c.noise == NOISE_INDEPENDENT:
-        syr_upper(c.n, 1.0, x, c.C, c.n)
+        rank_one_rows(c.n, 1.0, x, c.C)
         return
     memcpy(c.rows + c.st.pending * c.n, x, c.n * sizeof(double))
     c.st.pending += 1
     if c.st.pending == c.nrows:
-        leader_flush(c.n, &c.st.pending, c.rows, c.C)
+        leader_flush(c.threads, c.n, &c.st.pending, c.rows, c.C)
 
 
 cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
@@ -261,7 +263,7 @@ cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
 cdef inline double dense_gain(Ctx *c, const double *x) noexcept nogil:
     # tr(V_k^T X V_k): X V_k by the panelled product, then the k dot products
     symm_product(c.threads, c.n, c.k, 1.0, x, c.V, c.w.tmp)
-    return rows_dot(c.n, c.k, c.w.tmp, c.V)
+    return rows_dot_plain(c.n, c.k, c.w.tmp, c.V)
 
 
 # --- the noise ----------------------------------------------------------------------
@@ -301,11 +303,11 @@ cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
         if a > 0.0:
             for i in range(n):
                 goe_row(c.rng, i, 1.0, c.row)
-                axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
+                sf_axpy(i + 1, a, c.row, c.S + i * n)
         elif a < 0.0:
             # a smaller sigma set mid-stream: shrink the walk so far,
             # S = C + (s_new / s) (S - C); no increment can lower a variance
-            leader_flush(c.n, &c.st.pending, c.rows, c.C)
+            leader_flush(c.threads, c.n, &c.st.pending, c.rows, c.C)
             a = s_new / c.st.s
             for i in range(n):
                 for j in range(i + 1):

@@ -15,8 +15,9 @@
 # threads, and under any load. No BLAS runs inside the parallel region:
 # OpenBLAS keeps whatever thread count the caller gave it.
 from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free
 
-from _blas cimport blas_int, gemm, symm_upper_ld
+from _blas cimport blas_int, gemm, symm_upper_ld, syrk_upper
 
 cdef extern from "_skinny.h" nogil:
     int sf_skinny_ok()
@@ -101,3 +102,50 @@ cdef inline void symm_product(int threads, blas_int n, blas_int m, double alpha,
     else:
         for task in prange(panels, schedule="dynamic", chunksize=1, num_threads=threads):
             symm_panel(&sp, task)
+
+
+cdef inline void syrk_panel(Py_ssize_t n, Py_ssize_t p, const double *Z, double *C,
+                            double *Bt, int task) noexcept nogil:
+    # Panel `task` of C += Z Z^T (see syrk_product): columns i0..i1 of C's
+    # column-major upper triangle. Bt (p x width) takes the panel's rows of
+    # Z, transposed, so that both products are _skinny.h's nn kernel.
+    cdef Py_ssize_t i0 = <Py_ssize_t> task * SYMM_PANEL_ROWS
+    cdef Py_ssize_t i1 = i0 + SYMM_PANEL_ROWS if i0 + SYMM_PANEL_ROWS < n else n
+    cdef Py_ssize_t w = i1 - i0, t, j
+    for t in range(p):
+        for j in range(w):
+            Bt[t + j * p] = Z[i0 + j + t * n]
+    if i0 > 0:
+        # the rectangle above the diagonal block: C[0:i0, I] += Z[0:i0] Bt
+        sf_gemm_nn512(i0, w, p, 1.0, Z, n, Bt, p, C + i0 * n, n)
+    for j in range(w):
+        # the diagonal block's column j, rows i0..i0 + j
+        sf_gemm_nn512(j + 1, 1, p, 1.0, Z + i0, n, Bt + j * p, p, C + (i0 + j) * n + i0, n)
+
+
+cdef inline void syrk_product(int threads, Py_ssize_t n, Py_ssize_t p, const double *Z,
+                              double *C) noexcept nogil:
+    # C (n x n, column-major upper triangle: the row-major lower one) += Z Z^T
+    # for the column-major n x p Z (a C-order (p, n) block of rows), in the
+    # symmetric product's fixed panels (the same sums on any thread count),
+    # by _skinny.h's kernels: no BLAS, whose threads OpenBLAS would start
+    # even for this (at n = 400, p = 64: 30x one thread's time on two).
+    cdef int panels = (n + SYMM_PANEL_ROWS - 1) // SYMM_PANEL_ROWS, task
+    cdef double *Bt
+    if p == 0:
+        return
+    if not sf_skinny_on():
+        syrk_upper(<blas_int> n, <blas_int> p, 1.0, Z, 1.0, C)
+        return
+    Bt = <double *> malloc(<size_t> panels * p * SYMM_PANEL_ROWS * sizeof(double))
+    if Bt == NULL:
+        syrk_upper(<blas_int> n, <blas_int> p, 1.0, Z, 1.0, C)   # (no room: BLAS's)
+        return
+    threads = par_threads(threads, n)
+    if threads == 1:
+        for task in range(panels):
+            syrk_panel(n, p, Z, C, Bt + <Py_ssize_t> task * p * SYMM_PANEL_ROWS, task)
+    else:
+        for task in prange(panels, schedule="dynamic", chunksize=1, num_threads=threads):
+            syrk_panel(n, p, Z, C, Bt + <Py_ssize_t> task * p * SYMM_PANEL_ROWS, task)
+    free(Bt)
