@@ -31,15 +31,15 @@ cdef extern from "_skinny.h" nogil:
     int sf_skinny_ok()
     int sf_skinny_on()
     int sf_skinny_blas_only
-    void sf_gemm_tn512(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                       const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                       double *C, Py_ssize_t ldc)
-    void sf_gemm_nn512(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                       const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                       double *C, Py_ssize_t ldc)
-    void sf_symm_diag512(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
-                         Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
-                         Py_ssize_t ldc)
+    void sf_gemm_tn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
+                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
+                    double *C, Py_ssize_t ldc)
+    void sf_gemm_nn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
+                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
+                    double *C, Py_ssize_t ldc)
+    void sf_symm_diag(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
+                      Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
+                      Py_ssize_t ldc)
 
 cdef extern from "_par.h" nogil:
     ctypedef struct sf_pool:
@@ -103,22 +103,22 @@ cdef inline void symm_panel(void *ctx, int task) noexcept nogil:
     cdef blas_int n = sp.n, i0 = task * sp.width
     cdef blas_int i1 = i0 + sp.width if i0 + sp.width < n else n
     if sp.skinny:
-        sf_symm_diag512(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
-                        n, sp.C + i0, n)
+        sf_symm_diag(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
+                     n, sp.C + i0, n)
     else:
         symm_upper_ld(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
                       n, 0.0, sp.C + i0, n)
     if i0 > 0:
         if sp.skinny:
-            sf_gemm_tn512(i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
-                          sp.B, n, sp.C + i0, n)
+            sf_gemm_tn(i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
+                       sp.B, n, sp.C + i0, n)
         else:
             gemm(b'T', b'N', i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
                  sp.B, n, 1.0, sp.C + i0, n)
     if i1 < n:
         if sp.skinny:
-            sf_gemm_nn512(i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
-                          n, sp.B + i1, n, sp.C + i0, n)
+            sf_gemm_nn(i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
+                       n, sp.B + i1, n, sp.C + i0, n)
         else:
             gemm(b'N', b'N', i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
                  n, sp.B + i1, n, 1.0, sp.C + i0, n)

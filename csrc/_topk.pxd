@@ -45,8 +45,8 @@ from libc.string cimport memcpy, memset
 
 from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
                     trcon_upper, trsm_right_upper)
-from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_on, sf_gemm_nn512,
-                        sf_gemm_tn512, sf_rows_fn, symm_product_prep, symm_panels_count,
+from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_on, sf_gemm_nn,
+                        sf_gemm_tn, sf_rows_fn, symm_product_prep, symm_panels_count,
                         ROWS_DIAG, ROWS_ALL)
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK, bad_field, is_real
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
@@ -205,9 +205,9 @@ cdef inline void mul(bint skinny, bint trans_a, int r, int m, int k, double alph
         for j in range(m):
             memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
     if trans_a:
-        sf_gemm_tn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+        sf_gemm_tn(r, m, k, alpha, A, lda, B, ldb, C, ldc)
     else:
-        sf_gemm_nn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+        sf_gemm_nn(r, m, k, alpha, A, lda, B, ldb, C, ldc)
 
 
 cdef inline void mul_nn(bint skinny, int r, int m, int k, double alpha, const double *A,
