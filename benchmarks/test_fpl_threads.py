@@ -252,11 +252,11 @@ def test_krylov_product_panels_against_dsymm(benchmark, timed, publish_table):
     rounding."""
     from scipy.linalg.blas import dsymm
 
-    from streamfit._kernels import _pca
+    from streamfit._kernels import _simd
     cfg = PRODUCT["timed" if timed else "smoke"]
     calls, rounds = cfg["calls"], cfg["rounds"]
-    lines = [f"n | panels ms | dsymm ms | dsymm / panels (AVX-512 kernels: "
-             f"{_pca._skinny_kernels()})", "---|---|---|---"]
+    lines = [f"n | panels ms | dsymm ms | dsymm / panels (SIMD paths: "
+             f"{_simd.paths()})", "---|---|---|---"]
     ratios, last = {}, None
 
     def run():

@@ -33,7 +33,7 @@ cdef extern from "_dense.h" nogil:
     void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
 from cython.parallel cimport prange
 
-from _symm_par cimport symm_product, par_threads, sf_skinny_ok
+from _symm_par cimport symm_product, par_threads
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
@@ -584,12 +584,6 @@ def run(X, const double[::1] scale, const double[::1] frob,
         teardown(&c)
 
 
-def _skinny_kernels():
-    """Test entry: whether the panels' off-diagonal products run in
-    _skinny.h's AVX-512 kernels on this CPU (else dgemm)."""
-    return bool(sf_skinny_ok())
-
-
 def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads):
     """Test entry: the Krylov product S @ B[j] for the (m, n) rows of B, S's
     row-major lower triangle being the valid one, through the panels on
@@ -605,27 +599,22 @@ def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads):
     return out
 
 
-def _orth_new(const double[:, ::1] V, const double[:, ::1] X, skinny=None):
+def _orth_new(const double[:, ::1] V, const double[:, ::1] X):
     """Test entry: the Krylov solver's block Gram-Schmidt step (_topk.pxd's
     orth_new) on the (b, n) orthonormal rows V and (r, n) new rows X,
     r <= 2b. Returns (ok, Q, R): Q the (b + r, n) rows [V, X made orthonormal
     and orthogonal to V], R the (b + r, b + r) coefficients with X = R[:, b:]^T
     [V; Q_new] read column-major (X[j] = sum_i R[b + j, i] Q[i]); ok False
-    where the step asks for the whole QR instead. skinny as for
-    _symm_product."""
+    where the step asks for the whole QR instead."""
     cdef int b = V.shape[0], n = V.shape[1], r = X.shape[0], m = b + r
     cdef TopKWork w
     cdef bint ok
     if X.shape[1] != n or r < 1 or r > 2 * b or 3 * b > n:
         raise ValueError("V must be (b, n), X (r, n), 1 <= r <= 2b, 3b <= n")
-    if skinny and not sf_skinny_ok():
-        raise ValueError("skinny=True needs a CPU with AVX-512")
     if topk_work_init(&w, n, b, b, 1) != OK:
         topk_work_free(&w)
         raise MemoryError()
     try:
-        if skinny is not None:
-            w.skinny = skinny
         memcpy(w.bas, &V[0, 0], <size_t> n * b * sizeof(double))
         memcpy(w.bas + <Py_ssize_t> n * b, &X[0, 0], <size_t> n * r * sizeof(double))
         ok = orth_new(&w, m)

@@ -17,20 +17,19 @@
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
 
-from _blas cimport blas_int, gemm, symm_upper_ld, syrk_upper
+from _blas cimport blas_int, syrk_upper
 
 cdef extern from "_skinny.h" nogil:
     int sf_skinny_ok()
-    int sf_skinny_on()
-    void sf_gemm_tn512(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                       const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                       double *C, Py_ssize_t ldc)
-    void sf_gemm_nn512(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                       const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                       double *C, Py_ssize_t ldc)
-    void sf_symm_diag512(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
-                         Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
-                         Py_ssize_t ldc)
+    void sf_gemm_tn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
+                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
+                    double *C, Py_ssize_t ldc)
+    void sf_gemm_nn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
+                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
+                    double *C, Py_ssize_t ldc)
+    void sf_symm_diag(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
+                      Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
+                      Py_ssize_t ldc)
 
 cdef enum:
     # rows per panel: 8 panels at n = 1000, enough for two threads to balance
@@ -43,7 +42,6 @@ cdef enum:
 
 cdef struct SymmPanels:
     blas_int n, m, width
-    bint skinny          # the products by _skinny.h's kernels
     double alpha
     const double *A
     const double *B
@@ -58,26 +56,14 @@ cdef inline int par_threads(int threads, Py_ssize_t n) noexcept nogil:
 cdef inline void symm_panel(const SymmPanels *sp, int task) noexcept nogil:
     cdef blas_int n = sp.n, i0 = task * sp.width
     cdef blas_int i1 = i0 + sp.width if i0 + sp.width < n else n
-    if sp.skinny:
-        sf_symm_diag512(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
-                        n, sp.C + i0, n)
-    else:
-        symm_upper_ld(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
-                      n, 0.0, sp.C + i0, n)
+    sf_symm_diag(i1 - i0, sp.m, sp.alpha, sp.A + <Py_ssize_t> i0 * n + i0, n, sp.B + i0,
+                 n, sp.C + i0, n)
     if i0 > 0:
-        if sp.skinny:
-            sf_gemm_tn512(i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
-                          sp.B, n, sp.C + i0, n)
-        else:
-            gemm(b'T', b'N', i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
-                 sp.B, n, 1.0, sp.C + i0, n)
+        sf_gemm_tn(i1 - i0, sp.m, i0, sp.alpha, sp.A + <Py_ssize_t> i0 * n, n,
+                   sp.B, n, sp.C + i0, n)
     if i1 < n:
-        if sp.skinny:
-            sf_gemm_nn512(i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
-                          n, sp.B + i1, n, sp.C + i0, n)
-        else:
-            gemm(b'N', b'N', i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
-                 n, sp.B + i1, n, 1.0, sp.C + i0, n)
+        sf_gemm_nn(i1 - i0, sp.m, n - i1, sp.alpha, sp.A + <Py_ssize_t> i1 * n + i0,
+                   n, sp.B + i1, n, sp.C + i0, n)
 
 
 cdef inline void symm_product(int threads, blas_int n, blas_int m, double alpha,
@@ -91,7 +77,6 @@ cdef inline void symm_product(int threads, blas_int n, blas_int m, double alpha,
     sp.m = m
     sp.width = SYMM_PANEL_ROWS
     sp.alpha = alpha
-    sp.skinny = sf_skinny_on()
     sp.A = A
     sp.B = B
     sp.C = C
@@ -117,10 +102,10 @@ cdef inline void syrk_panel(Py_ssize_t n, Py_ssize_t p, const double *Z, double 
             Bt[t + j * p] = Z[i0 + j + t * n]
     if i0 > 0:
         # the rectangle above the diagonal block: C[0:i0, I] += Z[0:i0] Bt
-        sf_gemm_nn512(i0, w, p, 1.0, Z, n, Bt, p, C + i0 * n, n)
+        sf_gemm_nn(i0, w, p, 1.0, Z, n, Bt, p, C + i0 * n, n)
     for j in range(w):
         # the diagonal block's column j, rows i0..i0 + j
-        sf_gemm_nn512(j + 1, 1, p, 1.0, Z + i0, n, Bt + j * p, p, C + (i0 + j) * n + i0, n)
+        sf_gemm_nn(j + 1, 1, p, 1.0, Z + i0, n, Bt + j * p, p, C + (i0 + j) * n + i0, n)
 
 
 cdef inline void syrk_product(int threads, Py_ssize_t n, Py_ssize_t p, const double *Z,
@@ -133,9 +118,6 @@ cdef inline void syrk_product(int threads, Py_ssize_t n, Py_ssize_t p, const dou
     cdef int panels = (n + SYMM_PANEL_ROWS - 1) // SYMM_PANEL_ROWS, task
     cdef double *Bt
     if p == 0:
-        return
-    if not sf_skinny_on():
-        syrk_upper(<blas_int> n, <blas_int> p, 1.0, Z, 1.0, C)
         return
     Bt = <double *> malloc(<size_t> panels * p * SYMM_PANEL_ROWS * sizeof(double))
     if Bt == NULL:

@@ -27,8 +27,8 @@
 # iteration. The basis is made orthonormal by two passes of block
 # Gram-Schmidt against V (already orthonormal) and a Householder QR of the
 # new columns alone, checked, with a Householder QR of the whole basis where
-# the check fails; its small products run in _skinny.h's kernels where the
-# CPU has AVX-512. Without convergence after `maxiter` iterations the solve goes to
+# the check fails; its small products run in _skinny.h's kernels (AVX-512
+# where the CPU has it, else the portable ones). Without convergence after `maxiter` iterations the solve goes to
 # LAPACK, and so do the next solves for a while (a back-off that doubles while
 # Krylov keeps failing). Every eigenproblem (the small Rayleigh-Ritz one, the
 # exact one) goes through _eigen.pxd's chain, which does not fail on finite
@@ -39,7 +39,7 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
 from _blas cimport blas_int, gemm, geqrf, orgqr, trcon_upper
-from _symm_par cimport symm_product, syrk_product, sf_skinny_on, sf_gemm_nn512, sf_gemm_tn512
+from _symm_par cimport symm_product, syrk_product, sf_gemm_nn, sf_gemm_tn
 
 cdef extern from "_dense.h" nogil:
     double sf_dot(Py_ssize_t n, const double *x, const double *w)
@@ -88,7 +88,6 @@ ctypedef struct TopKWork:
     blas_int liwork
     EigWork eig
     EigWork eig_rr   # the Rayleigh-Ritz problems' (order <= q; dsyevd first)
-    bint skinny      # the tall-skinny products by _skinny.h's kernels (else dgemm)
     int threads      # OpenMP threads for the S products (_symm_par.pxd)
 
 
@@ -137,7 +136,6 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.q = q
     w.maxiter = maxiter
     w.first = EIG_EVR
-    w.skinny = sf_skinny_on()
     w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
@@ -185,37 +183,34 @@ cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
     memset(w, 0, sizeof(TopKWork))
 
 
-cdef inline void mul(bint skinny, bint trans_a, int r, int m, int k, double alpha,
+cdef inline void mul(bint trans_a, int r, int m, int k, double alpha,
                      const double *A, int lda, const double *B, int ldb, double beta,
                      double *C, int ldc) noexcept nogil:
     # C (r x m) = alpha op(A) B + beta C, beta 0 or 1, column-major: the basis
     # (n rows) times a small matrix (op(A) = A), or basis columns against
-    # basis columns (op(A) = A^T, A k x r, k = n). By _skinny.h's kernels
-    # where the CPU has AVX-512: dgemm runs these n x ~15 x ~30 shapes at a
-    # fifth of a core's rate (they were ~20% of a trial at n = 1000).
+    # basis columns (op(A) = A^T, A k x r, k = n). By _skinny.h's kernels:
+    # dgemm runs these n x ~15 x ~30 shapes at a fifth of a core's rate (they
+    # were ~20% of a trial at n = 1000), and starts its threads for them.
     cdef int j
-    if not skinny:
-        gemm(b'T' if trans_a else b'N', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
-        return
     if beta == 0.0:
         for j in range(m):
             memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
     if trans_a:
-        sf_gemm_tn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+        sf_gemm_tn(r, m, k, alpha, A, lda, B, ldb, C, ldc)
     else:
-        sf_gemm_nn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+        sf_gemm_nn(r, m, k, alpha, A, lda, B, ldb, C, ldc)
 
 
-cdef inline void mul_nn(bint skinny, int r, int m, int k, double alpha, const double *A,
+cdef inline void mul_nn(int r, int m, int k, double alpha, const double *A,
                         int lda, const double *B, int ldb, double beta, double *C,
                         int ldc) noexcept nogil:
-    mul(skinny, False, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    mul(False, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
-cdef inline void mul_tn(bint skinny, int r, int m, int k, double alpha, const double *A,
+cdef inline void mul_tn(int r, int m, int k, double alpha, const double *A,
                         int lda, const double *B, int ldb, double beta, double *C,
                         int ldc) noexcept nogil:
-    mul(skinny, True, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    mul(True, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
 cdef inline double pow2_inverse(double m) noexcept nogil:
@@ -326,10 +321,10 @@ cdef inline void rotate_one(TopKWork *w, int m, double *A, double *step) noexcep
     cdef int n = w.n, b = w.b
     cdef double beta = 0.0
     if m > b:
-        mul_nn(w.skinny, n, b, m - b, 1.0, A + <Py_ssize_t> b * n, n, w.Y + b, m, 0.0, step, n)
+        mul_nn(n, b, m - b, 1.0, A + <Py_ssize_t> b * n, n, w.Y + b, m, 0.0, step, n)
         memcpy(w.tmp, step, <size_t> n * b * sizeof(double))
         beta = 1.0
-    mul_nn(w.skinny, n, b, b, 1.0, A, n, w.Y, m, beta, w.tmp, n)
+    mul_nn(n, b, b, 1.0, A, n, w.Y, m, beta, w.tmp, n)
     memcpy(A, w.tmp, <size_t> n * b * sizeof(double))
 
 
@@ -350,7 +345,7 @@ cdef inline int rayleigh_ritz(TopKWork *w, TopKState *st, int m) noexcept nogil:
     j0 = 0
     while j0 < m:
         jb = w.b if j0 + w.b <= m else m - j0
-        mul_tn(w.skinny, j0 + jb, jb, w.n, 1.0, w.bas, w.n, w.sbas + <Py_ssize_t> j0 * w.n,
+        mul_tn(j0 + jb, jb, w.n, 1.0, w.bas, w.n, w.sbas + <Py_ssize_t> j0 * w.n,
                w.n, 0.0, w.G + j0 * m, m)
         j0 += jb
     # the small problem by dsyevd, whole: at m = 2b..3b it beats dsyevr's
@@ -460,7 +455,7 @@ cdef inline bint chol_qr_pass(TopKWork *w, double *X, int r, double *R, bint che
     cdef int n = w.n, i, j
     cdef double *G = w.qs
     cdef double *Ri = w.qs + 8 * w.b * w.b
-    mul_tn(w.skinny, r, r, n, 1.0, X, n, X, n, 0.0, G, r)
+    mul_tn(r, r, n, 1.0, X, n, X, n, 0.0, G, r)
     if check:
         for j in range(r):
             for i in range(j + 1):
@@ -469,7 +464,7 @@ cdef inline bint chol_qr_pass(TopKWork *w, double *X, int r, double *R, bint che
     if not chol_upper(r, G, R):
         return False
     inv_upper(r, R, Ri)
-    mul_nn(w.skinny, n, r, r, 1.0, X, n, Ri, r, 0.0, w.qx, n)
+    mul_nn(n, r, r, 1.0, X, n, Ri, r, 0.0, w.qx, n)
     memcpy(X, w.qx, <size_t> n * r * sizeof(double))
     return True
 
@@ -532,10 +527,10 @@ cdef inline bint orth_new(TopKWork *w, int m) noexcept nogil:
     memset(w.R, 0, <size_t> m * m * sizeof(double))
     for j in range(b):
         w.R[j * m + j] = 1.0
-    mul_tn(w.skinny, b, r, n, 1.0, w.bas, n, X, n, 0.0, C, m)
-    mul_nn(w.skinny, n, r, b, -1.0, w.bas, n, C, m, 1.0, X, n)
-    mul_tn(w.skinny, b, r, n, 1.0, w.bas, n, X, n, 0.0, w.G, b)
-    mul_nn(w.skinny, n, r, b, -1.0, w.bas, n, w.G, b, 1.0, X, n)
+    mul_tn(b, r, n, 1.0, w.bas, n, X, n, 0.0, C, m)
+    mul_nn(n, r, b, -1.0, w.bas, n, C, m, 1.0, X, n)
+    mul_tn(b, r, n, 1.0, w.bas, n, X, n, 0.0, w.G, b)
+    mul_nn(n, r, b, -1.0, w.bas, n, w.G, b, 1.0, X, n)
     for j in range(r):
         for i in range(b):
             C[j * m + i] += w.G[j * b + i]
@@ -554,7 +549,7 @@ cdef inline bint orth_new(TopKWork *w, int m) noexcept nogil:
     # does not: a random walk, ~1e-13 after 20,000 solves at n = 400) until
     # the check sends it to a whole QR (back to ~1e-15). Written so that a
     # NaN fails it.
-    mul_tn(w.skinny, b, m, n, 1.0, w.bas, n, w.bas, n, 0.0, w.G, b)
+    mul_tn(b, m, n, 1.0, w.bas, n, w.bas, n, 0.0, w.G, b)
     for j in range(m):
         for i in range(b):
             if not (fabs(w.G[j * b + i] - (1.0 if i == j else 0.0)) <= lim):
@@ -640,9 +635,9 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
                 m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
             else:
                 memcpy(sbas + b2 * n, w.SP, <size_t> n * b * sizeof(double))
-                mul_nn(w.skinny, n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
+                mul_nn(n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
                        sbas + b2 * n, n)
-                mul_nn(w.skinny, n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
+                mul_nn(n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
                        sbas + b2 * n, n)
                 solve_upper_right(n, b, w.R + b2 * m + b2, m, sbas + b2 * n, n)
         if rayleigh_ritz(w, st, m) != OK:

@@ -270,21 +270,17 @@ def test_krylov_takes_the_data_direction_when_the_residual_does_not_lead_there()
 
 from streamfit._kernels import _pca as _pca_kernels  # noqa: E402
 
-ORTH_PATHS = [False, True] if _pca_kernels._skinny_kernels() else [False]
-
-
 def _orthonormal_rows(rng, b, n):
     return np.linalg.qr(rng.standard_normal((n, b)))[0].T.copy()
 
 
-@pytest.mark.parametrize("skinny", ORTH_PATHS)
 @pytest.mark.parametrize("n,b,r", [(48, 5, 5), (300, 15, 15), (301, 15, 30), (1000, 15, 30)])
-def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b, r, skinny):
+def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b, r):
     rng = np.random.default_rng(n + r)
     V = _orthonormal_rows(rng, b, n)
     # new directions with a large part along V (the previous step P has one)
     X = rng.standard_normal((r, n)) + 30 * rng.standard_normal((r, b)) @ V
-    ok, Q, R = _pca_kernels._orth_new(V, X, skinny=skinny)
+    ok, Q, R = _pca_kernels._orth_new(V, X)
     assert ok
     m = b + r
     eps = np.finfo(float).eps
@@ -297,8 +293,7 @@ def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b
     np.testing.assert_allclose(Rc[:, b:].T @ Q, X, atol=1e-12 * np.abs(X).max())
 
 
-@pytest.mark.parametrize("skinny", ORTH_PATHS)
-def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr(skinny):
+def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr():
     # Two new directions equal up to a part along V: after the projections
     # they differ by rounding noise, and the QR's second column is arbitrary,
     # not orthogonal to V. The step must say so (the solver then runs the
@@ -309,24 +304,23 @@ def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr(skinny):
     u = rng.standard_normal(n)
     u -= V.T @ (V @ u)
     X = np.stack([u, u + V.T @ rng.standard_normal(b)])
-    ok, Q, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+    ok, Q, _ = _pca_kernels._orth_new(V, X)
     assert not ok
     # and V itself a little off orthonormal (more than ~1000 ulps): also refused
     W = V.copy()
     W[0] *= 1 + 1e-12
-    ok, _, _ = _pca_kernels._orth_new(W, rng.standard_normal((b, n)), skinny=skinny)
+    ok, _, _ = _pca_kernels._orth_new(W, rng.standard_normal((b, n)))
     assert not ok
-    ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)), skinny=skinny)
+    ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)))
     assert ok
     # non-finite new directions: refused (a NaN must not pass the check)
     X = rng.standard_normal((b, n))
     X[1, 3] = np.inf
-    ok, _, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+    ok, _, _ = _pca_kernels._orth_new(V, X)
     assert not ok
 
 
-@pytest.mark.parametrize("skinny", ORTH_PATHS)
-def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit(skinny):
+def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit():
     # New directions in span(V) up to parts at 3e-18 along other axes: the
     # projections leave little but rounding, and a basis accepted from them
     # must still be orthonormal to 2^-43 (found in review: a looser limit for
@@ -339,7 +333,7 @@ def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit(ski
     E[np.arange(b), b + rng.choice(n - b, b, replace=False)] = 1.0
     for scale in (3e-18, 1e-16, 1e-14):
         X = 10 * rng.standard_normal((b, b)) @ V + scale * E
-        ok, Q, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+        ok, Q, _ = _pca_kernels._orth_new(V, X)
         if ok:
             assert np.abs(Q @ Q.T - np.eye(2 * b)).max() <= 2.0 ** -43 * 1.01, scale
 
