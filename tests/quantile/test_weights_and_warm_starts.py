@@ -3,6 +3,7 @@ intercept_init, StatisticalSchedule(start="phase2")) of the online regressors.
 The reference implementation checks both against NumPy in every mode
 (test_reference.py); here: what they mean, and what is refused."""
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -184,7 +185,8 @@ def test_a_warm_start_is_for_a_fresh_fit_only():
     with pytest.raises(ValueError, match="coef_init and intercept_init start a fresh fit"):
         est.partial_fit(X[200:], y[200:], coef_init=np.zeros(5))
     assert learnt(est) == before
-    est.fit(X, y, coef_init=np.zeros(5))        # fit starts afresh: allowed
+    with pytest.warns(UserWarning, match="phase one"):
+        est.fit(X, y, coef_init=np.zeros(5))    # fit starts afresh: allowed
     assert est.n_samples_seen_ == 400
 
 
@@ -249,3 +251,49 @@ def test_t0_beyond_float64_is_refused_naming_it():
     # a huge clock float64 holds is a (tiny) stepsize, not an error
     est.set_params(schedule=StatisticalSchedule(start="phase2", t0=10**300)).fit(X, y)
     assert np.isfinite(est.coef_).all() and 0 < est.schedule_state_["stepsize"] < 1e-290
+
+
+@pytest.mark.parametrize("cls", [OnlineQuantileRegressor, OnlineLeastSquaresRegressor])
+@pytest.mark.parametrize("how", ["fit", "partial_fit", "several taus"])
+def test_a_warm_start_under_the_default_schedule_warns_with_the_fix(cls, how):
+    # the default schedule's phase one would start over from the warm start
+    # (issue 31: 2.3x worse than the offline start at d = 20): the warning
+    # names the call that continues its clock, and points at the caller's line
+    X, y, beta = make_linear_stream(300, 5, random_state=2)
+    if how == "several taus":
+        if cls is OnlineLeastSquaresRegressor:
+            pytest.skip("least squares has no taus")
+        est, call = cls(tau=[0.25, 0.75]), "fit"
+    else:
+        est, call = cls(), how
+    with pytest.warns(UserWarning, match=r"StatisticalSchedule\(start='phase2', t0=n\)") as got:
+        getattr(est, call)(X, y, coef_init=beta)
+    assert got[0].filename == __file__
+    assert est.n_samples_seen_ == 300
+
+
+def test_a_warm_start_that_says_its_schedule_does_not_warn():
+    X, y, beta = make_linear_stream(300, 5, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for schedule in (StatisticalSchedule(start="phase2", t0=1000),
+                         StatisticalSchedule(start="phase1"), ConstantSchedule(1e-3), "constant"):
+            OnlineQuantileRegressor(schedule=schedule).fit(X, y, coef_init=beta)
+        OnlineQuantileRegressor().fit(X, y)                        # no warm start
+        OnlineQuantileRegressor().partial_fit(X[:0], y[:0], coef_init=beta)   # no rows
+
+
+def test_the_warned_fix_keeps_an_offline_start():
+    # the numbers behind the warning (d = 20, an offline start from 20,000
+    # rows, 10,000 further rows, averaged): restarting phase one ends ~2x the
+    # start's error, continuing the clock stays near it
+    X, y, beta = make_linear_stream(30_000, 20, tau=0.5, random_state=0)
+    coef, b = offline_quantile_regression(X[:20_000], y[:20_000], 0.5, fit_intercept=True)
+    start = np.linalg.norm(coef - beta)
+    with pytest.warns(UserWarning, match="phase one"):
+        restarted = OnlineQuantileRegressor(0.5, average=True).fit(
+            X[20_000:], y[20_000:], coef_init=coef, intercept_init=b)
+    fixed = OnlineQuantileRegressor(0.5, average=True, schedule=StatisticalSchedule(
+        start="phase2", t0=20_000)).fit(X[20_000:], y[20_000:], coef_init=coef, intercept_init=b)
+    assert np.linalg.norm(restarted.coef_ - beta) > 1.5 * start
+    assert np.linalg.norm(fixed.coef_ - beta) < 1.2 * start
