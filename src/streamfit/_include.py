@@ -24,22 +24,28 @@ def get_include():
     >>> sorted(p.name for p in pathlib.Path(streamfit.get_include()).glob("_eigen.pxd"))
     ['_eigen.pxd']
 
-    A Cython module using the eigen-solver chain without the GIL::
+    A complete Cython module using the eigen-solver chain without the GIL
+    (the Cython API page of the documentation has it with the GOE draw and
+    the build flags; ``tests/kernels/test_cimport.py`` builds it)::
 
+        import numpy as np
+        from _common cimport OK
         from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
 
         def top(double[:, ::1] A, int m):
-            cdef int n = A.shape[0]
+            cdef int n = A.shape[0], code
             cdef EigWork ws
             w = np.empty(n); Z = np.empty((m, n)); B = np.empty((n, n))
             cdef double[::1] wv = w
-            cdef double[:, ::1] zv = Z, bv = B
+            cdef double[:, ::1] zv = Z
+            cdef double[:, ::1] bv = B
             with nogil:
-                eig_work_init(&ws, n, m, False)
-                code = eig_top(&ws, EIG_EVR, n, &A[0, 0], n, 1.0, m, &wv[0],
-                               &zv[0, 0], n, &bv[0, 0], True)
+                code = eig_work_init(&ws, n, m, False)
+                if code == OK:
+                    code = eig_top(&ws, EIG_EVR, n, &A[0, 0], n, 1.0, m, &wv[0],
+                                   &zv[0, 0], n, &bv[0, 0], True)
                 eig_work_free(&ws)
-            return w[:m], Z
+            return code, w[:m], Z
     """
     here = pathlib.Path(__file__).resolve().parent
     installed = here / "include"

@@ -82,3 +82,52 @@ def test_a_cython_extension_cimports_the_eigen_chain(tmp_path):
     np.testing.assert_allclose(w, np.linalg.eigvalsh(A)[-3:], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.abs(np.einsum("ij,jk,ik->i", Z[:3], A, Z[:3])),
                                np.abs(w), rtol=1e-10)
+
+
+DOCS_EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cython" / "sf_user_ext.pyx"
+
+
+def _numpy_static_libs():
+    """numpy's static npyrandom and npymath, which a module drawing GOE noise
+    (numpy's ziggurat) links."""
+    root = pathlib.Path(np.__file__).parent
+    return [["-L", str(root / "random" / "lib"), "-lnpyrandom"],
+            ["-L", str(pathlib.Path(np.get_include()).parent / "lib"), "-lnpymath"]]
+
+
+@pytest.mark.skipif(not DOCS_EXAMPLE.exists(), reason="docs/ not beside the tests")
+def test_the_documented_cython_example_builds_and_runs(tmp_path):
+    """docs/cython/sf_user_ext.pyx, the Cython API page's complete example,
+    built as the page says: both include paths, numpy's static libraries."""
+    pytest.importorskip("Cython")
+    cc = _compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    include = streamfit.get_include()
+    (tmp_path / "sf_user_ext.pyx").write_text(DOCS_EXAMPLE.read_text())
+    subprocess.run([sys.executable, "-m", "cython", "-3", "-I", include, "-I", np.get_include(),
+                    "--module-name", "sf_user_ext", "sf_user_ext.pyx", "-o", "sf_user_ext.c"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    target = "sf_user_ext" + sysconfig.get_config_var("EXT_SUFFIX")
+    flags = shlex.split(sysconfig.get_config_var("CCSHARED") or "-fPIC")
+    ldshared = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" \
+        else ["-shared"]
+    libs = [arg for pair in _numpy_static_libs() for arg in pair]
+    done = subprocess.run([*cc, *flags, *ldshared, "-O1", "-I", sysconfig.get_paths()["include"],
+                           "-I", np.get_include(), "-I", include, "sf_user_ext.c", "-o", target,
+                           *libs, "-lm"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    spec = importlib.util.spec_from_file_location("sf_user_ext", tmp_path / target)
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((30, 30))
+    A = (A + A.T) / 2
+    code, w, Z = ext.top(A, 2)
+    assert code == 0
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(A)[-2:], rtol=1e-12, atol=1e-12)
+    N = ext.goe(50, 2.0, np.random.default_rng(1))
+    np.testing.assert_array_equal(N, N.T)
+    from streamfit.kernels import goe
+    expected = goe(50, 2.0, random_state=np.random.default_rng(1))
+    np.testing.assert_allclose(N, expected, rtol=0, atol=0)

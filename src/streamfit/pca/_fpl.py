@@ -353,7 +353,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
         k, the rank of the projections played.
     sigma : "auto" or float, default "auto"
         Noise scale. "auto" minimises the paper's final bound with its GOE term
-        corrected (:func:`auto_sigma`: E lambda_1(N) <= sqrt(2) sigma sqrt(n) by
+        corrected (:func:`~streamfit.pca.auto_sigma`: E lambda_1(N) <= sqrt(2) sigma sqrt(n) by
         the Sudakov-Fernique inequality, where the paper has sigma sqrt(n)),
         R <= r sqrt(2 T M / (pi sigma^2)) + sqrt(2) k sqrt(n T sigma^2), scaled to
         the data seen so far: for vector instances sigma^2 = L^2 / (k sqrt(pi n))

@@ -1082,6 +1082,9 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_samples_seen_, n_updates_, cumulative_loss_, schedule_state_, n_features_in_
+
+    Notes
+    -----
     """ + _COMMON_NOTES + """
     Examples
     --------

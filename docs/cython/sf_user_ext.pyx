@@ -1,0 +1,51 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""A second library's extension built on streamfit's Cython API.
+
+Compile it with streamfit.get_include() and numpy.get_include() on both
+Cython's and the C compiler's include paths, and link numpy's static
+npyrandom and npymath libraries (the GOE draw calls numpy's ziggurat);
+tests/kernels/test_cimport.py builds exactly this file.
+"""
+import numpy as np
+
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from numpy.random cimport bitgen_t
+
+from _common cimport OK
+from _eigen cimport EIG_EVR, EigWork, eig_top, eig_work_free, eig_work_init
+from _goe cimport goe_fill
+
+
+def top(double[:, ::1] A, int m):
+    """The m largest eigenpairs of a symmetric matrix (its upper triangle in
+    column-major order, i.e. the row-major lower one, is read), by the LAPACK
+    chain dsyevr -> dsyevd -> dsyev -> Jacobi. Returns (code, values, vectors):
+    code 0 (OK) or a streamfit error code; values ascending, vectors as rows."""
+    cdef int n = A.shape[0], code
+    cdef EigWork ws
+    w = np.empty(n)
+    Z = np.empty((m, n))
+    B = np.empty((n, n))               # the chain's scratch copy of A
+    cdef double[::1] wv = w
+    cdef double[:, ::1] zv = Z
+    cdef double[:, ::1] bv = B
+    with nogil:
+        code = eig_work_init(&ws, n, m, False)
+        if code == OK:
+            code = eig_top(&ws, EIG_EVR, n, &A[0, 0], n, 1.0, m, &wv[0], &zv[0, 0], n,
+                           &bv[0, 0], True)
+        eig_work_free(&ws)             # always, whatever the code
+    return code, w[:m], Z
+
+
+def goe(Py_ssize_t n, double sigma, rng):
+    """A GOE matrix sigma (G + G^T) / 2 drawn from a numpy Generator's bit
+    generator, holding its lock as numpy's own Cython examples do."""
+    out = np.empty((n, n))
+    cdef double[:, ::1] ov = out
+    bit_generator = rng.bit_generator
+    cdef bitgen_t *bitgen = <bitgen_t *> PyCapsule_GetPointer(bit_generator.capsule,
+                                                               "BitGenerator")
+    with bit_generator.lock, nogil:
+        goe_fill(bitgen, n, sigma, &ov[0, 0])
+    return out
