@@ -108,6 +108,8 @@ html_theme_options = {
 }
 html_static_path = []
 html_show_sourcelink = False
+# the page contents list an object's name, not Class.attribute (as scikit-learn)
+toc_object_entries_show_parents = "hide"
 
 
 _ANCHOR = re.compile(r'^<a id="([^"]+)"></a>$', flags=re.M)

@@ -33,7 +33,8 @@ for start in range(0, n, 1_000):                     # the stream, in blocks
     slopes.append(median.conf_int(alpha=0.05)[0])    # the slope's interval
 
 # %%
-# The fan: each line against the true conditional quantile (dashed).
+# Left, the fan: each line against the true conditional quantile (dashed).
+# Right, the median's slope and its 95% interval along the stream.
 grid = np.linspace(0, 1, 101)[:, None]
 lines = fan.predict(grid)                            # (101, 9), sorted per row
 assert (np.diff(lines, axis=1) >= 0).all()
@@ -47,8 +48,6 @@ for j, tau in enumerate(taus):
 left.set(xlabel="x", ylabel="y", title="predict: nine quantiles, one pass")
 left.legend(loc="upper left")
 
-# %%
-# The median's slope and its 95% interval along the stream.
 slopes = np.array(slopes)
 right.fill_between(checkpoints, slopes[:, 0], slopes[:, 1], alpha=0.3, label="95% interval")
 right.axhline(2.0, color="k", ls="--", lw=0.8, label="true slope")
