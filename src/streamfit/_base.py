@@ -105,7 +105,7 @@ class StreamEstimator(BaseEstimator):
     module docstring). Subclasses list in ``_TRANSIENT_ATTRS`` the private
     caches that pickling should drop."""
 
-    _TRANSIENT_ATTRS = ()
+    _TRANSIENT_ATTRS: tuple[str, ...] = ()
 
     def _serialized(self):
         return object_lock(self)

@@ -303,8 +303,8 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                     # (CI saw 'cancelled for reason: unknown' from
                     # future.result()) or marks it lost and waits forever to
                     # recompute it on the dead worker it is pinned to
-                    lost = isinstance(exc, WorkerLost) or lost_with_a_worker(client, [task])
-                    if lost and attempts[i] < ATTEMPTS:
+                    gone = isinstance(exc, WorkerLost) or lost_with_a_worker(client, [task])
+                    if gone and attempts[i] < ATTEMPTS:
                         _cancel(client, [task])
                         todo.append(i)
                         todo.sort(reverse=True)

@@ -88,8 +88,8 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     """The scikit-learn contract, validation, fitting and regret shared by the
     online PCA estimators."""
 
-    _STATE_NAMES = ()
-    _TRANSIENT_ATTRS = ("_regret_cache",)
+    _STATE_NAMES: tuple[str, ...] = ()
+    _TRANSIENT_ATTRS: tuple[str, ...] = ("_regret_cache",)
     _STATE_DTYPE = None         # the kernel's state record (subclasses)
     _FLOAT32_ROWS = False       # the kernel reads float32 rows as they are (FPL)
 
