@@ -16,6 +16,7 @@ import warnings
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 
+import bench_tables  # noqa: E402
 import pxd_reference  # noqa: E402
 
 import streamfit  # noqa: E402
@@ -41,8 +42,8 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/sg_execution_times.rst",
-                    "cython/_generated/*", "auto_examples/*.ipynb", "examples/README.rst",
-                    "examples/GALLERY_HEADER.rst"]
+                    "cython/_generated/*", "benchmarks/_generated/*", "auto_examples/*.ipynb",
+                    "examples/README.rst", "examples/GALLERY_HEADER.rst"]
 language = "en"
 
 # -- references: no network, so no intersphinx; every reference to our own
@@ -102,7 +103,9 @@ html_title = f"streamfit {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "secondary_sidebar_items": ["page-toc"],
+    # the wide pages (tables, long signatures) get the secondary sidebar's room
+    "secondary_sidebar_items": {"**": ["page-toc"], "user_guide/benchmarks": [],
+                                "cython": []},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }
@@ -161,6 +164,7 @@ def _skip_member(app, what, name, obj, skip, options):
 
 def _generate_cython_reference(app):
     pxd_reference.generate(HERE.parent / "csrc", HERE / "cython" / "_generated")
+    bench_tables.generate(HERE / "benchmarks", HERE / "benchmarks" / "_generated")
 
 
 def setup(app):
