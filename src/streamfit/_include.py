@@ -4,7 +4,7 @@ import pathlib
 __all__ = ["get_include"]
 
 
-def get_include():
+def get_include() -> str:
     """The directory holding streamfit's ``.pxd`` declarations (and the C
     headers they need), for Cython extensions that ``cimport`` its nogil
     primitives: the LAPACK eigen-solver chain that cannot fail on a finite

@@ -13,9 +13,14 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import special, stats
 
 from ._validation import check_random_state, check_scalar
+
+# what random_state= takes: None, a seed, a numpy Generator (or BitGenerator,
+# SeedSequence, as numpy.random.default_rng does)
+_Seed = int | np.random.Generator | np.random.BitGenerator | np.random.SeedSequence | None
 
 __all__ = ["make_linear_stream", "noise_mean_abs", "noise_sparsity", "make_spiked_stream",
            "make_ftl_adversary", "make_dense_stream"]
@@ -34,7 +39,7 @@ def _dist(noise, df):
     return stats.t(df) if noise == "t" else stats.norm()
 
 
-def noise_mean_abs(noise="t", df=1.1):
+def noise_mean_abs(noise: str = "t", df: float = 1.1) -> float:
     """E|eps| of the standard noise (before the shift to a zero tau-quantile)."""
     _check_noise(noise, df)
     if noise == "gaussian":
@@ -44,15 +49,18 @@ def noise_mean_abs(noise="t", df=1.1):
                  / (np.sqrt(np.pi) * (df - 1)))
 
 
-def noise_sparsity(tau=0.5, noise="t", df=1.1, noise_scale=1.0):
+def noise_sparsity(tau: float = 0.5, noise: str = "t", df: float = 1.1,
+                   noise_scale: float = 1.0) -> float:
     """1 / f(Q(tau)) of the noise, Koenker's sparsity (the paper's b0)."""
     _check_noise(noise, df)
     dist = _dist(noise, df)
     return float(noise_scale / dist.pdf(dist.ppf(tau)))
 
 
-def make_linear_stream(n_samples, n_features, *, tau=0.5, noise="t", df=1.1, snr=20.0,
-                       noise_scale=1.0, beta=None, random_state=None):
+def make_linear_stream(n_samples: int, n_features: int, *, tau: float = 0.5, noise: str = "t",
+                       df: float = 1.1, snr: float = 20.0, noise_scale: float = 1.0,
+                       beta: ArrayLike | None = None, random_state: _Seed = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Draw (X, y, beta) from the paper's simulation model.
 
     Parameters
@@ -92,26 +100,28 @@ def make_linear_stream(n_samples, n_features, *, tau=0.5, noise="t", df=1.1, snr
     check_scalar(noise_scale, "noise_scale", low=0, low_open=True)
     _check_noise(noise, df)
     rng = check_random_state(random_state)
+    true_beta: np.ndarray
     if beta is None:
         direction = rng.standard_normal(n_features)
         direction /= np.linalg.norm(direction)
-        beta = snr * noise_mean_abs(noise, df) * noise_scale * direction
+        true_beta = snr * noise_mean_abs(noise, df) * noise_scale * direction
     else:
-        beta = np.asarray(beta, dtype=np.float64).copy()
-        if beta.shape != (n_features,):
-            raise ValueError(f"beta must have shape ({n_features},), got {beta.shape}")
+        true_beta = np.asarray(beta, dtype=np.float64).copy()
+        if true_beta.shape != (n_features,):
+            raise ValueError(f"beta must have shape ({n_features},), got {true_beta.shape}")
     X = rng.standard_normal((n_samples, n_features))
     if noise == "t":
         eps = rng.standard_t(df, n_samples)
     else:
         eps = rng.standard_normal(n_samples)
     eps -= _dist(noise, df).ppf(tau)
-    y = X @ beta + noise_scale * eps
-    return X, y, beta
+    y = X @ true_beta + noise_scale * eps
+    return X, y, true_beta
 
 
-def make_spiked_stream(n_trials, n_features, *, n_spikes=10, strength=5.0, normalize=True,
-                       random_state=None):
+def make_spiked_stream(n_trials: int, n_features: int, *, n_spikes: int = 10,
+                       strength: float = 5.0, normalize: bool = True,
+                       random_state: _Seed = None) -> np.ndarray:
     """Rows x_t = U (sqrt(lambda) * z_t) + e_t, with U a random orthonormal
     n x n_spikes basis, spike variances lambda linearly from 2 * strength down to
     strength, z_t ~ N(0, I) and isotropic noise e_t ~ N(0, I_n); by default each
@@ -140,7 +150,7 @@ def make_spiked_stream(n_trials, n_features, *, n_spikes=10, strength=5.0, norma
     return X
 
 
-def make_ftl_adversary(n_trials, n_features, n_components=1):
+def make_ftl_adversary(n_trials: int, n_features: int, n_components: int = 1) -> np.ndarray:
     """A vector sequence on which Follow the Leader gains (almost) nothing.
 
     A preamble of n - 1 trials x = sqrt(i / (2n)) e_i (i = 1..n-1) gives the
@@ -179,8 +189,8 @@ def make_ftl_adversary(n_trials, n_features, n_components=1):
     return X
 
 
-def make_dense_stream(n_trials, n_features, *, rank=5, n_spikes=3, strength=5.0,
-                      random_state=None):
+def make_dense_stream(n_trials: int, n_features: int, *, rank: int = 5, n_spikes: int = 3,
+                      strength: float = 5.0, random_state: _Seed = None) -> np.ndarray:
     """Dense PSD instances: the second-moment matrix of a mini-batch of ``rank``
     rows of :func:`make_spiked_stream`, divided by ``rank`` (eigenvalues <= 1).
 
