@@ -129,7 +129,7 @@ def _report_anchors(app, docname, source):
 # attribute name such as coef_) is a reference to a target, and |x| a
 # substitution. Until the public docstrings are revised (they keep their text
 # while the names settle), such words are shown as literals and bars escaped.
-_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w:*<])([A-Za-z][\w.]*_)(?![\w`*>])")
+_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w:*<])([A-Za-z][\w.]*_)(?=[\s,.;:!?)\]'\"/-]|$)")
 _BARS = re.compile(r"(?<![\\`])\|")
 
 
