@@ -15,7 +15,7 @@ as ratios to baselines timed in the same run.
   about (3 + products per trial) x n^2/2 x 8 bytes on one triangle. The
   bandwidth is a large array copy (read + write), on one thread and on two
   (the higher counts; the two-thread trial's ratio against the one-thread
-  copy alone, the floor of earlier stops, is printed beside it), measured
+  copy alone, a looser floor, is printed beside it), measured
   again before every round of trials: this
   VM's speed moves by 1.5x from one minute to the next, so each round's
   trial time is set against its own minute's bandwidth. The table gives the
@@ -180,7 +180,7 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
                  "time/floor: median over rounds of each round's trial time over its own "
                  f"floor. BLAS on 1 thread, machine as is; the trial loop on 1 thread and on "
                  f"n_jobs = {DEFAULT_THREADS}; 'at 1t GB/s': the {DEFAULT_THREADS}-thread ratio "
-                 f"against the one-thread copy alone (the floor of earlier stops)")
+                 f"against the one-thread copy alone (a looser floor)")
     lines.append(f"{'n':>5} {'GB/s 1t':>7} {'GB/s 2t':>7} {'ms/trial':>9} {'products':>9} "
                  f"{'floor ms':>9} {'time/floor':>11} {f'ms, {DEFAULT_THREADS} thr':>11} "
                  f"{'time/floor':>11} {'(range)':>11} {'at 1t GB/s':>11} {'speed-up':>9}")
@@ -200,7 +200,7 @@ def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
         floors = nbytes / np.maximum(bw1, bw2)      # the stricter floor: the better copy
         r1 = np.array(times[1]) / floors
         rp = np.array(times[DEFAULT_THREADS]) / floors
-        rp1 = np.array(times[DEFAULT_THREADS]) / (nbytes / bw1)   # (earlier stops' floor)
+        rp1 = np.array(times[DEFAULT_THREADS]) / (nbytes / bw1)   # (the looser floor)
         tt, tp = float(np.median(times[1])), float(np.median(times[DEFAULT_THREADS]))
         lines.append(f"{m:>5} {np.median(bw1) / 1e9:7.1f} {np.median(bw2) / 1e9:7.1f} "
                      f"{1e3 * tt:9.2f} {prods:9.2f} {1e3 * np.median(floors):9.3f} "

@@ -1,4 +1,4 @@
-"""What issue 14's features cost: nine quantiles in one pass against nine
+"""What the multi-quantile and inference features cost: nine quantiles in one pass against nine
 separate fits, and the per-row price of the random-scaling sums behind
 ``conf_int``.
 
@@ -59,7 +59,7 @@ from ._timing import blas_threads, clock, interleave, record_ratios, seconds
 TAUS = tuple(k / 10 for k in range(1, 10))
 MULTI_DIMS = (10, 100)
 INFERENCE_DIMS = (5, 20, 100)
-GOAL_DIM, GOAL = 100, 4.0           # issue 14: one pass >= 4x nine fits at d = 100
+GOAL_DIM, GOAL = 100, 4.0           # one pass >= 4x nine fits at d = 100
 # fit_rows: the paper's stream length at d = 100 (the schedule reaches its
 # last phase well before); call_rows: one-row partial_fit calls cost ~10 us
 # each (estimator layer), nine models 9x that, so fewer rows.

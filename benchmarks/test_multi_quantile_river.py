@@ -1,4 +1,4 @@
-"""Nine quantiles in one pass against river's nine quantile pipelines (issue 14).
+"""Nine quantiles in one pass against river's nine quantile pipelines.
 
 m = 9 quantiles, tau = 0.1, 0.2, ..., 0.9, at d = 10 and d = 100, learnt from
 one stream with the same constant stepsize ETA for every contender:

@@ -373,7 +373,7 @@ def test_comparator_floors(results, timed):
     assert not miss, "comparator floors missed:\n" + "\n".join(miss)
 
 
-# == the rank-one update against dsyevd (issue 11 item 4) ==================================
+# == the rank-one update against dsyevd ====================================================
 #
 # Vector instances update the eigendecomposition of MEG's log W / GD's W by a
 # rank-one step (csrc/_rank1.pxd: deflation, dlaed4, Gu-Eisenstat vectors, one

@@ -14,7 +14,7 @@ Timed runs also write the table to .benchmarks/quantile_ratios.txt; each
 baseline's entry holds ours' speed-ups over it in extra_info (ratio_speedup_*,
 see benchmarks/compare.py).
 
-float32 against float64 (issue 11 item 3): the same stream (d = 100, default
+float32 against float64: the same stream (d = 100, default
 statistical schedule) of 100,000 and 300,000 rows as float32 rows, read as
 they are, against the same values as float64 rows, and against the float32
 rows converted to float64 first (what every mode did before, and batch,

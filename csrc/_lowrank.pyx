@@ -1,6 +1,6 @@
 # Online low-rank matrix regression (quantile or least squares) by Riemannian
-# sub-gradient descent on the manifold of rank-r matrices: seed 001's
-# Section 5 (Shen, Xia & Zhou, "Online Quantile Regression", JMLR 2025).
+# sub-gradient descent on the manifold of rank-r matrices: Section 5 of
+# Shen, Xia & Zhou, "Online Quantile Regression", JMLR 2025.
 #
 # The iterate is M = U diag(s) V^T with U (d1 x r), V (d2 x r) orthonormal,
 # kept as C-order (r, d1) and (r, d2) arrays (rows are the singular vectors,

@@ -29,9 +29,9 @@
  * bit for bit what the default clone gives. Products are rounded apart
  * everywhere (CMakeLists.txt: -ffp-contract=off; MSVC's /fp:precise does not
  * contract) except in the functions marked SF_FUSED, which the vector path
- * compiles with contraction on: in the "fma" clone (and on targets that
- * always have FMA, such as aarch64) their d += a * b becomes one fused
- * multiply-add. Every SF_FUSED function is written in the same d += a * b
+ * compiles with contraction on: in the "fma" clone (and, built by Clang, on
+ * targets that always have FMA, such as aarch64) their d += a * b becomes
+ * one fused multiply-add. Every SF_FUSED function is written in the same d += a * b
  * shapes, so their sums agree with one another within a build. */
 #ifndef STREAMFIT_SIMD_H
 #define STREAMFIT_SIMD_H
@@ -75,17 +75,30 @@
  * (see above); SF_EXACT / SF_EXACT_BODY: one whose products are rounded apart
  * on every target, in wider copies where there are clones. The _BODY macro
  * opens the function's body: Clang takes contraction as a pragma there (it
- * has no optimize attribute), and its contract flags travel with the code
+ * has no optimize attribute) -- "on", which fuses a product only into the add
+ * of its own statement, so each d += a * b fuses the same way in every
+ * function ("fast" fuses across statements as each function's code allows:
+ * the multi-quantile pass's ||x||^2 then differed from the single pass's at
+ * n % 8 == 1) -- and its contract flags travel with the code
  * wherever it is inlined. GCC's optimize attribute does not, so on GCC these
  * functions are noinline (a clone is never inlined anyway; Clang refuses
  * noinline beside target_clones). */
 #if defined(SF_SIMD_VECTOR) && defined(__clang__)
 #define SF_FUSED_ATTR
 #define SF_EXACT_ATTR
-#define SF_FUSED_BODY _Pragma("clang fp contract(fast)")
+#define SF_FUSED_BODY _Pragma("clang fp contract(on)")
 #define SF_EXACT_BODY _Pragma("clang fp contract(off)")
-#elif defined(SF_SIMD_VECTOR)
+#elif defined(SF_SIMD_VECTOR) && defined(SF_SIMD_CLONES)
 #define SF_FUSED_ATTR __attribute__((noinline, optimize("fp-contract=fast")))
+#define SF_EXACT_ATTR __attribute__((noinline, optimize("fp-contract=off")))
+#define SF_FUSED_BODY
+#define SF_EXACT_BODY
+#elif defined(SF_SIMD_VECTOR)
+/* GCC without clones (aarch64, ...): its only fusing mode for C before GCC
+ * 14 is "fast", which fuses across statements as each function's code
+ * allows -- on aarch64 sf_axpy's tail then rounded one value differently
+ * from sf_axpy_dot2's (.ci/c/check_kernels.c) -- so nothing fuses there */
+#define SF_FUSED_ATTR __attribute__((noinline, optimize("fp-contract=off")))
 #define SF_EXACT_ATTR __attribute__((noinline, optimize("fp-contract=off")))
 #define SF_FUSED_BODY
 #define SF_EXACT_BODY
@@ -175,7 +188,8 @@ static inline int sf_simd_fused(void) {
 #if defined(SF_SIMD_CLONES)
     __builtin_cpu_init();
     return __builtin_cpu_supports("fma");
-#elif defined(SF_SIMD_VECTOR) && (defined(__FP_FAST_FMA) || defined(__FMA__) || defined(__aarch64__))
+#elif defined(SF_SIMD_VECTOR) && defined(__clang__) && \
+    (defined(__FP_FAST_FMA) || defined(__FMA__) || defined(__aarch64__))
     return 1;
 #else
     return 0;

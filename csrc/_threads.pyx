@@ -54,7 +54,8 @@ def _after_fork_in_child():
     _forked_after_start = _forked_after_start or _started
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+if hasattr(os, "register_at_fork"):     # (no fork on Windows)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def object_lock(obj):

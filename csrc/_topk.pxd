@@ -1,7 +1,8 @@
 # A warm-started top-k eigensolver for a symmetric matrix that changes a
 # little between solves (Follow the Perturbed Leader's S_t; anything updated by
 # low-rank terms), as nogil primitives. The FPL kernel (_pca.pyx) and
-# streamfit.kernels.TopK (_topk.pyx) share them; Cython users cimport them.
+# streamfit.kernels.TopK (through _pca_api.pyx) share them; Cython users
+# cimport them.
 #
 #   cdef TopKWork w
 #   cdef TopKState st          # zeroed: memset(&st, 0, sizeof(TopKState))

@@ -1,4 +1,4 @@
-"""Seed 000's open question at small sizes, through ``pca-dropout``'s own task
+"""The online PCA paper's open question at small sizes, through ``pca-dropout``'s own task
 functions (fixed seeds, margins): dropout's regret does not grow with n where
 FPL's does, and on an i.i.d. stream it adapts like Follow the Leader."""
 import numpy as np

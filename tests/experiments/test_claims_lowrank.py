@@ -1,4 +1,4 @@
-"""Seed 001 Section 5's low-rank extension at small sizes, through the
+"""The quantile paper's Section 5 low-rank extension at small sizes, through the
 experiment's own task function (fixed seeds, margins a correct library
 passes every time and a broken one fails)."""
 import numpy as np

@@ -1,10 +1,11 @@
 """_simd.h's dispatch and the kernels written over it, on whatever path this
 build and CPU run (CI runs this file on the default, portable and clang
-builds and under qemu-aarch64).
+builds; .ci/c/check_kernels.c checks the same loops without Python, for
+aarch64 under qemu-user too).
 
 _dense.h's loops against exact oracles in their own summation order: every
 value the same operations in the same order, each ``d += a * b`` one fused
-multiply-add where the path fuses (the "fma" clone, aarch64) and two
+multiply-add where the path fuses (the "fma" clone; Clang on an FMA target) and two
 roundings elsewhere -- so the portable path and the default clone are the
 same function of their inputs, and the oracle pins both. _skinny.h's panel
 kernels against NumPy (their order is their own), for every edge of w, m, k

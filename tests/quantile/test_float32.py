@@ -1,4 +1,4 @@
-"""float32 streams (issue 11 item 3): in mode "single" with one tau the kernel
+"""float32 streams: in mode "single" with one tau the kernel
 reads float32 rows as they are, widens each exactly in the pass that reads it
 and runs the float64 arithmetic on it, so every result must be bit-identical to
 the same rows given as float64, whatever the chunking of the stream into

@@ -195,7 +195,7 @@ def test_a_warm_start_at_the_offline_solution_beats_a_cold_start(tau):
     # start="phase2" at the offline fit of the first 20,000 rows, then 10,000
     # more rows: closer to beta* than a cold start on those rows (observed
     # 2.4x/1.4x the offline error against 2.7x/5.1x cold). Staying within 1.1x
-    # of offline (issue 14) needs the clock to start at the 20,000 rows behind
+    # of offline needs the clock to start at the 20,000 rows behind
     # the warm start (schedule.t0, tested below): here the last phase begins at
     # its largest step.
     X, y, beta = make_linear_stream(30_000, 10, tau=tau, random_state=6)
@@ -210,7 +210,7 @@ def test_a_warm_start_at_the_offline_solution_beats_a_cold_start(tau):
 @pytest.mark.parametrize("tau", [0.5, 0.9])
 def test_a_warm_start_continuing_the_clock_stays_at_the_offline_error(tau):
     """start="phase2", t0=20,000 at the offline fit of 20,000 rows, then
-    10,000 more rows: the error stays at the offline one (issue 14: within
+    10,000 more rows: the error stays at the offline one (within
     1.1x). Measured per seed 1.26 0.62 1.00 1.24 (tau 0.5) and 0.88 0.94 0.77
     0.91 (tau 0.9); the offline fit of all 30,000 rows itself scores 1.24 0.63
     0.92 1.39 and 0.85 0.99 0.67 0.91 against the 20,000-row one, so single

@@ -94,7 +94,7 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
     Riemannian sub-gradient descent on the manifold of rank-r matrices.
 
     The model is Y_t = <X_t, M*> + xi_t with M* of shape (d1, d2) and rank r,
-    the loss rho_tau(Y_t - <X_t, M>) (seed 001, Shen, Xia & Zhou 2025,
+    the loss rho_tau(Y_t - <X_t, M>) (Shen, Xia & Zhou 2025,
     Section 5). Each sample takes one step
     M <- SVD_r(M - eta_t P_T(G_t)), G_t = (1{Y_t < <X_t, M_t>} - tau) X_t,
     P_T(G) = U U^T G + G V V^T - U U^T G V V^T the projection on the tangent
