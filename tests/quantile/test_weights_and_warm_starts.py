@@ -257,7 +257,7 @@ def test_t0_beyond_float64_is_refused_naming_it():
 @pytest.mark.parametrize("how", ["fit", "partial_fit", "several taus"])
 def test_a_warm_start_under_the_default_schedule_warns_with_the_fix(cls, how):
     # the default schedule's phase one would start over from the warm start
-    # (issue 31: 2.3x worse than the offline start at d = 20): the warning
+    # (2-4x worse than an offline start at d = 20): the warning
     # names the call that continues its clock, and points at the caller's line
     X, y, beta = make_linear_stream(300, 5, random_state=2)
     if how == "several taus":
