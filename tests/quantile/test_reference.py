@@ -572,6 +572,12 @@ class Reference:
 
 # -- helpers ----------------------------------------------------------------------------
 
+# The schedule's estimated constants and its stepsize end a chain of sums and
+# ratios, each rounded in the kernel's order, not NumPy's: measured up to
+# 1.2e-12 off the reference on the portable path (no fused products).
+SCHEDULE_RTOL = 10 * RTOL[np.float64]
+
+
 def assert_matches(est, ref, rtol=RTOL[np.float64]):
     # rounding differences scale with the largest coefficient, so a near-zero
     # intercept is compared on that scale
@@ -582,7 +588,7 @@ def assert_matches(est, ref, rtol=RTOL[np.float64]):
     assert est._fit_.state["t"][0] == ref.s.t        # the schedule's clock
     state = est.schedule_state_
     assert state["phase"] == ref.s.phase
-    np.testing.assert_allclose(state["stepsize"], ref.s.last_eta, rtol=rtol)
+    np.testing.assert_allclose(state["stepsize"], ref.s.last_eta, rtol=SCHEDULE_RTOL)
 
 
 def data(loss, n, d=5, tau=0.3, seed=0):
@@ -718,7 +724,7 @@ def test_statistical_single_matches_reference(variant):
     assert est.n_updates_ == len(y) - 50                # no update during the warm-up
     state = est.schedule_state_
     for key in ("t_switch", "d0", "b0", "cl"):
-        np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=RTOL[np.float64])
+        np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=SCHEDULE_RTOL)
     assert_same_results(est, estimator(loss, tau=tau, schedule=statistical(**kw),
                                     average=average).fit(X, y))
 
@@ -799,7 +805,7 @@ def test_statistical_blocks_match_reference(variant):
     assert_matches(est, ref)
     state = est.schedule_state_
     for key in ("t_switch", "d0", "b0", "cl"):
-        np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=RTOL[np.float64])
+        np.testing.assert_allclose(state[key], getattr(ref.s, key), rtol=SCHEDULE_RTOL)
 
 
 @pytest.mark.parametrize("mode, tau, n_rows", [
