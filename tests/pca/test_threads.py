@@ -275,3 +275,30 @@ def test_three_threads_and_odd_sizes_change_nothing(n):
     np.testing.assert_array_equal(est.perturbed_, ref.perturbed_)
     np.testing.assert_array_equal(est.components_, ref.components_)
     assert est.state_.tobytes() == ref.state_.tobytes()
+
+
+WAIT_PROBE = """
+import os, sys
+before = {k: os.environ.get(k) for k in ("GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OMP_WAIT_POLICY")}
+import streamfit._kernels
+from streamfit import PerturbedLeaderPCA
+from streamfit.simulate import make_spiked_stream
+after = {k: os.environ.get(k) for k in before}
+PerturbedLeaderPCA(2, random_state=0).partial_fit(make_spiked_stream(5, 800, random_state=0))
+print(before == after)
+"""
+
+
+@pytest.mark.parametrize("user", [None, ("OMP_WAIT_POLICY", "active"), ("GOMP_SPINCOUNT", "5")])
+def test_loading_the_kernels_leaves_the_environment_as_it_was(user):
+    """The runtime's spin-wait is chosen around its first load only: the
+    process's environment afterwards is what it was (with or without a
+    user's own setting)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OMP_WAIT_POLICY")}
+    if user is not None:
+        env[user[0]] = user[1]
+    out = subprocess.run([sys.executable, "-c", WAIT_PROBE], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
