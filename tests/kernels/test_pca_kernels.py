@@ -162,6 +162,10 @@ def test_goe_from_a_bit_generator_and_into_out():
     (lambda: kernels.project_capped_simplex([1.0, 2.0], 3), ValueError, "k"),
     (lambda: kernels.mixture_decomposition([0.5, 0.5, 1.5], 2), ValueError, "w"),
     (lambda: kernels.systematic_sample([0.5, 0.5], 1, size=-1), ValueError, "size"),
+    (lambda: kernels.default_block_size(10, 0), ValueError, "k"),
+    (lambda: kernels.default_block_size(float("nan"), 2), TypeError, "n"),
+    (lambda: kernels.default_max_iter(10, 0), ValueError, "b"),
+    (lambda: kernels.default_max_iter(1e300, 2), TypeError, "n"),
 ])
 def test_arguments_are_checked_naming_them(call, exc, name):
     with pytest.raises(exc, match=name):

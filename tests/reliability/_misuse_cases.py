@@ -112,6 +112,58 @@ def window_nan(target):
     return {"result": "wrong", "why": "a NaN window was used"}
 
 
+def window_values_nan(target):
+    """The residual window's filled part (the values the schedule's order
+    statistics read) set to NaN, in a kernel schedule state or in a fitted
+    estimator's pickle, then more rows: quickselect never splits a range
+    around a NaN pivot."""
+    X, y = _stream()
+    try:
+        if target == "kernel":
+            from streamfit import kernels as K
+            sched = K.StatisticalScheduleState(4, tau=0.3)
+            K.sgd(X[:30], y[:30], K.LinearState(4), schedule=sched)    # in the warm-up
+            fill = int(sched._state["fill"][0])
+            sched._window[:fill] = math.nan
+            K.sgd(X[30:], y[30:], K.LinearState(4), schedule=sched)
+            return {"result": "wrong", "why": f"a NaN window was used (fill {fill})"}
+        from streamfit import OnlineQuantileRegressor
+        est = OnlineQuantileRegressor(tau=0.3).fit(X[:330], y[:330])
+        est._fit_.window[...] = math.nan
+        est = pickle.loads(pickle.dumps(est))
+        est.partial_fit(X[330:], y[330:])
+    except Exception as exc:
+        return _refused(exc)
+    return {"result": "wrong", "why": "a NaN window was used"}
+
+
+def topk_block_edited():
+    """A kernels.TopK's block of vectors edited to other finite values (as
+    in an edited pickle), then a warm-started solve: refused, not a wrong
+    top-k."""
+    from streamfit import kernels as K
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((30, 30))
+    topk = K.TopK(30, 2)
+    topk.update(matrix=A + A.T)
+    topk.solve()
+    topk._V[0] = -1.0
+    try:
+        topk = pickle.loads(pickle.dumps(topk))
+    except Exception as exc:
+        return _refused(exc)
+    topk._V[0] = -1.0           # (an older build loads it: edit the loaded copy too)
+    try:
+        topk.update(vector=rng.standard_normal(30), scale=0.1)
+        values, _ = topk.solve(1e-8)
+    except Exception as exc:
+        return _refused(exc)
+    top = np.linalg.eigvalsh(topk.matrix)[::-1][:2]
+    ok = np.allclose(values, top, rtol=1e-6)
+    return {"result": "correct" if ok else "wrong",
+            "why": f"values {values.tolist()} for the top eigenvalues {top.tolist()}"}
+
+
 # -- kernel objects shared by threads -------------------------------------------------------
 
 N_THREADS = 4
@@ -448,6 +500,10 @@ CASES = {
     "schedule params window = NaN -> sgd": (window_nan, ("kernel",)),
     "OnlineQuantileRegressor params window = NaN, unpickled -> partial_fit":
         (window_nan, ("estimator",)),
+    "schedule window values = NaN -> sgd": (window_values_nan, ("kernel",)),
+    "OnlineQuantileRegressor window values = NaN, unpickled -> partial_fit":
+        (window_values_nan, ("estimator",)),
+    "TopK block edited to non-orthonormal, pickled -> solve(tol)": (topk_block_edited, ()),
     "TopK updated from 4 threads": (topk_threads, ()),
     "LinearState fed 80,000 rows from 4 threads": (linear_state_threads, ()),
     "os.fork mid partial_fit (quantile): pickle.dumps in child": (fork_quantile, ("os.fork",)),
