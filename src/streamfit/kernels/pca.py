@@ -309,7 +309,21 @@ class TopK:
         """
         return call_holding(object_lock(self), self._update, vector, rows, matrix, scale)
 
+    def _check_arrays(self):
+        # the arrays beside the state record, as the compiled kernels take
+        # them: attributes a caller may have replaced (about 1 us a call)
+        n, b = self.n, self.block
+        for name, shape in (("_S", (n, n)), ("_V", (b, n)), ("_values", (b,))):
+            a = getattr(self, name)
+            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape
+                    and a.flags.c_contiguous and a.flags.writeable):
+                raise ValueError(f"TopK's {name} must be a writable C-contiguous float64 "
+                                 f"array of shape {shape}, got "
+                                 f"{getattr(a, 'dtype', type(a).__name__)} of shape "
+                                 f"{getattr(a, 'shape', None)} (a corrupted state?)")
+
     def _update(self, vector, rows, matrix, scale):
+        self._check_arrays()
         given = [a is not None for a in (vector, rows, matrix)]
         if sum(given) != 1:
             raise ValueError("update needs exactly one of vector, rows and matrix")
@@ -388,6 +402,7 @@ class TopK:
         return call_holding(object_lock(self), self._solve, tol, hint, seed)
 
     def _solve(self, tol, hint, seed):
+        self._check_arrays()
         tol = _real(tol, "tol", 0)
         if hint is not None:
             hint = _array(hint, "hint", (self.n,))

@@ -287,6 +287,7 @@ class StatisticalScheduleState:
         residual = check_scalar(residual, "residual")
         weight = check_scalar(weight, "weight", low=0)
         state = self._state.copy()
+        _check_window(self._window)
         code, eta, update = _k.schedule_step(state, self._params, self._window, x, residual,
                                              weight)
         if code != OK:
@@ -420,6 +421,7 @@ def _sgd(X, y, state, stepsizes, schedule, loss, tau, fit_intercept, average, bl
                              f"blocks of {schedule.block}, not {d} and {block}")
         params, etas = schedule._params, _EMPTY
         kernel_state = _merge(state._state, schedule._state)
+        _check_window(schedule._window)
     else:
         if loss not in _LOSSES:
             raise ValueError(f"loss must be one of {tuple(_LOSSES)}, got {loss!r}")
@@ -475,6 +477,17 @@ def _split(merged, linear):
     for name in _LINEAR_FIELDS:
         linear[name] = merged[name]
     return linear, merged
+
+
+def _check_window(window):
+    # the residual window beside the schedule's records, as the kernels take
+    # it (its length and values are checked against the records there)
+    if not (isinstance(window, np.ndarray) and window.dtype == np.float64 and window.ndim == 1
+            and window.flags.c_contiguous and window.flags.writeable):
+        raise ValueError(f"the schedule state's window (_window) must be a writable "
+                         f"C-contiguous float64 vector, got "
+                         f"{getattr(window, 'dtype', type(window).__name__)} of shape "
+                         f"{getattr(window, 'shape', None)} (a corrupted state?)")
 
 
 def _checked_stepsizes(stepsizes, sw, n, block):
