@@ -429,6 +429,24 @@ def case_sgd(spec, log):
             _check(abs(state.loss - before[2] - total) <= 1e-9 * max(1.0, abs(total)), "loss")
 
 
+def _must_refuse(kind, field, value):
+    """Whether a schedule record's field set to ``value`` is out of the range
+    the kernels rely on (the rules of _fuzz_cases: state_must_refuse and
+    params_must_refuse), so that a call using it must raise."""
+    import _fuzz_cases as F
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return True
+    token = f"edited:{field}"
+    F.VALUES[token] = v
+    try:
+        return F.state_must_refuse(field, token) if kind == "field" else \
+            F.params_must_refuse(field, token)
+    finally:
+        del F.VALUES[token]
+
+
 def case_schedule(spec, log):
     d = scalar(spec["n_features"])
     kw = {key: scalar(spec[key]) if key not in ("loss",) else spec[key]
@@ -437,6 +455,7 @@ def case_schedule(spec, log):
     if not ok:
         return
     state = K.LinearState(int(d))
+    bad_edits = {}          # edits out of range, that every later call must refuse
     for op in spec["ops"]:
         what = op["op"]
         if what in ("field", "param"):
@@ -445,6 +464,10 @@ def case_schedule(spec, log):
             with np.errstate(invalid="ignore", over="ignore"):
                 rec[op["field"]] = scalar(op["value"])
             setattr(sched, attr, rec)
+            key = f"{attr}[{op['field']!r}]"
+            bad_edits.pop(key, None)
+            if _must_refuse(what, op["field"], scalar(op["value"])):
+                bad_edits[key] = op["value"]
         elif what == "window":
             # a private attribute: replaced by an array (of any dtype and
             # layout), as an edited pickle would hold; not by a list
@@ -462,6 +485,7 @@ def case_schedule(spec, log):
             ok, eta = _call(log, sched.step, scalar(op["residual"]), x,
                             scalar(op.get("weight", 1.0)))
             if ok:
+                _check(not bad_edits, f"step used {bad_edits}")
                 _check(isinstance(eta, float) and math.isfinite(eta) and eta >= 0,
                        f"stepsize {eta}")
                 _check(sched.phase in (0, 1, 2, 3), f"phase {sched.phase}")
@@ -471,6 +495,7 @@ def case_schedule(spec, log):
             before = state.n_seen
             ok, done = _call(log, K.sgd, X, y, state, schedule=sched, block=scalar(op["block"]))
             if ok:
+                _check(not bad_edits or len(f64(y)) == 0, f"sgd used {bad_edits}")
                 n = len(f64(y))
                 _check(done == n and state.n_seen == before + n, f"n_seen {state.n_seen}")
                 _check(np.isfinite(state.coef).all() and np.isfinite(state.coef_avg).all(),

@@ -243,6 +243,10 @@ def schedule_specs(draw):
                         "field": draw(st.sampled_from(STATE_FIELDS if what == "field"
                                                       else PARAM_FIELDS)),
                         "value": draw(st.sampled_from(FIELD_VALUES))})
+            # then a call that reads it
+            m, X, y = _block_data(draw, good, b, 40)
+            ops.append({"op": "sgd", "X": X, "y": y, "block": b} if draw(st.booleans()) else
+                       {"op": "step", "x": draw(arrays([good])), "residual": 0.5})
         elif what == "window":
             ops.append({"op": "window", "value": draw(arrays([draw(st.integers(0, 300))]))})
         else:
