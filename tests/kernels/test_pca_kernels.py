@@ -313,3 +313,19 @@ def test_topk_overflow_check_decides_on_the_result_not_on_its_bound():
     with pytest.raises(ValueError, match="overflow"):
         old.update(vector=x)
     np.testing.assert_array_equal(old.matrix, topk.matrix)
+
+
+@pytest.mark.parametrize("name, value", [("_V", lambda t: t._V.astype(bool)),
+                                         ("_S", lambda t: t._S[:, :-1].copy()),
+                                         ("_values", lambda t: list(t._values))])
+def test_topk_arrays_replaced_are_refused_naming_them(name, value):
+    """The arrays beside TopK's record, replaced by another dtype, shape or
+    type: a ValueError naming the attribute at the next call."""
+    topk = TopK(6, 2)
+    topk.update(matrix=np.eye(6))
+    topk.solve()
+    setattr(topk, name, value(topk))
+    with pytest.raises(ValueError, match=name):
+        topk.solve(1e-8)
+    with pytest.raises(ValueError, match=name):
+        topk.update(vector=np.ones(6))

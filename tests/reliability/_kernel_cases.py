@@ -96,7 +96,8 @@ def f64(a):
     if a is None:
         return None
     try:
-        return np.array(a, dtype=np.float64)
+        # (a 0-d value is taken as a vector of one: the kernels promote it)
+        return np.atleast_1d(np.array(a, dtype=np.float64))
     except (TypeError, ValueError):
         return None
 
