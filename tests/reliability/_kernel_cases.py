@@ -381,6 +381,7 @@ def case_sgd(spec, log):
     if not ok:
         return
     edited = False
+    bad_edits = {}          # edits out of range, that every later call must refuse
     for op in spec["ops"]:
         what = op["op"]
         if what == "field":
@@ -389,6 +390,9 @@ def case_sgd(spec, log):
                 rec[op["field"]] = scalar(op["value"])
             state._state = rec
             edited = True
+            bad_edits.pop(op["field"], None)
+            if _must_refuse("field", op["field"], scalar(op["value"])):
+                bad_edits[op["field"]] = op["value"]
         elif what == "coef":
             setattr(state, op["name"], array(op["value"]))
             edited = True
@@ -409,6 +413,8 @@ def case_sgd(spec, log):
                       state.n_updates) if not edited else None
             ok, done = _call(log, K.sgd, X, y, state, etas, loss=loss, tau=tau, block=block,
                              sample_weight=sw, fit_intercept=fi)
+            if ok and len(f64(y)):
+                _check(not bad_edits, f"sgd used the state's {bad_edits}")
             if not ok or edited:
                 if ok:
                     _check(np.isfinite(state.coef).all() and state.n_seen >= 0,

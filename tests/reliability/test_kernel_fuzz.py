@@ -189,8 +189,8 @@ PARAM_FIELDS = ["tau", "loss", "kind", "c", "eta0", "eta0_scale", "decay", "Ca",
                 "t0"]
 
 
-def _block_data(draw, d, block, most):
-    m = block * draw(st.integers(0, most // block))
+def _block_data(draw, d, block, most, least=0):
+    m = block * draw(st.integers(least, most // block))
     return m, draw(arrays([m, d])), draw(arrays([m]))
 
 
@@ -215,6 +215,11 @@ def sgd_specs(draw):
         elif what == "field":
             ops.append({"op": "field", "field": draw(st.sampled_from(STATE_FIELDS)),
                         "value": draw(st.sampled_from(FIELD_VALUES))})
+            m, seed = draw(st.integers(1, 12)), draw(st.integers(0, 10_000))
+            ops.append({"op": "sgd", "X": {"shape": [m, good], "seed": seed},
+                        "y": {"shape": [m], "seed": seed + 1}, "sw": None,
+                        "etas": {"shape": [m], "seed": seed + 2, "nonneg": True},
+                        "loss": "check", "tau": 0.5, "block": 1, "fit_intercept": True})
         elif what == "coef":
             ops.append({"op": "coef", "name": draw(st.sampled_from(["coef", "coef_avg"])),
                         "value": draw(arrays([good]))})
@@ -250,10 +255,13 @@ def schedule_specs(draw):
                         "field": draw(st.sampled_from(STATE_FIELDS if what == "field"
                                                       else PARAM_FIELDS)),
                         "value": draw(st.sampled_from(FIELD_VALUES))})
-            # then a call that reads it
-            m, X, y = _block_data(draw, good, b, 40)
-            ops.append({"op": "sgd", "X": X, "y": y, "block": b} if draw(st.booleans()) else
-                       {"op": "step", "x": draw(arrays([good])), "residual": 0.5})
+            # then a call that reads it, on plain data (nothing else to refuse)
+            m = b * draw(st.integers(1, 40 // b))
+            seed = draw(st.integers(0, 10_000))
+            ops.append({"op": "sgd", "X": {"shape": [m, good], "seed": seed},
+                        "y": {"shape": [m], "seed": seed + 1}, "block": b}
+                       if draw(st.booleans()) else
+                       {"op": "step", "x": {"shape": [good], "seed": seed}, "residual": 0.5})
         elif what == "window":
             ops.append({"op": "window", "value": draw(arrays([draw(st.integers(0, 300))]))})
         else:
