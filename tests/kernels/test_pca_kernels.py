@@ -329,3 +329,23 @@ def test_topk_arrays_replaced_are_refused_naming_them(name, value):
         topk.solve(1e-8)
     with pytest.raises(ValueError, match=name):
         topk.update(vector=np.ones(6))
+
+
+@pytest.mark.parametrize("edit, exc, name", [
+    (lambda t: setattr(t, "k", 1e300), TypeError, "k"),
+    (lambda t: setattr(t, "block", 99), ValueError, "block"),
+    (lambda t: t._state.__setitem__("solves", -1_000_000), ValueError, "solves"),
+    (lambda t: t._state.__setitem__("backoff", 65), ValueError, "backoff"),
+])
+def test_topk_sizes_and_record_set_out_of_range_are_refused_naming_them(edit, exc, name):
+    """n, k, block, max_iter (public attributes) and the record's counters,
+    set out of range between calls: the next call refuses them by name (a
+    negative solve count once reached the seed as an OverflowError)."""
+    topk = TopK(6, 2)
+    topk.update(matrix=np.eye(6))
+    topk.solve()
+    edit(topk)
+    with pytest.raises(exc, match=name):
+        topk.solve()
+    with pytest.raises(exc, match=name):
+        topk.update(vector=np.ones(6))

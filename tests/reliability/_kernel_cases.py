@@ -283,6 +283,18 @@ def _topk_check(topk, S, tol, log):
     log["solves_checked"] = log.get("solves_checked", 0) + 1
 
 
+def _topk_field_bad(field, value):
+    """Whether a TopK record field set to ``value`` is out of the range its
+    solver relies on (counters >= 0, skip and back-off in [0, 64], tol finite
+    >= 0, gap and max_gap_ratio >= 0)."""
+    v = float(value)
+    if field in ("skip", "backoff"):
+        return not 0 <= v <= 64
+    if field == "tol":
+        return not (math.isfinite(v) and v >= 0)
+    return not v >= 0
+
+
 def case_topk(spec, log):
     n, k = scalar(spec["n"]), scalar(spec["k"])
     kw = {key: scalar(spec[key]) for key in ("block", "max_iter") if spec.get(key) is not None}
@@ -292,6 +304,7 @@ def case_topk(spec, log):
     _check(_valid_nk(n, k), f"TopK({n}, {k}) accepted")
     S = np.zeros((n, n))
     edited = False
+    bad_edits = {}          # record edits out of range: every later solve must refuse
     for op in spec["ops"]:
         what = op["op"]
         if what in ("vector", "rows", "matrix"):
@@ -321,6 +334,7 @@ def case_topk(spec, log):
             hint = array(op["hint"]) if op.get("hint") is not None else None
             ok, _ = _call(log, topk.solve, tol, hint=hint, seed=scalar(op.get("seed")))
             if ok:
+                _check(not bad_edits, f"solve used the record's {bad_edits}")
                 _check(math.isfinite(tol) and tol >= 0, f"tol {tol} accepted")
                 if not edited:
                     _topk_check(topk, topk.matrix, tol, log)
@@ -335,6 +349,9 @@ def case_topk(spec, log):
                 continue        # the field's type cannot hold it: nobody can store it
             topk._state = rec
             edited = True
+            bad_edits.pop(op["field"], None)
+            if _topk_field_bad(op["field"], rec[op["field"]][0]):
+                bad_edits[op["field"]] = op["value"]
         elif what == "attr":
             value = array(op["value"]) if isinstance(op["value"], dict) else \
                 scalar(op["value"])

@@ -163,6 +163,8 @@ def topk_specs(draw):
         elif what == "field":
             ops.append({"op": "field", "field": draw(st.sampled_from(TOPK_FIELDS)),
                         "value": draw(st.sampled_from(FIELD_VALUES))})
+            ops.append({"op": "solve", "tol": draw(st.sampled_from([0.0, 1e-8])),
+                        "hint": None, "seed": None})
         elif what == "attr":
             name = draw(st.sampled_from(["n", "k", "block", "max_iter", "_S", "_V",
                                          "_values"]))

@@ -310,9 +310,19 @@ class TopK:
         return call_holding(object_lock(self), self._update, vector, rows, matrix, scale)
 
     def _check_arrays(self):
-        # the arrays beside the state record, as the compiled kernels take
-        # them: attributes a caller may have replaced (about 1 us a call)
-        n, b = self.n, self.block
+        # the sizes, the state record and the arrays beside it, as the
+        # compiled kernels take them: attributes a caller may have set or
+        # replaced (a few us a call)
+        n = _int(self.n, "TopK's n", 1)
+        k = _int(self.k, "TopK's k", 1, n)
+        b = _int(self.block, "TopK's block", k, n)
+        _int(self.max_iter, "TopK's max_iter", 0, _MAX_ITER)
+        st = self._state
+        if not (isinstance(st, np.ndarray) and st.dtype == _api.TOPK_STATE_DTYPE
+                and st.shape == (1,)):
+            raise ValueError("TopK's _state must be its one-record array of this version's "
+                             "layout (a corrupted state?)")
+        _api.check_topk_state(st)
         for name, shape in (("_S", (n, n)), ("_V", (b, n)), ("_values", (b,))):
             a = getattr(self, name)
             if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape
