@@ -26,6 +26,8 @@ TOKENS = {"-1e6": -1e6, "-1": -1.0, "nan": math.nan, "inf": math.inf, "-inf": -m
 INT_TOKENS = {"-1": -1, "0": 0, "2^62": 2 ** 62, "-2^62": -2 ** 62, "2^31": 2 ** 31}
 
 
+# set True (replaying a spec by hand) to append the traceback's tail to each
+# error logged, to see which check raised it
 DEBUG = False
 
 
