@@ -43,7 +43,7 @@ from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME
                            KIND_STATISTICAL, LOSS_CHECK, schedule_enums, record_dtypes,
                            default_params, NO_UPDATE, stat_single_row)
 from _records cimport (Records, take_records, give_records, get_record, result,
-                      check_sgd_records)
+                      check_sgd_records, check_window)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop, \
     poll_final
 cimport _blas
@@ -591,6 +591,7 @@ def run_dense(const double[:, :, ::1] X, const double[::1] y, double[:, ::1] U,
     try:
         check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                           window.shape[0], 1, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         return run(FORM_DENSE, &X[0, 0, 0] if n else NULL, NULL, NULL, NULL,
                    &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
                    <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
@@ -614,6 +615,7 @@ def run_rank1(const double[:, ::1] A, const double[:, ::1] B, const double[::1] 
     try:
         check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                           window.shape[0], 1, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         return run(FORM_RANK1, NULL, &A[0, 0] if n else NULL, &B[0, 0] if n else NULL, NULL,
                    &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
                    <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
@@ -637,6 +639,7 @@ def run_index(const Py_ssize_t[:, ::1] index, const double[::1] y, double[:, ::1
     try:
         check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                           window.shape[0], 1, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         return run(FORM_INDEX, NULL, NULL, NULL, &index[0, 0] if n else NULL,
                    &y[0] if n else NULL, n, d1, d2, s.shape[0], &U[0, 0], &s[0], &V[0, 0],
                    <SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,

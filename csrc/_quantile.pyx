@@ -34,7 +34,7 @@ from _qr_schedule cimport (SGDState, SGDParams, SETTLED_STRIDE, KIND_CONSTANT, K
                            JUMP_NONE, JUMP_RESTART, jump_test, full_window, window_done,
                            restart, NO_UPDATE, stat_single_row, tau_star2)
 from _records cimport (Records, take_records, give_records, get_record, result,
-                      check_sgd_records)
+                      check_sgd_records, check_window)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
     poll_stop, poll_final
 
@@ -503,6 +503,7 @@ def schedule_step(object state, object params, double[::1] window, const double[
     try:
         check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                           window.shape[0], 1, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         return _schedule_step(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                               window, x, residual, weight)
     finally:
@@ -673,6 +674,7 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
     try:
         p = <const SGDParams *> rec.params.buf
         check_sgd_records(<SGDState *> rec.state.buf, p, window.shape[0], 1, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         rsp = rs_pointer(rs, d, p)
         if scp == NULL:
             pt = plug_in_means(p, rsp, &pv[0] if plug_in is not None else NULL, d)
@@ -1126,6 +1128,7 @@ def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sa
     try:
         check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                           window.shape[0], block, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
                            <const SGDParams *> rec.params.buf, window, etas,
                            rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
@@ -1203,6 +1206,7 @@ def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] s
     try:
         check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
                           window.shape[0], 0, "state")
+        check_window(window, <SGDState *> rec.state.buf, "state")
         return _sgd_storage(X, y, sample_weight, score_from, w, wbar, <SGDState *> rec.state.buf,
                             <const SGDParams *> rec.params.buf, window, eta_user)
     finally:
@@ -1510,6 +1514,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                          f"{params.shape[0]} and {windows.shape[0]}")
     for q in range(m):
         check_sgd_records(&states[q], &params[q], wcap, 1, f"states[{q}]")
+        check_window(windows[q], &states[q], f"states[{q}]")
     if n == 0:
         return result(OK, 0, -1)
     for q in range(m):

@@ -209,3 +209,21 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
     if not stat and s.fill > wcap:
         bad_field(name, "fill", s.fill, f"at most the window's length {wcap}")
     return 0
+
+
+cdef inline int check_window(const double[::1] window, const SGDState *s,
+                             str name) except -1:
+    # The residual window's filled part (the first `fill` values, after
+    # check_sgd_records has bounded fill by the window's length): finite.
+    # The order statistics read it (a NaN pivot never splits the range:
+    # quickselect would loop for good) and so do the scale estimates. One
+    # pass over at most `window` values.
+    cdef Py_ssize_t i, n = <Py_ssize_t> s.fill
+    if n > window.shape[0]:
+        n = window.shape[0]
+    for i in range(n):
+        if not isfinite(window[i]):
+            raise ValueError(f"window: value {i} of the residual window (the first "
+                             f"{name}.fill = {n} are in use) is {window[i]!r}, expected "
+                             f"finite (a corrupted or foreign state?); it was not used")
+    return 0

@@ -162,6 +162,10 @@ def test_goe_from_a_bit_generator_and_into_out():
     (lambda: kernels.project_capped_simplex([1.0, 2.0], 3), ValueError, "k"),
     (lambda: kernels.mixture_decomposition([0.5, 0.5, 1.5], 2), ValueError, "w"),
     (lambda: kernels.systematic_sample([0.5, 0.5], 1, size=-1), ValueError, "size"),
+    (lambda: kernels.default_block_size(10, 0), ValueError, "k"),
+    (lambda: kernels.default_block_size(float("nan"), 2), TypeError, "n"),
+    (lambda: kernels.default_max_iter(10, 0), ValueError, "b"),
+    (lambda: kernels.default_max_iter(1e300, 2), TypeError, "n"),
 ])
 def test_arguments_are_checked_naming_them(call, exc, name):
     with pytest.raises(exc, match=name):
@@ -309,3 +313,39 @@ def test_topk_overflow_check_decides_on_the_result_not_on_its_bound():
     with pytest.raises(ValueError, match="overflow"):
         old.update(vector=x)
     np.testing.assert_array_equal(old.matrix, topk.matrix)
+
+
+@pytest.mark.parametrize("name, value", [("_V", lambda t: t._V.astype(bool)),
+                                         ("_S", lambda t: t._S[:, :-1].copy()),
+                                         ("_values", lambda t: list(t._values))])
+def test_topk_arrays_replaced_are_refused_naming_them(name, value):
+    """The arrays beside TopK's record, replaced by another dtype, shape or
+    type: a ValueError naming the attribute at the next call."""
+    topk = TopK(6, 2)
+    topk.update(matrix=np.eye(6))
+    topk.solve()
+    setattr(topk, name, value(topk))
+    with pytest.raises(ValueError, match=name):
+        topk.solve(1e-8)
+    with pytest.raises(ValueError, match=name):
+        topk.update(vector=np.ones(6))
+
+
+@pytest.mark.parametrize("edit, exc, name", [
+    (lambda t: setattr(t, "k", 1e300), TypeError, "k"),
+    (lambda t: setattr(t, "block", 99), ValueError, "block"),
+    (lambda t: t._state.__setitem__("solves", -1_000_000), ValueError, "solves"),
+    (lambda t: t._state.__setitem__("backoff", 65), ValueError, "backoff"),
+])
+def test_topk_sizes_and_record_set_out_of_range_are_refused_naming_them(edit, exc, name):
+    """n, k, block, max_iter (public attributes) and the record's counters,
+    set out of range between calls: the next call refuses them by name (a
+    negative solve count once reached the seed as an OverflowError)."""
+    topk = TopK(6, 2)
+    topk.update(matrix=np.eye(6))
+    topk.solve()
+    edit(topk)
+    with pytest.raises(exc, match=name):
+        topk.solve()
+    with pytest.raises(exc, match=name):
+        topk.update(vector=np.ones(6))

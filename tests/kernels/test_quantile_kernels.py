@@ -285,3 +285,26 @@ def test_one_set_of_distinct_codes():
     # every kernel result is one of them
     result = _k.sgd_single(*kernel_args())
     assert result[0] == codes["OK"] and result[1:] == (10, None, -1)
+
+
+def test_a_coef_or_window_set_to_another_type_is_refused_naming_it(data):
+    """coef is public (a warm start may set it): a list, another dtype or
+    length is refused naming it, by sgd and by pickling, not an
+    AttributeError or Cython's buffer mismatch; so is a schedule's window
+    replaced by an array of another dtype."""
+    X, y, _ = data
+    state = LinearState(6)
+    for bad in ([0.0] * 6, np.zeros(6, np.float32), np.zeros(5), np.full(6, np.nan)):
+        state.coef = bad
+        with pytest.raises(ValueError, match=r"state\.coef "):
+            sgd(X[:2], y[:2], state, np.full(2, 0.1))
+        with pytest.raises(ValueError, match=r"state\.coef "):
+            pickle.dumps(state)
+    state.coef = np.zeros(6)
+    assert sgd(X[:2], y[:2], state, np.full(2, 0.1)) == 2
+    sched = StatisticalScheduleState(6)
+    sched._window = sched._window.astype(np.float32)
+    with pytest.raises(ValueError, match="window"):
+        sgd(X, y, LinearState(6), schedule=sched)
+    with pytest.raises(ValueError, match="window"):
+        sched.step(0.5, X[0])

@@ -170,6 +170,8 @@ def default_block_size(n, k):
     >>> default_block_size(1000, 10), default_block_size(8, 5)
     (15, 8)
     """
+    n = _int(n, "n", 1)
+    k = _int(k, "k", 1, n)
     return min(n, k + max(5, k // 2))
 
 
@@ -186,6 +188,8 @@ def default_max_iter(n, b):
     >>> default_max_iter(1000, 15), default_max_iter(50, 7)
     (25, 3)
     """
+    n = _int(n, "n", 1)
+    b = _int(b, "b", 1, n)
     ratio = (4 / 3 * n ** 3) / (2 * n * n * b + 100 * n * b * b)
     return int(min(30, max(3, round(ratio))))
 
@@ -305,7 +309,31 @@ class TopK:
         """
         return call_holding(object_lock(self), self._update, vector, rows, matrix, scale)
 
+    def _check_arrays(self):
+        # the sizes, the state record and the arrays beside it, as the
+        # compiled kernels take them: attributes a caller may have set or
+        # replaced (a few us a call)
+        n = _int(self.n, "TopK's n", 1)
+        k = _int(self.k, "TopK's k", 1, n)
+        b = _int(self.block, "TopK's block", k, n)
+        _int(self.max_iter, "TopK's max_iter", 0, _MAX_ITER)
+        st = self._state
+        if not (isinstance(st, np.ndarray) and st.dtype == _api.TOPK_STATE_DTYPE
+                and st.shape == (1,)):
+            raise ValueError("TopK's _state must be its one-record array of this version's "
+                             "layout (a corrupted state?)")
+        _api.check_topk_state(st)
+        for name, shape in (("_S", (n, n)), ("_V", (b, n)), ("_values", (b,))):
+            a = getattr(self, name)
+            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape
+                    and a.flags.c_contiguous and a.flags.writeable):
+                raise ValueError(f"TopK's {name} must be a writable C-contiguous float64 "
+                                 f"array of shape {shape}, got "
+                                 f"{getattr(a, 'dtype', type(a).__name__)} of shape "
+                                 f"{getattr(a, 'shape', None)} (a corrupted state?)")
+
     def _update(self, vector, rows, matrix, scale):
+        self._check_arrays()
         given = [a is not None for a in (vector, rows, matrix)]
         if sum(given) != 1:
             raise ValueError("update needs exactly one of vector, rows and matrix")
@@ -343,6 +371,19 @@ class TopK:
         self._bound = exact
 
     @staticmethod
+    def _check_block(V, name):
+        # Krylov starts from the previous solve's block and relies on its
+        # rows being orthonormal: from a block edited to other finite values
+        # it returns wrong values without an error. O(b^2 n), against the
+        # O(n^2 b) of each iteration.
+        if not (V.shape[0] and np.isfinite(V).all()):
+            raise ValueError(f"{name} holds NaN or inf (a corrupted or foreign state?)")
+        gap = float(np.abs(V @ V.T - np.eye(V.shape[0])).max())
+        if not gap <= 1e-6:
+            raise ValueError(f"{name}'s rows must be orthonormal (max |V V^T - I| = "
+                             f"{gap:.3g}; a corrupted or foreign state?)")
+
+    @staticmethod
     def _max_abs(S):
         with np.errstate(invalid="ignore"):
             return float(np.abs(np.tril(S)).max(initial=0.0))
@@ -371,12 +412,15 @@ class TopK:
         return call_holding(object_lock(self), self._solve, tol, hint, seed)
 
     def _solve(self, tol, hint, seed):
+        self._check_arrays()
         tol = _real(tol, "tol", 0)
         if hint is not None:
             hint = _array(hint, "hint", (self.n,))
         st = self._state[0]
         seed = int(st["solves"]) + 1 if seed is None else _int(seed, "seed", 0)
         krylov = tol > 0 and st["solves"] > 0
+        if krylov:
+            self._check_block(self._V, "the block _V")
         code = _api.topk_solve(self._S, self._V, self._state, self._values, self.k,
                                self.max_iter, tol, hint, seed, krylov)
         raise_for(code, "TopK.solve")
@@ -424,6 +468,8 @@ class TopK:
             raise ValueError("the pickled TopK's S or block holds NaN or inf (a corrupted or "
                              "foreign pickle?)")
         _api.check_topk_state(state["_state"])
+        if state["_state"][0]["solves"] > 0:
+            self._check_block(state["_V"], "the pickled TopK's block _V")
         # the overflow check's bound, from S itself: a pickle may lower it
         state["_bound"] = self._max_abs(state["_S"])
         state = {key: (value.copy() if isinstance(value, np.ndarray) else value)

@@ -148,6 +148,7 @@ class LinearState:
         return call_holding(object_lock(self), self._getstate)
 
     def _getstate(self):
+        _check_iterate(self)
         return {"coef": self.coef.copy(), "coef_avg": self.coef_avg.copy(),
                 "state": (_dtype_key(_k.STATE_DTYPE), self._state.tobytes())}
 
@@ -287,6 +288,7 @@ class StatisticalScheduleState:
         residual = check_scalar(residual, "residual")
         weight = check_scalar(weight, "weight", low=0)
         state = self._state.copy()
+        _check_window(self._window)
         code, eta, update = _k.schedule_step(state, self._params, self._window, x, residual,
                                              weight)
         if code != OK:
@@ -397,6 +399,7 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
 
 def _sgd(X, y, state, stepsizes, schedule, loss, tau, fit_intercept, average, block,
          sample_weight):
+    _check_iterate(state)
     X = as_matrix(X, float32=block == 1)    # float32 rows read as they are by the kernel
     n, d = X.shape
     if d != state.n_features:
@@ -420,6 +423,7 @@ def _sgd(X, y, state, stepsizes, schedule, loss, tau, fit_intercept, average, bl
                              f"blocks of {schedule.block}, not {d} and {block}")
         params, etas = schedule._params, _EMPTY
         kernel_state = _merge(state._state, schedule._state)
+        _check_window(schedule._window)
     else:
         if loss not in _LOSSES:
             raise ValueError(f"loss must be one of {tuple(_LOSSES)}, got {loss!r}")
@@ -475,6 +479,34 @@ def _split(merged, linear):
     for name in _LINEAR_FIELDS:
         linear[name] = merged[name]
     return linear, merged
+
+
+def _check_iterate(state):
+    # coef and coef_avg are public attributes a caller may set (a warm
+    # start): the kernels take them as float64 vectors of one length
+    for name in ("coef", "coef_avg"):
+        a = getattr(state, name)
+        if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1
+                and a.shape[0] >= 1 and np.isfinite(a).all()):
+            raise ValueError(f"state.{name} must be a finite float64 vector (numpy array) "
+                             f"of the state's n_features values, got "
+                             f"{getattr(a, 'dtype', type(a).__name__)} of shape "
+                             f"{getattr(a, 'shape', None)}; set it with "
+                             f"np.asarray(..., dtype=float)")
+    if state.coef.shape != state.coef_avg.shape:
+        raise ValueError(f"state.coef has {state.coef.shape[0]} values and state.coef_avg "
+                         f"{state.coef_avg.shape[0]}: they must have one length")
+
+
+def _check_window(window):
+    # the residual window beside the schedule's records, as the kernels take
+    # it (its length and values are checked against the records there)
+    if not (isinstance(window, np.ndarray) and window.dtype == np.float64 and window.ndim == 1
+            and window.flags.c_contiguous and window.flags.writeable):
+        raise ValueError(f"the schedule state's window (_window) must be a writable "
+                         f"C-contiguous float64 vector, got "
+                         f"{getattr(window, 'dtype', type(window).__name__)} of shape "
+                         f"{getattr(window, 'shape', None)} (a corrupted state?)")
 
 
 def _checked_stepsizes(stepsizes, sw, n, block):

@@ -1,0 +1,534 @@
+"""What a user can do to streamfit that it did not arrange itself -- hand a
+kernel or an estimator edited records, share one kernel object between
+threads, fork while a thread is inside a call, limit BLAS threads from
+another thread, fit inside a forked multiprocessing worker -- as case
+functions run in a child process (``_isolated.run_cases``; this module is
+imported there by name, so no relative imports).
+
+Each case returns a JSON dict: ``{"result": "refused", "type", "message"}``
+when the library raised, ``{"result": "correct", ...}`` when it did the
+right thing, ``{"result": "wrong", "why"}`` when it returned something wrong
+(a silent use of a bad value, a lost update, a changed thread count). A
+signal or a hang is what the runner sees of the child.
+
+``run(name)`` runs one case by its name in :data:`CASES`, so that a script
+can run them against any installed streamfit, e.g. an older build.
+"""
+import math
+import os
+import pickle
+import sys
+import threading
+import time
+
+import numpy as np
+
+FILL = {"-1e6": -1e6, "-1": -1.0, "nan": math.nan}
+
+
+def _refused(exc):
+    return {"result": "refused", "type": type(exc).__name__, "message": str(exc)[:500]}
+
+
+def _stream(n=400, d=4, seed=5):
+    from streamfit.simulate import make_linear_stream
+    X, y, _ = make_linear_stream(n, d, tau=0.3, random_state=seed)
+    return X, y
+
+
+def _blank(rec, value):
+    """A copy of a record with every field set to ``value``."""
+    out = np.array(rec, copy=True)
+    for name in out.dtype.names:
+        out[name] = value
+    return out
+
+
+# -- records ------------------------------------------------------------------------------
+
+def schedule_state_filled(value, entry):
+    """A kernel StatisticalScheduleState that ran on a stream, its ``_state``
+    record's every field set to ``value``, then used by sgd or step."""
+    from streamfit import kernels as K
+    X, y = _stream()
+    sched = K.StatisticalScheduleState(4, tau=0.3, average=True)
+    K.sgd(X[:300], y[:300], K.LinearState(4), schedule=sched)
+    sched._state = _blank(sched._state, FILL[value])
+    state = K.LinearState(4)
+    try:
+        if entry == "sgd":
+            K.sgd(X[300:], y[300:], state, schedule=sched)
+        else:
+            for x, target in zip(X[300:], y[300:]):
+                sched.step(float(target - x @ state.coef), x)
+    except Exception as exc:
+        return _refused(exc)
+    return {"result": "wrong", "why": f"a record of {value}s was used: phase "
+                                      f"{sched._state['phase'][0]}, stepsize "
+                                      f"{sched._state['last_eta'][0]}, n_seen {state.n_seen}"}
+
+
+def estimator_state_filled(value):
+    """A fitted OnlineQuantileRegressor whose learnt state record has every
+    field set to ``value``, pickled, unpickled and fed more rows."""
+    from streamfit import OnlineQuantileRegressor
+    X, y = _stream()
+    est = OnlineQuantileRegressor(tau=0.3).fit(X[:300], y[:300])
+    est._fit_.state = _blank(est._fit_.state, FILL[value])
+    blob = pickle.dumps(est)
+    try:
+        est = pickle.loads(blob)
+        est.partial_fit(X[300:], y[300:])
+        pred = est.predict(X[300:])
+    except Exception as exc:
+        return _refused(exc)
+    return {"result": "wrong", "why": f"a record of {value}s was used: n_samples_seen_ "
+                                      f"{est.n_samples_seen_}, predictions finite: "
+                                      f"{bool(np.isfinite(pred).all())}"}
+
+
+def window_nan(target):
+    """The schedule's ``window`` parameter set to NaN, in a kernel schedule
+    state or in a fitted estimator's pickle, then more rows."""
+    X, y = _stream()
+    try:
+        if target == "kernel":
+            from streamfit import kernels as K
+            sched = K.StatisticalScheduleState(4, tau=0.3)
+            params = np.array(sched._params, copy=True)
+            params["window"] = math.nan
+            sched._params = params
+            K.sgd(X, y, K.LinearState(4), schedule=sched)
+            return {"result": "wrong", "why": f"a NaN window was used (phase {sched.phase})"}
+        from streamfit import OnlineQuantileRegressor
+        est = OnlineQuantileRegressor(tau=0.3).fit(X[:300], y[:300])
+        params = np.array(est._fit_.params, copy=True)
+        params["window"] = math.nan
+        est._fit_.params = params
+        est = pickle.loads(pickle.dumps(est))
+        est.partial_fit(X[300:], y[300:])
+    except Exception as exc:
+        return _refused(exc)
+    return {"result": "wrong", "why": "a NaN window was used"}
+
+
+def window_values_nan(target):
+    """The residual window's filled part (the values the schedule's order
+    statistics read) set to NaN, in a kernel schedule state or in a fitted
+    estimator's pickle, then more rows: quickselect never splits a range
+    around a NaN pivot."""
+    X, y = _stream()
+    try:
+        if target == "kernel":
+            from streamfit import kernels as K
+            sched = K.StatisticalScheduleState(4, tau=0.3)
+            K.sgd(X[:30], y[:30], K.LinearState(4), schedule=sched)    # in the warm-up
+            fill = int(sched._state["fill"][0])
+            sched._window[:fill] = math.nan
+            K.sgd(X[30:], y[30:], K.LinearState(4), schedule=sched)
+            return {"result": "wrong", "why": f"a NaN window was used (fill {fill})"}
+        from streamfit import OnlineQuantileRegressor
+        est = OnlineQuantileRegressor(tau=0.3).fit(X[:330], y[:330])
+        est._fit_.window[...] = math.nan
+        est = pickle.loads(pickle.dumps(est))
+        est.partial_fit(X[330:], y[330:])
+    except Exception as exc:
+        return _refused(exc)
+    return {"result": "wrong", "why": "a NaN window was used"}
+
+
+def topk_block_edited():
+    """A kernels.TopK's block of vectors edited to other finite values (as
+    in an edited pickle), then a warm-started solve: refused, not a wrong
+    top-k."""
+    from streamfit import kernels as K
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((30, 30))
+    topk = K.TopK(30, 2)
+    topk.update(matrix=A + A.T)
+    topk.solve()
+    topk._V[0] = -1.0
+    try:
+        topk = pickle.loads(pickle.dumps(topk))
+    except Exception as exc:
+        return _refused(exc)
+    topk._V[0] = -1.0           # (an older build loads it: edit the loaded copy too)
+    try:
+        topk.update(vector=rng.standard_normal(30), scale=0.1)
+        values, _ = topk.solve(1e-8)
+    except Exception as exc:
+        return _refused(exc)
+    top = np.linalg.eigvalsh(topk.matrix)[::-1][:2]
+    ok = np.allclose(values, top, rtol=1e-6)
+    return {"result": "correct" if ok else "wrong",
+            "why": f"values {values.tolist()} for the top eigenvalues {top.tolist()}"}
+
+
+# -- kernel objects shared by threads -------------------------------------------------------
+
+N_THREADS = 4
+
+
+def _together(work):
+    """Run work(i) in N_THREADS threads started at once; re-raise an error."""
+    start, errors = threading.Barrier(N_THREADS), []
+
+    def run(i):
+        try:
+            start.wait()
+            work(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(N_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def topk_threads():
+    """One kernels.TopK updated by rank-one terms (a compiled loop over S's
+    rows, without the GIL) and rank-m terms from several threads at once,
+    and solved now and then: S must be the sum of every term (to rounding)."""
+    from streamfit import kernels as K
+    n, rounds = 300, 400
+    rng = np.random.default_rng(0)
+    terms = rng.standard_normal((N_THREADS, rounds, n))
+
+    def work(i):
+        for r in range(rounds):
+            if r % 100 == 99:
+                topk.update(rows=terms[i, r - 3:r + 1])
+                topk.solve(1e-6)
+            else:
+                topk.update(vector=terms[i, r], scale=0.5 if r % 2 else 1.0)
+
+    topk = K.TopK(n, 3)
+    _together(work)
+    exact = np.zeros((n, n))
+    for i in range(N_THREADS):
+        for r in range(rounds):
+            t = terms[i, r - 3:r + 1] if r % 100 == 99 else terms[i, r:r + 1]
+            exact += (0.5 if r % 2 and r % 100 != 99 else 1.0) * (t.T @ t)
+    rel = float(np.abs(topk.matrix - exact).max() / np.abs(exact).max())
+    return {"result": "correct" if rel < 1e-12 else "wrong", "relative_error": rel,
+            "why": f"S is {rel:.2g} (relative) away from the sum of the terms"}
+
+
+def linear_state_threads():
+    """One kernels.LinearState fed 80,000 rows by sgd from several threads
+    (100-row calls): every row must be counted."""
+    from streamfit import kernels as K
+    rows = 80_000 // N_THREADS
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((N_THREADS, rows, 5))
+    y = X.sum(axis=2) + rng.standard_normal((N_THREADS, rows))
+    state = K.LinearState(5)
+    etas = np.full(100, 1e-3)
+
+    def work(i):
+        for s in range(0, rows, 100):
+            K.sgd(X[i, s:s + 100], y[i, s:s + 100], state, etas)
+
+    _together(work)
+    ok = state.n_seen == state.n_updates == 80_000 and bool(np.isfinite(state.coef).all())
+    return {"result": "correct" if ok else "wrong", "n_seen": state.n_seen,
+            "n_updates": state.n_updates,
+            "why": f"n_seen {state.n_seen}, n_updates {state.n_updates} of 80000 rows"}
+
+
+# -- fork while another thread is inside a call ---------------------------------------------
+
+class _Gate:
+    """Array-like data whose conversion holds the calling thread until
+    released: the estimator's call lock is then held (the conversion runs
+    inside the call), so a fork at that moment is a fork mid-call."""
+
+    def __init__(self, a):
+        self.a, self.inside, self.go = a, threading.Event(), threading.Event()
+
+    def __array__(self, dtype=None, copy=None):
+        self.inside.set()
+        self.go.wait(60)
+        return self.a if dtype is None else self.a.astype(dtype)
+
+    def __len__(self):
+        return len(self.a)
+
+    @property
+    def shape(self):
+        return self.a.shape
+
+
+def _in_child(how, body, timeout=30):
+    """Run body() in a child forked by ``how`` ("os.fork" or "mp-fork");
+    return its JSON result, or ``{"result": "hang"}`` if it did not end
+    within ``timeout`` seconds (it is then killed)."""
+    import json
+    import multiprocessing
+    r, w = os.pipe()
+
+    def child():
+        os.close(r)
+        try:
+            out = body()
+        except BaseException as exc:
+            out = _refused(exc)
+        os.write(w, json.dumps(out).encode())
+        os.close(w)
+
+    if how == "os.fork":
+        pid = os.fork()
+        if pid == 0:
+            try:
+                child()
+            finally:
+                os._exit(0)
+        os.close(w)
+        proc = None
+    else:
+        proc = multiprocessing.get_context("fork").Process(target=child)
+        proc.start()
+        os.close(w)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc is None:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                code = os.waitstatus_to_exitcode(status)
+                break
+        elif not proc.is_alive():
+            code = proc.exitcode
+            break
+        if time.monotonic() > deadline:
+            if proc is None:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            else:
+                proc.kill()
+                proc.join()
+            os.close(r)
+            return {"result": "hang", "why": f"the forked child did not end within {timeout} s"}
+        time.sleep(0.01)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    if code:
+        return {"result": "wrong", "why": f"the forked child ended with {code}"}
+    return json.loads(data)
+
+
+def _fork_mid_call(est, X, y, how, body):
+    """Fork while another thread is inside est.partial_fit (held at its data's
+    conversion); body(est) runs in the child. The parent's call then ends."""
+    gate = _Gate(X)
+    args = (gate,) if y is None else (gate, y)
+    caller = threading.Thread(target=lambda: est.partial_fit(*args))
+    caller.start()
+    if not gate.inside.wait(60):
+        raise RuntimeError("partial_fit never converted its data")
+    try:
+        return _in_child(how, lambda: body(est))
+    finally:
+        gate.go.set()
+        caller.join()
+
+
+def fork_quantile(how):
+    """Fork while a thread is inside OnlineQuantileRegressor.partial_fit: in
+    the child, pickling the estimator and going on with it must work."""
+    from streamfit import OnlineQuantileRegressor
+    X, y = _stream()
+    est = OnlineQuantileRegressor(tau=0.3).fit(X[:200], y[:200])
+    before = est.n_samples_seen_
+
+    def body(est):
+        again = pickle.loads(pickle.dumps(est))
+        est.partial_fit(X[300:], y[300:])
+        ok = again.n_samples_seen_ == before and est.n_samples_seen_ == before + 100
+        return {"result": "correct" if ok else "wrong",
+                "why": f"n_samples_seen_ {again.n_samples_seen_}, then {est.n_samples_seen_}"}
+
+    return _fork_mid_call(est, X[200:300], y[200:300], how, body)
+
+
+def fork_pca(how):
+    """Fork while a thread is inside PerturbedLeaderPCA.partial_fit (whose
+    kernels update its arrays in place): in the child, a next partial_fit
+    must raise a RuntimeError saying so (not hang, not run on a torn state),
+    and fit must work."""
+    from streamfit import PerturbedLeaderPCA
+    from streamfit.simulate import make_spiked_stream
+    X = make_spiked_stream(120, 24, n_spikes=2, random_state=0)
+    est = PerturbedLeaderPCA(2, random_state=0).fit(X[:40])
+
+    def body(est):
+        try:
+            est.partial_fit(X[80:])
+            return {"result": "wrong", "why": "partial_fit ran on a state a fork may have torn"}
+        except RuntimeError as exc:
+            refusal = str(exc)
+        est.fit(X)
+        V = est.components_
+        ok = est.n_trials_ == len(X) and np.allclose(V @ V.T, np.eye(2), atol=1e-8)
+        return {"result": "correct" if ok else "wrong", "message": refusal[:300],
+                "why": f"fit after the refusal: n_trials_ {est.n_trials_}"}
+
+    return _fork_mid_call(est, X[40:80], None, how, body)
+
+
+# -- BLAS thread counts ---------------------------------------------------------------------
+
+def _blas_counts():
+    """Each loaded BLAS library's thread count, in the order of their paths."""
+    from threadpoolctl import threadpool_info
+    libs = sorted((lib["filepath"], lib["num_threads"]) for lib in threadpool_info()
+                  if lib["user_api"] == "blas")
+    return [count for _, count in libs]
+
+
+def _fpl_fit(n_jobs=1, n=400):
+    from streamfit import PerturbedLeaderPCA
+    from streamfit.simulate import make_spiked_stream
+    X = make_spiked_stream(n, 300, n_spikes=5, random_state=0)
+    return PerturbedLeaderPCA(5, random_state=0, n_jobs=n_jobs).fit(X)
+
+
+def _load_every_blas():
+    # a first small fit loads every BLAS library the fits use (scipy's may
+    # come in lazily), so that the counts compared are of the same libraries
+    _fpl_fit(n=20)
+
+
+def blas_limits_in_another_thread():
+    """An FPL fit in one thread, and a user's threadpool_limits(1) block
+    entered in another while the fit runs: inside the block BLAS stays at 1
+    thread (during the fit and after it ended), and after the block the
+    process is back at its count. (The process's own count is used as it
+    is: under a threadpool_limits block of the main thread around all this,
+    OpenBLAS 0.3.30's counts read as set per thread.)"""
+    from threadpoolctl import threadpool_limits
+    _load_every_blas()
+    outer = _blas_counts()
+    if not outer or max(outer) < 2:
+        return {"result": "skipped", "why": f"no BLAS with more than one thread: {outer}"}
+    fitting = threading.Thread(target=_fpl_fit, kwargs={"n": 1000})
+    fitting.start()
+    time.sleep(0.3)
+    seen = []
+    with threadpool_limits(1, user_api="blas"):
+        mid_fit = fitting.is_alive()
+        while fitting.is_alive():
+            seen.append(tuple(_blas_counts()))
+            time.sleep(0.005)
+        fitting.join()
+        seen.append(tuple(_blas_counts()))           # after the fit ended
+    after = _blas_counts()
+    inside = sorted(set(seen))
+    ok = inside == [tuple(1 for _ in outer)] and after == outer
+    return {"result": "correct" if ok else "wrong", "inside": inside, "after": after,
+            "mid_fit": mid_fit,
+            "why": f"the user's block saw {inside}, and after it the process has {after} "
+                   f"(it had {outer}; the block began mid-fit: {mid_fit})"}
+
+
+def fork_keeps_blas_count(how="os.fork"):
+    """A child forked while an FPL partial_fit runs in another thread has the
+    BLAS thread count of its parent, not one a call took for itself. (The fit
+    is initialised first: a fork while OpenBLAS's own threads run a call --
+    the first decision's LAPACK solve -- can deadlock in OpenBLAS's fork
+    handler, with numpy alone too; the trial loop itself calls no BLAS.)"""
+    from streamfit import PerturbedLeaderPCA
+    from streamfit.simulate import make_spiked_stream
+    _load_every_blas()
+    outer = _blas_counts()
+    if not outer or max(outer) < 2:
+        return {"result": "skipped", "why": f"no BLAS with more than one thread: {outer}"}
+    X = make_spiked_stream(1000, 300, n_spikes=5, random_state=0)
+    est = PerturbedLeaderPCA(5, random_state=0, solver="krylov").fit(X[:10])
+    fitting = threading.Thread(target=est.partial_fit, args=(X[10:],))
+    fitting.start()
+    time.sleep(0.3)
+    try:
+        mid_fit = fitting.is_alive()
+        out = _in_child(how, lambda: {"counts": _blas_counts()})
+    finally:
+        fitting.join()
+    if "counts" not in out:
+        return out
+    ok = out["counts"] == outer
+    return {"result": "correct" if ok else "wrong", "mid_fit": mid_fit, **out,
+            "why": f"the child has {out['counts']} BLAS threads, its parent {outer} (forked "
+                   f"mid-fit: {mid_fit})"}
+
+
+# -- a fork multiprocessing worker ----------------------------------------------------------
+
+def _worker_fit(n_jobs):
+    est = _fpl_fit(n_jobs)
+    return int(est.n_trials_)
+
+
+def fit_in_fork_worker(n_jobs=-1):
+    """An FPL fit in a fork-multiprocessing worker with warnings as errors
+    (the worker inherits the filter): no warning, e.g. joblib's about loky."""
+    import multiprocessing
+    import warnings
+    warnings.simplefilter("error")
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            trials = pool.apply(_worker_fit, (n_jobs,))
+    except Exception as exc:
+        return _refused(exc)
+    return {"result": "correct" if trials == 400 else "wrong", "why": f"{trials} trials"}
+
+
+# -- by name ---------------------------------------------------------------------------------
+
+CASES = {
+    **{f"schedule _state = {v} -> sgd": (schedule_state_filled, (v, "sgd")) for v in FILL},
+    **{f"schedule _state = {v} -> step": (schedule_state_filled, (v, "step")) for v in FILL},
+    **{f"OnlineQuantileRegressor state = {v}, unpickled -> partial_fit":
+       (estimator_state_filled, (v,)) for v in FILL},
+    "schedule params window = NaN -> sgd": (window_nan, ("kernel",)),
+    "OnlineQuantileRegressor params window = NaN, unpickled -> partial_fit":
+        (window_nan, ("estimator",)),
+    "schedule window values = NaN -> sgd": (window_values_nan, ("kernel",)),
+    "OnlineQuantileRegressor window values = NaN, unpickled -> partial_fit":
+        (window_values_nan, ("estimator",)),
+    "TopK block edited to non-orthonormal, pickled -> solve(tol)": (topk_block_edited, ()),
+    "TopK updated from 4 threads": (topk_threads, ()),
+    "LinearState fed 80,000 rows from 4 threads": (linear_state_threads, ()),
+    "os.fork mid partial_fit (quantile): pickle.dumps in child": (fork_quantile, ("os.fork",)),
+    "'fork' Process mid partial_fit (quantile): pickle.dumps in child":
+        (fork_quantile, ("mp-fork",)),
+    "os.fork mid partial_fit (FPL): child partial_fit / fit": (fork_pca, ("os.fork",)),
+    "'fork' Process mid partial_fit (FPL): child partial_fit / fit": (fork_pca, ("mp-fork",)),
+    "os.fork mid FPL fit: child's BLAS thread count": (fork_keeps_blas_count, ("os.fork",)),
+    "threadpool_limits(1) in one thread, FPL fit in another": (blas_limits_in_another_thread,
+                                                               ()),
+    "FPL fit (n_jobs=-1) in a fork Pool worker, -W error": (fit_in_fork_worker, (-1,)),
+    "FPL fit (n_jobs=None) in a fork Pool worker, -W error": (fit_in_fork_worker, (None,)),
+}
+
+
+def run(name):
+    func, args = CASES[name]
+    return func(*args)
+
+
+def by_name(case):
+    """Case function for ``_isolated.run_cases``: ``{"name": ...}``."""
+    return run(case["name"])
+
+
+if __name__ == "__main__":
+    import json
+    print("@@" + json.dumps(run(sys.argv[1])), flush=True)
