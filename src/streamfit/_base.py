@@ -127,5 +127,13 @@ class StreamEstimator(BaseEstimator):
                 if key not in _TRANSIENT and key not in self._TRANSIENT_ATTRS}
 
     def __setstate__(self, state):
+        if not isinstance(state, dict):
+            raise ValueError(f"{type(self).__name__} pickle: the state is a "
+                             f"{type(state).__name__}, not a dict (a corrupted or foreign "
+                             f"pickle?)")
+        missing = sorted(set(self._get_param_names()) - set(state))
+        if missing:
+            raise ValueError(f"{type(self).__name__} pickle: no value for the parameters "
+                             f"{missing} (a corrupted or foreign pickle?)")
         state = {key: value for key, value in state.items() if key not in _TRANSIENT}
         super().__setstate__(state)

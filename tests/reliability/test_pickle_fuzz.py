@@ -55,14 +55,6 @@ def mutated():
     return cases, run_cases("_fuzz_cases", "mutated", cases, timeout=15, workers=2)
 
 
-# Families whose unpickling checks every array and record of the state.
-# The PCA estimators' and the low-rank regressor's __setstate__ check the
-# layout and the records' fields but not yet every array and attribute
-# beside them (a NaN block_, an edited n_components_ or _fitted_noise, an
-# object-dtype U): edits there may be used silently or fail with an
-# AttributeError/KeyError/IndexError at the next call -- never a signal or a
-# hang, which every family is held to.
-CHECKED = tuple(f for f in F.FAMILIES if f not in F.PCA and f != "lowrank")
 
 
 def failures(cases, outcomes, family, judge=True, loading_may_raise_anything=False):
@@ -94,11 +86,7 @@ def test_no_edit_of_a_pickle_crashes_or_hangs(structured, mutated, family):
     assert not bad, f"{len(bad)} edited pickles of {family}:\n" + "\n".join(bad[:40])
 
 
-@pytest.mark.parametrize("family", [
-    f if f in CHECKED else pytest.param(f, marks=pytest.mark.xfail(
-        strict=True, reason="this family's __setstate__ does not check every array beside "
-                            "its records yet"))
-    for f in F.FAMILIES])
+@pytest.mark.parametrize("family", F.FAMILIES)
 def test_structured_edits_of_the_pickle_are_refused_or_harmless(structured, family):
     cases, outcomes = structured
     bad = failures(cases, outcomes, family)
@@ -106,11 +94,7 @@ def test_structured_edits_of_the_pickle_are_refused_or_harmless(structured, fami
     assert not bad, f"{len(bad)} of {n} edited pickles of {family}:\n" + "\n".join(bad[:40])
 
 
-@pytest.mark.parametrize("family", [
-    f if f != "ols" else pytest.param(f, marks=pytest.mark.xfail(
-        strict=True, reason="seed 0 renames a parameter's key: the estimator loads without "
-                            "fit_intercept and its next call raises AttributeError"))
-    for f in CHECKED])
+@pytest.mark.parametrize("family", F.FAMILIES)
 def test_byte_mutations_of_the_pickle_are_refused_or_harmless(mutated, family):
     cases, outcomes = mutated
     bad = failures(cases, outcomes, family, loading_may_raise_anything=True)

@@ -37,6 +37,23 @@ class _LowRankFit:
         return {k: getattr(self, k) for k in self.__slots__}
 
     def __setstate__(self, state):
+        if not isinstance(state, dict) or set(state) != set(self.__slots__):
+            raise ValueError("low-rank fit pickle: not the fields "
+                             f"{self.__slots__} (a corrupted or foreign pickle?)")
+        U, s, V, window = (state[k] for k in ("U", "s", "V", "window"))
+        for name, a, ndim in (("U", U, 2), ("s", s, 1), ("V", V, 2), ("window", window, 1)):
+            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == ndim
+                    and a.flags.c_contiguous):
+                raise ValueError(f"low-rank fit pickle: {name} is not a C-ordered float64 "
+                                 f"array of {ndim} dimensions (a corrupted or foreign "
+                                 f"pickle?); it was not used")
+            if name != "window" and not np.isfinite(a).all():
+                raise ValueError(f"low-rank fit pickle: {name} holds a non-finite value")
+        if not U.shape[0] == s.shape[0] == V.shape[0]:
+            raise ValueError(f"low-rank fit pickle: U, s and V disagree on the rank "
+                             f"({U.shape[0]}, {s.shape[0]}, {V.shape[0]})")
+        if (s < 0).any():
+            raise ValueError("low-rank fit pickle: s holds a negative singular value")
         for k, v in state.items():
             setattr(self, k, v)
 

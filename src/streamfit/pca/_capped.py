@@ -71,6 +71,8 @@ class _CappedSimplexPCA(_OnlinePCA):
     _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "spectrum_",
                "cumulative_", "dense_parameter_")
     _STATE_DTYPE = _k.STATE_DTYPE
+    _LOADED_ARRAYS = ("parameter_", "eigenvectors_", "eigenvalues_", "spectrum_", "cumulative_",
+                      "dense_parameter_")
     # n x n float64 state, several copies: 2^15 is already 8 GB each
     _MAX_FEATURES = 1 << 15
 
@@ -111,6 +113,16 @@ class _CappedSimplexPCA(_OnlinePCA):
                 raise ValueError(f"eta changed from {self._fitted_eta!r} to {self.eta!r} since "
                                  f"the first call; fit() starts afresh")
         return params
+
+    def _loaded_inconsistency(self):
+        # the eigendecomposition every trial plays from: n x n, orthonormal
+        n, U = self.n_features_in_, self.eigenvectors_
+        if U.shape != (n, n) or self.eigenvalues_.shape != (n,) or self.spectrum_.shape != (n,):
+            return "eigenvectors_", (f"has shape {U.shape} (eigenvalues_ "
+                                     f"{self.eigenvalues_.shape}), expected ({n}, {n})")
+        if int(self.state_["t"][0]) > 0 and np.abs(U.T @ U - np.eye(n)).max() > 1e-6:
+            return "eigenvectors_", "columns are not orthonormal"
+        return None
 
     # -- state -------------------------------------------------------------------------
     def _initialize(self, n, kind, params, rng):

@@ -91,6 +91,8 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     _STATE_NAMES: tuple[str, ...] = ()
     _TRANSIENT_ATTRS: tuple[str, ...] = ("_regret_cache",)
     _STATE_DTYPE = None         # the kernel's state record (subclasses)
+    _LOADED_CHOICES = {}        # fitted settings and their values, checked on loading
+    _LOADED_ARRAYS = ()         # the arrays a fitted state holds (subclasses)
     _FLOAT32_ROWS = False       # the kernel reads float32 rows as they are (FPL)
 
     # -- scikit-learn -----------------------------------------------------------
@@ -593,7 +595,102 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
                              f"layout ({getattr(record, 'dtype', type(record).__name__)}), "
                              f"not this streamfit's; fit a new estimator")
         super().__setstate__(state)
+        if record is not None:
+            _check_loaded(self)
+
+    def _loaded_inconsistency(self):
+        """(attribute, what is wrong) for a loaded state that the shared
+        checks (_check_loaded) pass but this family cannot use, else None."""
+        return None
 
     def __copy__(self):
         # state arrays are updated in place: a shallow copy must not share them
         return copy.deepcopy(self)
+
+
+# arrays whose first dimension is a count of rows (a buffer, the solver's
+# block), not the instances' dimension
+_ROW_ARRAYS = ("rows_", "block_", "history_")
+
+
+def _loaded_error(est, name, what):
+    return ValueError(f"{type(est).__name__} pickle: {name} {what} (a corrupted or foreign "
+                      f"pickle?); it was not used")
+
+
+def _check_loaded(est):
+    """Every attribute of a fitted state loaded by __setstate__ that the
+    kernels read, checked before any is used: the sizes as integers in range,
+    each array float64, C-ordered, finite and of the sizes those give (an
+    n x n matrix, an n-vector, or empty where the configuration has none),
+    the solver's block orthonormal, the fitted settings among their values.
+    The state record's fields are checked by the kernel at the next call."""
+    d = vars(est)
+    _check_loaded_record(est, d["state_"])
+    for name in type(est)._LOADED_ARRAYS:
+        if not isinstance(d.get(name), np.ndarray):
+            raise _loaded_error(est, name, f"is a {type(d.get(name)).__name__}, expected "
+                                           f"an array")
+    n, k = d.get("n_features_in_"), d.get("n_components_")
+    for name, value in (("n_features_in_", n), ("n_components_", k)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
+            raise _loaded_error(est, name, f"is {value!r}, expected an integer >= 1")
+    if k > n:
+        raise _loaded_error(est, "n_components_", f"is {k}, more than n_features_in_ = {n}")
+    if d.get("instances_") not in ("vector", "dense"):
+        raise _loaded_error(est, "instances_", f"is {d.get('instances_')!r}, expected "
+                                               f"'vector' or 'dense'")
+    for name, a in d.items():
+        if name == "state_" or not isinstance(a, np.ndarray):
+            continue
+        if a.dtype != np.float64 or not a.flags.c_contiguous or a.ndim not in (1, 2):
+            raise _loaded_error(est, name, f"is a {a.dtype} array of {a.ndim} dimensions "
+                                           f"(C-ordered: {a.flags.c_contiguous}), expected "
+                                           f"C-ordered float64 of 1 or 2")
+        if a.ndim == 1:
+            ok = a.shape[0] in (0, n)
+        elif name in _ROW_ARRAYS:
+            ok = a.shape[1] == n or a.size == 0
+        else:
+            ok = a.shape in ((n, n), (0, 0))
+        if not ok:
+            raise _loaded_error(est, name, f"has shape {a.shape}, which does not fit "
+                                           f"n_features_in_ = {n}")
+        if not np.isfinite(a).all():
+            raise _loaded_error(est, name, "holds a non-finite value")
+    block = d.get("block_")
+    if block is not None:
+        b = block.shape[0]
+        if not k <= b <= n:
+            raise _loaded_error(est, "block_", f"has {b} rows, expected between "
+                                               f"n_components_ = {k} and {n}")
+        if np.abs(block @ block.T - np.eye(b)).max() > 1e-8:
+            raise _loaded_error(est, "block_", "rows are not orthonormal")
+    for name, allowed in type(est)._LOADED_CHOICES.items():
+        if name in d and not any(d[name] == v and type(d[name]) is type(v) for v in allowed):
+            raise _loaded_error(est, name, f"is {d[name]!r}, expected one of {allowed}")
+    problem = est._loaded_inconsistency()
+    if problem is not None:
+        raise _loaded_error(est, *problem)
+
+
+def _check_loaded_record(est, record):
+    # the record's counts as the kernels read them (>= 0, exact in a double),
+    # its real fields finite: what the estimator's attributes (n_trials_,
+    # cumulative_gain_, regret_) report before any call reaches a kernel
+    if not isinstance(record, np.ndarray) or record.shape != (1,):
+        raise _loaded_error(est, "state_", "is not a one-element record")
+
+    def walk(rec, prefix):
+        for field in rec.dtype.names:
+            value, name = rec[field], f"state_[{prefix}{field!r}]"
+            if value.dtype.names is not None:
+                walk(value, f"{prefix}{field!r}][")
+            elif value.dtype.kind == "i":
+                if not 0 <= int(value[0]) < 2 ** 53:
+                    raise _loaded_error(est, name, f"is {int(value[0])}, expected a count "
+                                                   f"between 0 and 2^53")
+            elif not np.isfinite(value).all():
+                raise _loaded_error(est, name, f"is {value[0]}, expected a finite number")
+
+    walk(record, "")

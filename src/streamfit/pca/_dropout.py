@@ -145,6 +145,8 @@ class DropoutPCA(_OnlinePCA):
                     "_fitted_p", "_fitted_resample")
     _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
     _STATE_DTYPE = _k.STATE_DTYPE
+    _LOADED_ARRAYS = ("dropped_", "cumulative_", "rows_", "block_", "history_")
+    _LOADED_CHOICES = {"_fitted_resample": _RESAMPLE}
     _IN_PLACE = ("state_", "dropped_", "cumulative_", "rows_", "block_")
     # the eigen-solver chain's first routine (tests override it)
     _eig_first = 0
@@ -251,6 +253,13 @@ class DropoutPCA(_OnlinePCA):
                                        params, self.dropped_, self.cumulative_, self.rows_,
                                        self.block_, rng.bit_generator.capsule)
         self._finish_call(code, done, exc, T, fresh, rng, saved)
+
+    def _loaded_inconsistency(self):
+        # "fresh" replays every earlier row: one per trial; "lazy" keeps none
+        want = int(self.state_["t"][0]) if self._fitted_resample == "fresh" else 0
+        if self.history_.shape[0] != want:
+            return "history_", f"has {self.history_.shape[0]} rows, expected {want}"
+        return None
 
     def _play_fresh(self, X, scale, params):
         """The paper's dropout: every trial redraws b_1..b_{t-1} and solves

@@ -166,6 +166,8 @@ class _LeaderPCA(_OnlinePCA):
                     "_fitted_noise")
     _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
     _STATE_DTYPE = _k.STATE_DTYPE
+    _LOADED_ARRAYS = ("perturbed_", "noise_", "cumulative_", "rows_", "block_")
+    _LOADED_CHOICES = {"_fitted_noise": tuple(_NOISE.values())}
     _FLOAT32_ROWS = True
     # arrays the kernel updates in place (noise_ it only reads)
     _IN_PLACE = ("state_", "perturbed_", "cumulative_", "rows_", "block_")
@@ -551,6 +553,7 @@ class FollowTheLeaderPCA(_LeaderPCA):
     """
 
     _noise_code = _k.NOISE_NONE
+    _LOADED_CHOICES = {"_fitted_noise": (_k.NOISE_NONE,)}
 
     def __init__(self, n_components, *, solver="auto", tol=0.01, n_jobs=None):
         self.n_components = n_components
