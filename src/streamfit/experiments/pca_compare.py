@@ -12,7 +12,7 @@ from ..simulate import make_ftl_adversary, make_spiked_stream
 from . import _plot
 from ._runner import Task
 from ._stats import loglog_slope
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 
 ALGORITHMS = ("FTL", "FPL", "MEG", "GD")
 
@@ -119,7 +119,7 @@ def _analyse(p, results):
 
 
 EXPERIMENT = Experiment(
-    name="pca-compare", paper="000",
+    name="pca-compare", paper="000", kind=BEYOND,
     title="FTL, FPL, MEG and GD side by side",
     claim=("MEG and GD have (near-)minimax regret O(sqrt(kT)) / O(k sqrt(T log n)) but need a "
            "full eigendecomposition, O(n^3) a trial; FPL needs only the top k eigenvectors, "

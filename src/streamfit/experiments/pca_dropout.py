@@ -20,7 +20,7 @@ from ..simulate import make_ftl_adversary, make_spiked_stream
 from . import _plot
 from ._runner import Task
 from ._stats import loglog_slope
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 from .pca_compare import ALGORITHMS as COMPARED, _stream, run_compare
 from .pca_scaling import _weak_spike_strength, run_scaling, scan_points
 
@@ -231,7 +231,7 @@ def _analyse(p, results):
 
 
 EXPERIMENT = Experiment(
-    name="pca-dropout", paper="000",
+    name="pca-dropout", paper="000", kind=BEYOND,
     title="Dropout perturbations: the seed's open question",
     claim=("Open question of the seed (end of the paper): would a more adaptive Follow the "
            "Leader, with dropout perturbation (van Erven, Kotlowski & Warmuth, COLT 2014), reach "
