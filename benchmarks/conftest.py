@@ -28,7 +28,8 @@ def timed(request):
 def single_thread_blas():
     # Every contender here is single-threaded per sample; pinning BLAS to one
     # thread keeps an idle BLAS pool from competing on a shared machine.
-    with threadpool_limits(limits=1):
+    # (BLAS only: the OpenMP threads of FPL's loop are what some suites time.)
+    with threadpool_limits(limits=1, user_api="blas"):
         yield
 
 

@@ -7,6 +7,11 @@ partial_fit against river's learn_one.
   no validation, no copies), for calls of 1, 100 and 10,000 rows (d = 10).
   Reported per call: both times, the difference (the layer's overhead) and
   their ratio. Contenders alternate within each round; medians of rounds.
+- Record checks: the kernels check every field of the state and parameter
+  records a call is handed (a hand-edited or unpickled record is refused,
+  never used as an index). Their cost per record, timed in C over the 1,000
+  records of a 1,000-quantile check_records call, against a one-row
+  sgd_single call (which pays it once) in the same run.
 - river: a stream fed one row at a time, ours with partial_fit on (1, d)
   rows against river's LinearRegression(loss=Quantile(0.5)).learn_one on
   dicts (river's native input), both with the same constant stepsize (the
@@ -73,6 +78,10 @@ def overhead_report(table, publish_table):
             raw, est = table[("overhead", m)]
             lines.append(f"{m:>14,d}{raw:>15.2f}{est:>16.2f}{est - raw:>13.2f}"
                          f"{est / raw:>7.2f}x")
+    if "checks" in table:
+        per, row = table["checks"]
+        lines += ["", f"Record checks: {per * 1e9:.0f} ns per record (state + params), a "
+                  f"one-row kernel call {row * 1e9:.0f} ns: {per / row:.1%} of it"]
     rivers = [d for d in RIVER_D if ("river", d) in table]
     if rivers:
         lines += ["", "One row at a time (us per row; ours: partial_fit on a (1, d) row; river: "
@@ -132,6 +141,37 @@ def test_partial_fit_overhead_over_the_kernel(benchmark, stream, sizes, table, m
     raw()
     np.testing.assert_array_equal(ref._fit_.w, w)
     assert ref._fit_.state.tobytes() == state.tobytes()
+
+
+@pytest.mark.benchmark(group="record checks")
+def test_record_checks_cost(benchmark, stream, sizes, table):
+    X, y = stream
+    est = OnlineQuantileRegressor().partial_fit(X[:1000], y[:1000])       # past the warm-up
+    fit = est._fit_
+    m = 1000
+    states = np.repeat(fit.state, m)
+    params = np.repeat(fit.params, m)
+    w, wbar, state, window = fit.w.copy(), fit.wbar.copy(), fit.state.copy(), fit.window.copy()
+    empty = np.zeros(0)
+    rows = [(X[1000 + i:1001 + i], y[1000 + i:1001 + i]) for i in range(1000)]
+
+    def checks():
+        _k.check_records(states, params)
+
+    def one_row():
+        for Xr, yr in rows:
+            _k.sgd_single(Xr, yr, empty, w, wbar, state, params[:1], window, empty)
+
+    medians = interleaved(sizes["rounds"], {"checks": checks, "one_row": one_row})
+    benchmark.pedantic(checks, rounds=1, iterations=1)
+    per, row = medians["checks"] / m, medians["one_row"] / len(rows)
+    table["checks"] = (per, row)
+    record_ratios(benchmark, {"ratio_time_record_check_over_one_row_call": per / row})
+    # a field out of range is refused, naming it
+    bad = states.copy()
+    bad["fill"][7] = -1
+    with pytest.raises(ValueError, match=r"states\[7\] record: field 'fill'"):
+        _k.check_records(bad, params)
 
 
 @pytest.mark.parametrize("d", RIVER_D)

@@ -1,20 +1,16 @@
-"""Follow the Perturbed Leader's threads, memory traffic and float32 rows
-(issue 11), as ratios to baselines timed in the same run.
+"""Follow the Perturbed Leader's threads, memory traffic and float32 rows,
+as ratios to baselines timed in the same run.
 
-* Threads table: PerturbedLeaderPCA(k=10) at n = 1000 on a spiked stream,
-  ms per trial on 1 BLAS thread and on the BLAS default (the count OpenBLAS
-  started with), with the machine as it is ("idle") and with one core kept
-  busy by a busy-loop process this benchmark starts; against scipy's top-k
-  ``eigh`` (subset_by_index) of the estimator's perturbed matrix at the same
-  thread count. Three FPLs: "fpl" (the defaults: n_jobs=None follows the
-  BLAS count, so the trial loop's own threads run on the default row and
-  not on the 1-thread row), "fpl n_jobs=1" (the trial loop on the caller's
-  thread alone) and "fpl-unpinned" (n_jobs=1 and the one-BLAS-thread policy
-  switched off: the behaviour before both, BLAS threads following the
-  caller's count). Contenders interleaved, rotated each round, medians;
-  after a contender that ran OpenBLAS's threads the next one waits 0.3 s,
-  for those threads to stop spinning (they otherwise load the second core
-  for up to ~0.1 s after each call).
+* Threads table: PerturbedLeaderPCA(k=10) at n = 1000 and 2000 on a spiked
+  stream, ms per trial on 1 BLAS thread and on the BLAS default (the count
+  OpenBLAS started with), with the machine as it is ("idle") and with one
+  core kept busy by a busy-loop process this benchmark starts; against
+  scipy's top-k ``eigh`` (subset_by_index) of the estimator's perturbed
+  matrix at the same BLAS thread count. Two FPLs: "fpl" (the default
+  n_jobs=None: the trial loop on every usable core's OpenMP thread) and
+  "fpl n_jobs=1" (the caller's thread alone). Contenders interleaved,
+  rotated each round, medians; after scipy on several BLAS threads the next
+  contender waits 0.3 s, for OpenBLAS's threads to stop spinning.
 * Traffic: a trial must at least update S and read it once per Krylov product,
   about (3 + products per trial) x n^2/2 x 8 bytes on one triangle. The
   bandwidth is a large array copy (read + write), on one thread and on two
@@ -53,7 +49,6 @@ import scipy.linalg
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from streamfit import PerturbedLeaderPCA
-from streamfit.pca import _fpl
 from streamfit.simulate import make_spiked_stream
 
 from ._timing import check_components, record_ratios
@@ -63,12 +58,12 @@ K = 10
 DEFAULT_THREADS = max([lib["num_threads"] for lib in threadpool_info()
                        if lib["user_api"] == "blas"] or [1])
 
-TIMED = {"n": 1000, "trials": 40, "rounds": 5, "eigh_reps": 2,
+TIMED = {"sizes": (1000, 2000), "trials": 40, "rounds": 5, "eigh_reps": 2,
          "traffic": (500, 1000, 2000, 4000),
          "traffic_trials": {500: 60, 1000: 40, 2000: 12, 4000: 4},
          "traffic_rounds": 5}
 SETTLE = 0.3        # seconds after a contender that ran OpenBLAS's own threads
-SMOKE = {"n": 150, "trials": 4, "rounds": 1, "eigh_reps": 1,
+SMOKE = {"sizes": (150,), "trials": 4, "rounds": 1, "eigh_reps": 1,
          "traffic": (100, 150), "traffic_trials": {100: 4, 150: 4}, "traffic_rounds": 1}
 
 
@@ -85,20 +80,6 @@ def busy_core(on):
     finally:
         proc.kill()
         proc.wait(timeout=30)
-
-
-@contextlib.contextmanager
-def unpinned(on):
-    """FPL's one-thread BLAS policy switched off (the behaviour before it)."""
-    from streamfit._kernels._threads import call_holding
-
-    saved = _fpl.call_one_blas_thread
-    if on:
-        _fpl.call_one_blas_thread = call_holding      # the generator's lock only
-    try:
-        yield
-    finally:
-        _fpl.call_one_blas_thread = saved
 
 
 def warm(X, n_warm=3, **kw):
@@ -134,67 +115,61 @@ def bandwidth(a, b, reps=3):
 
 def test_fpl_threads_traffic_float32(benchmark, timed, publish_table):
     cfg = TIMED if timed else SMOKE
-    n, T, rounds = cfg["n"], cfg["trials"], cfg["rounds"]
+    T, rounds = cfg["trials"], cfg["rounds"]
     thread_counts = sorted({1, DEFAULT_THREADS})
-    X = make_spiked_stream(3 + rounds * T * 2, n, n_spikes=K, random_state=0)
     results, lines, extra = {}, [], {}
-
-    # --- threads: 1 / default x idle / busy x fpl, fpl-unpinned, eigh ---------
-    for load in ("idle", "busy"):
-        with busy_core(load == "busy"):
-            for threads in thread_counts:
-                with threadpool_limits(limits=threads, user_api="blas"):
-                    ests = {"fpl": warm(X), "fpl-1": warm(X, n_jobs=1),
-                            "fpl-unpinned": warm(X, n_jobs=1)}
-                    S = ests["fpl"].perturbed_
-                    S = np.tril(S) + np.tril(S, -1).T
-                    names = ["fpl", "fpl-1", "fpl-unpinned", "eigh"]
-                    for r in range(rounds):
-                        block = X[3 + r * T:3 + (r + 1) * T]
-                        for name in names[r % 4:] + names[:r % 4]:
-                            key = (load, threads, name)
-                            if name == "eigh":
-                                for _ in range(cfg["eigh_reps"]):
-                                    start = time.perf_counter()
-                                    scipy.linalg.eigh(S, subset_by_index=[n - K, n - 1],
-                                                      driver="evr")
-                                    results.setdefault(key, []).append(
-                                        time.perf_counter() - start)
-                            else:
-                                with unpinned(name == "fpl-unpinned"):
+    lines.append(f"FPL threads, k = {K}: ms per trial (FPL) / per solve (eigh), medians of "
+                 f"{rounds} rounds; 'BLAS': the BLAS thread count ({DEFAULT_THREADS} by "
+                 f"default); the trial loop on n_jobs=None ({DEFAULT_THREADS} OpenMP threads "
+                 f"here) and n_jobs=1")
+    lines.append(f"{'n':>5} {'load':5} {'BLAS':>5} {'fpl':>8} {'n_jobs=1':>9} "
+                 f"{'eigh top-k':>11} {'eigh/fpl':>9} {'fpl/n_jobs=1':>13}")
+    same = True
+    for n in cfg["sizes"]:
+        X = make_spiked_stream(3 + rounds * T, n, n_spikes=K, random_state=0)
+        for load in ("idle", "busy"):
+            with busy_core(load == "busy"):
+                for threads in thread_counts:
+                    with threadpool_limits(limits=threads, user_api="blas"):
+                        ests = {"fpl": warm(X), "fpl-1": warm(X, n_jobs=1)}
+                        S = ests["fpl"].perturbed_
+                        S = np.tril(S) + np.tril(S, -1).T
+                        names = ["fpl", "fpl-1", "eigh"]
+                        for r in range(rounds):
+                            block = X[3 + r * T:3 + (r + 1) * T]
+                            for name in names[r % 3:] + names[:r % 3]:
+                                key = (n, load, threads, name)
+                                if name == "eigh":
+                                    for _ in range(cfg["eigh_reps"]):
+                                        start = time.perf_counter()
+                                        scipy.linalg.eigh(S, subset_by_index=[n - K, n - 1],
+                                                          driver="evr")
+                                        results.setdefault(key, []).append(
+                                            time.perf_counter() - start)
+                                    if threads > 1:
+                                        # OpenBLAS's threads spin for a while after a
+                                        # call before they sleep: let them, so the next
+                                        # contender meets the load the row names
+                                        time.sleep(SETTLE)
+                                else:
                                     results.setdefault(key, []).append(
                                         per_trial(ests[name], block))
-                            if threads > 1 and name in ("eigh", "fpl-unpinned"):
-                                # OpenBLAS's threads spin for a while after a
-                                # call (up to ~0.1 s) before they sleep: let
-                                # them, so the next contender meets the load
-                                # the row names, not this one's spinning core
-                                time.sleep(SETTLE)
-                    check_components(ests["fpl"], K, n)
-                    # the decisions do not depend on the thread counts
-                    results.setdefault("components", []).extend(
-                        [ests["fpl"].components_, ests["fpl-1"].components_])
-    same = all(np.array_equal(c, results["components"][0]) for c in results["components"])
-    med = {key: float(np.median(v)) for key, v in results.items() if key != "components"}
-    one = med["idle", 1, "fpl"]
-    lines.append(f"FPL threads, n = {n}, k = {K}: ms per trial (FPL) / per solve (eigh), "
-                 f"medians of {rounds} rounds; default = {DEFAULT_THREADS} BLAS threads")
-    lines.append(f"{'load':5} {'threads':>7} {'fpl':>8} {'n_jobs=1':>9} {'unpinned':>9} "
-                 f"{'eigh top-k':>11} {'fpl/eigh':>9} {'fpl/n_jobs=1':>13} "
-                 f"{'unpinned/eigh':>14} {'fpl/fpl@1,idle':>15}")
-    for load in ("idle", "busy"):
-        for threads in thread_counts:
-            f, f1, u, e = (med[load, threads, name]
-                           for name in ("fpl", "fpl-1", "fpl-unpinned", "eigh"))
-            lines.append(f"{load:5} {threads:>7} {1e3 * f:8.2f} {1e3 * f1:9.2f} {1e3 * u:9.2f} "
-                         f"{1e3 * e:11.2f} {f / e:9.3f} {f / f1:13.2f} {u / e:14.3f} "
-                         f"{f / one:15.2f}")
-            extra[f"ratio_time_fpl_over_eigh_{load}_{threads}t"] = f / e
-            extra[f"ratio_time_fpl_over_njobs1_{load}_{threads}t"] = f / f1
-            extra[f"ratio_time_unpinned_over_eigh_{load}_{threads}t"] = u / e
-            extra[f"ratio_time_fpl_over_fpl1idle_{load}_{threads}t"] = f / one
-    lines.append(f"projections identical across thread counts and loads: {same}")
+                        check_components(ests["fpl"], K, n)
+                        # the decisions do not depend on n_jobs
+                        same = same and np.array_equal(ests["fpl"].components_,
+                                                       ests["fpl-1"].components_)
+        med = {key: float(np.median(v)) for key, v in results.items() if key[0] == n}
+        for load in ("idle", "busy"):
+            for threads in thread_counts:
+                f, f1, e = (med[n, load, threads, name] for name in ("fpl", "fpl-1", "eigh"))
+                lines.append(f"{n:>5} {load:5} {threads:>5} {1e3 * f:8.2f} {1e3 * f1:9.2f} "
+                             f"{1e3 * e:11.2f} {e / f:9.1f} {f / f1:13.2f}")
+                extra[f"ratio_time_fpl_over_eigh_n{n}_{load}_{threads}t"] = f / e
+                extra[f"ratio_time_fpl_over_njobs1_n{n}_{load}_{threads}t"] = f / f1
+    lines.append(f"projections identical for n_jobs=None and n_jobs=1: {same}")
     assert same
+    n = cfg["sizes"][0]
+    X = make_spiked_stream(3 + rounds * T * 2, n, n_spikes=K, random_state=0)
 
     # --- traffic floor ---------------------------------------------------------
     src = np.ones(1 << 25 if timed else 1 << 20)       # 256 MB (timed): far past L3
@@ -269,20 +244,19 @@ PRODUCT = {"timed": {"n": (1000, 2000, 4000), "calls": 10, "rounds": 5},
            "smoke": {"n": (400,), "calls": 1, "rounds": 1}}
 
 
-def test_krylov_product_skinny_kernels_against_dgemm(benchmark, timed, publish_table):
+def test_krylov_product_panels_against_dsymm(benchmark, timed, publish_table):
     """The Krylov product S @ B (B: 15 vectors, FPL's block at k = 10) in
-    row panels, on one thread: each panel's off-diagonal products and its
-    diagonal block by _skinny.h's AVX-512 kernels against OpenBLAS's dgemm
-    and dsymm, which the panels called before (the kernels the BLAS in use
-    picks: OPENBLAS_CORETYPE can hold them to AVX2). Interleaved rounds,
-    medians; the results agree to rounding. Skipped on a CPU without
-    AVX-512."""
-    from streamfit._kernels import _pca
-    if not _pca._skinny_kernels():
-        pytest.skip("no AVX-512: the panels use dgemm")
+    row panels by _skinny.h's kernels on one thread, against BLAS's dsymm on
+    the same triangle (scipy's, on one BLAS thread: the kernels the BLAS in
+    use picks). Interleaved rounds, medians; the results agree to
+    rounding."""
+    from scipy.linalg.blas import dsymm
+
+    from streamfit._kernels import _simd
     cfg = PRODUCT["timed" if timed else "smoke"]
     calls, rounds = cfg["calls"], cfg["rounds"]
-    lines = ["n | skinny kernels ms | dgemm + dsymm ms | BLAS / skinny", "---|---|---|---"]
+    lines = [f"n | panels ms | dsymm ms | dsymm / panels (SIMD paths: "
+             f"{_simd.paths()})", "---|---|---|---"]
     ratios, last = {}, None
 
     def run():
@@ -292,18 +266,21 @@ def test_krylov_product_skinny_kernels_against_dgemm(benchmark, timed, publish_t
             G = rng.standard_normal((n, n))
             S = np.ascontiguousarray(np.tril(G + G.T))
             B = rng.standard_normal((15, n))
-            times = {True: [], False: []}
+            Sf, Bf = np.asfortranarray(S.T), np.asfortranarray(B.T)   # BLAS's upper triangle
+            times = {"panels": [], "dsymm": []}
             out = {}
             for r in range(rounds):
-                for skinny in ((True, False) if r % 2 == 0 else (False, True)):
+                for name in (("panels", "dsymm") if r % 2 == 0 else ("dsymm", "panels")):
                     start = time.perf_counter()
-                    out[skinny] = _pca._symm_product(S, B, 1, calls, skinny=skinny)
-                    times[skinny].append((time.perf_counter() - start) / calls)
+                    for _ in range(calls):
+                        out[name] = (_pca._symm_product(S, B, 1) if name == "panels"
+                                     else dsymm(1.0, Sf, Bf, lower=0).T)
+                    times[name].append((time.perf_counter() - start) / calls)
             full = np.tril(S) + np.tril(S, -1).T
             tol = 1e-12 * np.abs(full).sum(1).max()
-            np.testing.assert_allclose(out[True], out[False], rtol=0, atol=tol)
-            fast, blas = np.median(times[True]), np.median(times[False])
-            ratios[f"ratio_speedup_skinny_vs_dgemm_n{n}"] = blas / fast
+            np.testing.assert_allclose(out["panels"], out["dsymm"], rtol=0, atol=tol)
+            fast, blas = np.median(times["panels"]), np.median(times["dsymm"])
+            ratios[f"ratio_speedup_panels_vs_dsymm_n{n}"] = blas / fast
             lines.append(f"{n} | {fast * 1e3:.2f} | {blas * 1e3:.2f} | {blas / fast:.2f}x")
         last = lines
 

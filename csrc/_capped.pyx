@@ -40,7 +40,7 @@ from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, 
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
                       ERR_INTERRUPTED, pending_exception, bad_field, is_real)
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
-from _poll cimport PollHook, poll_start, poll_interrupted
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
 from _rank1 cimport Rank1Work, rank1_work_init, rank1_work_free, rank1_update
 
@@ -87,18 +87,14 @@ ctypedef struct CappedParams:
                             # M stored (dense instances always)
 
 
-# the test hook of _poll.pxd (off unless a test arms it)
-cdef PollHook _hook
-_hook.countdown = -1
-_hook.signum = 0
+cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
 
 def _interrupt_at(long long polls, int signum):
     """Tests: raise the real signal `signum` at the trial loop's poll number
     `polls` (one poll before each trial of a call, counted across calls);
     polls < 0 disarms."""
-    _hook.countdown = polls
-    _hook.signum = signum
+    arm_hook(&_hook, polls, signum)
 
 
 cdef CappedState _state_proto
@@ -588,7 +584,7 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
 
 
 cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
-                Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
+                Py_ssize_t T, Py_ssize_t *done, Poll *pl) noexcept nogil:
     # Play T trials; stops early only between two trials (a signal), or within
     # one whose eigendecomposition failed (ERR_LAPACK: the caller's copies
     # are then half-updated and discarded)
@@ -596,12 +592,15 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
     cdef int dense = c.kind == INSTANCE_DENSE
     cdef Py_ssize_t t
     cdef const double *x
-    cdef double g, realized, eta, mant, due = poll_start()
+    cdef double g, realized, eta, mant
+    # a trial's work in _work_poll.pxd's units (~1 ns), an upper bound: a
+    # full eigendecomposition's O(n^3) (rank-one updates cost O(n^2))
+    cdef double work = <double> n * n * n + 2e4
     cdef int e
     cdef bint meg_auto
     cdef CappedState *st = c.st
     for t in range(T):
-        if poll_interrupted(&due, &_hook):
+        if poll_stop(pl, work):
             return ERR_INTERRUPTED
         x = X + t * n * (n if dense else 1)
         # play: expected gain tr(W_t X_t), and the gain of P_t sampled with u_t
@@ -760,6 +759,7 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
     cdef int n, code
     cdef size_t square
     cdef Py_ssize_t T = X.shape[0], done = 0
+    cdef Poll pl
     setup(&c, &params[0], M, U, w, d, C, Wd)
     check_capped_state(&state[0])
     n = c.n
@@ -792,8 +792,9 @@ def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
         c.s = c.mu + n
         c.Y = c.s + n
         c.Z = c.Y + c.k * n
+        poll_init(&pl, &_hook)
         with nogil:
-            code = trials(&c, &X[0, 0], &scale[0], &frob[0], T, &done)
+            code = trials(&c, &X[0, 0], &scale[0], &frob[0], T, &done, &pl)
             if c.U != c.Ucaller:
                 memcpy(c.Ucaller, c.U, <size_t> n * n * sizeof(double))
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)

@@ -3,37 +3,15 @@
  * comparable to the work at these sizes. Not BLAS: BLAS stays in _blas.pxd.
  *
  * The dot product keeps 8 independent partial sums (a single accumulator is
- * one serial chain of adds); GCC vector extensions make them SIMD registers.
- * On x86-64 GCC builds a second copy for machines with FMA (and so AVX),
- * picked at load time by a CPU feature check (target_clones; "arch=haswell"
- * would test the CPU model and miss AMD), so a portable wheel still runs at
- * full width. */
+ * one serial chain of adds), as two of _simd.h's 4-double sf_v4: SIMD
+ * registers on the vector path, which on x86-64 also gets a copy for
+ * machines with FMA (and so AVX), picked at load time by a CPU feature check
+ * (target_clones; "arch=haswell" would test the CPU model and miss AMD), so a
+ * portable wheel still runs at full width. Every function here is SF_FUSED:
+ * its d += a * b may be one fused multiply-add, the same way in all of them. */
 #ifndef STREAMFIT_DENSE_H
 #define STREAMFIT_DENSE_H
-#include <stddef.h>
-#include <string.h>
-
-/* The kernels are compiled with -ffp-contract=off (CMakeLists.txt): these
- * loops alone ask for fused multiply-adds where the target has them (every
- * helper here the same way, so their sums agree with one another). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 8 \
-    && defined(__linux__)
-#define SF_CLONES __attribute__((optimize("fp-contract=fast"),                    \
-                                 target_clones("fma", "default")))
-#elif defined(__GNUC__) && !defined(__clang__)
-#define SF_CLONES __attribute__((optimize("fp-contract=fast")))
-#else
-#define SF_CLONES
-#endif
-
-typedef double sf_v4 __attribute__((vector_size(32)));
-
-/* An unaligned 4-double load. A macro, not a function: an inline helper
- * compiled for the default target would not inline into the AVX2 clone. */
-#define SF_LOAD4(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
-/* The sum of a 4-double vector's lanes, in the one order every function here
- * uses (a macro for the same reason). */
-#define SF_HSUM4(v) (((v)[0] + (v)[2]) + ((v)[1] + (v)[3]))
+#include "_simd.h"
 
 /* Tails. A row's last n % 8 values run as one more chunk, padded with zeros,
  * through the same vector arithmetic as the full chunks and before the lanes
@@ -50,21 +28,21 @@ typedef double sf_v4 __attribute__((vector_size(32)));
 /* The tail's padded chunk of p in v0, v1 (p float or double; t < 8) */
 #define SF_LOADT(v0, v1, p, t) do {                                           \
         ptrdiff_t t_ = (t);                                                   \
-        (v0) = (sf_v4) {SF_LANE(p, 0, t_), SF_LANE(p, 1, t_),                 \
-                        SF_LANE(p, 2, t_), SF_LANE(p, 3, t_)};                \
-        (v1) = (sf_v4) {SF_LANE(p, 4, t_), SF_LANE(p, 5, t_),                 \
-                        SF_LANE(p, 6, t_), 0.0};                              \
+        SF_V4_SET(v0, SF_LANE(p, 0, t_), SF_LANE(p, 1, t_),                   \
+                  SF_LANE(p, 2, t_), SF_LANE(p, 3, t_));                      \
+        SF_V4_SET(v1, SF_LANE(p, 4, t_), SF_LANE(p, 5, t_),                   \
+                  SF_LANE(p, 6, t_), 0.0);                                    \
     } while (0)
 /* The first t values of v0, v1 to p */
 #define SF_STORET(p, v0, v1, t) do {                                          \
         ptrdiff_t t_ = (t);                                                   \
-        if (t_ > 0) (p)[0] = (v0)[0];                                         \
-        if (t_ > 1) (p)[1] = (v0)[1];                                         \
-        if (t_ > 2) (p)[2] = (v0)[2];                                         \
-        if (t_ > 3) (p)[3] = (v0)[3];                                         \
-        if (t_ > 4) (p)[4] = (v1)[0];                                         \
-        if (t_ > 5) (p)[5] = (v1)[1];                                         \
-        if (t_ > 6) (p)[6] = (v1)[2];                                         \
+        if (t_ > 0) (p)[0] = SF_V4_LANE(v0, 0);                               \
+        if (t_ > 1) (p)[1] = SF_V4_LANE(v0, 1);                               \
+        if (t_ > 2) (p)[2] = SF_V4_LANE(v0, 2);                               \
+        if (t_ > 3) (p)[3] = SF_V4_LANE(v0, 3);                               \
+        if (t_ > 4) (p)[4] = SF_V4_LANE(v1, 0);                               \
+        if (t_ > 5) (p)[5] = SF_V4_LANE(v1, 1);                               \
+        if (t_ > 6) (p)[6] = SF_V4_LANE(v1, 2);                               \
     } while (0)
 
 /* float32 rows: 8 values widened (exactly) into two 4-double vectors. Built
@@ -72,152 +50,165 @@ typedef double sf_v4 __attribute__((vector_size(32)));
  * __builtin_convertvector of a loaded float vector became two half-width
  * conversions and a shuffle. */
 #define SF_LOAD8F(v0, v1, p) do {                                             \
-        (v0) = (sf_v4) {(p)[0], (p)[1], (p)[2], (p)[3]};                      \
-        (v1) = (sf_v4) {(p)[4], (p)[5], (p)[6], (p)[7]};                      \
+        SF_V4_SET(v0, (p)[0], (p)[1], (p)[2], (p)[3]);                        \
+        SF_V4_SET(v1, (p)[4], (p)[5], (p)[6], (p)[7]);                        \
     } while (0)
 
-SF_CLONES __attribute__((noinline))
+SF_FUSED
 static double sf_dot(ptrdiff_t n, const double *x, const double *w) {
+    SF_FUSED_BODY
     /* x @ w */
-    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, x0, x1, w0, w1;
+    sf_v4 a0, a1, x0, x1, w0, w1;
     ptrdiff_t j = 0;
+    SF_V4_SET1(a0, 0.0);
+    SF_V4_SET1(a1, 0.0);
     for (; j + 8 <= n; j += 8) {
-        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
-        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
-        a0 += x0 * w0;
-        a1 += x1 * w1;
+        SF_V4_LOAD(x0, x + j); SF_V4_LOAD(w0, w + j);
+        SF_V4_LOAD(x1, x + j + 4); SF_V4_LOAD(w1, w + j + 4);
+        SF_V4_MADD(a0, x0, w0);
+        SF_V4_MADD(a1, x1, w1);
     }
     if (j < n) {
         SF_LOADT(x0, x1, x + j, n - j);
         SF_LOADT(w0, w1, w + j, n - j);
-        a0 += x0 * w0;
-        a1 += x1 * w1;
+        SF_V4_MADD(a0, x0, w0);
+        SF_V4_MADD(a1, x1, w1);
     }
-    a0 += a1;
-    return SF_HSUM4(a0);
+    SF_V4_ADD(a0, a0, a1);
+    return SF_V4_HSUM(a0);
 }
 
-SF_CLONES __attribute__((noinline))
+SF_FUSED
 static void sf_axpy(ptrdiff_t n, double a, const double *x, double *w) {
+    SF_FUSED_BODY
     /* w += a * x, each value as sf_axpy_dot2 updates it */
-    sf_v4 av = {a, a, a, a}, x0, x1, w0, w1;
+    sf_v4 av, x0, x1, w0, w1;
     ptrdiff_t j = 0;
+    SF_V4_SET1(av, a);
     for (; j + 8 <= n; j += 8) {
-        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
-        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
-        w0 += av * x0;
-        w1 += av * x1;
-        __builtin_memcpy(w + j, &w0, sizeof w0);
-        __builtin_memcpy(w + j + 4, &w1, sizeof w1);
+        SF_V4_LOAD(x0, x + j); SF_V4_LOAD(w0, w + j);
+        SF_V4_LOAD(x1, x + j + 4); SF_V4_LOAD(w1, w + j + 4);
+        SF_V4_MADD(w0, av, x0);
+        SF_V4_MADD(w1, av, x1);
+        SF_V4_STORE(w + j, w0);
+        SF_V4_STORE(w + j + 4, w1);
     }
     if (j < n) {
         SF_LOADT(x0, x1, x + j, n - j);
         SF_LOADT(w0, w1, w + j, n - j);
-        w0 += av * x0;
-        w1 += av * x1;
+        SF_V4_MADD(w0, av, x0);
+        SF_V4_MADD(w1, av, x1);
         SF_STORET(w + j, w0, w1, n - j);
     }
 }
 
-SF_CLONES __attribute__((noinline))
-static void sf_average(ptrdiff_t n, double inv, const double *restrict w,
-                       double *restrict wbar) {
+SF_FUSED
+static void sf_average(ptrdiff_t n, double inv, const double *SF_RESTRICT w,
+                       double *SF_RESTRICT wbar) {
+    SF_FUSED_BODY
     /* wbar += (w - wbar) * inv : the running mean of the iterates */
     ptrdiff_t j;
     for (j = 0; j < n; j++)
         wbar[j] += (w[j] - wbar[j]) * inv;
 }
 
-SF_CLONES __attribute__((noinline))
+SF_FUSED
 static double sf_dot2(ptrdiff_t n, const double *x, const double *w, double *xx) {
+    SF_FUSED_BODY
     /* x @ w, summed exactly as sf_axpy_dot2 sums it, and *xx = x @ x (the
      * row's squared norm, for the scale check) in the same pass */
-    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, q0 = a0, q1 = a0, x0, x1, w0, w1;
+    sf_v4 a0, a1, q0, q1, x0, x1, w0, w1;
     ptrdiff_t j = 0;
+    SF_V4_SET1(a0, 0.0);
+    a1 = q0 = q1 = a0;
     for (; j + 8 <= n; j += 8) {
-        SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);
-        SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);
-        a0 += x0 * w0;
-        a1 += x1 * w1;
-        q0 += x0 * x0;
-        q1 += x1 * x1;
+        SF_V4_LOAD(x0, x + j); SF_V4_LOAD(w0, w + j);
+        SF_V4_LOAD(x1, x + j + 4); SF_V4_LOAD(w1, w + j + 4);
+        SF_V4_MADD(a0, x0, w0);
+        SF_V4_MADD(a1, x1, w1);
+        SF_V4_MADD(q0, x0, x0);
+        SF_V4_MADD(q1, x1, x1);
     }
     if (j < n) {
         SF_LOADT(x0, x1, x + j, n - j);
         SF_LOADT(w0, w1, w + j, n - j);
-        a0 += x0 * w0;
-        a1 += x1 * w1;
-        q0 += x0 * x0;
-        q1 += x1 * x1;
+        SF_V4_MADD(a0, x0, w0);
+        SF_V4_MADD(a1, x1, w1);
+        SF_V4_MADD(q0, x0, x0);
+        SF_V4_MADD(q1, x1, x1);
     }
-    a0 += a1;
-    q0 += q1;
-    *xx = SF_HSUM4(q0);
-    return SF_HSUM4(a0);
+    SF_V4_ADD(a0, a0, a1);
+    SF_V4_ADD(q0, q0, q1);
+    *xx = SF_V4_HSUM(q0);
+    return SF_V4_HSUM(a0);
 }
 
 /* sf_axpy_dot2's body for a next row of any type: LOADZ(j) sets z0, z1 to
  * its chunk at j, LOADZT(j, t) to its padded tail */
 #define SF_AXPY_DOT2(LOADZ, LOADZT) do {                                      \
-        sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, q0 = a0, q1 = a0;                   \
-        sf_v4 x0, x1, w0, w1, z0, z1, av = {a, a, a, a};                      \
+        sf_v4 a0, a1, q0, q1, x0, x1, w0, w1, z0, z1, av;                     \
         ptrdiff_t j = 0;                                                      \
+        SF_V4_SET1(a0, 0.0);                                                  \
+        a1 = q0 = q1 = a0;                                                    \
+        SF_V4_SET1(av, a);                                                    \
         for (; j + 8 <= n; j += 8) {                                          \
-            SF_LOAD4(x0, x + j); SF_LOAD4(w0, w + j);                         \
-            SF_LOAD4(x1, x + j + 4); SF_LOAD4(w1, w + j + 4);                 \
-            w0 += av * x0;                                                    \
-            w1 += av * x1;                                                    \
-            __builtin_memcpy(w + j, &w0, sizeof w0);                          \
-            __builtin_memcpy(w + j + 4, &w1, sizeof w1);                      \
+            SF_V4_LOAD(x0, x + j); SF_V4_LOAD(w0, w + j);                     \
+            SF_V4_LOAD(x1, x + j + 4); SF_V4_LOAD(w1, w + j + 4);             \
+            SF_V4_MADD(w0, av, x0);                                           \
+            SF_V4_MADD(w1, av, x1);                                           \
+            SF_V4_STORE(w + j, w0);                                           \
+            SF_V4_STORE(w + j + 4, w1);                                       \
             LOADZ(j);                                                         \
-            a0 += z0 * w0;                                                    \
-            a1 += z1 * w1;                                                    \
-            q0 += z0 * z0;                                                    \
-            q1 += z1 * z1;                                                    \
+            SF_V4_MADD(a0, z0, w0);                                           \
+            SF_V4_MADD(a1, z1, w1);                                           \
+            SF_V4_MADD(q0, z0, z0);                                           \
+            SF_V4_MADD(q1, z1, z1);                                           \
         }                                                                     \
         if (j < n) {                                                          \
             SF_LOADT(x0, x1, x + j, n - j);                                   \
             SF_LOADT(w0, w1, w + j, n - j);                                   \
-            w0 += av * x0;                                                    \
-            w1 += av * x1;                                                    \
+            SF_V4_MADD(w0, av, x0);                                           \
+            SF_V4_MADD(w1, av, x1);                                           \
             SF_STORET(w + j, w0, w1, n - j);                                  \
             LOADZT(j, n - j);                                                 \
-            a0 += z0 * w0;                                                    \
-            a1 += z1 * w1;                                                    \
-            q0 += z0 * z0;                                                    \
-            q1 += z1 * z1;                                                    \
+            SF_V4_MADD(a0, z0, w0);                                           \
+            SF_V4_MADD(a1, z1, w1);                                           \
+            SF_V4_MADD(q0, z0, z0);                                           \
+            SF_V4_MADD(q1, z1, z1);                                           \
         }                                                                     \
-        a0 += a1;                                                             \
-        q0 += q1;                                                             \
-        *xx = SF_HSUM4(q0);                                                   \
-        return SF_HSUM4(a0);                                                  \
+        SF_V4_ADD(a0, a0, a1);                                                \
+        SF_V4_ADD(q0, q0, q1);                                                \
+        *xx = SF_V4_HSUM(q0);                                                 \
+        return SF_V4_HSUM(a0);                                                \
     } while (0)
 
-SF_CLONES __attribute__((noinline))
+SF_FUSED
 static double sf_axpy_dot2(ptrdiff_t n, double a, const double *x, double *w,
                            const double *xnext, double *xx) {
+    SF_FUSED_BODY
     /* w += a * x, then return xnext @ w and set *xx = xnext @ xnext, in one
      * pass over w: the next sample's prediction and scale come with this
      * sample's update. The sums run in exactly sf_dot2's order, so results do
      * not depend on where a stream is cut into calls. */
-#define SF_Z64(j) do { SF_LOAD4(z0, xnext + (j)); SF_LOAD4(z1, xnext + (j) + 4); } while (0)
+#define SF_Z64(j) do { SF_V4_LOAD(z0, xnext + (j)); SF_V4_LOAD(z1, xnext + (j) + 4); } while (0)
 #define SF_Z64T(j, t) SF_LOADT(z0, z1, xnext + (j), t)
     SF_AXPY_DOT2(SF_Z64, SF_Z64T);
 #undef SF_Z64
 #undef SF_Z64T
 }
 
-SF_CLONES __attribute__((noinline))
+SF_FUSED
 static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w,
-                               const float *xnext, double *restrict xout, double *xx) {
+                               const float *xnext, double *SF_RESTRICT xout, double *xx) {
+    SF_FUSED_BODY
     /* sf_axpy_dot2 with a float32 next row, widened (exactly) as it is read;
      * the widened row goes to xout for the next update. The same values in
      * the same operations: bit for bit what the float64 row gives, while the
      * stream is read at half the bytes. */
 #define SF_Z32(j) do {                                                        \
         SF_LOAD8F(z0, z1, xnext + (j));                                       \
-        __builtin_memcpy(xout + (j), &z0, sizeof z0);                         \
-        __builtin_memcpy(xout + (j) + 4, &z1, sizeof z1);                     \
+        SF_V4_STORE(xout + (j), z0);                                          \
+        SF_V4_STORE(xout + (j) + 4, z1);                                      \
     } while (0)
 #define SF_Z32T(j, t) do {                                                    \
         SF_LOADT(z0, z1, xnext + (j), t);                                     \
@@ -228,7 +219,7 @@ static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w
 #undef SF_Z32T
 }
 
-/* sf_multi_axpy_dot2's pieces (macros: see SF_LOAD4). One quantile's w over
+/* sf_multi_axpy_dot2's pieces (macros, as _simd.h's). One quantile's w over
  * the 8-element chunk at j: its update w += a x and the next row's x'w into
  * its two accumulators, each exactly as sf_axpy_dot2 computes them. In the
  * tail x0, x1, z0, z1 are the padded chunks, and w's rows are padded with
@@ -237,45 +228,47 @@ static double sf_axpy_dot2_f32(ptrdiff_t n, double a, const double *x, double *w
  * whole-vector loads and stores instead of a branch per value per quantile. */
 #define SF_MQ_UPD(wq, av, c0, c1) do {                                        \
         sf_v4 w0_, w1_;                                                       \
-        SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
-        w0_ += (av) * x0;                                                     \
-        w1_ += (av) * x1;                                                     \
-        __builtin_memcpy((wq) + j, &w0_, sizeof w0_);                         \
-        __builtin_memcpy((wq) + j + 4, &w1_, sizeof w1_);                     \
-        (c0) += z0 * w0_;                                                     \
-        (c1) += z1 * w1_;                                                     \
+        SF_V4_LOAD(w0_, (wq) + j); SF_V4_LOAD(w1_, (wq) + j + 4);             \
+        SF_V4_MADD(w0_, av, x0);                                              \
+        SF_V4_MADD(w1_, av, x1);                                              \
+        SF_V4_STORE((wq) + j, w0_);                                           \
+        SF_V4_STORE((wq) + j + 4, w1_);                                       \
+        SF_V4_MADD(c0, z0, w0_);                                              \
+        SF_V4_MADD(c1, z1, w1_);                                              \
     } while (0)
 /* The same without an update (sf_dot2's sum) */
 #define SF_MQ_DOT(wq, c0, c1) do {                                            \
         sf_v4 w0_, w1_;                                                       \
-        SF_LOAD4(w0_, (wq) + j); SF_LOAD4(w1_, (wq) + j + 4);                 \
-        (c0) += z0 * w0_;                                                     \
-        (c1) += z1 * w1_;                                                     \
+        SF_V4_LOAD(w0_, (wq) + j); SF_V4_LOAD(w1_, (wq) + j + 4);             \
+        SF_V4_MADD(c0, z0, w0_);                                              \
+        SF_V4_MADD(c1, z1, w1_);                                              \
     } while (0)
 /* The chunks, then the padded tail: the next row's chunk in z0, z1 (and this
  * row's in x0, x1 when LOADX), ||xnext||^2's lanes when NORM, then BODY. */
 #define SF_MQ_CHUNKS(LOADX, NORM, BODY) do {                                  \
         for (j = 0; j + 8 <= n; j += 8) {                                     \
-            SF_LOAD4(z0, xnext + j); SF_LOAD4(z1, xnext + j + 4);             \
-            if (LOADX) { SF_LOAD4(x0, x + j); SF_LOAD4(x1, x + j + 4); }      \
-            if (NORM) { q0 += z0 * z0; q1 += z1 * z1; }                       \
+            SF_V4_LOAD(z0, xnext + j); SF_V4_LOAD(z1, xnext + j + 4);         \
+            if (LOADX) { SF_V4_LOAD(x0, x + j); SF_V4_LOAD(x1, x + j + 4); }  \
+            if (NORM) { SF_V4_MADD(q0, z0, z0); SF_V4_MADD(q1, z1, z1); }     \
             BODY;                                                             \
         }                                                                     \
         if (j < n) {                                                          \
             SF_LOADT(z0, z1, xnext + j, n - j);                               \
             if (LOADX) SF_LOADT(x0, x1, x + j, n - j);                        \
-            if (NORM) { q0 += z0 * z0; q1 += z1 * z1; }                       \
+            if (NORM) { SF_V4_MADD(q0, z0, z0); SF_V4_MADD(q1, z1, z1); }     \
             BODY;                                                             \
         }                                                                     \
     } while (0)
-#define SF_MQ_SUM(c0, c1) ((c0) += (c1), SF_HSUM4(c0))
+/* d = the sum of c0 + c1's lanes, in sf_dot2's order */
+#define SF_MQ_SUM(d, c0, c1) do { SF_V4_ADD(c0, c0, c1); (d) = SF_V4_HSUM(c0); } while (0)
 
-SF_CLONES __attribute__((noinline))
-static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict a,
-                               const unsigned char *restrict upd,
-                               const double *restrict x, double *restrict W,
-                               ptrdiff_t ldw, const double *restrict xnext,
-                               double *restrict s, double *restrict xx) {
+SF_FUSED
+static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *SF_RESTRICT a,
+                               const unsigned char *SF_RESTRICT upd,
+                               const double *SF_RESTRICT x, double *SF_RESTRICT W,
+                               ptrdiff_t ldw, const double *SF_RESTRICT xnext,
+                               double *SF_RESTRICT s, double *SF_RESTRICT xx) {
+    SF_FUSED_BODY
     /* For the m rows w_q of W (n values each, ldw apart, ldw a multiple of 8
      * and the ldw - n values after each row zero): w_q += a[q] * x where upd[q]
      * (where not, w_q is left alone: adding 0 * x would turn -0 into +0 and
@@ -292,84 +285,99 @@ static void sf_multi_axpy_dot2(ptrdiff_t n, ptrdiff_t m, const double *restrict 
      * group. Rows of W that start on 32-byte boundaries (ldw is a multiple
      * of 8) keep the chunks' stores within cache lines: measured at n = 100, rows
      * 16 bytes off cost 1.5x. */
-    sf_v4 x0 = {0, 0, 0, 0}, x1 = x0, z0, z1, zero = x0, q0 = x0, q1 = x0;
+    sf_v4 x0, x1, z0, z1, zero, q0, q1;
     ptrdiff_t j, qi = 0;
+    SF_V4_SET1(zero, 0.0);
+    x0 = x1 = q0 = q1 = zero;
     while (qi < m) {
         double *w0p = W + qi * ldw, *w1p = w0p + ldw, *w2p = w1p + ldw;
-        double a0 = a[qi];
-        sf_v4 b0 = {a0, a0, a0, a0};
-        sf_v4 c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero;
+        sf_v4 b0, c00 = zero, c01 = zero, c10 = zero, c11 = zero, c20 = zero, c21 = zero;
         int norm = qi == 0;
+        SF_V4_SET1(b0, a[qi]);
         if (qi > 0 && qi + 3 <= m && upd[qi] && upd[qi + 1] && upd[qi + 2]) {
-            double a1 = a[qi + 1], a2 = a[qi + 2];
-            sf_v4 b1 = {a1, a1, a1, a1}, b2 = {a2, a2, a2, a2};
+            sf_v4 b1, b2;
+            SF_V4_SET1(b1, a[qi + 1]);
+            SF_V4_SET1(b2, a[qi + 2]);
             SF_MQ_CHUNKS(1, 0, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11);
                          SF_MQ_UPD(w2p, b2, c20, c21));
-            s[qi] = SF_MQ_SUM(c00, c01);
-            s[qi + 1] = SF_MQ_SUM(c10, c11);
-            s[qi + 2] = SF_MQ_SUM(c20, c21);
+            SF_MQ_SUM(s[qi], c00, c01);
+            SF_MQ_SUM(s[qi + 1], c10, c11);
+            SF_MQ_SUM(s[qi + 2], c20, c21);
             qi += 3;
         } else if (qi + 2 <= m && upd[qi] && upd[qi + 1]) {
-            double a1 = a[qi + 1];
-            sf_v4 b1 = {a1, a1, a1, a1};
+            sf_v4 b1;
+            SF_V4_SET1(b1, a[qi + 1]);
             SF_MQ_CHUNKS(1, norm, SF_MQ_UPD(w0p, b0, c00, c01); SF_MQ_UPD(w1p, b1, c10, c11));
-            s[qi] = SF_MQ_SUM(c00, c01);
-            s[qi + 1] = SF_MQ_SUM(c10, c11);
+            SF_MQ_SUM(s[qi], c00, c01);
+            SF_MQ_SUM(s[qi + 1], c10, c11);
             qi += 2;
         } else if (upd[qi]) {
             SF_MQ_CHUNKS(1, norm, SF_MQ_UPD(w0p, b0, c00, c01));
-            s[qi] = SF_MQ_SUM(c00, c01);
+            SF_MQ_SUM(s[qi], c00, c01);
             qi += 1;
         } else {
             SF_MQ_CHUNKS(0, norm, SF_MQ_DOT(w0p, c00, c01));
-            s[qi] = SF_MQ_SUM(c00, c01);
+            SF_MQ_SUM(s[qi], c00, c01);
             qi += 1;
         }
     }
-    *xx = SF_MQ_SUM(q0, q1);
+    SF_MQ_SUM(*xx, q0, q1);
 }
 
-SF_CLONES __attribute__((noinline))
+SF_FUSED
 static double sf_plug_in_pass(ptrdiff_t n, double inv, double invx, const double *x,
-                              const double *w, double *restrict wbar,
-                              double *restrict xbar, double *restrict wwbar, double *lag) {
+                              const double *w, double *SF_RESTRICT wbar,
+                              double *SF_RESTRICT xbar, double *SF_RESTRICT wwbar,
+                              double *lag) {
+    SF_FUSED_BODY
     /* The averaged update with the plug-in intercept's means, in one pass:
      * returns x @ wbar before the step, then
      * wbar += (w - wbar) * inv (as sf_average), xbar += (x - xbar) * invx,
      * wwbar += (wbar - wwbar) * inv (the new wbar), and sets
      * *lag = xbar @ (wwbar - wbar) with the new values (in several partial
      * sums: a plain loop's sum is one serial chain of adds). */
-    sf_v4 a0 = {0, 0, 0, 0}, a1 = a0, l0 = a0, l1 = a0, x0, x1, w0, w1, b0, b1, c0, c1, e0, e1;
-    sf_v4 iv = {inv, inv, inv, inv}, ivx = {invx, invx, invx, invx};
+    sf_v4 a0, a1, l0, l1, x0, x1, w0, w1, b0, b1, c0, c1, e0, e1, d0, d1, iv, ivx;
     ptrdiff_t j = 0;
     double s, l;
+    SF_V4_SET1(a0, 0.0);
+    a1 = l0 = l1 = a0;
+    SF_V4_SET1(iv, inv);
+    SF_V4_SET1(ivx, invx);
     for (; j + 8 <= n; j += 8) {
-        SF_LOAD4(x0, x + j); SF_LOAD4(b0, wbar + j);
-        SF_LOAD4(x1, x + j + 4); SF_LOAD4(b1, wbar + j + 4);
-        a0 += x0 * b0;
-        a1 += x1 * b1;
-        SF_LOAD4(w0, w + j); SF_LOAD4(w1, w + j + 4);
-        b0 += (w0 - b0) * iv;
-        b1 += (w1 - b1) * iv;
-        __builtin_memcpy(wbar + j, &b0, sizeof b0);
-        __builtin_memcpy(wbar + j + 4, &b1, sizeof b1);
-        SF_LOAD4(c0, xbar + j); SF_LOAD4(c1, xbar + j + 4);
-        SF_LOAD4(e0, wwbar + j); SF_LOAD4(e1, wwbar + j + 4);
-        c0 += (x0 - c0) * ivx;
-        c1 += (x1 - c1) * ivx;
-        e0 += (b0 - e0) * iv;
-        e1 += (b1 - e1) * iv;
-        __builtin_memcpy(xbar + j, &c0, sizeof c0);
-        __builtin_memcpy(xbar + j + 4, &c1, sizeof c1);
-        __builtin_memcpy(wwbar + j, &e0, sizeof e0);
-        __builtin_memcpy(wwbar + j + 4, &e1, sizeof e1);
-        l0 += c0 * (e0 - b0);
-        l1 += c1 * (e1 - b1);
+        SF_V4_LOAD(x0, x + j); SF_V4_LOAD(b0, wbar + j);
+        SF_V4_LOAD(x1, x + j + 4); SF_V4_LOAD(b1, wbar + j + 4);
+        SF_V4_MADD(a0, x0, b0);
+        SF_V4_MADD(a1, x1, b1);
+        SF_V4_LOAD(w0, w + j); SF_V4_LOAD(w1, w + j + 4);
+        SF_V4_SUB(d0, w0, b0);              /* b += (w - b) * inv */
+        SF_V4_SUB(d1, w1, b1);
+        SF_V4_MADD(b0, d0, iv);
+        SF_V4_MADD(b1, d1, iv);
+        SF_V4_STORE(wbar + j, b0);
+        SF_V4_STORE(wbar + j + 4, b1);
+        SF_V4_LOAD(c0, xbar + j); SF_V4_LOAD(c1, xbar + j + 4);
+        SF_V4_LOAD(e0, wwbar + j); SF_V4_LOAD(e1, wwbar + j + 4);
+        SF_V4_SUB(d0, x0, c0);              /* c += (x - c) * invx */
+        SF_V4_SUB(d1, x1, c1);
+        SF_V4_MADD(c0, d0, ivx);
+        SF_V4_MADD(c1, d1, ivx);
+        SF_V4_SUB(d0, b0, e0);              /* e += (b - e) * inv */
+        SF_V4_SUB(d1, b1, e1);
+        SF_V4_MADD(e0, d0, iv);
+        SF_V4_MADD(e1, d1, iv);
+        SF_V4_STORE(xbar + j, c0);
+        SF_V4_STORE(xbar + j + 4, c1);
+        SF_V4_STORE(wwbar + j, e0);
+        SF_V4_STORE(wwbar + j + 4, e1);
+        SF_V4_SUB(d0, e0, b0);              /* l += c * (e - b) */
+        SF_V4_SUB(d1, e1, b1);
+        SF_V4_MADD(l0, c0, d0);
+        SF_V4_MADD(l1, c1, d1);
     }
-    a0 += a1;
-    l0 += l1;
-    s = SF_HSUM4(a0);
-    l = SF_HSUM4(l0);
+    SF_V4_ADD(a0, a0, a1);
+    SF_V4_ADD(l0, l0, l1);
+    s = SF_V4_HSUM(a0);
+    l = SF_V4_HSUM(l0);
     for (; j < n; j++) {
         s += x[j] * wbar[j];
         wbar[j] += (w[j] - wbar[j]) * inv;
@@ -381,8 +389,9 @@ static double sf_plug_in_pass(ptrdiff_t n, double inv, double invx, const double
     return s;
 }
 
-SF_CLONES __attribute__((noinline))
-static void sf_widen(ptrdiff_t n, const float *restrict src, double *restrict dst) {
+SF_FUSED
+static void sf_widen(ptrdiff_t n, const float *SF_RESTRICT src, double *SF_RESTRICT dst) {
+    SF_FUSED_BODY
     /* dst = src as float64 (exact): float32 rows for the float64 loops above,
      * which then give bit for bit what the same rows given as float64 give */
     ptrdiff_t j;
@@ -390,10 +399,11 @@ static void sf_widen(ptrdiff_t n, const float *restrict src, double *restrict ds
         dst[j] = (double) src[j];
 }
 
-SF_CLONES __attribute__((noinline))
-static void sf_row_update(ptrdiff_t n, double *restrict s, double xi,
-                          const double *restrict x, double a,
-                          const double *restrict N) {
+SF_FUSED
+static void sf_row_update(ptrdiff_t n, double *SF_RESTRICT s, double xi,
+                          const double *SF_RESTRICT x, double a,
+                          const double *SF_RESTRICT N) {
+    SF_FUSED_BODY
     /* s += xi * x, then s += a * N, element by element in one pass over s
      * (x NULL: no first term; N NULL: no second): a row of FPL's S taking
      * the trial's x x^T and its noise update together (_pca.pyx). Each

@@ -18,12 +18,18 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, quad_rows, syr_upper
+from _blas cimport blas_int
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
-from _poll cimport PollHook, poll_start, poll_interrupted
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_solve,
-                    leader_flush, leader_gain, leader_dense_hint)
+                    leader_flush, leader_gain, leader_dense_hint, rank_one_rows,
+                    rows_dot_plain)
+from _symm_par cimport symm_product
+
+cdef extern from "_dense.h" nogil:
+    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
+                       const double *N)
 
 from streamfit._kernels._common import check_struct
 
@@ -56,18 +62,14 @@ ctypedef struct DropoutParams:
     double tol          # gap tolerance, as a fraction of sqrt(k) L / (2 sqrt(t))
 
 
-# the test hook of _poll.pxd (off unless a test arms it)
-cdef PollHook _hook
-_hook.countdown = -1
-_hook.signum = 0
+cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
 
 def _interrupt_at(long long polls, int signum):
     """Tests: raise the real signal `signum` at the trial loop's poll number
     `polls` (one poll before each trial of a call, counted across calls);
     polls < 0 disarms."""
-    _hook.countdown = polls
-    _hook.signum = signum
+    arm_hook(&_hook, polls, signum)
 
 
 cdef DropoutState _state_proto
@@ -97,16 +99,17 @@ cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
 
 
 cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
-                Py_ssize_t *done) noexcept nogil:
+                Py_ssize_t *done, Poll *pl) noexcept nogil:
     # Play T trials; stops early only before a trial, on a signal
     cdef int n = c.n, k = c.k, code = OK
     cdef Py_ssize_t t, i, step = n * (n if c.kind == INSTANCE_DENSE else 1)
-    cdef double g, due = poll_start()
+    # a trial's work in _work_poll.pxd's units (~1 ns): O(n^2 b) and ~20 us
+    cdef double g, work = <double> n * n * (c.b / 8.0 + 1.0) + 2e4
     cdef bint keep
     cdef const double *x
     cdef const double *hint
     for t in range(T):
-        if poll_interrupted(&due, &_hook):
+        if poll_stop(pl, work):
             code = ERR_INTERRUPTED
             break
         x = X + t * step
@@ -114,20 +117,22 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
         # stream of draws is the same for every p
         keep = random_standard_uniform(c.rng) < c.p
         if c.kind == INSTANCE_DENSE:
-            g = quad_rows(n, k, x, c.V, c.w.tmp)
+            # tr(V_k^T X V_k) by the panelled product (no BLAS, see _topk.pxd)
+            symm_product(1, n, k, 1.0, x, c.V, c.w.tmp)
+            g = rows_dot_plain(n, k, c.w.tmp, c.V)
             for i in range(n):
-                axpy(<blas_int> (i + 1), 1.0, x + i * n, c.C + i * n)
+                sf_row_update(i + 1, c.C + i * n, 0.0, NULL, 1.0, x + i * n)
                 if keep:
-                    axpy(<blas_int> (i + 1), 1.0, x + i * n, c.S + i * n)
+                    sf_row_update(i + 1, c.S + i * n, 0.0, NULL, 1.0, x + i * n)
             hint = leader_dense_hint(n, x)
         else:
             g = leader_gain(n, k, c.V, x, c.row)
             if keep:
-                syr_upper(n, 1.0, x, c.S, n)
+                rank_one_rows(n, 1.0, x, c.S)
             memcpy(c.rows + c.st.pending * n, x, n * sizeof(double))
             c.st.pending += 1
             if c.st.pending == c.nrows:
-                leader_flush(n, &c.st.pending, c.rows, c.C)
+                leader_flush(1, n, &c.st.pending, c.rows, c.C)
             hint = x
         c.st.gain += g
         if scale[t] > c.st.scale:
@@ -227,6 +232,7 @@ def run(const double[:, ::1] X, const double[::1] scale, DropoutState[::1] state
     cdef Ctx c
     cdef int code, n
     cdef Py_ssize_t T = X.shape[0], done = 0
+    cdef Poll pl
     code = setup(&c, &state[0], &params[0], S, C, rows, V, capsule)
     try:
         if code != OK:
@@ -239,8 +245,9 @@ def run(const double[:, ::1] X, const double[::1] scale, DropoutState[::1] state
             raise ValueError(f"scale must have {T} entries, got {scale.shape[0]}")
         if T == 0:
             return OK, 0, None
+        poll_init(&pl, &_hook)
         with nogil:
-            code = trials(&c, &X[0, 0], &scale[0], T, &done)
+            code = trials(&c, &X[0, 0], &scale[0], T, &done, &pl)
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
         topk_work_free(&c.w)

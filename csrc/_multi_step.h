@@ -17,21 +17,13 @@
  * last_phase_eta; _quantile.pyx: loss_and_coef, fixed_eta), so each
  * quantile stays bit-identical to its own single-quantile fit. That needs
  * products rounded apart here as in the struct path: the kernels are
- * compiled with -ffp-contract=off (CMakeLists.txt), and the clones say it
+ * compiled with -ffp-contract=off (CMakeLists.txt), and SF_EXACT says it
  * again, so that a target with FMA (-march=native) cannot fuse them in one
  * path and not the other. Division and comparisons are exact in every
  * width. */
 #ifndef STREAMFIT_MULTI_STEP_H
 #define STREAMFIT_MULTI_STEP_H
-#include <stddef.h>
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 8 \
-    && defined(__linux__)
-#define SF_MQ_CLONES __attribute__((optimize("fp-contract=off"),                  \
-                                    target_clones("avx512f", "avx2", "default")))
-#else
-#define SF_MQ_CLONES
-#endif
+#include "_simd.h"
 
 /* The fields, one array each, ld apart (ld: m rounded up to 4). A steady
  * row moves the first SF_MQ_HOT and SF_MQ_ETAGEO (copied back to the
@@ -66,13 +58,6 @@ enum {
     SF_MQ_NFIELDS
 };
 
-typedef double sf_mq_v __attribute__((vector_size(32)));
-typedef long long sf_mq_b __attribute__((vector_size(32)));
-#define SF_MQ_LD(p) ({ sf_mq_v v_; __builtin_memcpy(&v_, (p), sizeof v_); v_; })
-#define SF_MQ_ST(p, v) do { sf_mq_v v_ = (v); __builtin_memcpy((p), &v_, sizeof v_); } while (0)
-/* mask ? a : b, lane by lane (mask lanes all ones or zeros) */
-#define SF_MQ_SEL(mask, a, b) ((sf_mq_v) (((sf_mq_b) (a) & (mask)) | ((sf_mq_b) (b) & ~(mask))))
-
 /* One row for every quantile whose row is steady, the test and the step in
  * one pass over the fields. Quantile q's row is steady where its schedule
  * allows it (SF_MQ_STEADY) and, for a statistical one, its window does not
@@ -89,88 +74,195 @@ typedef long long sf_mq_b __attribute__((vector_size(32)));
  * step[q]; elsewhere nothing changes. Returns how many of the m quantiles
  * need the struct path.
  *
- * Four quantiles a vector (GCC vector extensions: GCC's vectoriser would
- * not if-convert this loop); the fields, r, add, act, coef and step are
- * padded to a multiple of 4 (ld, the fields' stride), padding lanes never
- * steady (SF_MQ_STEADY 0). Selections are bitwise blends, so each lane's
- * value is exactly its scalar expression's. */
-SF_MQ_CLONES
-static ptrdiff_t sf_mq_row(ptrdiff_t m, ptrdiff_t ld, double *restrict soa,
-                           const double *restrict r, double wi, double wx, int fit_b,
-                           double *restrict add, double *restrict act,
-                           double *restrict coef, double *restrict step)
+ * Four quantiles an sf_v4 (_simd.h: a vector on the vector path, where
+ * GCC's vectoriser would not if-convert this loop), one operation a
+ * statement; the fields, r, add, act, coef and step are padded to a
+ * multiple of 4 (ld, the fields' stride), padding lanes never steady
+ * (SF_MQ_STEADY 0). Selections are SF_V4_SEL, so each lane's value is
+ * exactly its scalar expression's. */
+SF_EXACT
+static ptrdiff_t sf_mq_row(ptrdiff_t m, ptrdiff_t ld, double *SF_RESTRICT soa,
+                           const double *SF_RESTRICT r, double wi, double wx, int fit_b,
+                           double *SF_RESTRICT add, double *SF_RESTRICT act,
+                           double *SF_RESTRICT coef, double *SF_RESTRICT step)
 {
-    const sf_mq_v zero = {0, 0, 0, 0}, one = {1, 1, 1, 1}, four = {4, 4, 4, 4};
-    const sf_mq_v vwi = {wi, wi, wi, wi}, vwx = {wx, wx, wx, wx};
-    const sf_mq_v per64 = {1.0 / 64.0, 1.0 / 64.0, 1.0 / 64.0, 1.0 / 64.0};
-    const sf_mq_b fb = {-(long long) (fit_b != 0), -(long long) (fit_b != 0),
-                        -(long long) (fit_b != 0), -(long long) (fit_b != 0)};
-    sf_mq_v idle = zero;
+    SF_EXACT_BODY
+    sf_v4 zero, one, four, vwi, vwx, per64, idle;
+    sf_m4 fb;
     ptrdiff_t q;
+    SF_V4_SET1(zero, 0.0);
+    SF_V4_SET1(one, 1.0);
+    SF_V4_SET1(four, 4.0);
+    SF_V4_SET1(vwi, wi);
+    SF_V4_SET1(vwx, wx);
+    SF_V4_SET1(per64, 1.0 / 64.0);
+    SF_M4_ALL(fb, fit_b);
+    idle = zero;
+/* field f's 4 lanes at q: v = F(f); F(f) = (on ? v : F(f)), the lanes that move */
 #define SF_MQ_F(f) (soa + (f) * ld + q)
-/* the lanes that move: the new value where on, else the old one */
-#define SF_MQ_PUT(f, v) SF_MQ_ST(SF_MQ_F(f), SF_MQ_SEL(on, (v), SF_MQ_LD(SF_MQ_F(f))))
+#define SF_MQ_GET(v, f) SF_V4_LOAD(v, SF_MQ_F(f))
+#define SF_MQ_PUT(f, v) do {                                                  \
+        sf_v4 o_;                                                             \
+        SF_MQ_GET(o_, f);                                                     \
+        SF_V4_SEL(o_, on, v, o_);                                             \
+        SF_V4_STORE(SF_MQ_F(f), o_);                                          \
+    } while (0)
     for (q = 0; q < ld; q += 4) {
-        sf_mq_v rq = SF_MQ_LD(r + q), tq = SF_MQ_LD(SF_MQ_F(SF_MQ_T));
-        sf_mq_v tau = SF_MQ_LD(SF_MQ_F(SF_MQ_TAU)), geo = SF_MQ_LD(SF_MQ_F(SF_MQ_ETAGEO));
-        sf_mq_v fill = SF_MQ_LD(SF_MQ_F(SF_MQ_FILL)), nmod = SF_MQ_LD(SF_MQ_F(SF_MQ_NMOD));
-        sf_mq_v kp = SF_MQ_LD(SF_MQ_F(SF_MQ_KPOW)), epow = SF_MQ_LD(SF_MQ_F(SF_MQ_ETAPOW));
-        sf_mq_v sc = SF_MQ_LD(SF_MQ_F(SF_MQ_SCALE));
-        sf_mq_b st = SF_MQ_LD(SF_MQ_F(SF_MQ_STAT)) != zero;
-        sf_mq_b pw = SF_MQ_LD(SF_MQ_F(SF_MQ_POW)) != zero;
-        sf_mq_b p1 = SF_MQ_LD(SF_MQ_F(SF_MQ_PH1)) != zero;
-        sf_mq_v wq = SF_MQ_LD(SF_MQ_F(SF_MQ_WSUMSQ)), wwq = SF_MQ_LD(SF_MQ_F(SF_MQ_WWSUM));
-        sf_mq_v iq = SF_MQ_LD(SF_MQ_F(SF_MQ_INTERCEPT));
-        sf_mq_v g, k, eta, step_, neg, pos, a, n1;
-        sf_mq_b ad, ok, ok1, okp, on;
+        sf_v4 rq, tq, tau, geo, fill, nmod, kp, epow, sc, wq, wwq, iq;
+        sf_v4 g, k, a, t, u, eta, step_, neg, pos, n1;
+        sf_m4 st, pw, p1, ad, ok, ok1, okp, on, b, c;
+        SF_V4_LOAD(rq, r + q);
+        SF_MQ_GET(tq, SF_MQ_T);
+        SF_MQ_GET(tau, SF_MQ_TAU);
+        SF_MQ_GET(geo, SF_MQ_ETAGEO);
+        SF_MQ_GET(fill, SF_MQ_FILL);
+        SF_MQ_GET(nmod, SF_MQ_NMOD);
+        SF_MQ_GET(kp, SF_MQ_KPOW);
+        SF_MQ_GET(epow, SF_MQ_ETAPOW);
+        SF_MQ_GET(sc, SF_MQ_SCALE);
+        SF_MQ_GET(wq, SF_MQ_WSUMSQ);
+        SF_MQ_GET(wwq, SF_MQ_WWSUM);
+        SF_MQ_GET(iq, SF_MQ_INTERCEPT);
+        SF_MQ_GET(t, SF_MQ_STAT);
+        SF_M4_CMP(st, t, !=, zero);
+        SF_MQ_GET(t, SF_MQ_POW);
+        SF_M4_CMP(pw, t, !=, zero);
+        SF_MQ_GET(t, SF_MQ_PH1);
+        SF_M4_CMP(p1, t, !=, zero);
         /* the test. The window takes the residual before the settled
          * average, then every fourth update (SETTLED_STRIDE; nmod is
-         * n_updates modulo 4) */
-        ad = st & ((SF_MQ_LD(SF_MQ_F(SF_MQ_AVGON)) == zero) | (nmod == zero));
-        a = SF_MQ_SEL(ad, one, zero);
-        k = tq - SF_MQ_LD(SF_MQ_F(SF_MQ_TSWITCH));
-        k = k + SF_MQ_LD(SF_MQ_F(SF_MQ_KADD));
-        ok1 = (vwi == one) & (tq + one < SF_MQ_LD(SF_MQ_F(SF_MQ_TLIM)));
-        okp = ~pw | ((kp >= zero) & (k >= kp) & (k < kp + sc * per64) & (epow > zero));
-        ok = (fill + a < SF_MQ_LD(SF_MQ_F(SF_MQ_WINDOW))) & ((p1 & ok1) | (~p1 & okp));
-        on = (SF_MQ_LD(SF_MQ_F(SF_MQ_STEADY)) != zero) & (~st | ok);
-        SF_MQ_ST(act + q, SF_MQ_SEL(on, one, zero));
-        SF_MQ_ST(add + q, SF_MQ_SEL(on, a, zero));
-        idle += SF_MQ_SEL(on, zero, one);
-        /* the step. loss_and_coef (check loss): the indicators are numbers */
-        neg = SF_MQ_SEL(rq < zero, one, zero);
-        SF_MQ_PUT(SF_MQ_LOSS, SF_MQ_LD(SF_MQ_F(SF_MQ_LOSS)) + vwi * (rq * (tau - neg)));
-        pos = SF_MQ_SEL(rq <= zero, one, zero);
-        g = pos - tau;
-        SF_MQ_PUT(SF_MQ_NSEEN, SF_MQ_LD(SF_MQ_F(SF_MQ_NSEEN)) + one);
+         * n_updates modulo 4):
+         * ad = st & ((avgon == 0) | (nmod == 0)) */
+        SF_MQ_GET(t, SF_MQ_AVGON);
+        SF_M4_CMP(b, t, ==, zero);
+        SF_M4_CMP(c, nmod, ==, zero);
+        SF_M4_OR(b, b, c);
+        SF_M4_AND(ad, st, b);
+        SF_V4_SEL(a, ad, one, zero);
+        /* k = (t - tswitch) + kadd */
+        SF_MQ_GET(t, SF_MQ_TSWITCH);
+        SF_V4_SUB(k, tq, t);
+        SF_MQ_GET(t, SF_MQ_KADD);
+        SF_V4_ADD(k, k, t);
+        /* ok1 = (wi == 1) & (t + 1 < tlim) */
+        SF_M4_CMP(ok1, vwi, ==, one);
+        SF_V4_ADD(t, tq, one);
+        SF_MQ_GET(u, SF_MQ_TLIM);
+        SF_M4_CMP(b, t, <, u);
+        SF_M4_AND(ok1, ok1, b);
+        /* okp = ~pw | ((kp >= 0) & (k >= kp) & (k < kp + sc / 64) & (epow > 0)) */
+        SF_M4_CMP(okp, kp, >=, zero);
+        SF_M4_CMP(b, k, >=, kp);
+        SF_M4_AND(okp, okp, b);
+        SF_V4_MUL(t, sc, per64);
+        SF_V4_ADD(t, kp, t);
+        SF_M4_CMP(b, k, <, t);
+        SF_M4_AND(okp, okp, b);
+        SF_M4_CMP(b, epow, >, zero);
+        SF_M4_AND(okp, okp, b);
+        SF_M4_NOT(b, pw);
+        SF_M4_OR(okp, b, okp);
+        /* ok = (fill + a < window) & ((p1 & ok1) | (~p1 & okp)) */
+        SF_M4_AND(ok1, p1, ok1);
+        SF_M4_NOT(b, p1);
+        SF_M4_AND(okp, b, okp);
+        SF_M4_OR(ok1, ok1, okp);
+        SF_V4_ADD(t, fill, a);
+        SF_MQ_GET(u, SF_MQ_WINDOW);
+        SF_M4_CMP(ok, t, <, u);
+        SF_M4_AND(ok, ok, ok1);
+        /* on = (steady != 0) & (~st | ok) */
+        SF_M4_NOT(b, st);
+        SF_M4_OR(b, b, ok);
+        SF_MQ_GET(t, SF_MQ_STEADY);
+        SF_M4_CMP(on, t, !=, zero);
+        SF_M4_AND(on, on, b);
+        SF_V4_SEL(t, on, one, zero);
+        SF_V4_STORE(act + q, t);
+        SF_V4_SEL(t, on, a, zero);
+        SF_V4_STORE(add + q, t);
+        SF_V4_SEL(t, on, zero, one);
+        SF_V4_ADD(idle, idle, t);
+        /* the step. loss_and_coef (check loss): the indicators are numbers;
+         * loss += wi * (r * (tau - (r < 0))), g = (r <= 0) - tau */
+        SF_M4_CMP(b, rq, <, zero);
+        SF_V4_SEL(neg, b, one, zero);
+        SF_V4_SUB(t, tau, neg);
+        SF_V4_MUL(t, rq, t);
+        SF_V4_MUL(t, vwi, t);
+        SF_MQ_GET(u, SF_MQ_LOSS);
+        SF_V4_ADD(t, u, t);
+        SF_MQ_PUT(SF_MQ_LOSS, t);
+        SF_M4_CMP(b, rq, <=, zero);
+        SF_V4_SEL(pos, b, one, zero);
+        SF_V4_SUB(g, pos, tau);
+        SF_MQ_GET(t, SF_MQ_NSEEN);
+        SF_V4_ADD(t, t, one);
+        SF_MQ_PUT(SF_MQ_NSEEN, t);
         /* stat_single_row's window sums, where the window takes the row */
-        SF_MQ_PUT(SF_MQ_FILL, fill + a);
-        SF_MQ_PUT(SF_MQ_WSUMSQ, SF_MQ_SEL(ad, wq + vwx, wq));
-        SF_MQ_PUT(SF_MQ_WWSUM, SF_MQ_SEL(ad, wwq + vwi, wwq));
+        SF_V4_ADD(t, fill, a);
+        SF_MQ_PUT(SF_MQ_FILL, t);
+        SF_V4_ADD(t, wq, vwx);
+        SF_V4_SEL(t, ad, t, wq);
+        SF_MQ_PUT(SF_MQ_WSUMSQ, t);
+        SF_V4_ADD(t, wwq, vwi);
+        SF_V4_SEL(t, ad, t, wwq);
+        SF_MQ_PUT(SF_MQ_WWSUM, t);
         /* the stepsize: phase one's geometric one (single_eta: this row
          * takes eta_geo, the next its decayed value), the last phase's
          * (last_phase_eta: num = eta_start * scale, the cached power), or
          * fixed_eta's c / (t + 1) and c (num = c; c / 1 is c), the last
-         * three as one division */
-        SF_MQ_PUT(SF_MQ_ETAGEO, SF_MQ_SEL(st & p1, geo * SF_MQ_LD(SF_MQ_F(SF_MQ_GEOF)), geo));
-        eta = SF_MQ_LD(SF_MQ_F(SF_MQ_NUM))
-            / SF_MQ_SEL(st, sc + k,
-                        SF_MQ_SEL(SF_MQ_LD(SF_MQ_F(SF_MQ_INV)) != zero, tq + one, one));
-        eta = SF_MQ_SEL(st & pw, epow, eta);
-        eta = SF_MQ_SEL(st & p1, geo, eta);
-        step_ = eta * g * vwi;
-        SF_MQ_ST(coef + q, SF_MQ_SEL(on, -eta * g * vwi, SF_MQ_LD(coef + q)));
-        SF_MQ_ST(step + q, SF_MQ_SEL(on, eta * vwi, SF_MQ_LD(step + q)));
-        SF_MQ_PUT(SF_MQ_INTERCEPT, SF_MQ_SEL(fb, iq - step_, iq));
-        SF_MQ_PUT(SF_MQ_T, tq + vwi);
-        SF_MQ_PUT(SF_MQ_NUPD, SF_MQ_LD(SF_MQ_F(SF_MQ_NUPD)) + one);
-        n1 = nmod + one;
-        SF_MQ_PUT(SF_MQ_NMOD, SF_MQ_SEL(n1 == four, zero, n1));
+         * three as one division:
+         * eta = num / (st ? sc + k : inv ? t + 1 : 1), then the cached
+         * power (st & pw) or eta_geo (st & p1) instead */
+        SF_M4_AND(c, st, p1);
+        SF_MQ_GET(t, SF_MQ_GEOF);
+        SF_V4_MUL(t, geo, t);
+        SF_V4_SEL(t, c, t, geo);
+        SF_MQ_PUT(SF_MQ_ETAGEO, t);
+        SF_MQ_GET(t, SF_MQ_INV);
+        SF_M4_CMP(b, t, !=, zero);
+        SF_V4_ADD(t, tq, one);
+        SF_V4_SEL(u, b, t, one);
+        SF_V4_ADD(t, sc, k);
+        SF_V4_SEL(u, st, t, u);
+        SF_MQ_GET(t, SF_MQ_NUM);
+        SF_V4_DIV(eta, t, u);
+        SF_M4_AND(b, st, pw);
+        SF_V4_SEL(eta, b, epow, eta);
+        SF_V4_SEL(eta, c, geo, eta);
+        /* step_ = eta * g * wi, coef = -eta * g * wi, step = eta * wi */
+        SF_V4_MUL(t, eta, g);
+        SF_V4_MUL(step_, t, vwi);
+        SF_V4_NEG(t, eta);
+        SF_V4_MUL(t, t, g);
+        SF_V4_MUL(t, t, vwi);
+        SF_V4_LOAD(u, coef + q);
+        SF_V4_SEL(t, on, t, u);
+        SF_V4_STORE(coef + q, t);
+        SF_V4_MUL(t, eta, vwi);
+        SF_V4_LOAD(u, step + q);
+        SF_V4_SEL(t, on, t, u);
+        SF_V4_STORE(step + q, t);
+        SF_V4_SUB(t, iq, step_);
+        SF_V4_SEL(t, fb, t, iq);
+        SF_MQ_PUT(SF_MQ_INTERCEPT, t);
+        SF_V4_ADD(t, tq, vwi);
+        SF_MQ_PUT(SF_MQ_T, t);
+        SF_MQ_GET(t, SF_MQ_NUPD);
+        SF_V4_ADD(t, t, one);
+        SF_MQ_PUT(SF_MQ_NUPD, t);
+        SF_V4_ADD(n1, nmod, one);
+        SF_M4_CMP(b, n1, ==, four);
+        SF_V4_SEL(t, b, zero, n1);
+        SF_MQ_PUT(SF_MQ_NMOD, t);
         SF_MQ_PUT(SF_MQ_LASTETA, eta);
     }
 #undef SF_MQ_PUT
+#undef SF_MQ_GET
 #undef SF_MQ_F
     /* (the padding lanes count as idle) */
-    return (ptrdiff_t) ((idle[0] + idle[1]) + (idle[2] + idle[3])) - (ld - m);
+    return (ptrdiff_t) ((SF_V4_LANE(idle, 0) + SF_V4_LANE(idle, 1))
+                        + (SF_V4_LANE(idle, 2) + SF_V4_LANE(idle, 3))) - (ld - m);
 }
 #endif

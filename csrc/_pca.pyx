@@ -22,27 +22,22 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, axpy, rows_dot, syr_upper
+from _blas cimport blas_int
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
 from _goe cimport goe_row
 
-cdef extern from *:
-    """
-    #define sf_atomic_add(p) __atomic_fetch_add((p), 1, __ATOMIC_RELAXED)
-    """
-    void atomic_inc "sf_atomic_add"(long long *p) nogil
-
 cdef extern from "_dense.h" nogil:
     void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
                        const double *N)
-from _symm_par cimport (sf_pool, sf_par_stat, sf_par_run, sf_pool_start, sf_pool_stop,
-                        sf_pool_helper_tasks, sf_par_choose, sf_par_learn, sf_par_now,
-                        symm_product, symm_product_by, sf_skinny_ok, sf_skinny_on,
-                        sf_skinny_blas_only, ROWS_DIAG, ROWS_OFF)
-from _poll cimport PollHook, poll_start, poll_interrupted
+    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
+from cython.parallel cimport prange
+
+from _symm_par cimport symm_product, par_threads
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
+                    rank_one_rows, rows_dot_plain,
                     orth_new)
 
 from streamfit._kernels._common import check_struct
@@ -89,21 +84,14 @@ ctypedef struct PCAParams:
     double tol          # gap tolerance, as a fraction of the bound's increment
 
 
-# the test hook of _poll.pxd (off unless a test arms it)
-cdef PollHook _hook
-# the trial's row update inside the first Krylov product (_fuse_rows)
-cdef bint fuse_rows = True
-cdef long long fused_solves = 0     # solves that took it (tests read it)
-_hook.countdown = -1
-_hook.signum = 0
+cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
 
 def _interrupt_at(long long polls, int signum):
     """Tests: raise the real signal `signum` at the trial loop's poll number
     `polls` (one poll before each trial of a call, counted across calls);
     polls < 0 disarms."""
-    _hook.countdown = polls
-    _hook.signum = signum
+    arm_hook(&_hook, polls, signum)
 
 
 cdef PCAState _state_proto
@@ -134,10 +122,7 @@ cdef struct Ctx:
     double *row         # n scratch
     double *xrow        # n: a float32 row, widened (the hint of the trial's solve)
     const double *xs    # a row whose x x^T waits for the noise update (fixed or no noise)
-    RowUpdate pend      # fixed or no noise: the update the next solve applies (w.prep)
-    sf_par_stat rows_par  # what the row updates cost inline and on the pool (with
-                          # fixed or no noise: the first products that take them)
-    sf_par_stat gain_par  # dense instances' gain products, the same
+    int threads         # OpenMP threads of the O(n^2) loops (par_threads decides per n)
     TopKWork w
 
 
@@ -207,20 +192,12 @@ cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
 
 # --- the data's cumulative matrix ------------------------------------------------
 
-# S's row updates, in row panels of about equal area on up to w.threads
-# threads (_par.h): S[i, :i+1] += x_i x[:i+1], then += a N[i, :i+1]. Each entry
+# S's row updates, in row panels of about equal area on up to c.threads
+# OpenMP threads: S[i, :i+1] += x_i x[:i+1], then += a N[i, :i+1]. Each entry
 # is computed alike whichever panel (and thread) holds it, so the panels
 # change nothing in the results.
 cdef enum:
     ROW_PANELS = 16
-    # below this n a trial's parallel parts are too short for threads to pay
-    # (n = 500, k = 10: 0.97-1.02x one thread's time on two idle cores)
-    PAR_MIN_N = 768
-
-cpdef enum:
-    # run()'s timings: three sf_par_stat (row updates, products, dense
-    # gains) and the n
-    PAR_TIMINGS = 16
 
 
 cdef inline Py_ssize_t panel_row(Py_ssize_t n, int p) noexcept nogil:
@@ -229,8 +206,7 @@ cdef inline Py_ssize_t panel_row(Py_ssize_t n, int p) noexcept nogil:
     return <Py_ssize_t> (n * sqrt(<double> p / ROW_PANELS) + 0.5)
 
 
-cdef void row_update_task(void *ctx, int p) noexcept nogil:
-    cdef RowUpdate *u = <RowUpdate *> ctx
+cdef inline void row_update_panel(const RowUpdate *u, int p) noexcept nogil:
     cdef Py_ssize_t n = u.n, i
     for i in range(panel_row(n, p), panel_row(n, p + 1)):
         sf_row_update(i + 1, u.S + i * n, u.x[i] if u.x != NULL else 0.0, u.x, u.a,
@@ -239,59 +215,30 @@ cdef void row_update_task(void *ctx, int p) noexcept nogil:
             sf_row_update(i + 1, u.C + i * n, 0.0, NULL, u.a, u.N + i * n)
 
 
-cdef inline void timings_load(sf_par_stat *st, const double *v) noexcept nogil:
-    st.inline_s = v[0]
-    st.pool_s = v[1]
-    st.loops = <long> v[2]
-    st.next_probe = <long> v[3]
-    st.interval = <long> v[4]
-
-
-cdef inline void timings_store(const sf_par_stat *st, double *v) noexcept nogil:
-    v[0] = st.inline_s
-    v[1] = st.pool_s
-    v[2] = st.loops
-    v[3] = st.next_probe
-    v[4] = st.interval
-
-
-cdef void rows_prep(void *ctx, Py_ssize_t r0, Py_ssize_t r1, int part) noexcept nogil:
-    # The trial's update of S (no C) for rows r0 .. r1-1, as the solver's
-    # fused first product asks for it (_symm_par.pxd): the entries left of
-    # the diagonal (ROWS_OFF) and the diagonal ones (ROWS_DIAG). A row cut at
-    # its diagonal computes every entry as update_rows does (see
-    # sf_row_update), so S ends bit for bit the same.
-    cdef RowUpdate *u = <RowUpdate *> ctx
-    cdef Py_ssize_t n = u.n, i
-    for i in range(r0, r1):
-        if part & ROWS_OFF:
-            sf_row_update(i, u.S + i * n, u.x[i] if u.x != NULL else 0.0, u.x, u.a,
-                          u.N + i * n if u.N != NULL else NULL)
-        if part & ROWS_DIAG:
-            sf_row_update(1, u.S + i * n + i, u.x[i] if u.x != NULL else 0.0,
-                          u.x + i if u.x != NULL else NULL, u.a,
-                          u.N + i * n + i if u.N != NULL else NULL)
-
-
 cdef void update_rows(Ctx *c, const double *x, const double *N, double a,
                       double *C) noexcept nogil:
     # S += x x^T (x not NULL), then += a N (N not NULL); C += a N too (C not NULL)
     cdef RowUpdate u
+    cdef int p, threads = par_threads(c.threads, c.n)
     u.n = c.n
     u.S = c.S
     u.x = x
     u.N = N
     u.a = a
     u.C = C
-    sf_par_run(c.w.pool, &c.rows_par, ROW_PANELS, row_update_task, &u)
+    if threads == 1:
+        for p in range(ROW_PANELS):
+            row_update_panel(&u, p)
+    else:
+        for p in prange(ROW_PANELS, schedule="dynamic", chunksize=1, num_threads=threads):
+            row_update_panel(&u, p)
 
 
 cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     # S += x x^T; C follows (independent noise rebuilds S from C every trial,
     # so there C is kept current; elsewhere x waits in the row buffer). With
     # fixed noise the noise update comes next and takes x x^T in the same
-    # pass over S; so does Follow the Leader's (no noise: x x^T alone). Both
-    # then go into the next Krylov solve's first product (noise_update).
+    # pass over S; so does Follow the Leader's (no noise: x x^T alone).
     if c.noise == NOISE_FIXED or c.noise == NOISE_NONE:
         c.xs = x
     else:
@@ -299,25 +246,24 @@ cdef inline void add_vector(Ctx *c, const double *x) noexcept nogil:
     if c.C == NULL:
         return
     if c.noise == NOISE_INDEPENDENT:
-        syr_upper(c.n, 1.0, x, c.C, c.n)
+        rank_one_rows(c.n, 1.0, x, c.C)
         return
     memcpy(c.rows + c.st.pending * c.n, x, c.n * sizeof(double))
     c.st.pending += 1
     if c.st.pending == c.nrows:
-        leader_flush(c.n, &c.st.pending, c.rows, c.C)
+        leader_flush(c.threads, c.n, &c.st.pending, c.rows, c.C)
 
 
 cdef inline void add_dense(Ctx *c, const double *x) noexcept nogil:
     # S += X and C += X on the lower triangle, row by row in one pass over X
-    # (in row panels on the pool; 1.0 * X adds X exactly, as daxpy did)
+    # (in row panels; 1.0 * X adds X exactly, as daxpy did)
     update_rows(c, NULL, x, 1.0, c.C)
 
 
 cdef inline double dense_gain(Ctx *c, const double *x) noexcept nogil:
-    # tr(V_k^T X V_k): X V_k by the panelled product (on the pool), then the
-    # k dot products (quad_rows with the pool's product)
-    symm_product(c.w.pool, &c.gain_par, c.n, c.k, 1.0, x, c.V, c.w.tmp)
-    return rows_dot(c.n, c.k, c.w.tmp, c.V)
+    # tr(V_k^T X V_k): X V_k by the panelled product, then the k dot products
+    symm_product(c.threads, c.n, c.k, 1.0, x, c.V, c.w.tmp)
+    return rows_dot_plain(c.n, c.k, c.w.tmp, c.V)
 
 
 # --- the noise ----------------------------------------------------------------------
@@ -338,30 +284,17 @@ cdef inline double walk_step(double s_new, double s) noexcept nogil:
     return ldexp(sqrt(u * u - v * v), e)
 
 
-cdef void noise_update(Ctx *c, double s_new, bint defer) noexcept nogil:
+cdef void noise_update(Ctx *c, double s_new) noexcept nogil:
     # move S from N-coefficient st.s to s_new (fixed), or add the matching fresh
     # GOE increment (random walk), or redraw it (independent); C is X_<=t there.
-    # defer: the fixed noise's row update (Follow the Leader's: x x^T alone)
-    # is left to the next solve, which must follow at once (w.prep: its
-    # first product takes it in the same pass over S -- a trial then reads S
-    # once fewer)
+    # The fixed noise's update takes the trial's pending x x^T in the same
+    # pass over S (Follow the Leader's: x x^T alone).
     cdef Py_ssize_t n = c.n, i, j
     cdef double a
     if c.noise == NOISE_FIXED or c.noise == NOISE_NONE:
         # (no noise: s_new = st.s = 0, so x x^T alone)
         if s_new != c.st.s or c.xs != NULL:
-            c.pend.n = c.n
-            c.pend.S = c.S
-            c.pend.x = c.xs
-            c.pend.N = c.N if s_new != c.st.s else NULL
-            c.pend.a = s_new - c.st.s
-            c.pend.C = NULL
-            if defer:
-                c.w.prep = rows_prep
-                c.w.prep_ctx = &c.pend
-                c.w.prep_par = &c.rows_par
-            else:
-                update_rows(c, c.pend.x, c.pend.N, c.pend.a, NULL)
+            update_rows(c, c.xs, c.N if s_new != c.st.s else NULL, s_new - c.st.s, NULL)
         c.xs = NULL
     elif c.noise == NOISE_RANDOM_WALK:
         # the increment's scale sqrt(s_new^2 - s^2), on both scaled by a power
@@ -370,11 +303,11 @@ cdef void noise_update(Ctx *c, double s_new, bint defer) noexcept nogil:
         if a > 0.0:
             for i in range(n):
                 goe_row(c.rng, i, 1.0, c.row)
-                axpy(<blas_int> (i + 1), a, c.row, c.S + i * n)
+                sf_axpy(i + 1, a, c.row, c.S + i * n)
         elif a < 0.0:
             # a smaller sigma set mid-stream: shrink the walk so far,
             # S = C + (s_new / s) (S - C); no increment can lower a variance
-            leader_flush(c.n, &c.st.pending, c.rows, c.C)
+            leader_flush(c.threads, c.n, &c.st.pending, c.rows, c.C)
             a = s_new / c.st.s
             for i in range(n):
                 for j in range(i + 1):
@@ -395,27 +328,26 @@ cdef int after_trial(Ctx *c, const double *hint) noexcept nogil:
     cdef bint krylov = c.solver == SOLVER_KRYLOV
     c.st.t += 1
     c.st.sigma = sig
-    noise_update(c, sqrt(<double> c.st.t + 1.0) * sig,
-                 fuse_rows and topk_will_krylov(&c.w, &c.st.topk, krylov))
-    if c.w.prep != NULL:
-        atomic_inc(&fused_solves)
+    noise_update(c, sqrt(<double> c.st.t + 1.0) * sig)
     return topk_solve(&c.w, c.S, c.V, &c.st.topk, tolerance(c, <double> c.st.t + 1.0),
                       hint, <unsigned long long> c.st.t, krylov)
 
 
 cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
-                const double *frob, Py_ssize_t T, Py_ssize_t *done) noexcept nogil:
+                const double *frob, Py_ssize_t T, Py_ssize_t *done, Poll *pl) noexcept nogil:
     # Play T trials; stops early only before a trial, on a signal. Vector rows
     # come as float64 (X) or float32 (X32, X NULL): a float32 row is widened
     # into xrow when its trial starts -- exactly, so every decision is the one
     # for the same rows given as float64 -- and everything after is float64.
     cdef int n = c.n, k = c.k, code = OK
     cdef Py_ssize_t t, j, step = n * (n if c.kind == INSTANCE_DENSE else 1)
-    cdef double g, due = poll_start()
+    # a trial's work in _work_poll.pxd's units (~1 ns): its O(n^2 b) passes
+    # over S and a fixed ~20 us around them
+    cdef double g, work = <double> n * n * (c.b / 8.0 + 1.0) + 2e4
     cdef const double *x
     cdef const double *hint
     for t in range(T):
-        if poll_interrupted(&due, &_hook):
+        if poll_stop(pl, work):
             code = ERR_INTERRUPTED
             break
         if X32 != NULL:
@@ -518,8 +450,7 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
         return ERR_NOMEM
     c.w.first = p.eig_first
     c.xs = NULL
-    memset(&c.rows_par, 0, sizeof(sf_par_stat))
-    memset(&c.gain_par, 0, sizeof(sf_par_stat))
+    c.threads = 1
     # n doubles of scratch for the gains and the noise rows: the solver's
     # n x 3b scratch is free outside a solve
     c.row = c.w.tmp
@@ -527,8 +458,6 @@ cdef int setup(Ctx *c, PCAState *st, const PCAParams *p, double[:, ::1] S,
 
 
 cdef void teardown(Ctx *c) noexcept nogil:
-    sf_pool_stop(c.w.pool)
-    c.w.pool = NULL
     topk_work_free(&c.w)
     free(c.xrow)
     c.xrow = NULL
@@ -592,7 +521,7 @@ def initialize(PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] 
 def run(X, const double[::1] scale, const double[::1] frob,
         PCAState[::1] state, const PCAParams[::1] params, double[:, ::1] S,
         const double[:, ::1] N, double[:, ::1] C, double[:, ::1] rows, double[:, ::1] V,
-        object capsule, int threads=1, object timings=None):
+        object capsule, int threads=1):
     """Play len(X) trials, updating every state array in place. Vector
     instances: rows x_t of X, scale[t] = ||x_t||^2; gain ||V_k x_t||^2,
     S += x_t x_t^T (one triangle). Dense instances: rows of X are the
@@ -605,12 +534,9 @@ def run(X, const double[::1] scale, const double[::1] frob,
     Returns (code, done, exc): OK after all trials, or ERR_INTERRUPTED after
     `done` whole trials with `exc` the exception a signal handler raised, or
     ERR_NOMEM before any; the state describes exactly `done` trials. The
-    caller holds the bit generator's lock. ``threads``: threads for the S
-    products and row updates (results do not depend on it); ``timings``:
-    None or a float64 array of PAR_TIMINGS entries carrying the thread pool's
-    timings from one call to the next (read at the start, written at the
-    end; zeros to start afresh), so a stream fed in small calls does not
-    learn afresh each time whether the threads pay."""
+    caller holds the bit generator's lock. ``threads``: OpenMP threads for
+    the S products and row updates at n >= PAR_MIN_N (results do not depend
+    on it)."""
     _check_records(state.base, params.base)
     cdef Ctx c
     cdef int code, n
@@ -619,7 +545,7 @@ def run(X, const double[::1] scale, const double[::1] frob,
     cdef const double *p64 = NULL
     cdef const float *p32 = NULL
     cdef Py_ssize_t T, ncol, done = 0
-    cdef double[::1] tv
+    cdef Poll pl
     cdef bint is32 = getattr(X, "dtype", None) == np.float32
     if is32:
         X32 = X
@@ -641,111 +567,54 @@ def run(X, const double[::1] scale, const double[::1] frob,
             raise ValueError(f"scale (and frob for dense instances) must have {T} entries")
         if T == 0:
             return OK, 0, None
-        if timings is not None:
-            tv = timings
-            if tv.shape[0] != PAR_TIMINGS:
-                raise ValueError(f"timings must have {PAR_TIMINGS} entries")
-        if threads > 1 and n >= PAR_MIN_N:
-            c.w.pool = sf_pool_start(threads)
-            if timings is not None:
-                if tv[PAR_TIMINGS - 1] == n:      # (timings of another n start afresh)
-                    timings_load(&c.rows_par, &tv[0])
-                    timings_load(&c.w.products_par, &tv[5])
-                    timings_load(&c.gain_par, &tv[10])
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        c.threads = threads
+        c.w.threads = threads
+        poll_init(&pl, &_hook)
         if is32:
             p32 = &X32[0, 0]
         else:
             p64 = &X64[0, 0]
         with nogil:
             code = trials(&c, p64, p32, &scale[0], &frob[0] if frob.shape[0] else NULL,
-                          T, &done)
-        if c.w.pool != NULL and timings is not None:
-            timings_store(&c.rows_par, &tv[0])
-            timings_store(&c.w.products_par, &tv[5])
-            timings_store(&c.gain_par, &tv[10])
-            tv[PAR_TIMINGS - 1] = n
+                          T, &done, &pl)
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
         teardown(&c)
 
 
-def _skinny_kernels():
-    """Test entry: whether the panels' off-diagonal products run in
-    _skinny.h's AVX-512 kernels on this CPU (else dgemm)."""
-    return bool(sf_skinny_ok())
-
-
-def _fuse_rows(bint on):
-    """Test entry: while on (the default), a Krylov solve takes the trial's
-    row update of S into its first product; off, the update runs first, in
-    its own pass. Returns the previous setting and the count of solves
-    that took the update so far (all estimators of this process)."""
-    global fuse_rows
-    cdef bint was = fuse_rows
-    fuse_rows = on
-    return bool(was), int(fused_solves)
-
-
-def _blas_only(bint on):
-    """Test entry: while on, this module's kernels (FPL, FTL, their Krylov
-    solver and products) take the BLAS path a CPU without AVX-512 takes,
-    on any CPU. Returns the previous setting."""
-    global sf_skinny_blas_only
-    cdef bint was = sf_skinny_blas_only
-    sf_skinny_blas_only = on
-    return bool(was)
-
-
-def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads, int calls=1,
-                  skinny=None):
+def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads):
     """Test entry: the Krylov product S @ B[j] for the (m, n) rows of B, S's
     row-major lower triangle being the valid one, through the panels on
-    `threads` threads, `calls` times on one pool (the first calls run on the
-    pool, later ones as the timings choose); returns the last (m, n) result.
-    skinny: the off-diagonal products by _skinny.h's AVX-512 kernels (True,
-    which needs a CPU with AVX-512), by dgemm (False), or as the kernels
-    choose (None: as the estimators, _blas_only included)."""
-    cdef Py_ssize_t n = S.shape[0], m = B.shape[0], i
-    cdef sf_pool *pool = NULL
-    cdef sf_par_stat stat
-    cdef bint by = sf_skinny_on() if skinny is None else skinny
-    if S.shape[1] != n or B.shape[1] != n or m < 1:
-        raise ValueError("S must be (n, n) and B (m, n) with m >= 1")
-    if by and not sf_skinny_ok():
-        raise ValueError("skinny=True needs a CPU with AVX-512")
+    `threads` OpenMP threads (one below PAR_MIN_N); returns the (m, n)
+    result."""
+    cdef Py_ssize_t n = S.shape[0], m = B.shape[0]
+    if S.shape[1] != n or B.shape[1] != n or m < 1 or threads < 1:
+        raise ValueError("S must be (n, n) and B (m, n) with m >= 1, threads >= 1")
     out = np.empty((m, n))
     cdef double[:, ::1] C = out
-    memset(&stat, 0, sizeof(sf_par_stat))
     with nogil:
-        pool = sf_pool_start(threads)
-        for i in range(calls):
-            symm_product_by(pool, &stat, <blas_int> n, <blas_int> m, 1.0, &S[0, 0], &B[0, 0],
-                            &C[0, 0], by)
-        sf_pool_stop(pool)
+        symm_product(threads, <blas_int> n, <blas_int> m, 1.0, &S[0, 0], &B[0, 0], &C[0, 0])
     return out
 
 
-def _orth_new(const double[:, ::1] V, const double[:, ::1] X, skinny=None):
+def _orth_new(const double[:, ::1] V, const double[:, ::1] X):
     """Test entry: the Krylov solver's block Gram-Schmidt step (_topk.pxd's
     orth_new) on the (b, n) orthonormal rows V and (r, n) new rows X,
     r <= 2b. Returns (ok, Q, R): Q the (b + r, n) rows [V, X made orthonormal
     and orthogonal to V], R the (b + r, b + r) coefficients with X = R[:, b:]^T
     [V; Q_new] read column-major (X[j] = sum_i R[b + j, i] Q[i]); ok False
-    where the step asks for the whole QR instead. skinny as for
-    _symm_product."""
+    where the step asks for the whole QR instead."""
     cdef int b = V.shape[0], n = V.shape[1], r = X.shape[0], m = b + r
     cdef TopKWork w
     cdef bint ok
     if X.shape[1] != n or r < 1 or r > 2 * b or 3 * b > n:
         raise ValueError("V must be (b, n), X (r, n), 1 <= r <= 2b, 3b <= n")
-    if skinny and not sf_skinny_ok():
-        raise ValueError("skinny=True needs a CPU with AVX-512")
     if topk_work_init(&w, n, b, b, 1) != OK:
         topk_work_free(&w)
         raise MemoryError()
     try:
-        if skinny is not None:
-            w.skinny = skinny
         memcpy(w.bas, &V[0, 0], <size_t> n * b * sizeof(double))
         memcpy(w.bas + <Py_ssize_t> n * b, &X[0, 0], <size_t> n * r * sizeof(double))
         ok = orth_new(&w, m)
@@ -754,62 +623,3 @@ def _orth_new(const double[:, ::1] V, const double[:, ::1] X, skinny=None):
     finally:
         topk_work_free(&w)
     return bool(ok), Q, R
-
-
-cdef struct ProbeTasks:
-    long long *runs
-    double seconds
-
-
-cdef void probe_task(void *ctx, int task) noexcept nogil:
-    cdef ProbeTasks *pt = <ProbeTasks *> ctx
-    cdef double t0 = sf_par_now()
-    atomic_inc(&pt.runs[task])
-    while sf_par_now() - t0 < pt.seconds:
-        pass
-
-
-def _pool_probe(int threads, int ntasks, int loops, double seconds):
-    """Test entry: `loops` loops of `ntasks` tasks, each busy for `seconds`,
-    on a pool of `threads` threads (every loop on the pool: a fresh timing
-    record each time). Returns (times each task ran, over all loops; tasks
-    the helpers ran)."""
-    cdef sf_pool *pool = NULL
-    cdef sf_par_stat stat
-    cdef ProbeTasks pt
-    cdef long helpers = 0
-    cdef int i
-    runs = np.zeros(ntasks, dtype=np.int64)
-    cdef long long[::1] rv = runs
-    pt.runs = &rv[0]
-    pt.seconds = seconds
-    with nogil:
-        pool = sf_pool_start(threads)
-        for i in range(loops):
-            memset(&stat, 0, sizeof(sf_par_stat))
-            sf_par_run(pool, &stat, ntasks, probe_task, &pt)
-        helpers = sf_pool_helper_tasks(pool)
-        sf_pool_stop(pool)
-    return runs, helpers
-
-
-def _par_policy(const double[::1] pool_dt, const double[::1] inline_dt):
-    """Test entry: _par.h's choice between the pool and inline, replayed on
-    given loop times (loop i takes pool_dt[i] on the pool, inline_dt[i]
-    inline). Returns (on_pool, probes): 0/1 arrays, one entry per loop."""
-    cdef Py_ssize_t n = pool_dt.shape[0], i
-    cdef sf_par_stat stat
-    cdef int use_pool, probe
-    if inline_dt.shape[0] != n:
-        raise ValueError("pool_dt and inline_dt must have the same length")
-    on_pool = np.zeros(n, dtype=np.int8)
-    probes = np.zeros(n, dtype=np.int8)
-    cdef signed char[::1] op = on_pool
-    cdef signed char[::1] pr = probes
-    memset(&stat, 0, sizeof(sf_par_stat))
-    for i in range(n):
-        use_pool = sf_par_choose(&stat, &probe)
-        sf_par_learn(&stat, use_pool, probe, pool_dt[i] if use_pool else inline_dt[i])
-        op[i] = use_pool
-        pr[i] = probe
-    return on_pool, probes

@@ -1,36 +1,248 @@
 /* Skinny matrix products for the symmetric product's panels (_symm_par.pxd):
- * a tall matrix times a block of a few (~15) vectors, with AVX-512 where the
- * CPU has it. BLAS's dgemm runs these shapes at 20-35 GFLOP/s on a core that
- * does 100: its kernels are tuned for square blocks, and a wheel's OpenBLAS
- * may be told to use its AVX2 kernels (OPENBLAS_CORETYPE). Register-blocked
- * for the two shapes the panels need, in column-major storage:
+ * a tall matrix times a block of a few (~15) vectors. BLAS's dgemm runs
+ * these shapes at 20-35 GFLOP/s on a core that does 100: its kernels are
+ * tuned for square blocks, and a wheel's OpenBLAS may be told to use its
+ * AVX2 kernels (OPENBLAS_CORETYPE). Register-blocked for the two shapes the
+ * panels need, in column-major storage:
  *
- *   sf_gemm_tn512: C[c, j] += alpha * sum_{r<k} A[r, c] B[r, j]   (c < w)
+ *   sf_gemm_tn:    C[c, j] += alpha * sum_{r<k} A[r, c] B[r, j]   (c < w)
  *                  columns of A against columns of B: dot products;
- *   sf_gemm_nn512: C[r, j] += alpha * sum_{c<k} A[r, c] B[c, j]   (r < w)
+ *   sf_gemm_nn:    C[r, j] += alpha * sum_{c<k} A[r, c] B[c, j]   (r < w)
  *                  columns of A scaled by B's entries: outer products;
- *   sf_symm_diag512: C = alpha * A B, A a symmetric w x w block (upper
+ *   sf_symm_diag:  C = alpha * A B, A a symmetric w x w block (upper
  *                  triangle valid) -- the two above, in pieces.
  *
- * Every sum runs in an order fixed by the shapes alone (never by a thread
- * count), so a panel's result is the same wherever it runs. Callers test
- * sf_skinny_ok() first; elsewhere they call dgemm. */
+ * (j < m; k <= 0 leaves C untouched, as dgemm with beta = 1 does.) Each is
+ * always there and picks its kernel once per call: the AVX-512 intrinsics
+ * kernels (_simd.h's SF_SIMD_AVX512) where the CPU reports avx512f, else
+ * the portable ones, plain C over _simd.h's sf_v4 (SIMD registers on the
+ * vector path, with an FMA clone on x86-64). Every sum runs in an order
+ * fixed by the shapes alone (never by a thread count), so a panel's result
+ * is the same wherever it runs; the kernels differ from one another (and
+ * from dgemm) by rounding only. */
 #ifndef STREAMFIT_SKINNY_H
 #define STREAMFIT_SKINNY_H
-#include <stddef.h>
+#include "_simd.h"
 
-/* Set by a test entry (_pca._blas_only) so that the estimators' own paths
- * run on the BLAS fallback on a CPU that has AVX-512 (one copy per
- * extension module). */
-static int sf_skinny_blas_only = 0;
-static inline int sf_skinny_ok(void);
-static inline int sf_skinny_on(void) { return !sf_skinny_blas_only && sf_skinny_ok(); }
+/* whether the dispatchers below take the AVX-512 kernels (this build has
+ * them and the CPU reports avx512f) */
+static int sf_skinny_ok(void);
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 8 \
-    && defined(__linux__)
+/* -- the portable kernels ---------------------------------------------------
+ *
+ * Both in the outer-product form, 10 accumulators of 4 lanes (with the 2 + 1
+ * loaded vectors, 13 of AVX2's 16 registers), each lane one entry of C
+ * whose sum runs over k in order:
+ *   tn: 5 columns of A x 8 columns of B. B's rows are first packed, 8
+ *       values a row (zeros past column m), so that a row's 8 values load as
+ *       two vectors, each broadcast A[r, c] scaling them (dot products with
+ *       the lanes along r would load every B vector twice: GCC folds such a
+ *       load into both of its multiply-adds);
+ *   nn: 8 rows of A (two vectors) x 5 columns of B, each broadcast B[c, j]
+ *       scaling them.
+ * Both take k in blocks (SF_PTN_KB, SF_PNN_KB), so that what the inner
+ * loops re-read (the packed rows of B; a block of A's rows) stays in cache;
+ * C takes each block's sum in turn. Edge blocks repeat the last valid
+ * column (their sums are not stored) instead of branching per value; nn's
+ * w % 8 edge rows run through the same arithmetic from a zero-padded copy
+ * (nothing is read or written outside the matrices). */
+#define SF_PTN_KB 256     /* tn: rows of B packed at a time (16 KB) */
+#define SF_PNN_KB 32      /* nn: columns of A at a time */
+#define SF_PK_PF 64       /* tn: values of A asked for ahead */
+
+/* one row r: the 5 columns' A[r, c] times the packed row's two vectors */
+#define SF_PTN_STEP(h, ap) do {                                               \
+        SF_V4_SET1(va, (ap)[r]);                                              \
+        SF_V4_MADD(s##h##0, bp0, va);                                         \
+        SF_V4_MADD(s##h##1, bp1, va);                                         \
+    } while (0)
+#define SF_PTN_ROWS do {                                                      \
+        const double *bp = Bp + (r - kb) * 8;                                 \
+        SF_V4_LOAD(bp0, bp);                                                  \
+        SF_V4_LOAD(bp1, bp + 4);                                              \
+        SF_PTN_STEP(0, a0); SF_PTN_STEP(1, a1); SF_PTN_STEP(2, a2);           \
+        SF_PTN_STEP(3, a3); SF_PTN_STEP(4, a4);                               \
+    } while (0)
+/* C[c0 + h, j0:j0+8] += alpha * (s0, s1), the valid entries */
+#define SF_PTN_PUT(h, s0, s1) do {                                            \
+        if (c0 + (h) < w) {                                                   \
+            double *cc = C + c0 + (h) + j0 * ldc;                             \
+            for (i = 0; i < 4 && j0 + i < m; i++)                             \
+                cc[i * ldc] += alpha * SF_V4_LANE(s0, i);                     \
+            for (i = 0; i < 4 && j0 + 4 + i < m; i++)                         \
+                cc[(4 + i) * ldc] += alpha * SF_V4_LANE(s1, i);               \
+        }                                                                     \
+    } while (0)
+
+SF_FUSED
+static void sf_gemm_tn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
+                         const double *A, ptrdiff_t lda, const double *B,
+                         ptrdiff_t ldb, double *C, ptrdiff_t ldc) {
+    SF_FUSED_BODY
+    double Bp[SF_PTN_KB * 8];
+    ptrdiff_t kb, ke, c0, j0, r, i, h;
+    for (kb = 0; kb < k; kb += SF_PTN_KB) {
+        ke = kb + SF_PTN_KB < k ? kb + SF_PTN_KB : k;
+        for (j0 = 0; j0 < m; j0 += 8) {
+            for (r = kb; r < ke; r++)
+                for (h = 0; h < 8; h++)
+                    Bp[(r - kb) * 8 + h] = j0 + h < m ? B[r + (j0 + h) * ldb] : 0.0;
+            for (c0 = 0; c0 < w; c0 += 5) {
+#define SF_PTN_A(g) (A + (c0 + (g) < w ? c0 + (g) : w - 1) * lda)
+                const double *a0 = SF_PTN_A(0), *a1 = SF_PTN_A(1), *a2 = SF_PTN_A(2);
+                const double *a3 = SF_PTN_A(3), *a4 = SF_PTN_A(4);
+#undef SF_PTN_A
+                sf_v4 s00, s01, s10, s11, s20, s21, s30, s31, s40, s41, va, bp0, bp1;
+                SF_V4_SET1(s00, 0.0);
+                s01 = s10 = s11 = s20 = s21 = s30 = s31 = s40 = s41 = s00;
+                if (j0 == 0) {
+                    /* the first pass over these columns reads them from
+                     * memory: ask for them ahead (later passes find them
+                     * in cache) */
+                    for (r = kb; r < ke; r++) {
+                        if ((r & 7) == 0) {
+                            SF_PREFETCH(a0 + r + SF_PK_PF); SF_PREFETCH(a1 + r + SF_PK_PF);
+                            SF_PREFETCH(a2 + r + SF_PK_PF); SF_PREFETCH(a3 + r + SF_PK_PF);
+                            SF_PREFETCH(a4 + r + SF_PK_PF);
+                        }
+                        SF_PTN_ROWS;
+                    }
+                } else {
+                    for (r = kb; r < ke; r++)
+                        SF_PTN_ROWS;
+                }
+                SF_PTN_PUT(0, s00, s01); SF_PTN_PUT(1, s10, s11); SF_PTN_PUT(2, s20, s21);
+                SF_PTN_PUT(3, s30, s31); SF_PTN_PUT(4, s40, s41);
+            }
+        }
+    }
+}
+#undef SF_PTN_STEP
+#undef SF_PTN_ROWS
+#undef SF_PTN_PUT
+
+/* C[0:8, j0:j0+5] += alpha * A[0:8, kb:ke] B[kb:ke, j0:j0+5] for 8 whole rows:
+ * A's column c at Ap + (c - a0) * lda_, C's column j0 + h at
+ * Cp + (h + cj) * ldc_; PF: prefetch the same rows of the next block's
+ * columns (short pieces of many columns, which the hardware prefetchers
+ * miss) */
+#define SF_PNN_BLOCK(Ap, a0, lda_, Cp, cj, ldc_, PF) do {                         \
+        sf_v4 s00, s01, s02, s03, s04, s10, s11, s12, s13, s14, va0, va1, vb; \
+        SF_V4_SET1(s00, 0.0);                                                 \
+        s01 = s02 = s03 = s04 = s10 = s11 = s12 = s13 = s14 = s00;            \
+        for (c = kb; c < ke; c++) {                                           \
+            const double *ac = (Ap) + (c - (a0)) * (lda_);                    \
+            if (PF && c + SF_PNN_KB < k) {                                    \
+                SF_PREFETCH(ac + SF_PNN_KB * (lda_));                         \
+                SF_PREFETCH(ac + SF_PNN_KB * (lda_) + 7);                     \
+            }                                                                 \
+            SF_V4_LOAD(va0, ac);                                              \
+            SF_V4_LOAD(va1, ac + 4);                                          \
+            SF_V4_SET1(vb, b0[c]); SF_V4_MADD(s00, va0, vb); SF_V4_MADD(s10, va1, vb); \
+            SF_V4_SET1(vb, b1[c]); SF_V4_MADD(s01, va0, vb); SF_V4_MADD(s11, va1, vb); \
+            SF_V4_SET1(vb, b2[c]); SF_V4_MADD(s02, va0, vb); SF_V4_MADD(s12, va1, vb); \
+            SF_V4_SET1(vb, b3[c]); SF_V4_MADD(s03, va0, vb); SF_V4_MADD(s13, va1, vb); \
+            SF_V4_SET1(vb, b4[c]); SF_V4_MADD(s04, va0, vb); SF_V4_MADD(s14, va1, vb); \
+        }                                                                     \
+        SF_PNN_PUT(Cp, cj, ldc_, 0, s00, s10); SF_PNN_PUT(Cp, cj, ldc_, 1, s01, s11); \
+        SF_PNN_PUT(Cp, cj, ldc_, 2, s02, s12); SF_PNN_PUT(Cp, cj, ldc_, 3, s03, s13); \
+        SF_PNN_PUT(Cp, cj, ldc_, 4, s04, s14);                                \
+    } while (0)
+/* C's column j0 + h, rows 0:8, += alpha * (s0, s1) */
+#define SF_PNN_PUT(Cp, cj, ldc_, h, s0, s1) do {                              \
+        if (j0 + (h) < m) {                                                   \
+            double *cc = (Cp) + ((h) + (cj)) * (ldc_);                        \
+            sf_v4 c0v, c1v;                                                   \
+            SF_V4_LOAD(c0v, cc); SF_V4_LOAD(c1v, cc + 4);                     \
+            SF_V4_MADD(c0v, al, s0); SF_V4_MADD(c1v, al, s1);                 \
+            SF_V4_STORE(cc, c0v); SF_V4_STORE(cc + 4, c1v);                   \
+        }                                                                     \
+    } while (0)
+
+SF_FUSED
+static void sf_gemm_nn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
+                         const double *A, ptrdiff_t lda, const double *B,
+                         ptrdiff_t ldb, double *C, ptrdiff_t ldc) {
+    SF_FUSED_BODY
+    /* the w % 8 edge rows: copied into zero-padded 8-row blocks (their A
+     * block and their C columns), run as whole rows, the valid rows copied
+     * back */
+    double Ae[8 * SF_PNN_KB], Ce[8 * 5];
+    ptrdiff_t kb, ke, r0, j0, c, wf = w & ~(ptrdiff_t) 7, we = w - wf, i, h;
+    sf_v4 al;
+    SF_V4_SET1(al, alpha);
+    for (kb = 0; kb < k; kb += SF_PNN_KB) {
+        ke = kb + SF_PNN_KB < k ? kb + SF_PNN_KB : k;
+        if (we > 0) {
+            for (c = kb; c < ke; c++)
+                for (i = 0; i < 8; i++)
+                    Ae[i + (c - kb) * 8] = i < we ? A[wf + i + c * lda] : 0.0;
+        }
+        for (r0 = 0; r0 < w; r0 += 8)
+            for (j0 = 0; j0 < m; j0 += 5) {
+#define SF_PNN_B(h) (B + (j0 + (h) < m ? j0 + (h) : m - 1) * ldb)
+                const double *b0 = SF_PNN_B(0), *b1 = SF_PNN_B(1), *b2 = SF_PNN_B(2);
+                const double *b3 = SF_PNN_B(3), *b4 = SF_PNN_B(4);
+#undef SF_PNN_B
+                if (r0 < wf) {
+                    SF_PNN_BLOCK(A + r0, 0, lda, C + r0, j0, ldc, j0 == 0);
+                    continue;
+                }
+                for (h = 0; h < 5 && j0 + h < m; h++)
+                    for (i = 0; i < 8; i++)
+                        Ce[i + h * 8] = i < we ? C[wf + i + (j0 + h) * ldc] : 0.0;
+                SF_PNN_BLOCK(Ae, kb, 8, Ce, 0, 8, 0);
+                for (h = 0; h < 5 && j0 + h < m; h++)
+                    for (i = 0; i < we; i++)
+                        C[wf + i + (j0 + h) * ldc] = Ce[i + h * 8];
+            }
+    }
+}
+#undef SF_PNN_BLOCK
+#undef SF_PNN_PUT
+
+/* C (w x m) = alpha * A B for a symmetric diagonal block A (w x w, its
+ * upper triangle valid): the panels' diagonal blocks, which dsymm ran at a
+ * quarter of these kernels' rate (it first copies the block out whole; at
+ * n = 1000 an eighth of a product's flops took a fifth of its time). In
+ * 16-row pieces: the rectangle above a piece's diagonal square by the dot
+ * products, the one to its right by the outer products, and the 16 x 16
+ * square itself, filled out on the stack, by the outer products. */
+typedef void (*sf_skinny_fn)(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
+                             const double *A, ptrdiff_t lda, const double *B,
+                             ptrdiff_t ldb, double *C, ptrdiff_t ldc);
+
+static void sf_symm_diag_by(ptrdiff_t w, ptrdiff_t m, double alpha, const double *A,
+                            ptrdiff_t lda, const double *B, ptrdiff_t ldb, double *C,
+                            ptrdiff_t ldc, sf_skinny_fn tn, sf_skinny_fn nn) {
+    double F[16 * 16];
+    ptrdiff_t s0, s1, sw, r, c, j;
+    for (j = 0; j < m; j++)
+        for (r = 0; r < w; r++)
+            C[r + j * ldc] = 0.0;
+    for (s0 = 0; s0 < w; s0 += 16) {
+        s1 = s0 + 16 < w ? s0 + 16 : w;
+        sw = s1 - s0;
+        tn(sw, m, s0, alpha, A + s0 * lda, lda, B, ldb, C + s0, ldc);
+        nn(sw, m, w - s1, alpha, A + s1 * lda + s0, lda, B + s1, ldb, C + s0, ldc);
+        for (c = 0; c < sw; c++)
+            for (r = 0; r < sw; r++)
+                F[r + c * sw] = r <= c ? A[s0 + r + (s0 + c) * lda] : A[s0 + c + (s0 + r) * lda];
+        nn(sw, m, sw, alpha, F, sw, B + s0, ldb, C + s0, ldc);
+    }
+}
+
+static void sf_symm_diag_c(ptrdiff_t w, ptrdiff_t m, double alpha, const double *A,
+                           ptrdiff_t lda, const double *B, ptrdiff_t ldb, double *C,
+                           ptrdiff_t ldc) {
+    sf_symm_diag_by(w, m, alpha, A, lda, B, ldb, C, ldc, sf_gemm_tn_c, sf_gemm_nn_c);
+}
+
+/* -- the AVX-512 kernels ---------------------------------------------------- */
+#if defined(SF_SIMD_AVX512)
 #include <immintrin.h>
 
-static inline int sf_skinny_ok(void) {
+static int sf_skinny_ok(void) {
     /* (the CPU model is read by a constructor; init is idempotent and makes
      * the answer right even before it has run) */
     __builtin_cpu_init();
@@ -173,47 +385,49 @@ static void sf_gemm_nn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
     }
 }
 
-/* C (w x m) = alpha * A B for a symmetric diagonal block A (w x w, its
- * upper triangle valid): the panels' diagonal blocks, which dsymm ran at a
- * quarter of these kernels' rate (it first copies the block out whole; at
- * n = 1000 an eighth of a product's flops took a fifth of its time). In
- * 16-row pieces: the rectangle above a piece's diagonal square by the dot
- * products, the one to its right by the outer products, and the 16 x 16
- * square itself, filled out on the stack, by the outer products. */
-__attribute__((target("avx512f"), noinline))
 static void sf_symm_diag512(ptrdiff_t w, ptrdiff_t m, double alpha, const double *A,
                             ptrdiff_t lda, const double *B, ptrdiff_t ldb, double *C,
                             ptrdiff_t ldc) {
-    double F[16 * 16];
-    ptrdiff_t s0, s1, sw, r, c, j;
-    for (j = 0; j < m; j++)
-        for (r = 0; r < w; r++)
-            C[r + j * ldc] = 0.0;
-    for (s0 = 0; s0 < w; s0 += 16) {
-        s1 = s0 + 16 < w ? s0 + 16 : w;
-        sw = s1 - s0;
-        sf_gemm_tn512(sw, m, s0, alpha, A + s0 * lda, lda, B, ldb, C + s0, ldc);
-        sf_gemm_nn512(sw, m, w - s1, alpha, A + s1 * lda + s0, lda, B + s1, ldb, C + s0, ldc);
-        for (c = 0; c < sw; c++)
-            for (r = 0; r < sw; r++)
-                F[r + c * sw] = r <= c ? A[s0 + r + (s0 + c) * lda] : A[s0 + c + (s0 + r) * lda];
-        sf_gemm_nn512(sw, m, sw, alpha, F, sw, B + s0, ldb, C + s0, ldc);
+    sf_symm_diag_by(w, m, alpha, A, lda, B, ldb, C, ldc, sf_gemm_tn512, sf_gemm_nn512);
+}
+#else
+static int sf_skinny_ok(void) { return 0; }
+#endif
+
+/* -- the dispatch ----------------------------------------------------------- */
+static void sf_gemm_tn(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
+                       const double *A, ptrdiff_t lda, const double *B, ptrdiff_t ldb,
+                       double *C, ptrdiff_t ldc) {
+#if defined(SF_SIMD_AVX512)
+    if (sf_skinny_ok()) {
+        sf_gemm_tn512(w, m, k, alpha, A, lda, B, ldb, C, ldc);
+        return;
     }
+#endif
+    sf_gemm_tn_c(w, m, k, alpha, A, lda, B, ldb, C, ldc);
 }
 
-#else
-/* No AVX-512 build: callers take dgemm (sf_skinny_ok() is 0); a call that
- * reached these anyway stops loudly instead of leaving C unchanged. */
-#include <stdlib.h>
-static inline int sf_skinny_ok(void) { return 0; }
-static void sf_gemm_tn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
-                          const double *A, ptrdiff_t lda, const double *B,
-                          ptrdiff_t ldb, double *C, ptrdiff_t ldc) { abort(); }
-static void sf_gemm_nn512(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
-                          const double *A, ptrdiff_t lda, const double *B,
-                          ptrdiff_t ldb, double *C, ptrdiff_t ldc) { abort(); }
-static void sf_symm_diag512(ptrdiff_t w, ptrdiff_t m, double alpha, const double *A,
-                            ptrdiff_t lda, const double *B, ptrdiff_t ldb, double *C,
-                            ptrdiff_t ldc) { abort(); }
+static void sf_gemm_nn(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
+                       const double *A, ptrdiff_t lda, const double *B, ptrdiff_t ldb,
+                       double *C, ptrdiff_t ldc) {
+#if defined(SF_SIMD_AVX512)
+    if (sf_skinny_ok()) {
+        sf_gemm_nn512(w, m, k, alpha, A, lda, B, ldb, C, ldc);
+        return;
+    }
 #endif
+    sf_gemm_nn_c(w, m, k, alpha, A, lda, B, ldb, C, ldc);
+}
+
+static void sf_symm_diag(ptrdiff_t w, ptrdiff_t m, double alpha, const double *A,
+                         ptrdiff_t lda, const double *B, ptrdiff_t ldb, double *C,
+                         ptrdiff_t ldc) {
+#if defined(SF_SIMD_AVX512)
+    if (sf_skinny_ok()) {
+        sf_symm_diag512(w, m, alpha, A, lda, B, ldb, C, ldc);
+        return;
+    }
+#endif
+    sf_symm_diag_c(w, m, alpha, A, lda, B, ldb, C, ldc);
+}
 #endif

@@ -1,128 +1,28 @@
-# FPL's one-BLAS-thread policy (see streamfit.pca._common: why one thread).
+# Locks around calls, and the OpenMP runtime's thread count.
 #
 # Compiled, not Python, for one reason: a KeyboardInterrupt can land between
-# any two lines of Python code, and one landing inside these bodies left the
-# lock held (the next call waited forever) or the count taken with no exit to
-# give it back (a test delivering SIGINT at every line of a call found both).
-# Here the count changes in C right after the lock is taken, with no bytecode
-# in between; only threadpoolctl's own Python code can still be interrupted,
-# and then the count is already right.
+# any two lines of Python code, and in a Python with-statement it can land
+# on the exit line, before __exit__ runs: the lock then stays held and the
+# next call from another thread waits forever (a test delivering SIGINT at
+# every line of a call found it). Compiled code runs no bytecode between the
+# body and the exit, so no signal handler runs there.
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    #else
+    static int omp_get_max_threads(void) { return 1; }
+    #endif
+    """
+    int omp_get_max_threads() noexcept nogil
+
 import os
 import threading
 
-from threadpoolctl import ThreadpoolController
-
-
-cdef _set_threads(lib, int count):
-    # threadpoolctl (>= 3.6) lets only one "controlling" Python thread change
-    # a pthreads OpenBLAS's process-wide count and silently ignores the others,
-    # so a fit in a worker thread would keep the multi-threaded BLAS. The count
-    # below already keeps concurrent calls from fighting over it: the library's
-    # own setter, where threadpoolctl has one.
-    getattr(lib, "_real_set_num_threads", lib.set_num_threads)(count)
-
-
-cdef class OneBlasThread:
-    """Runs the BLAS of the calls inside it on one thread and restores the
-    libraries' counts when the last call still inside ends (a count shared by
-    concurrent calls: the first one in sets it, the last one out restores it)."""
-
-    cdef object _lock
-    cdef Py_ssize_t _users
-    cdef list _saved
-    cdef object _blas
-
-    def __cinit__(self):
-        self._lock = threading.Lock()
-        self._users = 0
-        self._saved = []
-        self._blas = None
-
-    @property
-    def users(self):
-        return self._users
-
-    @property
-    def concurrent_calls_safe(self):
-        """Whether every BLAS library threadpoolctl finds may be called from
-        several threads at once (FPL's trial loop does, on its own threads):
-        OpenBLAS built on pthreads (its other builds are only safe with
-        USE_LOCKING, which they do not report), MKL, BLIS. False until a
-        call has looked the libraries up, and for anything unknown."""
-        if not self._blas:
-            return False
-        for lib in self._blas:
-            api = lib.internal_api
-            if api == "openblas":
-                if getattr(lib, "threading_layer", None) != "pthreads":
-                    return False
-            elif api not in ("mkl", "blis"):
-                return False
-        return True
-
-    @property
-    def outer_threads(self):
-        """Inside a call: the largest BLAS thread count the libraries had
-        before the limit (what the caller set: threadpoolctl,
-        OPENBLAS_NUM_THREADS); 0 when unknown or outside a call."""
-        if self._users == 0:
-            return 0
-        return max([c for c in self._saved if c is not None] or [0])
-
-    def __enter__(self):
-        with self._lock:
-            self._users += 1
-            if self._users == 1:
-                try:
-                    if self._blas is None:
-                        # after the kernels loaded scipy's BLAS (they import it)
-                        self._blas = ThreadpoolController().select(
-                            user_api="blas").lib_controllers
-                    self._saved = [lib.num_threads for lib in self._blas]
-                    for lib, count in zip(self._blas, self._saved):
-                        if count is not None and count != 1:   # None: count unknown
-                            _set_threads(lib, 1)
-                except BaseException:
-                    self._users -= 1
-                    self._restore()
-                    raise
-        return self
-
-    def __exit__(self, *exc):
-        with self._lock:
-            self._users -= 1
-            if self._users == 0:
-                self._restore()
-        return False
-
-    cdef _restore(self):
-        if self._blas is None:
-            return
-        for lib, count in zip(self._blas, self._saved):
-            if count is not None and count != 1:
-                _set_threads(lib, count)
-
-
-one_blas_thread = OneBlasThread()
-
-
-def call_one_blas_thread(lock, func, *args):
-    """func(*args) holding `lock` (a bit generator's) and on one BLAS thread.
-
-    The with-statements are here, compiled, because in Python the exit path of
-    a with-statement starts with a line of its own, where a KeyboardInterrupt
-    can land before __exit__ runs: the lock then stays held and the next call
-    waits forever. Compiled code runs no bytecode between the body and the
-    exits, so no signal handler runs there.
-    """
-    with lock:
-        with one_blas_thread:
-            return func(*args)
-
 
 def call_holding(lock, func, *args, **kwargs):
-    """func(*args, **kwargs) holding `lock`, the exit compiled (see
-    call_one_blas_thread)."""
+    """func(*args, **kwargs) holding `lock`, the exit compiled (see the top
+    of this file)."""
     with lock:
         return func(*args, **kwargs)
 
@@ -139,12 +39,19 @@ def call_holding(lock, func, *args, **kwargs):
 
 cdef Py_ssize_t _forks = 0
 cdef object _guard = threading.Lock()
+# OpenMP's threads do not survive fork either: libgomp's pool in a child
+# still counts the parent's threads, and the child's first parallel region
+# waits for them forever. A process that started them marks it here; its
+# forked children run their loops on one thread (effective_n_threads).
+cdef bint _started = False
+cdef bint _forked_after_start = False
 
 
 def _after_fork_in_child():
-    global _forks, _guard
+    global _forks, _guard, _forked_after_start
     _forks += 1
     _guard = threading.Lock()     # (it may have been held at the fork too)
+    _forked_after_start = _forked_after_start or _started
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -174,3 +81,27 @@ cdef bint _is_free(lock):
         lock.release()
         return True
     return False
+
+
+
+def openmp_started(int threads):
+    """Note that a kernel is about to run parallel regions on ``threads``
+    OpenMP threads (nothing to note for one)."""
+    global _started
+    if threads > 1:
+        _started = True
+
+
+def openmp_forked():
+    """Whether this process was forked from one whose OpenMP threads had
+    started: its parallel regions would wait for them forever, so its
+    kernels run on one thread."""
+    return _forked_after_start
+
+
+def openmp_max_threads():
+    """The OpenMP runtime's thread count for the next parallel region of the
+    calling thread (omp_get_max_threads: OMP_NUM_THREADS, or what
+    threadpoolctl's ``threadpool_limits(user_api="openmp")`` set); 1 in a
+    build without OpenMP."""
+    return omp_get_max_threads()

@@ -11,13 +11,8 @@
 #   topk_solve(&w, S, V, &st, tol, hint, seed, True)
 #   topk_work_free(&w)
 #
-# A caller whose S has an update pending may hand it to the next solve
-# instead of applying it first (w.prep, w.prep_ctx; see _symm_par.pxd's
-# sf_rows_fn): a Krylov solve then applies it inside its first product, in
-# one pass over S (the FPL trial's row update); any other solve applies it
-# first. Either way S ends as if it had been applied before the call. The
-# caller also sets w.prep_par, the timings that product's pool-or-inline
-# choice keeps (its own: it costs about twice a plain product).
+# The S products run on w.threads OpenMP threads (set after topk_work_init;
+# 1 by default), with the same results on any count (_symm_par.pxd).
 #
 # Layout: S is n x n, row-major, its lower triangle valid (BLAS's column-major
 # upper one); V is a C-order (b, n) block of orthonormal rows, the top b
@@ -32,8 +27,8 @@
 # iteration. The basis is made orthonormal by two passes of block
 # Gram-Schmidt against V (already orthonormal) and a Householder QR of the
 # new columns alone, checked, with a Householder QR of the whole basis where
-# the check fails; its small products run in _skinny.h's kernels where the
-# CPU has AVX-512. Without convergence after `maxiter` iterations the solve goes to
+# the check fails; its small products run in _skinny.h's kernels (AVX-512
+# where the CPU has it, else the portable ones). Without convergence after `maxiter` iterations the solve goes to
 # LAPACK, and so do the next solves for a while (a back-off that doubles while
 # Krylov keeps failing). Every eigenproblem (the small Rayleigh-Ritz one, the
 # exact one) goes through _eigen.pxd's chain, which does not fail on finite
@@ -43,11 +38,14 @@ from libc.math cimport sqrt, fabs, frexp, ldexp, INFINITY
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
-from _blas cimport (blas_int, nrm2, gemm, gemv_rows, syrk_upper, geqrf, orgqr,
-                    trcon_upper, trsm_right_upper)
-from _symm_par cimport (sf_pool, sf_par_stat, symm_product, sf_skinny_on, sf_gemm_nn512,
-                        sf_gemm_tn512, sf_rows_fn, symm_product_prep, symm_panels_count,
-                        ROWS_DIAG, ROWS_ALL)
+from _blas cimport blas_int, gemm, geqrf, orgqr, trcon_upper
+from _symm_par cimport symm_product, syrk_product, sf_gemm_nn, sf_gemm_tn
+
+cdef extern from "_dense.h" nogil:
+    double sf_dot(Py_ssize_t n, const double *x, const double *w)
+    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
+    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
+                       const double *N)
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK, bad_field, is_real
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
 
@@ -82,21 +80,15 @@ ctypedef struct TopKWork:
     double *tau      # q, the QR's reflectors
     double *Sx       # n x n scratch for the eigen-solver chain
     double *Zx       # n x b eigenvectors from an exact solve
+    double *qx       # n x 2b: the new columns' CholeskyQR (orth_new)
+    double *qs       # 3 (2b)^2: its Gram matrix, triangle and inverse
     double *work     # geqrf, orgqr, trcon
     blas_int lwork
     blas_int *iwork
     blas_int liwork
     EigWork eig
     EigWork eig_rr   # the Rayleigh-Ritz problems' (order <= q; dsyevd first)
-    bint skinny      # the tall-skinny products by _skinny.h's kernels (else dgemm)
-    sf_pool *pool    # threads for the S products (NULL: the caller's alone; _symm_par.pxd)
-    sf_par_stat products_par   # what they cost inline and on the pool
-    sf_rows_fn prep  # an update of S pending for the next solve (NULL: none)
-    void *prep_ctx
-    sf_par_stat *prep_par  # the timings of the first products that take it
-                           # (about twice a plain product: not products_par,
-                           # whose pool-or-inline choice they would skew)
-    int *ready       # the fused first product's panel flags
+    int threads      # OpenMP threads for the S products (_symm_par.pxd)
 
 
 cdef enum:
@@ -144,7 +136,6 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.q = q
     w.maxiter = maxiter
     w.first = EIG_EVR
-    w.skinny = sf_skinny_on()
     w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
@@ -158,10 +149,13 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.tau = <double *> malloc(<size_t> q * sizeof(double))
     w.Sx = <double *> malloc(<size_t> n * n * sizeof(double))
     w.Zx = <double *> malloc(<size_t> n * b * sizeof(double))
-    w.ready = <int *> malloc(<size_t> symm_panels_count(n) * sizeof(int))
-    if (w.ready == NULL or w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL
+    w.qx = <double *> malloc(<size_t> n * 2 * b * sizeof(double))
+    w.qs = <double *> malloc(<size_t> 12 * b * b * sizeof(double))
+    w.threads = 1
+    if (w.bas == NULL or w.sbas == NULL or w.tmp == NULL or w.G == NULL
             or w.Y == NULL or w.theta == NULL or w.w == NULL or w.R == NULL or w.P == NULL or w.SP == NULL
-            or w.tau == NULL or w.Sx == NULL or w.Zx == NULL):
+            or w.tau == NULL or w.Sx == NULL or w.Zx == NULL or w.qx == NULL
+            or w.qs == NULL):
         return ERR_NOMEM
     # one workspace for the QR routines and the condition estimate, queried
     # for the largest problem they see
@@ -183,43 +177,40 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
 cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
     free(w.bas); free(w.sbas); free(w.tmp); free(w.G); free(w.Y); free(w.theta)
     free(w.w); free(w.R); free(w.P); free(w.SP); free(w.tau); free(w.Sx); free(w.Zx)
-    free(w.work); free(w.iwork); free(w.ready)
+    free(w.qx); free(w.qs); free(w.work); free(w.iwork)
     eig_work_free(&w.eig)
     eig_work_free(&w.eig_rr)
     memset(w, 0, sizeof(TopKWork))
 
 
-cdef inline void mul(bint skinny, bint trans_a, int r, int m, int k, double alpha,
+cdef inline void mul(bint trans_a, int r, int m, int k, double alpha,
                      const double *A, int lda, const double *B, int ldb, double beta,
                      double *C, int ldc) noexcept nogil:
     # C (r x m) = alpha op(A) B + beta C, beta 0 or 1, column-major: the basis
     # (n rows) times a small matrix (op(A) = A), or basis columns against
-    # basis columns (op(A) = A^T, A k x r, k = n). By _skinny.h's kernels
-    # where the CPU has AVX-512: dgemm runs these n x ~15 x ~30 shapes at a
-    # fifth of a core's rate (they were ~20% of a trial at n = 1000).
+    # basis columns (op(A) = A^T, A k x r, k = n). By _skinny.h's kernels:
+    # dgemm runs these n x ~15 x ~30 shapes at a fifth of a core's rate (they
+    # were ~20% of a trial at n = 1000), and starts its threads for them.
     cdef int j
-    if not skinny:
-        gemm(b'T' if trans_a else b'N', b'N', r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
-        return
     if beta == 0.0:
         for j in range(m):
             memset(C + <Py_ssize_t> j * ldc, 0, <size_t> r * sizeof(double))
     if trans_a:
-        sf_gemm_tn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+        sf_gemm_tn(r, m, k, alpha, A, lda, B, ldb, C, ldc)
     else:
-        sf_gemm_nn512(r, m, k, alpha, A, lda, B, ldb, C, ldc)
+        sf_gemm_nn(r, m, k, alpha, A, lda, B, ldb, C, ldc)
 
 
-cdef inline void mul_nn(bint skinny, int r, int m, int k, double alpha, const double *A,
+cdef inline void mul_nn(int r, int m, int k, double alpha, const double *A,
                         int lda, const double *B, int ldb, double beta, double *C,
                         int ldc) noexcept nogil:
-    mul(skinny, False, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    mul(False, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
-cdef inline void mul_tn(bint skinny, int r, int m, int k, double alpha, const double *A,
+cdef inline void mul_tn(int r, int m, int k, double alpha, const double *A,
                         int lda, const double *B, int ldb, double beta, double *C,
                         int ldc) noexcept nogil:
-    mul(skinny, True, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
+    mul(True, r, m, k, alpha, A, lda, B, ldb, beta, C, ldc)
 
 
 cdef inline double pow2_inverse(double m) noexcept nogil:
@@ -330,10 +321,10 @@ cdef inline void rotate_one(TopKWork *w, int m, double *A, double *step) noexcep
     cdef int n = w.n, b = w.b
     cdef double beta = 0.0
     if m > b:
-        mul_nn(w.skinny, n, b, m - b, 1.0, A + <Py_ssize_t> b * n, n, w.Y + b, m, 0.0, step, n)
+        mul_nn(n, b, m - b, 1.0, A + <Py_ssize_t> b * n, n, w.Y + b, m, 0.0, step, n)
         memcpy(w.tmp, step, <size_t> n * b * sizeof(double))
         beta = 1.0
-    mul_nn(w.skinny, n, b, b, 1.0, A, n, w.Y, m, beta, w.tmp, n)
+    mul_nn(n, b, b, 1.0, A, n, w.Y, m, beta, w.tmp, n)
     memcpy(A, w.tmp, <size_t> n * b * sizeof(double))
 
 
@@ -354,7 +345,7 @@ cdef inline int rayleigh_ritz(TopKWork *w, TopKState *st, int m) noexcept nogil:
     j0 = 0
     while j0 < m:
         jb = w.b if j0 + w.b <= m else m - j0
-        mul_tn(w.skinny, j0 + jb, jb, w.n, 1.0, w.bas, w.n, w.sbas + <Py_ssize_t> j0 * w.n,
+        mul_tn(j0 + jb, jb, w.n, 1.0, w.bas, w.n, w.sbas + <Py_ssize_t> j0 * w.n,
                w.n, 0.0, w.G + j0 * m, m)
         j0 += jb
     # the small problem by dsyevd, whole: at m = 2b..3b it beats dsyevr's
@@ -377,6 +368,107 @@ cdef inline unsigned long long splitmix64(unsigned long long *x) noexcept nogil:
     return z ^ (z >> 31)
 
 
+# --- small dense steps without BLAS ---------------------------------------------
+#
+# A trial calls these on n x b blocks (b ~ 15) once per Krylov iteration.
+# Through BLAS they would run on the BLAS threads the caller set, and
+# OpenBLAS threads even such short calls: at n = 1000, two of its threads
+# took 10x one's time for the QR of the new columns and 20x for a norm
+# (with the second core busy: far worse). So they are plain loops (and
+# _skinny.h's products), on the caller's thread.
+
+cdef inline double vec_norm(Py_ssize_t n, const double *x) noexcept nogil:
+    # ||x||_2; scaled where the squares would leave float64's range
+    cdef double s = sf_dot(n, x, x), m = 0.0, t
+    cdef Py_ssize_t i
+    if s > 1e-280 and s < 1e280 or s == 0.0 or s != s:
+        return sqrt(s)
+    for i in range(n):
+        if fabs(x[i]) > m:
+            m = fabs(x[i])
+    if m == 0.0 or m == INFINITY:
+        return m
+    s = 0.0
+    for i in range(n):
+        t = x[i] / m
+        s += t * t
+    return m * sqrt(s)
+
+
+cdef inline void solve_upper_right(Py_ssize_t m, int r, const double *A, int lda, double *B,
+                                   Py_ssize_t ldb) noexcept nogil:
+    # B (m x r, column-major) := B @ inv(A), A upper triangular r x r
+    # (column-major): column j becomes (B_j - sum_{i<j} A[i, j] X_i) / A[j, j]
+    cdef int i, j
+    cdef Py_ssize_t t
+    cdef double d
+    for j in range(r):
+        for i in range(j):
+            sf_axpy(m, -A[i + <Py_ssize_t> j * lda], B + i * ldb, B + j * ldb)
+        d = A[j + <Py_ssize_t> j * lda]
+        for t in range(m):
+            B[j * ldb + t] /= d
+
+
+cdef inline bint chol_upper(int r, const double *G, double *R) noexcept nogil:
+    # G = R^T R for the symmetric r x r G (column-major, upper triangle read),
+    # R upper triangular (its lower part zeroed); False if G is not positive
+    # definite to working precision (or not finite)
+    cdef int i, j, t
+    cdef double v
+    for j in range(r):
+        for i in range(j + 1):
+            v = G[i + j * r]
+            for t in range(i):
+                v -= R[t + i * r] * R[t + j * r]
+            if i == j:
+                if not (v > 0.0 and v < INFINITY):
+                    return False
+                R[j + j * r] = sqrt(v)
+            else:
+                R[i + j * r] = v / R[i + i * r]
+        for i in range(j + 1, r):
+            R[i + j * r] = 0.0
+    return True
+
+
+cdef inline void inv_upper(int r, const double *R, double *Ri) noexcept nogil:
+    # Ri = inv(R) for the upper triangular r x r R (column-major)
+    cdef int i, j, t
+    cdef double v
+    for j in range(r):
+        for i in range(r):
+            Ri[i + j * r] = 0.0
+        Ri[j + j * r] = 1.0 / R[j + j * r]
+        for i in range(j - 1, -1, -1):
+            v = 0.0
+            for t in range(i + 1, j + 1):
+                v += R[i + t * r] * Ri[t + j * r]
+            Ri[i + j * r] = -v / R[i + i * r]
+
+
+cdef inline bint chol_qr_pass(TopKWork *w, double *X, int r, double *R, bint check) noexcept nogil:
+    # One CholeskyQR pass over the n x r columns X (in place): X = Q R with R
+    # from the Cholesky factor of X^T X; False if that is not positive
+    # definite, or (check) if X^T X was off the identity by more than 0.1:
+    # a second pass then cannot make Q orthonormal to working precision
+    cdef int n = w.n, i, j
+    cdef double *G = w.qs
+    cdef double *Ri = w.qs + 8 * w.b * w.b
+    mul_tn(r, r, n, 1.0, X, n, X, n, 0.0, G, r)
+    if check:
+        for j in range(r):
+            for i in range(j + 1):
+                if not (fabs(G[i + j * r] - (1.0 if i == j else 0.0)) <= 0.1):
+                    return False
+    if not chol_upper(r, G, R):
+        return False
+    inv_upper(r, R, Ri)
+    mul_nn(n, r, r, 1.0, X, n, Ri, r, 0.0, w.qx, n)
+    memcpy(X, w.qx, <size_t> n * r * sizeof(double))
+    return True
+
+
 cdef inline void seed_directions(TopKWork *w, const double *hint,
                                  unsigned long long seed) noexcept nogil:
     # The first iteration's new directions are the residual W = S V - V Theta.
@@ -397,7 +489,7 @@ cdef inline void seed_directions(TopKWork *w, const double *hint,
             scale = fabs(w.theta[j])
     for j in range(b):
         col = w.bas + (b + j) * n
-        nrm = nrm2(n, col)
+        nrm = vec_norm(n, col)
         if nrm < nmin:
             nmin = nrm
             jmin = j
@@ -413,43 +505,51 @@ cdef inline bint orth_new(TopKWork *w, int m) noexcept nogil:
     # The new columns X = bas[:, b:m] made orthonormal and orthogonal to the
     # block V = bas[:, :b] in place, with R[:, b:m] their coefficients
     # (X = V R[:b, b:m] + Q R[b:m, b:m]): two passes of block classical
-    # Gram-Schmidt against V, then a Householder QR of the m - b columns
-    # alone. A QR of the whole [V, X] costs 2-4x more, in LAPACK's level-2
-    # code at these widths (~0.3 ms of a 1.5 ms trial at n = 1000), and V is
-    # orthonormal already. Checked, not assumed: False (X saved in tmp) when
-    # V^T V or V^T Q is off by more than ~1000 ulps --
-    # V drifting after many trials, or X (nearly) rank-deficient after the
-    # projections, when Q's extra columns are arbitrary -- and the caller
-    # then does the whole QR. (At n = 500 on a spiked stream: the first
-    # few solves of a stream, whose residuals are nearly dependent.)
-    cdef int n = w.n, b = w.b, r = m - b, i, j
+    # Gram-Schmidt against V, then CholeskyQR2 of the m - b columns alone
+    # (two passes of X = Q R from the Cholesky factor of X^T X: orthonormal
+    # to working precision when X's condition number is below ~1e8, and all
+    # in _skinny.h's products: no BLAS). A QR of the whole [V, X] costs 2-4x
+    # more, and V is orthonormal already. Checked, not assumed: False (X
+    # saved in tmp) when the Cholesky factor fails or the second pass starts
+    # far from orthonormal, or when V^T V or V^T Q is off by more than ~1000
+    # ulps -- V drifting after many trials, or X (nearly) rank-deficient
+    # after the projections -- and the caller then does the whole QR. (At
+    # n = 500 on a spiked stream: the first few solves of a stream, whose
+    # residuals are nearly dependent.)
+    cdef int n = w.n, b = w.b, r = m - b, i, j, t
     cdef double *X = w.bas + <Py_ssize_t> b * n
     cdef double *C = w.R + <Py_ssize_t> b * m
+    cdef double *R1 = w.qs + 4 * b * b
+    cdef double *R2 = w.qs       # (its pass's Gram matrix, factored in place)
+    cdef double v
     cdef double lim = 1.1368683772161603e-13     # 2^-43
     memcpy(w.tmp, X, <size_t> n * r * sizeof(double))
     memset(w.R, 0, <size_t> m * m * sizeof(double))
     for j in range(b):
         w.R[j * m + j] = 1.0
-    mul_tn(w.skinny, b, r, n, 1.0, w.bas, n, X, n, 0.0, C, m)
-    mul_nn(w.skinny, n, r, b, -1.0, w.bas, n, C, m, 1.0, X, n)
-    mul_tn(w.skinny, b, r, n, 1.0, w.bas, n, X, n, 0.0, w.G, b)
-    mul_nn(w.skinny, n, r, b, -1.0, w.bas, n, w.G, b, 1.0, X, n)
+    mul_tn(b, r, n, 1.0, w.bas, n, X, n, 0.0, C, m)
+    mul_nn(n, r, b, -1.0, w.bas, n, C, m, 1.0, X, n)
+    mul_tn(b, r, n, 1.0, w.bas, n, X, n, 0.0, w.G, b)
+    mul_nn(n, r, b, -1.0, w.bas, n, w.G, b, 1.0, X, n)
     for j in range(r):
         for i in range(b):
             C[j * m + i] += w.G[j * b + i]
-    if geqrf(n, r, X, n, w.tau, w.work, w.lwork) != 0:
+    if not chol_qr_pass(w, X, r, R1, False) or not chol_qr_pass(w, X, r, R2, True):
         return False
+    # R = R2 R1, into R[b:m, b:m] (upper triangular)
     for j in range(r):
-        memcpy(C + j * m + b, X + <Py_ssize_t> j * n, (j + 1) * sizeof(double))
-    if orgqr(n, r, X, n, w.tau, w.work, w.lwork) != 0:
-        return False
+        for i in range(j + 1):
+            v = 0.0
+            for t in range(i, j + 1):
+                v += R2[i + t * r] * R1[t + j * r]
+            C[j * m + b + i] = v
     # V^T [V, Q] against [I, 0], in G (b x m), every entry within ~1000 ulps
     # (2^-43): the new columns typically come out within a few ulps, V itself
     # drifts a little each solve (a whole QR re-orthonormalises V, this path
     # does not: a random walk, ~1e-13 after 20,000 solves at n = 400) until
     # the check sends it to a whole QR (back to ~1e-15). Written so that a
     # NaN fails it.
-    mul_tn(w.skinny, b, m, n, 1.0, w.bas, n, w.bas, n, 0.0, w.G, b)
+    mul_tn(b, m, n, 1.0, w.bas, n, w.bas, n, 0.0, w.G, b)
     for j in range(m):
         for i in range(b):
             if not (fabs(w.G[j * b + i] - (1.0 if i == j else 0.0)) <= lim):
@@ -468,12 +568,6 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     cdef double *bas = w.bas
     cdef double *sbas = w.sbas
     cdef double f, fnew, d, d1 = -1.0, d2 = -1.0, est = INFINITY, nrm, rmin, unit, tol_u
-    cdef sf_rows_fn prep = w.prep
-    w.prep = NULL
-    # a pending update: its diagonal now (the unit below reads it), the rest
-    # inside the first product
-    if prep != NULL:
-        prep(w.prep_ctx, 0, n, ROWS_DIAG)
     # the iteration runs on unit * S: S products, Ritz values, gaps and the
     # tolerance all carry the factor
     unit = krylov_unit(n, S)
@@ -483,10 +577,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
     # from a Householder QR and Y from the eigen-solver, so no
     # re-orthonormalisation.
     memcpy(bas, V, <size_t> n * b * sizeof(double))
-    # (prep NULL: the plain product, as symm_product)
-    symm_product_prep(w.pool, w.prep_par if prep != NULL and w.prep_par != NULL
-                      else &w.products_par, n, b, unit, S, bas, sbas, sf_skinny_on(), prep,
-                      w.prep_ctx, w.ready)
+    symm_product(w.threads, n, b, unit, S, bas, sbas)
     st.products += 1
     # an eigen-solver failure on the small problems below is no reason to fail
     # the solve: it goes to the exact solve instead (maxiter = 0)
@@ -508,7 +599,7 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
             # the previous step, columns scaled to unit norm (with S P alike) so
             # that R33 below measures how independent of [V, W] it is
             for j in range(b):
-                nrm = nrm2(n, w.P + j * n)
+                nrm = vec_norm(n, w.P + j * n)
                 if nrm == 0.0:
                     have_p = False
                     break
@@ -532,8 +623,8 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
             if orgqr(n, m, bas, n, w.tau, w.work, w.lwork) != 0:
                 est = INFINITY
                 break
-            trsm_right_upper(n, b, w.R, m, sbas, n)
-        symm_product(w.pool, &w.products_par, n, b, unit, S, bas + b * n, sbas + b * n)
+            solve_upper_right(n, b, w.R, m, sbas, n)
+        symm_product(w.threads, n, b, unit, S, bas + b * n, sbas + b * n)
         st.products += 1
         if m > b2:
             # S Q3 = (...) R33^-1 is only as accurate as R33 is well conditioned
@@ -544,11 +635,11 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
                 m = b2      # P is (nearly) in span[V, W]: S Q3 would be noise
             else:
                 memcpy(sbas + b2 * n, w.SP, <size_t> n * b * sizeof(double))
-                mul_nn(w.skinny, n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
+                mul_nn(n, b, b, -1.0, sbas, n, w.R + b2 * m, m, 1.0,
                        sbas + b2 * n, n)
-                mul_nn(w.skinny, n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
+                mul_nn(n, b, b, -1.0, sbas + b * n, n, w.R + b2 * m + b, m, 1.0,
                        sbas + b2 * n, n)
-                trsm_right_upper(n, b, w.R + b2 * m + b2, m, sbas + b2 * n, n)
+                solve_upper_right(n, b, w.R + b2 * m + b2, m, sbas + b2 * n, n)
         if rayleigh_ritz(w, st, m) != OK:
             est = INFINITY
             break
@@ -592,16 +683,8 @@ cdef inline int topk_krylov(TopKWork *w, const double *S, double *V, TopKState *
 
 cdef inline bint topk_will_krylov(const TopKWork *w, const TopKState *st,
                                   bint krylov) noexcept nogil:
-    # whether topk_solve(..., krylov) runs a Krylov solve (the pending update
-    # then goes into its first product)
+    # whether topk_solve(..., krylov) runs a Krylov solve
     return krylov and 2 * w.b <= w.n and st.skip <= 0
-
-
-cdef inline void topk_apply_prep(TopKWork *w) noexcept nogil:
-    # the pending update of S, applied now (a solve that does not fuse it)
-    if w.prep != NULL:
-        w.prep(w.prep_ctx, 0, w.n, ROWS_ALL)
-        w.prep = NULL
 
 
 cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *st,
@@ -609,12 +692,10 @@ cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *s
                            bint krylov) noexcept nogil:
     # The next block for S: exact (krylov False, or while the back-off lasts) or
     # warm-started from V with gap tolerance tol. Returns OK (a solve whose
-    # eigenproblems all failed keeps V and counts in st.kept). A pending
-    # update (w.prep) is applied whichever way the solve goes.
+    # eigenproblems all failed keeps V and counts in st.kept).
     st.tol = tol
     if topk_will_krylov(w, st, krylov):
         return topk_krylov(w, S, V, st, tol, hint, seed)
-    topk_apply_prep(w)
     if krylov and 2 * w.b <= w.n:
         # the back-off after Krylov failed (st.skip > 0); otherwise exact by
         # request, or 2b > n: the block and its residual directions do not fit
@@ -628,13 +709,33 @@ cdef inline int topk_solve(TopKWork *w, const double *S, double *V, TopKState *s
 # --- around the solves: what the leader kernels (FPL's _pca.pyx, Dropout's
 # _dropout.pyx) do alike ------------------------------------------------------
 
-cdef inline void leader_flush(int n, long long *pending, const double *rows,
+cdef inline void leader_flush(int threads, int n, long long *pending, const double *rows,
                               double *C) noexcept nogil:
-    # C += rows[:pending]^T rows[:pending]: one dsyrk instead of a rank-one
-    # pass over C per trial (C is read only for the regret, and by FPL's
-    # random walk when sigma shrinks)
-    syrk_upper(n, <blas_int> pending[0], 1.0, rows, 1.0, C)
+    # C += rows[:pending]^T rows[:pending]: one rank-pending update instead of
+    # a rank-one pass over C per trial (C is read only for the regret, and by
+    # FPL's random walk when sigma shrinks)
+    syrk_product(threads, n, pending[0], rows, C)
     pending[0] = 0
+
+
+cdef inline void rank_one_rows(Py_ssize_t n, double alpha, const double *x,
+                               double *A) noexcept nogil:
+    # A += alpha x x^T on the row-major lower triangle, row by row as the
+    # FPL trial adds x x^T to S (_dense.h's row update; no BLAS dsyr)
+    cdef Py_ssize_t i
+    for i in range(n):
+        sf_row_update(i + 1, A + i * n, alpha * x[i], x, 0.0, NULL)
+
+
+cdef inline double rows_dot_plain(Py_ssize_t n, Py_ssize_t m, const double *Z,
+                                  const double *Y) noexcept nogil:
+    # sum_j z_j^T y_j over the m rows of two C-order (m, n) blocks, in row
+    # order (_dense.h's dot: no BLAS)
+    cdef Py_ssize_t j
+    cdef double acc = 0.0
+    for j in range(m):
+        acc += sf_dot(n, Z + j * n, Y + j * n)
+    return acc
 
 
 cdef inline double leader_gain(int n, int k, const double *V, const double *x,
@@ -643,8 +744,8 @@ cdef inline double leader_gain(int n, int k, const double *V, const double *x,
     # doubles of scratch)
     cdef int j
     cdef double g = 0.0
-    gemv_rows(k, n, 1.0, V, x, 0.0, row)
     for j in range(k):
+        row[j] = sf_dot(n, V + <Py_ssize_t> j * n, x)
         g += row[j] * row[j]
     return g
 

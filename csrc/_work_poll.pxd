@@ -1,8 +1,9 @@
-# Polling for signals from a nogil row loop by the work done: the quantile
-# kernels (_quantile.pyx) and the low-rank kernel (_lowrank.pyx) count about
-# one element operation a nanosecond and call _common.pxd's interrupted()
-# (a GIL round trip, ~1 us) after POLL_WORK of it, ~1 ms: polling adds ~0.1%
-# and never changes a result. (The PCA kernels poll by the clock: _poll.pxd.)
+# Polling for signals from a nogil loop by the work done: every kernel (the
+# quantile and low-rank rows, the PCA trials) counts about one element
+# operation a nanosecond and calls _common.pxd's interrupted() (a GIL round
+# trip, ~1 us) after POLL_WORK of it, ~1 ms: polling adds ~0.1% and never
+# changes a result. Counting work needs no clock, so nothing here depends on
+# the platform.
 #
 # Signals run in the main thread only; other threads never poll (a GIL round
 # trip there would buy nothing).

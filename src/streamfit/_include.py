@@ -11,7 +11,7 @@ def get_include():
     symmetric matrix (``_eigen``), GOE rows from a numpy bit generator
     (``_goe``), the warm-started top-k block solver (``_topk``), the rank-one
     eigendecomposition update (``_rank1``), capped-simplex projections
-    (``_simplex``), signal polling (``_poll``) and the BLAS/LAPACK wrappers
+    (``_simplex``), signal polling (``_work_poll``) and the BLAS/LAPACK wrappers
     (``_blas``). Put it on Cython's include path and on the C compiler's,
     with ``numpy.get_include()`` beside it; the declarations cimport scipy's
     ``cython_blas``/``cython_lapack``, so BLAS comes from scipy at import

@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import os
 
 import numpy as np
 
@@ -180,28 +181,51 @@ def check_n_jobs(n_jobs):
 
 @functools.lru_cache(maxsize=1)
 def _cores():
-    # joblib's count of the cores this process may use (affinity, cgroups):
-    # ~50 us a call, so once per process rather than once per partial_fit
+    # joblib's count of the cores this process may use (affinity, cgroups;
+    # no warning in a daemon process, unlike effective_n_jobs): ~50 us a
+    # call, so once per process rather than once per partial_fit
     import joblib
 
     return max(1, joblib.cpu_count())
 
 
-def trial_threads(n_jobs, blas_threads=0):
-    """The thread count for a kernel asked for ``n_jobs`` (checked): an int
-    as joblib counts it (-1: the cores this process may use), None the
-    caller's BLAS thread count ``blas_threads`` (0: unknown, then the cores),
-    never more than the cores.
+# a positive n_jobs is taken as given (oversubscribing the cores if asked),
+# up to this many threads
+_MAX_THREADS = 256
+
+
+def effective_n_threads(n_jobs):
+    """The OpenMP threads a kernel asked for ``n_jobs`` (checked) runs on,
+    as scikit-learn counts them (``sklearn.utils._openmp_helpers.
+    _openmp_effective_n_threads``): None the OpenMP runtime's count for this
+    thread (``OMP_NUM_THREADS``, ``threadpoolctl.threadpool_limits``), capped
+    at the cores this process may use unless OMP_NUM_THREADS asks for more;
+    -1 the same; -k all but k - 1 of them; k > 0 that many (at most 256).
+    In a process forked after this one's OpenMP threads started, 1: the
+    OpenMP runtime's threads do not survive fork (libgomp would wait for
+    them forever).
 
     Examples
     --------
-    >>> from streamfit._validation import trial_threads
-    >>> trial_threads(1), trial_threads(None, blas_threads=1)
-    (1, 1)
+    >>> from streamfit._validation import effective_n_threads
+    >>> effective_n_threads(1), effective_n_threads(3)
+    (1, 3)
+    >>> from threadpoolctl import threadpool_limits
+    >>> with threadpool_limits(1, user_api="openmp"):
+    ...     effective_n_threads(None)
+    1
     """
-    import joblib
+    from ._kernels._threads import openmp_forked, openmp_max_threads, openmp_started
 
-    cores = _cores()
-    if check_n_jobs(n_jobs) is None:
-        return min(cores, blas_threads) if blas_threads > 0 else cores
-    return max(1, min(cores, joblib.effective_n_jobs(n_jobs)))
+    n_jobs = check_n_jobs(n_jobs)
+    if openmp_forked():
+        return 1
+    if n_jobs is not None and n_jobs > 0:
+        threads = min(n_jobs, _MAX_THREADS)
+    else:
+        most = openmp_max_threads()
+        if os.environ.get("OMP_NUM_THREADS") is None:
+            most = min(most, _cores())
+        threads = most if n_jobs is None else max(1, most + n_jobs + 1)
+    openmp_started(threads)
+    return threads

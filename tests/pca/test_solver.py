@@ -270,21 +270,17 @@ def test_krylov_takes_the_data_direction_when_the_residual_does_not_lead_there()
 
 from streamfit._kernels import _pca as _pca_kernels  # noqa: E402
 
-ORTH_PATHS = [False, True] if _pca_kernels._skinny_kernels() else [False]
-
-
 def _orthonormal_rows(rng, b, n):
     return np.linalg.qr(rng.standard_normal((n, b)))[0].T.copy()
 
 
-@pytest.mark.parametrize("skinny", ORTH_PATHS)
 @pytest.mark.parametrize("n,b,r", [(48, 5, 5), (300, 15, 15), (301, 15, 30), (1000, 15, 30)])
-def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b, r, skinny):
+def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b, r):
     rng = np.random.default_rng(n + r)
     V = _orthonormal_rows(rng, b, n)
     # new directions with a large part along V (the previous step P has one)
     X = rng.standard_normal((r, n)) + 30 * rng.standard_normal((r, b)) @ V
-    ok, Q, R = _pca_kernels._orth_new(V, X, skinny=skinny)
+    ok, Q, R = _pca_kernels._orth_new(V, X)
     assert ok
     m = b + r
     eps = np.finfo(float).eps
@@ -297,8 +293,7 @@ def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b
     np.testing.assert_allclose(Rc[:, b:].T @ Q, X, atol=1e-12 * np.abs(X).max())
 
 
-@pytest.mark.parametrize("skinny", ORTH_PATHS)
-def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr(skinny):
+def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr():
     # Two new directions equal up to a part along V: after the projections
     # they differ by rounding noise, and the QR's second column is arbitrary,
     # not orthogonal to V. The step must say so (the solver then runs the
@@ -309,24 +304,23 @@ def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr(skinny):
     u = rng.standard_normal(n)
     u -= V.T @ (V @ u)
     X = np.stack([u, u + V.T @ rng.standard_normal(b)])
-    ok, Q, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+    ok, Q, _ = _pca_kernels._orth_new(V, X)
     assert not ok
     # and V itself a little off orthonormal (more than ~1000 ulps): also refused
     W = V.copy()
     W[0] *= 1 + 1e-12
-    ok, _, _ = _pca_kernels._orth_new(W, rng.standard_normal((b, n)), skinny=skinny)
+    ok, _, _ = _pca_kernels._orth_new(W, rng.standard_normal((b, n)))
     assert not ok
-    ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)), skinny=skinny)
+    ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)))
     assert ok
     # non-finite new directions: refused (a NaN must not pass the check)
     X = rng.standard_normal((b, n))
     X[1, 3] = np.inf
-    ok, _, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+    ok, _, _ = _pca_kernels._orth_new(V, X)
     assert not ok
 
 
-@pytest.mark.parametrize("skinny", ORTH_PATHS)
-def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit(skinny):
+def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit():
     # New directions in span(V) up to parts at 3e-18 along other axes: the
     # projections leave little but rounding, and a basis accepted from them
     # must still be orthonormal to 2^-43 (found in review: a looser limit for
@@ -339,7 +333,7 @@ def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit(ski
     E[np.arange(b), b + rng.choice(n - b, b, replace=False)] = 1.0
     for scale in (3e-18, 1e-16, 1e-14):
         X = 10 * rng.standard_normal((b, b)) @ V + scale * E
-        ok, Q, _ = _pca_kernels._orth_new(V, X, skinny=skinny)
+        ok, Q, _ = _pca_kernels._orth_new(V, X)
         if ok:
             assert np.abs(Q @ Q.T - np.eye(2 * b)).max() <= 2.0 ** -43 * 1.01, scale
 
@@ -352,97 +346,3 @@ def test_krylov_block_stays_orthonormal_over_many_solves():
     V = est.block_
     assert est.solver_stats_["fallbacks"] == 0
     assert np.abs(V @ V.T - np.eye(V.shape[0])).max() <= 2e-13
-
-
-@pytest.mark.skipif(not _pca_kernels._skinny_kernels(),
-                    reason="no AVX-512: the estimators run the BLAS path already")
-def test_the_blas_path_makes_the_same_decisions_to_the_solver_tolerance():
-    # A CPU without AVX-512 runs the products, the Rayleigh-Ritz matrix, the
-    # rotations and the Gram-Schmidt step through dgemm/dsymm: the whole
-    # estimator on that path (n = 420: panelled products, 3b <= n) against
-    # the kernels' path, on the same stream
-    X = make_spiked_stream(300, 420, random_state=0)
-    a = PerturbedLeaderPCA(10, random_state=0).partial_fit(X)
-    was = _pca_kernels._blas_only(True)
-    try:
-        b = PerturbedLeaderPCA(10, random_state=0).partial_fit(X)
-        assert true_gap(b) <= b.gap_tolerance_
-    finally:
-        _pca_kernels._blas_only(was)
-    for est in (a, b):
-        stats = est.solver_stats_
-        assert stats["fallbacks"] == stats["kept"] == 0
-        assert stats["products"] <= 3 * stats["solves"]
-    # the switch took effect (other rounding), and changed nothing else
-    assert not np.array_equal(a.components_, b.components_)
-    Pa, Pb = a.components_.T @ a.components_, b.components_.T @ b.components_
-    assert np.abs(Pa - Pb).max() < 1e-3
-    assert abs(a.cumulative_gain_ - b.cumulative_gain_) <= 1e-4 * abs(a.cumulative_gain_)
-
-
-FUSE_CASES = {
-    # (estimator, instances, n_jobs): n = 300 runs the panels (one dsymm on
-    # the BLAS path, below)
-    "vector-300": (lambda: PerturbedLeaderPCA(5, random_state=1),
-                   lambda: make_spiked_stream(60, 300, random_state=1), 1),
-    "vector-300-blas-path": (lambda: PerturbedLeaderPCA(5, random_state=1),
-                             lambda: make_spiked_stream(60, 300, random_state=1), 1),
-    "vector-panels": (lambda: PerturbedLeaderPCA(10, random_state=2),
-                      lambda: make_spiked_stream(40, 420, random_state=2), 1),
-    "vector-two-threads-float32": (
-        lambda: PerturbedLeaderPCA(10, random_state=3),
-        lambda: make_spiked_stream(30, 800, random_state=3).astype(np.float32), 2),
-    # both threads in the first product (n = 1600: ~0.1 ms a panel's update)
-    "vector-two-threads-1600": (lambda: PerturbedLeaderPCA(10, random_state=6),
-                                lambda: make_spiked_stream(40, 1600, random_state=6), 2),
-    # every Krylov solve falls back (tol far below rounding), then direct
-    # solves: those apply the update before LAPACK, unfused
-    "vector-fallbacks": (lambda: PerturbedLeaderPCA(5, tol=1e-14, solver="krylov",
-                                                    random_state=4),
-                         lambda: make_spiked_stream(60, 400, random_state=4), 2),
-    # dense: X is added at once, only the noise term waits for the product
-    "dense": (lambda: PerturbedLeaderPCA(3, solver="krylov", random_state=5),
-              lambda: make_dense_stream(12, 400, random_state=5), 2),
-    # Follow the Leader: x x^T alone waits for the product
-    "ftl": (lambda: FollowTheLeaderPCA(5, solver="krylov"),
-            lambda: make_spiked_stream(60, 800, random_state=7), 2),
-}
-
-
-@pytest.mark.parametrize("case", list(FUSE_CASES))
-def test_the_row_update_fused_into_the_first_product_changes_no_bit(case):
-    # A Krylov solve takes the trial's update of S (x x^T and the noise step)
-    # inside its first product, panel by panel; the estimator must end
-    # exactly as with the update in its own pass first: the same S, the same
-    # decisions, gains and counters
-    make_est, make_data, n_jobs = FUSE_CASES[case]
-    X = make_data()
-    fit = (lambda e: e.partial_fit_dense(X)) if case == "dense" else (lambda e: e.partial_fit(X))
-    fits = {}
-    blas = _pca_kernels._blas_only(case.endswith("blas-path"))
-    try:
-        for fuse in (True, False):
-            was, before = _pca_kernels._fuse_rows(fuse)
-            try:
-                est = make_est().set_params(n_jobs=n_jobs)
-                fit(est)
-            finally:
-                _, after = _pca_kernels._fuse_rows(was)
-            fits[fuse] = est, after - before
-    finally:
-        _pca_kernels._blas_only(blas)
-    (a, fused), (b, unfused) = fits[True], fits[False]
-    # the switch did what it says
-    assert unfused == 0
-    stats = a.solver_stats_
-    if case == "vector-fallbacks":
-        assert stats["direct"] > 0 and stats["fallbacks"] > 0
-        assert 0 < fused < stats["solves"]
-    else:
-        assert stats["direct"] == stats["fallbacks"] == 0
-        assert fused == stats["solves"]
-    assert np.array_equal(a.perturbed_, b.perturbed_)
-    assert np.array_equal(a.components_, b.components_)
-    assert a.cumulative_gain_ == b.cumulative_gain_
-    assert a.best_gain_ == b.best_gain_
-    assert a.solver_stats_ == b.solver_stats_

@@ -30,27 +30,12 @@ from .._base import StreamEstimator, deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _pca_api as _api
 from .._kernels._linalg import eigh_top
-from .._kernels._threads import call_one_blas_thread, one_blas_thread as _one_blas_thread
 from .._validation import _as_float64, _check_finite, _check_real_array
 
 # Attributes every fit has, beside the subclass's state arrays (and the mark
 # of a state torn by a fork mid-call, which a new fit clears).
 _FIT_NAMES = ("n_features_in_", "feature_names_in_", "n_components_", "instances_", "_rng",
               "_fitted_random_state", "_regret_cache", "_torn")
-
-
-# FPL's and FTL's kernels run their BLAS on one thread: a trial is a chain of
-# BLAS calls on O(n^2) data and n x b blocks, each too short for OpenBLAS's
-# threads to pay (measured at n = 1000, k = 10: 6.4-6.9 ms/trial on one
-# thread, 7.1-8.0 on two idle cores, 20.5-20.8 with one core busy, where
-# OpenBLAS's threads wait for the busy core), and on one thread the results do
-# not depend on the thread count. The limit is threadpoolctl's, so it is
-# process-wide: concurrent calls share it through a count (the first one in
-# sets it, the last one out restores it), and other threads' BLAS calls made
-# meanwhile run on one thread too. A limit the caller set stays; a count the
-# caller changes while a call runs is overwritten when it ends. About 10-20 us
-# a call. Compiled (_kernels/_threads.pyx) so that a KeyboardInterrupt cannot
-# land between taking the count and the code that gives it back.
 
 
 def _symmetric(lower):

@@ -18,9 +18,9 @@ from .._errors import raise_for
 from .._kernels import _pca as _k
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import default_block_size, default_max_iter, goe
-from .._kernels._threads import one_blas_thread
-from .._validation import check_n_jobs, trial_threads
-from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable, call_one_blas_thread
+from .._kernels._threads import call_holding
+from .._validation import check_n_jobs, effective_n_threads
+from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -155,16 +155,6 @@ def _bound_terms(n, k, instances, scale, max_trace_sq):
     return A, E, math.sqrt(2.0) * k * math.sqrt(n)
 
 
-def _run(n_jobs, timings, *args):
-    # the kernel's trials on the threads n_jobs asks for; called inside
-    # call_one_blas_thread, where the caller's BLAS thread count is known.
-    # One thread when the BLAS cannot be called from two threads at once.
-    threads = trial_threads(n_jobs, one_blas_thread.outer_threads)
-    if threads > 1 and not one_blas_thread.concurrent_calls_safe:
-        threads = 1
-    return _k.run(*args, threads=threads, timings=timings)
-
-
 class _LeaderPCA(_OnlinePCA):
     """State handling shared by Follow the (Perturbed) Leader."""
 
@@ -174,9 +164,7 @@ class _LeaderPCA(_OnlinePCA):
     _eig_first = 0
     _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "rows_", "block_",
                     "_fitted_noise")
-    # (_pool_timings: what the trial loop's threads cost on this machine,
-    # carried between calls; nothing of the model)
-    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache", "_pool_timings")
+    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
     _STATE_DTYPE = _k.STATE_DTYPE
     _FLOAT32_ROWS = True
     # arrays the kernel updates in place (noise_ it only reads)
@@ -250,8 +238,8 @@ class _LeaderPCA(_OnlinePCA):
         buffered = kind == "vector" and noise in (_k.NOISE_FIXED, _k.NOISE_RANDOM_WALK)
         rows = np.zeros((_ROW_BUFFER if buffered else 0, n))
         V = np.zeros((int(params["b"][0]), n))
-        code, _, _ = call_one_blas_thread(rng.bit_generator.lock, _k.initialize, state, params,
-                                          S, N, C, rows, V, rng.bit_generator.capsule)
+        code, _, _ = call_holding(rng.bit_generator.lock, _k.initialize, state, params,
+                                  S, N, C, rows, V, rng.bit_generator.capsule)
         raise_for(code, type(self).__name__)
         return {"state_": state, "perturbed_": S, "noise_": N, "cumulative_": C,
                 "rows_": rows, "block_": V}
@@ -289,13 +277,11 @@ class _LeaderPCA(_OnlinePCA):
         if kind == "dense":
             X = X.reshape(T, n * n)
         rng = self._rng
-        timings = self.__dict__.get("_pool_timings")
-        if timings is None:
-            timings = self.__dict__["_pool_timings"] = np.zeros(_k.PAR_TIMINGS)
-        code, done, exc = call_one_blas_thread(
-            rng.bit_generator.lock, _run, getattr(self, "n_jobs", None), timings, X, scale, frob,
-            self.state_, params, self.perturbed_, self.noise_, self.cumulative_, self.rows_,
-            self.block_, rng.bit_generator.capsule)
+        threads = effective_n_threads(getattr(self, "n_jobs", None))
+        code, done, exc = call_holding(
+            rng.bit_generator.lock, _k.run, X, scale, frob, self.state_, params,
+            self.perturbed_, self.noise_, self.cumulative_, self.rows_, self.block_,
+            rng.bit_generator.capsule, threads)
         self._finish_call(code, done, exc, T, fresh, rng, saved if fresh else None)
 
     # -- attributes -------------------------------------------------------------
@@ -402,12 +388,11 @@ class PerturbedLeaderPCA(_LeaderPCA):
     random_state : None, int or numpy Generator
         Seeds the noise; the same seed gives the same decisions.
     n_jobs : None or int, default None
-        Threads of the trial loop at n >= 768 (see Threads below): None
-        follows the BLAS thread count the caller has (threadpoolctl's
-        ``threadpool_limits``, ``OPENBLAS_NUM_THREADS``), capped at the cores
-        this process may use; -1 all those cores; k > 0 that many (-k: all
-        but k - 1, as joblib counts). The decisions are the same for every
-        value.
+        OpenMP threads of the trial loop at n >= 768 (see Threads below), as
+        scikit-learn counts them: None and -1 the OpenMP runtime's count
+        (``OMP_NUM_THREADS``, threadpoolctl's ``threadpool_limits``) capped
+        at the cores this process may use; -k all but k - 1 of them; k > 0
+        that many. The decisions are the same for every value.
 
     Attributes
     ----------
@@ -456,40 +441,30 @@ class PerturbedLeaderPCA(_LeaderPCA):
     none is lost.
 
     **Threads.** At n >= 768 a trial's two O(n^2) parts run on ``n_jobs``
-    threads: the update of S (x x^T and the noise in one pass) and the
-    Krylov products S @ block (fixed panels of rows, each two off-diagonal
-    products and its diagonal block, on the stored triangle: by streamfit's
-    AVX-512 kernels where the CPU has them, else dgemm and dsymm). With fixed
-    noise the update runs inside the solve's first product, each panel
-    updating its rows just before its product reads them (one pass over S
-    fewer; S ends bit for bit the same). Every panel is computed the
-    same way whichever thread takes it, so the decisions do not depend on the
-    thread count or on the machine's load. Threads sleep when idle (a panel
-    waiting for the rows below it spins for microseconds, then yields), the
-    caller never waits for a helper that has not started, and
-    each call site times its loops both ways and prefers the way that has
-    been faster, re-trying the other at growing intervals: with the second
-    core busy, the loop falls back to one thread instead of waiting for it.
-    The threads live for one call (a one-row ``partial_fit`` starts them
-    too; at n = 1000 it still gains). Only BLAS libraries known to take
-    calls from several threads at once get them (OpenBLAS built on pthreads,
-    MKL, BLIS); with any other the loop stays on one thread. The rest of a
-    trial (QR, small eigenproblems) stays on the caller's thread. The BLAS
-    calls themselves run on one BLAS thread: each sets the BLAS libraries that
-    threadpoolctl finds to one thread for its duration and restores their
-    counts when the last such call (of any FPL/FTL estimator, in any thread)
-    ends; the limit is process-wide, so BLAS calls other threads make
-    meanwhile run on one thread too (OpenBLAS's own threads, measured before
-    this policy at n = 1000, k = 10: 6.4-6.9 ms/trial on one thread, 7.1-8.0
-    on two idle cores, ~20 with the second core busy).
+    OpenMP threads (Cython's ``prange``, as scikit-learn's kernels): the
+    update of S (x x^T and the noise in one pass over S, in row panels of
+    equal area) and the Krylov products S @ block (fixed panels of 128
+    rows, each two off-diagonal products and its diagonal block on the
+    stored triangle, by streamfit's own kernels: no BLAS runs inside a
+    parallel region). Every panel is written by one thread and computed the
+    same way whichever thread takes it, so the decisions do not depend on
+    the thread count or on the machine's load. Below n = 768 the loop stays
+    on one thread: there a second one costs more to wake than it saves. The
+    OpenMP runtime is the one threadpoolctl lists and limits
+    (``threadpool_limits(1, user_api="openmp")``). The rest of a trial (QR,
+    small eigenproblems, the exact solves) calls LAPACK on the caller's
+    thread, with the BLAS thread count the caller set: the library never
+    changes it. A process forked after its OpenMP threads started runs the
+    loop on one thread (libgomp's threads do not survive fork).
 
     **Reproducibility.** The same seed gives the same decisions bit for bit
     however the stream is split into calls, pickled and resumed, at every
-    power-of-two rescaling of the data, and whatever ``n_jobs`` and the BLAS
-    thread count (the kernel's BLAS runs on one thread, see above) -- with the
-    same BLAS library. The attributes computed outside the trial loop (best_gain_ and
-    regret_, one LAPACK solve) follow the caller's thread count and can move
-    by LAPACK's rounding.
+    power-of-two rescaling of the data, and whatever ``n_jobs`` -- with the
+    same BLAS library and BLAS thread count: LAPACK's exact solves (the first
+    decision, fallbacks, ``solver="exact"``) follow the BLAS threads the
+    caller set, whose sums can round differently on another count; exact
+    solves then agree to rounding, and warm-started ones within their
+    tolerance.
 
     Examples
     --------
