@@ -2,7 +2,7 @@
 report folder (report.md with per-experiment setting, claim, verdict, tables,
 and PNG figures drawn like the papers').
 
-    python -m streamfit                      # quick preset (10-20 minutes on 2 cores)
+    python -m streamfit                      # quick preset (~5,000 s of tasks: ~45 min on 2 cores)
     python -m streamfit --full               # the paper's sizes, 50 replications
     python -m streamfit --only qr-fig4 --only pca-goe --out my-report
     python -m streamfit --scheduler tcp://host:8786   # on an existing Dask cluster

@@ -1,5 +1,6 @@
 """The main job writes the report folder: report.md with every experiment's
 section and verdict, and the PNG figures it links."""
+import json
 import os
 import re
 
@@ -7,7 +8,8 @@ import pytest
 
 from streamfit.__main__ import main
 from streamfit.experiments import EXPERIMENTS, get_experiment, write_report
-from streamfit.experiments._types import STATUSES, Check, Outcome, judge
+from streamfit.experiments._types import BEYOND, PAPER, STATUSES, Check, Outcome, judge
+from streamfit.experiments.report import SUMMARY_FILE, verdict_line
 
 
 def _png_ok(path):
@@ -50,7 +52,13 @@ def test_every_experiment_reports_at_tiny_size(tmp_path):
     assert set(outcomes) == {e.name for e in EXPERIMENTS}
     for exp in EXPERIMENTS:
         o = outcomes[exp.name]
-        assert o.status in STATUSES
+        assert o.kind == exp.kind
+        if exp.kind == PAPER:
+            assert o.status in STATUSES
+        else:
+            assert re.fullmatch(r"measured: ((all \d+|\d+ of \d+|none of \d+) criteria held|"
+                                r"its criterion (held|did not hold))", o.status), o.status
+        assert verdict_line(o) in md
         assert o.checks and all(isinstance(c.passed, bool) for c in o.checks), exp.name
         assert o.figures and o.tables, exp.name
         assert f"## `{exp.name}`" in md and f"**Verdict: {o.status}.**" in md
@@ -59,6 +67,48 @@ def test_every_experiment_reports_at_tiny_size(tmp_path):
     linked = _linked_figures(md)
     assert len(linked) == sum(len(o.figures) for o in outcomes.values())
     _png_ok(tmp_path / linked[0])
+    # the summary other documents read: the same verdicts and counts as report.md
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert summary["preset"] == "tiny"
+    assert {n: e["status"] for n, e in summary["experiments"].items()} == \
+        {n: o.status for n, o in outcomes.items()}
+    assert sum(summary["counts"][PAPER].values()) == sum(e.kind == PAPER for e in EXPERIMENTS)
+    assert sum(summary["counts"][BEYOND].values()) == sum(e.kind == BEYOND for e in EXPERIMENTS)
+    for line in summary["count_lines"]:
+        assert f"**{line}**" in md
+
+
+def test_paper_items_and_measurements_are_counted_apart(tmp_path):
+    from streamfit.experiments._runner import Task
+    from streamfit.experiments._types import Experiment
+
+    def make(name, kind, passed):
+        return Experiment(name=name, paper="001", title=name, claim="c", kind=kind,
+                          presets={"tiny": {}}, tasks=lambda p: [Task(_nothing, {}, 0)],
+                          analyse=lambda p, r: Outcome(setting="s", checks=[
+                              Check(f"c{i}", ok) for i, ok in enumerate(passed)]))
+    exps = [make("p-all", PAPER, [True, True]), make("p-some", PAPER, [True, False]),
+            make("b-all", BEYOND, [True]), make("b-some", BEYOND, [False, True, True]),
+            make("b-none", BEYOND, [False])]
+    out = write_report(exps, preset="tiny", out=str(tmp_path), progress=False)
+    assert [out[e.name].status for e in exps] == [
+        "reproduced", "partly", "measured: its criterion held",
+        "measured: 2 of 3 criteria held", "measured: its criterion did not hold"]
+    md = (tmp_path / "report.md").read_text()
+    assert "**What the papers contain: 2 items -- 1 reproduced, 1 partly, " \
+           "0 not reproduced.**" in md
+    assert "**Beyond the papers: 3 measurements -- 1 with every criterion held, 1 with some " \
+           "criteria held, 1 with none held.**" in md
+    # a measurement is never "reproduced", and says whose criteria it uses
+    head, _, body = md.partition("<a id=")
+    assert head.count("| **reproduced** |") == 1
+    assert body.count("*Beyond the papers: the criteria are ours, not a paper's.*") == 3
+    with pytest.raises(ValueError, match="kind must be one of"):
+        make("bad", "other", [True])
+
+
+def _nothing(seed):
+    return None
 
 
 def test_cli_rejects_bad_arguments(capsys):

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from streamfit.experiments._stats import (diff_ci, fit_log_growth, fit_power_growth,
-                                          last_decade_slope, loglog_slope, mean_ci)
+from streamfit.experiments._stats import (diff_ci, fit_boxcox_growth, fit_log_growth,
+                                          fit_power_growth, last_decade_slope, loglog_slope,
+                                          mean_ci)
 from streamfit.experiments.qr_regret import growth
 
 
@@ -29,6 +30,20 @@ def test_log_growth_is_recovered_and_told_from_a_power():
     _, inc_sqrt = growth(t, np.sqrt(t), 1000)
     assert inc_log == pytest.approx(1.0, abs=1e-6)
     assert inc_sqrt == pytest.approx(100 ** 0.25, rel=0.01)
+
+
+def test_boxcox_exponent_is_two_sided():
+    # log growth gives p ~ 0, a power its exponent, and growth that levels off
+    # (slower than log) a negative p -- where b + A t^p (p >= 0) would sit at 0
+    t = np.geomspace(2000, 1e5, 40)
+    rng = np.random.default_rng(2)
+    assert abs(fit_boxcox_growth(t, 7 + 300 * np.log(t) + rng.normal(0, 1, t.size))["p"]) < 0.03
+    assert fit_boxcox_growth(t, 5 * np.sqrt(t))["p"] == pytest.approx(0.5, abs=0.02)
+    assert fit_boxcox_growth(t, t)["p"] == pytest.approx(1.0, abs=0.02)
+    levelling = 100 - 4000 / np.sqrt(t)                     # (t^-0.5 - 1) / -0.5 shape
+    fit = fit_boxcox_growth(t, levelling)
+    assert fit["p"] == pytest.approx(-0.5, abs=0.02) and fit["r2"] > 0.9999
+    assert fit_power_growth(t, levelling)["p"] <= 0.01       # the pinned fit cannot say so
 
 
 def test_confidence_intervals_cover_at_their_level():

@@ -46,7 +46,7 @@ def path_band(ax, t, paths, label, *, color=None, style="-", slope="last", marke
 
 
 def finish(ax, *, xlabel, ylabel, title, logx=True, logy=True, legend=True, fontsize=7.5,
-           below=False):
+           below=False, ncol=2):
     if logx:
         ax.set_xscale("log")
     if logy:
@@ -58,7 +58,7 @@ def finish(ax, *, xlabel, ylabel, title, logx=True, logy=True, legend=True, font
     ax.grid(True, which="minor", alpha=0.1)
     if legend and below:
         # many curves: the legend goes under the axes, where it hides nothing
-        ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+        ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol,
                   frameon=False)
     elif legend:
         ax.legend(fontsize=fontsize, loc="best", framealpha=0.85)

@@ -11,11 +11,20 @@ from ..schedules import Schedule
 from ..simulate import make_linear_stream, noise_mean_abs, noise_sparsity
 
 __all__ = ["paper_stream", "checkpoints", "run_path", "check_loss", "PaperSchedule",
-           "PaperBatchSchedule", "noise_facts"]
+           "PaperBatchSchedule", "noise_facts", "default_decay", "DECAY_PAPER"]
 
 D_PAPER = 100          # Section 3.1: d = 100
 T_PAPER = 100_000      # Section 3.1: T = 1e5
 DF_PAPER = 1.1         # t_1.1 noise
+DECAY_PAPER = 0.5      # Section 3.1: first phase eta_t = (1 - 0.5/d)^t eta_0
+
+
+def default_decay(mode="single"):
+    """The phase-one decay StatisticalSchedule uses when none is given (check
+    loss), so that a report states the default it ran, whatever it is."""
+    from ..schedules import StatisticalSchedule
+
+    return float(StatisticalSchedule()._kernel_params(None, mode, D_PAPER)["decay"])
 
 
 def noise_facts(tau=0.5, noise="t", df=DF_PAPER, noise_scale=1.0):

@@ -7,7 +7,7 @@ import numpy as np
 from scipy import optimize, stats
 
 __all__ = ["loglog_slope", "mean_ci", "diff_ci", "fit_log_growth", "fit_power_growth",
-           "last_decade_slope", "median", "log_model"]
+           "fit_boxcox_growth", "boxcox_model", "last_decade_slope", "median", "log_model"]
 
 
 def loglog_slope(x, y):
@@ -96,6 +96,44 @@ def fit_power_growth(t, r):
     if p is None:
         return {"b": np.nan, "A": np.nan, "p": np.nan, "r2": np.nan}
     return {"b": float(p[0]), "A": float(p[1]), "p": float(p[2]), "r2": r2}
+
+
+def _boxcox(u, p):
+    # (u^p - 1) / p, continuous at p = 0 (log u)
+    lu = np.log(u)
+    small = abs(p) < 1e-8
+    return lu if small else np.expm1(p * lu) / p
+
+
+def boxcox_model(t, fit):
+    """b + A ((t / t0)^p - 1) / p, the curve :func:`fit_boxcox_growth` fitted."""
+    return fit["b"] + fit["A"] * _boxcox(np.asarray(t, float) / fit["t0"], fit["p"])
+
+
+def fit_boxcox_growth(t, r):
+    """Fit r = b + A ((t/t0)^p - 1) / p, A >= 0, p in [-2, 2], t0 = t[0].
+
+    One family for every increasing shape: p = 0 is exactly logarithmic
+    growth (A log(t/t0)), p > 0 a power (1/2 square root, 1 linear), p < 0
+    growth that levels off, slower than log. Unlike b + A t^p with p >= 0,
+    the exponent is not pinned at a bound when the truth is log or slower, so
+    it can be tested on both sides of 0. Best of three starting exponents.
+    Returns ``dict(b, A, p, t0, r2)``; NaNs if every fit fails.
+    """
+    t, r = np.asarray(t, float), np.asarray(r, float)
+    t0 = float(t[0])
+    span = max(r[-1] - r[0], 1e-12)
+    best = None
+    for p0 in (-0.5, 0.05, 0.5):
+        a0 = span / max(_boxcox(t[-1] / t0, p0), 1e-12)
+        p, r2 = _least_squares(lambda x, b, A, q: b + A * _boxcox(x / t0, q), (r[0], a0, p0),
+                               t, r, ([-np.inf, 0, -2.0], [np.inf, np.inf, 2.0]))
+        if p is not None and (best is None or r2 > best[1]):
+            best = (p, r2)
+    if best is None:
+        return {"b": np.nan, "A": np.nan, "p": np.nan, "t0": t0, "r2": np.nan}
+    (b, A, q), r2 = best
+    return {"b": float(b), "A": float(A), "p": float(q), "t0": t0, "r2": r2}
 
 
 def log_model(t, fit):

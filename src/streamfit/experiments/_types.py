@@ -3,9 +3,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Experiment", "Outcome", "Check", "judge"]
+__all__ = ["Experiment", "Outcome", "Check", "judge", "PAPER", "BEYOND"]
 
+#: What an experiment checks: a claim one of the papers makes (a figure, a
+#: theorem's statement, a remark), or something beyond them -- other data,
+#: streams and estimators the papers never ran, open questions, our own
+#: investigations of a paper item. Only paper items can be "reproduced".
+PAPER, BEYOND = "paper", "beyond"
+KINDS = (PAPER, BEYOND)
+
+#: verdicts of paper items: every criterion held, some did, none did
 STATUSES = ("reproduced", "partly", "not reproduced")
+#: the grade of a beyond-paper measurement, by the same rule
+GRADES = ("all held", "some held", "none held")
+MEASURED = "measured"
 NOT_RUN = "not run"
 
 
@@ -34,10 +45,33 @@ class Outcome:
     checks: list = field(default_factory=list)
     notes: str = ""
     skipped: str = ""
+    #: headline numbers other documents quote (name -> number or string),
+    #: written to the report's summary JSON beside report.md
+    summary: dict = field(default_factory=dict)
+    #: PAPER or BEYOND; the report sets it from the experiment
+    kind: str = PAPER
+
+    @property
+    def grade(self):
+        """0: every criterion held, 1: some, 2: none (or no criteria)."""
+        return STATUSES.index(judge(self.checks))
 
     @property
     def status(self):
-        return NOT_RUN if self.skipped else judge(self.checks)
+        """'reproduced' / 'partly' / 'not reproduced' for a paper item;
+        'measured: ...' with the criteria held for a beyond-paper item."""
+        if self.skipped:
+            return NOT_RUN
+        if self.kind == PAPER:
+            return judge(self.checks)
+        n, held = len(self.checks), sum(c.passed for c in self.checks)
+        if n == 1:
+            return f"{MEASURED}: its criterion {'held' if held else 'did not hold'}"
+        if held == n:
+            return f"{MEASURED}: all {n} criteria held"
+        if held == 0:
+            return f"{MEASURED}: none of {n} criteria held"
+        return f"{MEASURED}: {held} of {n} criteria held"
 
     @property
     def verdict(self):
@@ -62,6 +96,8 @@ def judge(checks):
 class Experiment:
     """One experiment of the report.
 
+    ``kind`` is PAPER for a claim the papers make, BEYOND for anything else
+    (its verdict says "measured", never "reproduced").
     ``tasks(params)`` lists the :class:`~streamfit.experiments._runner.Task`
     objects to run (replications and grid points, each a pure function of
     setting and seed); ``analyse(params, results)`` turns their results, in
@@ -76,6 +112,11 @@ class Experiment:
     presets: dict
     tasks: object
     analyse: object
+    kind: str = PAPER
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {KINDS}, got {self.kind!r}")
 
     def params(self, preset="quick", **overrides):
         if preset not in self.presets:

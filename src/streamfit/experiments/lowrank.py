@@ -18,7 +18,7 @@ from ..quantile import OnlineQuantileRegressor
 from . import _plot
 from ._runner import Task
 from ._stats import last_decade_slope
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 
 SENSINGS = ("gaussian", "completion")
 NOISES = ("t", "gaussian")
@@ -225,7 +225,7 @@ def _analyse(p, results):
 
 
 EXPERIMENT = Experiment(
-    name="lowrank-qr", paper="001",
+    name="lowrank-qr", paper="001", kind=BEYOND,
     title="Section 5 (beyond the paper): online low-rank matrix quantile regression",
     claim=("Section 5 proposes M_{t+1} = SVD_r(M_t - eta_t P_T(G_t)) for Y_t = <X_t, M*> + xi_t "
            "with rank(M*) = r and leaves its theory open. Expected (by analogy with Theorem 1, "

@@ -11,7 +11,7 @@ from ..pca import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderP
 from . import _plot
 from ._runner import Task
 from ._stats import mean_ci
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 
 ALGORITHMS = ("FTL", "FPL", "MEG", "GD")
 
@@ -110,7 +110,7 @@ def _analyse(p, results):
 
 
 EXPERIMENT = Experiment(
-    name="pca-digits", paper="000",
+    name="pca-digits", paper="000", kind=BEYOND,
     title="Real data: scikit-learn digits as a PCA stream",
     claim=("The paper has no data experiment. Its guarantee is worst-case: on any stream with "
            "||x|| <= 1, FPL's regret against the best rank-k projection in hindsight stays "

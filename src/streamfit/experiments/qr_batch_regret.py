@@ -9,6 +9,7 @@ from . import _plot
 from ._qr_common import D_PAPER, check_loss, checkpoints, paper_stream, run_path
 from ._runner import Task
 from ._types import Check, Experiment, Outcome
+from .qr_regret import P_BAND, growth
 
 
 def run_theorem7(n, d, snr, tau, batch_size, n_points, seed):
@@ -51,7 +52,8 @@ def _analyse(p, results):
                  title="Theorem 7's regret: f_t = mean check loss of update t's batch",
                  fontsize=7)
     _plot.finish(ax2, xlabel="samples N", ylabel="sum over samples of excess check loss",
-                 title="the same samples, each scored under the iterate it met", fontsize=7)
+                 title="per sample (the verdict): each scored under the iterate it met",
+                 fontsize=7)
     table = {"N": [int(g) for g in grid[::6]] + [int(grid[-1])]}
     idx = list(range(0, len(grid), 6)) + [len(grid) - 1]
     for bs in sizes:
@@ -60,31 +62,53 @@ def _analyse(p, results):
     for bs in sizes:
         name = "single" if bs == 1 else f"batch {bs}"
         table[f"{name} (per-sample sum)"] = [per_sample[bs][j] for j in idx]
-    checks = []
-    for bs in p["batch_sizes"]:
-        ratio = per_iter[bs] / per_iter[1]
-        checks.append(Check(f"batch {bs}: Theorem 7's regret below single-sample's at every N "
-                            f"(largest ratio {ratio.max():.3f} < 1)", bool(ratio.max() < 1)))
+    checks, summary = [], {}
     ratios = {bs: per_sample[bs][-1] / per_sample[1][-1] for bs in p["batch_sizes"]}
+    by_update = {bs: float(np.max(per_iter[bs] / per_iter[1])) for bs in p["batch_sizes"]}
+    for bs in p["batch_sizes"]:
+        # judged per sample: every sample scored under the iterate it met, the
+        # same data and the same count for both learners
+        checks.append(Check(f"batch {bs}, per sample: regret below the single-sample learner's "
+                            f"at N = {int(grid[-1]):,} (sum of excess check losses, ratio "
+                            f"{ratios[bs]:.2f} < 1)", ratios[bs] < 1))
+        # over the last decade of N, past the first updates' transient
+        fit, _ = growth(grid, per_iter[bs], grid[-1] / 10)
+        shown = f"{fit['p']:+.2f}" + (" (the fit's lower limit: it levels off)"
+                                          if fit["p"] <= -1.99 else "")
+        checks.append(Check(f"batch {bs}: Theorem 7's regret (one mean loss per update) "
+                            f"consistent with its O(||b0 - b*|| + (d/n) log(N/n)) bound -- no "
+                            f"faster growth over the last decade of N (Box-Cox exponent "
+                            f"{shown} <= {P_BAND})", fit["p"] <= P_BAND))
+        summary[f"batch{bs}_per_sample_over_single"] = ratios[bs]
+        summary[f"batch{bs}_theorem7_units_over_single_max"] = by_update[bs]
     notes = ("Theorem 7 counts one loss per update, the batch's mean check loss, so a batch of "
-             "n rows enters the regret with weight 1/n: its regret is smaller by construction "
-             "as well as by faster learning. Scored per sample on the same data (right panel), "
-             "the batch learner's excess loss is " +
-             ", ".join(f"{r:.2f}x (batch {bs})" for bs, r in ratios.items()) +
-             " the single-sample learner's at N = " + f"{p['n']:,}" +
-             ": its iterates move once per batch.")
+             "n rows enters its regret with weight 1/n, against weight 1 per row for the "
+             "single-sample learner: in those units the batch regret is below the single-"
+             "sample one by construction (largest ratio over N: "
+             + ", ".join(f"{r:.3f} (batch {bs})" for bs, r in by_update.items())
+             + "), whatever the learning. The verdict therefore compares the two learners per "
+             "sample, on the same samples, each scored under the iterate it met (right "
+             "panel): the batch learner's excess loss is "
+             + ", ".join(f"{r:.2f}x (batch {bs})" for bs, r in ratios.items())
+             + " the single-sample learner's at N = " + f"{int(grid[-1]):,}"
+             + ": its iterates move once per batch, so every row of a batch is predicted "
+             "by an older iterate. Per sample the paper's two bounds read n ||b0 - b*|| + d "
+             "log(N/n) (batch) against d ||b0 - b*|| + d log(N/d) (single): for n > d the "
+             "batch bound is the larger. What Theorem 7 does show holds: the batch regret "
+             "in its own units grows no faster than log N.")
     setting = (f"d = {p['d']}, tau = {p['tau']}, t_1.1 noise, SNR {p['snr']:g}, beta_0 = 0, "
                f"N = {p['n']:,} samples per stream, the library's default schedules "
                f"(single-sample; batches of {', '.join(map(str, p['batch_sizes']))}), "
                f"{reps} replications, mean regret; the regret is read from the prequential "
                "cumulative_loss_ (each sample scored under the iterate before its update).")
     return Outcome(setting=setting, tables=[("Mean regret", table)],
-                   figures={"thm7_batch_regret": fig}, checks=checks, notes=notes)
+                   figures={"thm7_batch_regret": fig}, checks=checks, notes=notes,
+                   summary=summary)
 
 
 EXPERIMENT = Experiment(
     name="qr-thm7", paper="001",
-    title="Theorem 7: batch regret below single-sample regret",
+    title="Theorem 7: batch regret below single-sample regret (judged per sample)",
     claim=("Theorem 7: batch learning attains regret O(||beta_0 - beta*|| + (d/n) log(N/n)) "
            "against O(d ||beta_0 - beta*|| + d log(N/d)) for single-sample updates (Theorem "
            "4): 'batch learning incurs significantly lower regret'. No figure in the paper."),

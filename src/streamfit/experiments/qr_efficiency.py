@@ -17,7 +17,7 @@ from . import _plot
 from ._qr_common import D_PAPER, noise_facts, paper_stream
 from ._runner import Task
 from ._stats import median
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 
 
 def rm_factor(c):
@@ -115,15 +115,31 @@ def _analyse(p, results):
         Check(f"averaging at the paper's Ca = {cas[i20]:g}: {avg[i20] / off:.2f}x offline "
               f"(<= 1.3x; plain {plain[i20] / off:.2f}x)", avg[i20] / off <= 1.3),
     ]
+    ge1 = cas >= 1
+    lo, hi = float(np.min(avg[ge1] / off)), float(np.max(avg[ge1] / off))
+    slight = 1.5      # "only slightly better", as `qr-fig5-6` judges it
+    if avg[i20] / off <= slight:
+        fig6 = (f"Judged as `qr-fig5-6` judges 'only slightly better' (<= {slight:g}x), the "
+                f"paper's statement about Figure 6 holds for the averaged iterate at its "
+                f"Ca = {cas[i20]:g} ({avg[i20] / off:.2f}x) and not for the plain one "
+                f"({plain[i20] / off:.2f}x)" + ("; by this experiment's stricter 1.3x it does "
+                                                 "not." if avg[i20] / off > 1.3 else "."))
+    else:
+        fig6 = (f"Even averaged, the iterate at the paper's Ca = {cas[i20]:g} is "
+                f"{avg[i20] / off:.2f}x offline: the paper's 'only slightly better' "
+                f"(<= {slight:g}x, as `qr-fig5-6` judges it) does not follow at n = {n:,}.")
     notes = (f"**The library's default** (b0 estimated) ends at {default:.2f}x offline plain and "
              f"{default_avg:.2f}x averaged. Its b0 estimate makes the effective c = "
-             f"{c_eff:.1f} rather than Ca = {p['Ca_paper']:g}. **What users should get:** "
-             "averaging (average=True) reaches the offline error at any Ca >= 1 without the "
-             "short-term cost Remark 3 attaches to a small Ca (see `qr-fig2`); a smaller Ca "
-             "near 1 would make the plain iterate efficient only with an accurate b0, and "
-             "Ca < 1/2 loses the 1/sqrt(t) rate altogether. The paper's statement about "
-             "Figure 6 holds for the averaged iterate, not for the plain one with its own "
-             "constants.")
+             f"{c_eff:.1f} rather than Ca = {p['Ca_paper']:g}. **Averaging** (average=True) "
+             f"removes most of the plain iterate's dependence on Ca, not all of it: over "
+             f"Ca >= 1 the averaged error is {lo:.2f}-{hi:.2f}x offline at n = {n:,} "
+             f"({avg[i20] / off:.2f}x at Ca = {cas[i20]:g}, against {plain[i20] / off:.2f}x "
+             "plain)" + (", and stays above the offline error here" if lo > 1.05 else "")
+             + "; it avoids the short-term "
+             "cost Remark 3 attaches to a small Ca (see `qr-fig2`). The plain iterate is near "
+             f"efficient only near c = 1 (best {plain[best] / off:.2f}x at Ca = {cas[best]:g}), "
+             "which needs an accurate b0, and Ca < 1/2 loses the 1/sqrt(t) rate altogether. "
+             + fig6)
     setting = (f"n = {n:,}, d = {d}, tau = {tau}, t_1.1 noise, SNR {p['snr']:g}, beta_0 = 0, "
                f"{p['reps']} replications. Plain and averaged runs of the library's "
                f"StatisticalSchedule(Ca=c, b0=1/f(0), decay={p['decay']}) so that the 1/t "
@@ -136,7 +152,7 @@ def _analyse(p, results):
 
 
 EXPERIMENT = Experiment(
-    name="qr-efficiency", paper="001",
+    name="qr-efficiency", paper="001", kind=BEYOND,
     title="Investigation: plain iterate vs offline, error against Ca",
     claim=("Figure 6 (n = 50,000): 'offline learning achieves only slightly better accuracy "
            "than its online counterparts', with Ca = 20, Cb = 30 and the phase-two step "

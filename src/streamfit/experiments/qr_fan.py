@@ -16,7 +16,7 @@ from . import _plot
 from ._qr_common import checkpoints
 from ._runner import Task
 from ._stats import loglog_slope
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 
 TAUS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: y = A + B x + (C + G x) xi
@@ -240,7 +240,7 @@ def _draw(p, fan, truth, path, reps, rate):
 
 
 EXPERIMENT = Experiment(
-    name="qr-fan", paper="001",
+    name="qr-fan", paper="001", kind=BEYOND,
     title="Beyond the paper: nine quantiles in one pass, and online confidence intervals",
     claim=("Issue 14 (beyond the paper): OnlineQuantileRegressor(tau=[0.1, ..., 0.9]) fits "
            "all nine quantiles from one pass and predict never lets them cross; with "

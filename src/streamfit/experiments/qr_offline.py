@@ -122,7 +122,7 @@ EXPERIMENT = Experiment(
            "learning achieves only slightly better accuracy than its online counterparts'; "
            "online takes seconds where offline takes minutes."),
     presets={"quick": dict(sizes=(20_000, 50_000), batch_sizes=(100, 200), d=D_PAPER,
-                           taus=(0.25, 0.75), snr=20.0, reps=2),
+                           taus=(0.25, 0.75), snr=20.0, reps=10),
              "tiny": dict(sizes=(1000, 2000), batch_sizes=(20, 40), d=5, taus=(0.25, 0.75),
                           snr=20.0, reps=2),
              "full": dict(sizes=(20_000, 50_000), batch_sizes=(100, 200), d=D_PAPER,

@@ -11,7 +11,7 @@ from ..quantile import OnlineQuantileRegressor, offline_quantile_regression
 from . import _plot
 from ._qr_common import check_loss
 from ._runner import Task
-from ._types import Check, Experiment, Outcome
+from ._types import BEYOND, Check, Experiment, Outcome
 
 
 def _standardize(X, n_warm):
@@ -168,7 +168,7 @@ def _analyse(p, results):
 
 
 EXPERIMENT = Experiment(
-    name="qr-real", paper="001",
+    name="qr-real", paper="001", kind=BEYOND,
     title="Real data: Engel and RAND HIE (statsmodels)",
     claim=("Section 3.2, Table 1 (news popularity data, not shippable): online and batch QR "
            "predict about as well as offline QR (test error within ~5%), and all QR methods "

@@ -10,7 +10,7 @@ from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedu
 from . import _plot
 from ._qr_common import D_PAPER, T_PAPER, check_loss, checkpoints, paper_stream, run_path
 from ._runner import Task
-from ._stats import fit_log_growth, fit_power_growth, log_model
+from ._stats import boxcox_model, fit_boxcox_growth, fit_log_growth, log_model, mean_ci
 from ._types import Check, Experiment, Outcome
 from .quantile import CONSTANT_GRID, INVERSE_TIME_GRID
 
@@ -55,14 +55,22 @@ def _tasks(p):
             for s in p["schedules"] for seed in range(p["reps"])]
 
 
+#: Box-Cox exponents within this distance of 0 count as logarithmic growth;
+#: above it, faster than log (square root: 0.5)
+P_BAND = 0.25
+#: increment ratios (second half of log t over the first) within [1/R, R]
+#: count as logarithmic growth; above R, faster
+RATIO_BAND = 1.5
+
+
 def growth(t, r, start):
-    """How the regret path grows on t >= start: a free power law b + A t^p
-    (p near 0: logarithmic or slower; 1/2: square root; 1: linear) and the
-    ratio of its increments over the two halves of [start, T] in log t (log
-    growth: 1; t^p: (T / start)^(p/2))."""
+    """How the regret path grows on t >= start: the Box-Cox exponent p of
+    b + A ((t/t0)^p - 1) / p (0: logarithmic; 1/2: square root; 1: linear;
+    below 0: levelling off) and the ratio of its increments over the two
+    halves of [start, T] in log t (log growth: 1; t^p: (T / start)^(p/2))."""
     t, r = np.asarray(t, float), np.asarray(r, float)
     keep = t >= start
-    pow_fit = fit_power_growth(t[keep], r[keep])
+    pow_fit = fit_boxcox_growth(t[keep], r[keep])
     T = t[-1]
     mid = np.sqrt(start * T)
     at = lambda x: np.interp(np.log(x), np.log(t), r)  # noqa: E731
@@ -74,8 +82,8 @@ def _analyse(p, results):
     reps = p["reps"]
     fig, (ax_a, ax_z, ax_b) = _plot.new_figure(3, width=4.8)
     table = {k: [] for k in ("schedule", "regret at T", "switch t1", "log fit A", "a", "b",
-                             "log fit R^2", "fit from t", "power fit p",
-                             "second / first half increment")}
+                             "log fit R^2", "fit from t", "Box-Cox p (mean path)",
+                             "p over reps", "p 95% CI +-", "second / first half increment")}
     checks, fits = [], {}
     for i, name in enumerate(p["schedules"]):
         res = results[i * reps:(i + 1) * reps]
@@ -89,9 +97,12 @@ def _analyse(p, results):
         keep = t >= start
         log_fit = fit_log_growth(t[keep], mean[keep])
         pow_fit, inc = growth(t, mean, start)
-        fits[name] = (log_fit, pow_fit, inc)
+        # the exponent of each replication's path: its spread is the test's noise
+        p_each = [growth(t, r["regret"], start)[0]["p"] for r in res]
+        p_mean, p_half = mean_ci(p_each)
+        fits[name] = (log_fit, pow_fit, inc, p_mean, p_half)
         for key, v in zip(table, (name, mean[-1], t1, log_fit["A"], log_fit["a"], log_fit["b"],
-                                  log_fit["r2"], start, pow_fit["p"], inc)):
+                                  log_fit["r2"], start, pow_fit["p"], p_mean, p_half, inc)):
             table[key].append(v)
         if name.endswith("(9a)"):
             ax_a.plot(t, mean, "o-", ms=3, color="C0", label=f"mean regret ({reps} reps)")
@@ -109,8 +120,9 @@ def _analyse(p, results):
             fitted = log_model(tk, log_fit)
             ax_z.plot(tk, fitted - fitted[0], "*:", color="C6", ms=5,
                       label="b + A log(1 + t/a), fitted")
-            ax_z.plot(tk, pow_fit["A"] * (tk ** pow_fit["p"] - tk[0] ** pow_fit["p"]), "--",
-                      color="grey", lw=1, label=f"b + A t^p, fitted: p = {pow_fit['p']:.2f}")
+            bc = boxcox_model(tk, pow_fit)
+            ax_z.plot(tk, bc - bc[0], "--", color="grey", lw=1,
+                      label=f"b + A ((t/t0)^p - 1)/p, fitted: p = {pow_fit['p']:.2f}")
         _plot.path_band(ax_b, t, [r["regret"] for r in res],
                         f"{name}: p = {pow_fit['p']:.2f}", color=f"C{i}", slope="none")
     _plot.finish(ax_a, xlabel="t (samples)", ylabel="regret against beta*", logy=False,
@@ -119,28 +131,46 @@ def _analyse(p, results):
     _plot.finish(ax_z, xlabel="t (samples)", ylabel="regret growth after phase one",
                  logy=False, fontsize=6.5, title="9a after phase one (log growth is a line)")
     _plot.finish(ax_b, xlabel="t (samples)", ylabel="regret against beta*", fontsize=6.5,
-                 title="Figure 9b: other schedules (p: fitted exponent of b + A t^p)")
-    log9a, pow9a, inc9a = fits[p["schedules"][0]]
-    checks.append(Check(f"9a: after phase one the regret grows logarithmically, not as a "
-                        f"power (power-fit exponent {pow9a['p']:.2f} <= 0.25; increment over the "
-                        f"second half of log t / the first {inc9a:.2f} <= 1.5)",
-                        bool(pow9a["p"] <= 0.25 and inc9a <= 1.5)))
+                 title="Figure 9b: other schedules (p: Box-Cox exponent, 0 = log)")
+    log9a, pow9a, inc9a, p9a, h9a = fits[p["schedules"][0]]
+    checks.append(Check(f"Theorem 4, 9a: after phase one the regret is consistent with the "
+                        f"O(log T) bound -- no faster growth (Box-Cox exponent of the mean "
+                        f"regret {pow9a['p']:+.2f} <= {P_BAND}; increment over the second half "
+                        f"of log t / the first {inc9a:.2f} <= {RATIO_BAND})",
+                        bool(pow9a["p"] <= P_BAND and inc9a <= RATIO_BAND)))
     stat = [n for n in p["schedules"][1:] if n.startswith("statistical")]
     ps = [fits[n][1]["p"] for n in stat]
-    checks.append(Check("9b: every other statistical variant grows logarithmically (power-fit "
-                        f"exponents {', '.join(f'{x:.2f}' for x in ps)} <= 0.25)",
-                        bool(all(x <= 0.25 for x in ps))))
+    checks.append(Check("Theorem 4, 9b: every other statistical variant consistent with the "
+                        "O(log T) bound (Box-Cox exponents "
+                        f"{', '.join(f'{x:+.2f}' for x in ps)} <= {P_BAND})",
+                        bool(all(x <= P_BAND for x in ps))))
+    two_sided = (abs(p9a) + h9a <= P_BAND) and (1 / RATIO_BAND <= inc9a <= RATIO_BAND)
+    checks.append(Check(f"Figure 9a, two-sided: the regret grows like log T, neither faster nor "
+                        f"slower (Box-Cox exponent over {reps} replications {p9a:+.2f} +- "
+                        f"{h9a:.2f}, 95% CI inside [-{P_BAND}, {P_BAND}]; increment ratio "
+                        f"{inc9a:.2f} in [{1 / RATIO_BAND:.2f}, {RATIO_BAND}])", two_sided))
     other = [n for n in p["schedules"] if not n.startswith("statistical")]
-    notes = ("Logarithmic growth is tested on the mean regret over replications from twice "
-             "the end of phase one on (and t >= the preset's fit_from): a free power law "
-             "b + A t^p must choose an exponent near 0 (square-root growth gives p = 0.5, "
-             "linear p = 1), and the increments over the two halves of that range in log t must "
-             "match (log: ratio 1; t^p: (T/start)^(p/2)); a ratio below 1 is slower than log (the "
-             "error is still settling onto its 1/t regime). The paper's b + A log(1 + t/a) is "
-             "drawn on the same range (its R^2 is in the table; it cannot tell log from a "
-             "small power, hence the two tests). Before that, phase one adds the constant "
-             "that Theorem 4 bounds by C d ||beta_0 - beta*||: here most of the regret. "
-             + ("The comparators show the test can fail: "
+    slower = [n for n in p["schedules"] if n.startswith("statistical") and fits[n][2] < 1]
+    notes = ("**How growth is tested.** On the mean regret over replications from twice the "
+             "end of phase one on (and t >= the preset's fit_from), the curve "
+             "b + A ((t/t0)^p - 1)/p is fitted with p free in [-2, 2]: p = 0 is exactly "
+             "logarithmic, 1/2 square root, 1 linear, and p < 0 growth that levels off, slower "
+             "than log (a power b + A t^p with p >= 0 would sit at its bound p = 0 for log and "
+             "for anything slower alike, so it cannot test both sides). The increments over "
+             "the two halves of that range in log t are compared as well (log: ratio 1; t^p: "
+             "(T/start)^(p/2); below 1: slower than log). Theorem 4 is an upper bound, "
+             "O(log T): the one-sided criteria test that nothing grows faster. Figure 9a's "
+             "'runs parallel to b + log(1 + t/a)' is a two-sided statement: its criterion "
+             "needs the exponent's confidence interval over replications inside the band and "
+             "the increment ratio near 1. "
+             + (f"Increment ratios below 1 ({'; '.join(slower)}) mean growth slower than log "
+                "on this range: the excess loss is still settling onto its 1/t regime. "
+                if slower else "")
+             + "The paper's b + A log(1 + t/a) is drawn on the same range (its R^2 is in the "
+             "table; it cannot tell log from a small power). Before that, phase one adds the "
+             "constant that Theorem 4 bounds by C d ||beta_0 - beta*||: here most of the "
+             "regret. "
+             + ("The comparators show the one-sided test can fail: "
                 + "; ".join(f"{n}: p = {fits[n][1]['p']:.2f}, half-range ratio {fits[n][2]:.2f}"
                             for n in other) + "." if other else ""))
     setting = (f"d = {p['d']} (the caption; the text says d = 200), T = {p['n']:,}, t_1.1 "
@@ -152,22 +182,24 @@ def _analyse(p, results):
                "estimated). 9b: the figure's legend is not in the text; ours are the "
                "statistical schedule at other decays and Ca, plus a constant and a c/(t+1) "
                "stepsize (best grid point per stream) as contrasts.")
+    summary = {"fig9a_boxcox_p": pow9a["p"], "fig9a_p_over_reps": p9a, "fig9a_p_ci": h9a,
+               "fig9a_increment_ratio": inc9a}
     return Outcome(setting=setting, tables=[("Regret growth (mean over replications)", table)],
-                   figures={"fig9_regret": fig}, checks=checks, notes=notes)
+                   figures={"fig9_regret": fig}, checks=checks, notes=notes, summary=summary)
 
 
 EXPERIMENT = Experiment(
     name="qr-fig9", paper="001",
-    title="Figure 9 / Theorem 4: logarithmic regret",
+    title="Figure 9 / Theorem 4: regret O(log T)",
     claim=("Theorem 4: regret <= C1 (Cu/Cl) sqrt(Cu) d ||beta_0 - beta*|| + C2 Ca ... d "
            "log(1 + T/...), logarithmic in T. Figure 9a: d = 100 (the text: 200), SNR 20, "
            "T = 1e5, t_1.1, eta_t = (1 - 0.05/d)^t eta_0 then Ca/(t - t1 + Cb d): the regret "
            "runs parallel to a benchmark b + log(1 + t/a). 9b: other stepsize schemes, 'all "
            "showing a logarithmic trend ... albeit with different parameterizations'."),
-    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=3,
+    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=10,
                            n_points=50, fit_from=2000),
              "tiny": dict(n=4000, d=10, snr=20.0, schedules=("statistical, decay 0.05 (9a)",
-                          "statistical, decay 0.5", "constant (best of grid)"), reps=1,
+                          "statistical, decay 0.5", "constant (best of grid)"), reps=2,
                           n_points=12, fit_from=200),
              "full": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=50,
                           n_points=60, fit_from=2000)},

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..quantile import OnlineQuantileRegressor
-from ..schedules import ConstantSchedule, InverseTimeSchedule
+from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from . import _plot
 from .quantile import CONSTANT_GRID, INVERSE_TIME_GRID
-from ._qr_common import D_PAPER, T_PAPER, checkpoints, noise_facts, paper_stream, run_path
+from ._qr_common import (D_PAPER, DECAY_PAPER, T_PAPER, checkpoints, default_decay, noise_facts,
+                         paper_stream, run_path)
 from ._runner import Task
 from ._stats import last_decade_slope, median
 from ._types import Check, Experiment, Outcome
@@ -16,7 +17,8 @@ from ._types import Check, Experiment, Outcome
 
 def run_figure4(n, d, snr, tau, n_points, seed):
     """One replication: error paths of the default statistical schedule (plain
-    and averaged) and of every point of the constant and c/(t+1) grids."""
+    and averaged), of the same schedule at the paper's decay 0.5/d, and of
+    every point of the constant and c/(t+1) grids."""
     X, y, beta = paper_stream(n, d, tau=tau, snr=snr, seed=seed)
     pts = checkpoints(n, n_points)
 
@@ -26,8 +28,11 @@ def run_figure4(n, d, snr, tau, n_points, seed):
         return run_path(est, X, y, beta, pts, state=state)
 
     stat = path(state=True)
+    paper = path(StatisticalSchedule(decay=DECAY_PAPER), state=True)
     return {"t": stat["t"], "statistical": stat["err"],
             "phase": stat.get("phase", []), "b0_hat": stat.get("b0", []),
+            "paper": paper["err"], "paper_phase": paper.get("phase", []),
+            "paper_b0_hat": paper.get("b0", []),
             "statistical_avg": path(average=True)["err"],
             "constant": [path(ConstantSchedule(c))["err"] for c in CONSTANT_GRID],
             "inverse_time": [path(InverseTimeSchedule(c))["err"] for c in INVERSE_TIME_GRID],
@@ -40,57 +45,74 @@ def _tasks(p):
             for snr in p["snrs"] for seed in range(p["reps"])]
 
 
-def _switch_error(res, gamma):
+#: the two statistical schedules of the figure: (label, result key, key prefix)
+VARIANTS = (("default", "statistical", ""), ("paper's decay", "paper", "paper_"))
+
+
+def _switch_error(res, gamma, key="statistical", prefix=""):
     """Error (in units of E|xi|) at the first checkpoint after phase one ended,
     and the sparsity estimate there; NaN if the phase is not reported."""
-    phase = np.asarray(res["phase"], float)
+    phase = np.asarray(res[prefix + "phase"], float)
     after = np.flatnonzero(phase >= 2)
     if not after.size:
         return np.nan, np.nan
     i = after[0]
-    return res["statistical"][i] * res["beta_norm"] / gamma, res["b0_hat"][i]
+    return res[key][i] * res["beta_norm"] / gamma, res[prefix + "b0_hat"][i]
 
 
 def _analyse(p, results):
     gamma, b0 = noise_facts(0.5)
+    decay = {"default": default_decay(), "paper's decay": DECAY_PAPER}
     per_snr = {snr: results[i * p["reps"]:(i + 1) * p["reps"]] for i, snr in enumerate(p["snrs"])}
-    fig, axes = _plot.new_figure(len(p["snrs"]))
-    table = {k: [] for k in ("SNR", "statistical", "statistical+avg", "best constant", "eta",
-                             "best c/(t+1)", "c", "const/stat", "1/t over stat",
-                             "last-decade slope", "err at switch / E|xi|",
-                             "b0 estimate / (1/f(0))")}
-    checks = []
+    fig, axes = _plot.new_figure(len(p["snrs"]), width=5.6, height=6.2)
+    table = {k: [] for k in ("SNR", "schedule", "phase-one decay", "statistical",
+                             "statistical+avg", "best constant", "eta", "best c/(t+1)", "c",
+                             "const/stat", "1/t over stat", "last-decade slope",
+                             "err at switch / E|xi|", "b0 estimate / (1/f(0))")}
+    checks, headline, ratios = [], {}, {}
     for ax, (snr, res) in zip(axes, per_snr.items()):
         t = res[0]["t"]
-        final = {m: [r[m][-1] for r in res] for m in ("statistical", "statistical_avg")}
         const_final = np.array([[r["constant"][j][-1] for r in res]
                                 for j in range(len(CONSTANT_GRID))])
         inv_final = np.array([[r["inverse_time"][j][-1] for r in res]
                               for j in range(len(INVERSE_TIME_GRID))])
         jc = int(np.argmin(np.median(const_final, axis=1)))
         ji = int(np.argmin(np.median(inv_final, axis=1)))
-        stat, avg = median(final["statistical"]), median(final["statistical_avg"])
         const, inv = median(const_final[jc]), median(inv_final[ji])
-        slope = last_decade_slope(t, np.median([r["statistical"] for r in res], axis=0))
-        sw = np.array([_switch_error(r, gamma) for r in res])
-        sw_err, sw_b0 = median(sw[:, 0]), median(sw[:, 1]) / b0
-        for key, v in zip(table, (snr, stat, avg, const, CONSTANT_GRID[jc], inv,
-                                  INVERSE_TIME_GRID[ji], const / stat, inv / stat, slope,
-                                  sw_err, sw_b0)):
-            table[key].append(v)
-        checks.append(Check(f"SNR {snr:g}: statistical {stat:.2e} < best constant {const:.2e} "
-                            f"< best O(1/t) {inv:.2e} (each step >= 1.2x)",
-                            const >= 1.2 * stat and inv >= 1.2 * const))
-        checks.append(Check(f"SNR {snr:g}: O(1/t) phase two, last-decade slope {slope:+.2f} "
-                            f"in [-0.75, -0.30]", -0.75 <= slope <= -0.30))
-        checks.append(Check(f"SNR {snr:g}: phase one ends at the noise level, error at the "
-                            f"switch {sw_err:.2f} E|xi| <= 1", bool(sw_err <= 1.0)))
+        avg = median([r["statistical_avg"][-1] for r in res])
+        for label, key, prefix in VARIANTS:
+            c = decay[label]
+            stat = median([r[key][-1] for r in res])
+            slope = last_decade_slope(t, np.median([r[key] for r in res], axis=0))
+            sw = np.array([_switch_error(r, gamma, key, prefix) for r in res])
+            sw_err, sw_b0 = median(sw[:, 0]), median(sw[:, 1]) / b0
+            for k, v in zip(table, (snr, label, f"{c:g}/d", stat,
+                                    avg if key == "statistical" else np.nan, const,
+                                    CONSTANT_GRID[jc], inv, INVERSE_TIME_GRID[ji], const / stat,
+                                    inv / stat, slope, sw_err, sw_b0)):
+                table[k].append(v)
+            name = f"SNR {snr:g}, {label} {c:g}/d"
+            checks.append(Check(f"{name}: statistical {stat:.2e} < best constant {const:.2e} "
+                                f"< best O(1/t) {inv:.2e} (each step >= 1.2x)",
+                                const >= 1.2 * stat and inv >= 1.2 * const))
+            checks.append(Check(f"{name}: O(1/t) phase two, last-decade slope {slope:+.2f} "
+                                f"in [-0.75, -0.30]", -0.75 <= slope <= -0.30))
+            checks.append(Check(f"{name}: phase one ends at the noise level, error at the "
+                                f"switch {sw_err:.2f} E|xi| <= 1", bool(sw_err <= 1.0)))
+            tag = "paper" if key == "paper" else "default"
+            headline[f"snr{snr:g}_{tag}_switch_err_over_Exi"] = sw_err
+            headline[f"snr{snr:g}_{tag}_final_rel_err"] = stat
+        finals = {key: median([r[key][-1] for r in res]) for _, key, _ in VARIANTS}
+        headline[f"snr{snr:g}_best_constant_over_default"] = const / finals["statistical"]
+        ratios[snr] = finals["paper"] / finals["statistical"]
         # the figure: medians over replications, inter-quartile bands
         big = min(jc + 3, len(CONSTANT_GRID) - 1)
-        _plot.path_band(ax, t, [r["statistical"] for r in res], "statistical (default)",
-                        color="C0")
+        _plot.path_band(ax, t, [r["statistical"] for r in res],
+                        f"statistical, default decay {decay['default']:g}/d", color="C0")
         _plot.path_band(ax, t, [r["statistical_avg"] for r in res], "statistical, averaged",
                         color="C0", style="--")
+        _plot.path_band(ax, t, [r["paper"] for r in res],
+                        f"statistical, paper's decay {DECAY_PAPER:g}/d", color="C3", style="-.")
         # no slope for constants: they converge linearly, then stall
         _plot.path_band(ax, t, [r["constant"][jc] for r in res],
                         f"constant {CONSTANT_GRID[jc]:.1e} (best)", color="C1", slope="none")
@@ -101,28 +123,50 @@ def _analyse(p, results):
         _plot.path_band(ax, t, [r["inverse_time"][ji] for r in res],
                         f"c/(t+1), c = {INVERSE_TIME_GRID[ji]:.2g} (best)", color="C2")
         ax.axhline(1.0 / snr, color="grey", lw=0.8, ls="-.", label="noise level E|xi| / ||b*||")
+        for (label, key, prefix), marker in zip(VARIANTS, ("o", "s")):
+            sw = [_switch_error(r, gamma, key, prefix)[0] for r in res]
+            i = [np.flatnonzero(np.asarray(r[prefix + "phase"], float) >= 2) for r in res]
+            ts = [t[j[0]] for j in i if j.size]
+            if ts:
+                ax.plot([np.median(ts)], [median(sw) / snr], marker, ms=7, mfc="none",
+                        color="C0" if key == "statistical" else "C3",
+                        label=f"phase one ends ({label})")
         _plot.finish(ax, xlabel="t (samples)", ylabel="relative error ||b_t - b*|| / ||b*||",
                      title=f"Figure 4{'ab'[list(per_snr).index(snr)]}: SNR {snr:g}, d = {p['d']}, "
-                           f"t_1.1, tau = 0.5 ({p['reps']} reps)")
+                           f"t_1.1, tau = 0.5 ({p['reps']} reps)", below=True, fontsize=7.5, ncol=1)
     setting = (f"d = {p['d']}, T = {p['n']:,}, t_1.1 noise, tau = 0.5, beta_0 = 0, x ~ N(0, I), "
                f"{p['reps']} replications; 'moderate' and 'strong' SNR read as ||beta*|| / E|xi| "
                f"= {' and '.join(f'{s:g}' for s in p['snrs'])} (the paper gives no number for "
                "Figure 4; 20 and 200 are the values of its other figures). Statistical = the "
-               "library's default schedule, every constant estimated from the stream (no oracle "
-               "input). The comparators' constants are the best of 16-point log grids "
+               "library's schedule, every constant estimated from the stream (no oracle "
+               f"input), Ca = 20, Cb = 30, run twice: with the library's default phase-one "
+               f"decay (1 - {decay['default']:g}/d)^t, and with the paper's (1 - "
+               f"{DECAY_PAPER:g}/d)^t (StatisticalSchedule(decay={DECAY_PAPER:g})); the verdict "
+               "needs both. The comparators' constants are the best of 16-point log grids "
                "(constant 1e-5..1, c/(t+1) with c 0.1..1e4) by median final error, picked in "
                "hindsight -- a favour the statistical schedule does not get. Curves are medians "
-               "over replications with inter-quartile bands.")
+               "over replications with inter-quartile bands; circles and squares mark the end "
+               "of phase one (median switch time, error there).")
+    notes = (f"**Decay.** The paper's phase one decays as (1 - {DECAY_PAPER:g}/d)^t; at that "
+             "rate its stepsize shrinks faster than the error can follow and phase one "
+             "stops above the noise level (`qr-phase-one` measures why), so the criterion "
+             "'phase one ends at the noise level' fails at the paper's setting and holds at "
+             f"the library's default {decay['default']:g}/d, which this experiment and "
+             "`qr-phase-one` motivated. Final error at the paper's decay over the default's: "
+             + ", ".join(f"{r:.2f}x (SNR {snr:g})" for snr, r in ratios.items())
+             + "; the plateau test's inflated b0 at the stall gives phase two larger steps, "
+             "which partly rescues a stalled phase one (`qr-phase-one`).")
     return Outcome(setting=setting, tables=[("Final relative errors (medians over "
                                              "replications)", table)],
-                   figures={"fig4_stepsizes": fig}, checks=checks)
+                   figures={"fig4_stepsizes": fig}, checks=checks, notes=notes,
+                   summary=headline)
 
 
 EXPERIMENT = Experiment(
     name="qr-fig4", paper="001",
     title="Figure 4: statistical vs constant vs O(1/t) stepsizes",
     claim=("Single-sample updates, d = 100, T = 1e5, tau = 1/2, t_1.1 noise, first phase "
-           "eta_t = (1 - 0.5/d)^t eta_0, second phase Ca = 20, Cb = 30. Claim: the statistical "
+           "eta_t = (1 - 0.5/d)^t eta_0, second phase Ca = 20, Cb = 30 (Section 3.1). Claim: the statistical "
            "schedule converges linearly in phase one until the error is at the noise level "
            "E|xi|, then resets the stepsize and converges at the O(1/t) rate; a constant "
            "stepsize stalls at the end-of-phase-one error; O(1/t) is considerably worse than "
