@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 
 __all__ = ["host_threads", "limited", "share"]
 
 _controller = None
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limit = None
 
 
 def host_threads(client):
@@ -47,18 +51,42 @@ def share(threads_on_host):
     return max(1, cores // max(1, int(threads_on_host or 1)))
 
 
+def _controllers():
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+
+        every = ThreadpoolController()
+        _controller = (every.select(user_api="blas"), every.select(user_api="openmp"))
+    return _controller
+
+
 @contextlib.contextmanager
 def limited(threads):
     """BLAS and OpenMP limited to ``threads`` for the block (threadpoolctl).
 
-    The controller lists the loaded libraries once per process (a few
-    milliseconds; its ``limit`` then costs microseconds, which matters for
-    tasks of small chunks); the libraries streamfit's kernels use are loaded
-    by the time the first task runs."""
-    global _controller
-    from threadpoolctl import ThreadpoolController
-
-    if _controller is None:
-        _controller = ThreadpoolController()
-    with _controller.limit(limits=int(threads)):
-        yield
+    OpenMP's thread count is the calling thread's own setting: limited
+    for this thread alone. BLAS's is the process's: several tasks running
+    at once in one process (a worker with several threads, workers in one
+    process) would each save and restore it around the others, and the
+    last to leave could restore another's limit; so the first task in
+    sets it, the last one out restores it (every task of a process asks
+    the same). The controllers list the loaded libraries once per process
+    (a few milliseconds; a limit then costs microseconds, which matters
+    for tasks of small chunks); the libraries streamfit's kernels use are
+    loaded by the time the first task runs."""
+    global _blas_users, _blas_limit
+    blas, openmp = _controllers()
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limit = blas.limit(limits=int(threads))
+        _blas_users += 1
+    try:
+        with openmp.limit(limits=int(threads)):
+            yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limit.restore_original_limits()
+                _blas_limit = None
