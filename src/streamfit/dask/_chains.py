@@ -162,8 +162,10 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
                        and not all(step.done() for step in steps[j])]))
                 alive.update(pending[made])
                 made += 1
-            block = pending.pop(i)
+            # popped once made: its worker stays among the pins while we wait
+            block = pending[i]
             settle(client, block, f"{what}, {describe(i)}", timeout, pins=pins)
+            pending.pop(i)
             _raise_if_erred(block, lambda f, i=i: f"while computing "
                             f"{describe_failed(i, f) if describe_failed else describe(i)} "
                             f"for {what}")
