@@ -106,7 +106,7 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
 
     ``compute_block(i, place)`` submits block i and returns its futures (the
     first is the one whose worker runs the steps) and the worker it is
-    restricted to, or None (see map_pinned); ``submit_step(chain, i, state,
+    restricted to or already held by, or None (see map_pinned); ``submit_step(chain, i, state,
     block, workers)`` submits chain's step on block i from ``state`` (a
     future or the initial value), restricted to ``workers``. A "block" may
     be several of the data's blocks fitted by one step (stream_fit's runs);
@@ -169,7 +169,8 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
             _raise_if_erred(block, lambda f, i=i: f"while computing "
                             f"{describe_failed(i, f) if describe_failed else describe(i)} "
                             f"for {what}")
-            workers = _holders(client, block[0])
+            # a block made on (or held by) a known worker is there: no need to ask
+            workers = [placed[i]] if placed.get(i) else _holders(client, block[0])
             steps[i] = [submit_step(c, i, previous[c], block, workers)
                         for c in range(len(previous))]
             alive.update(steps[i])

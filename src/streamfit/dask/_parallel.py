@@ -228,7 +228,14 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     Each partition (row chunk of a Dask array, partition of a DataFrame)
     runs ``OnlineQuantileRegressor(tau, average=True)`` (statistical
     schedule, Polyak-Ruppert average) on the worker that holds it; only the
-    d + 1 numbers of each estimate come back. The averaged online estimator
+    d + 1 numbers of each estimate come back. Partitions already in the
+    workers' memory (persisted) are all submitted at once, each to a worker
+    holding it (one held by several: the one with the fewest rows so far),
+    and never moved -- sending a partition costs more than fitting it -- so
+    the speed-up is bounded by how evenly they lie on the workers
+    (``client.rebalance()`` evens them out beforehand). BLAS and OpenMP
+    threads inside each fit are limited to the worker's share of its
+    host's cores (two single-threaded workers on two cores: one each). The averaged online estimator
     is asymptotically normal, and Volgushev, Chao & Cheng (Ann. Statist.
     2019) show that the mean of S local quantile regression estimators keeps
     the full-sample rate when each partition is large against d (S growing

@@ -110,7 +110,7 @@ def _run_chain(client, blocks, state, method, y_column, prefetch, timeout):
         indices, worker = groups[g]
         if worker is not None:
             futures = [f for i in indices for f in held[i][0]]
-            return futures, None
+            return futures, worker
         chosen = []
 
         def same_place():
