@@ -209,3 +209,49 @@ def assert_same_state(a, b, path="estimator"):
         assert isinstance(b, float) and np.isnan(b), path
     else:
         assert a == b and type(a) is type(b), (path, a, b)
+
+
+def _cut(made, start, rows):
+    return made[0][start:start + rows], made[1][start:start + rows]
+
+
+def pinned_stream(client, parts, n, d, chunk, seed0, workers=None):
+    """A Dask (X, y) persisted on the workers: partition p (n rows of
+    ``make_linear_stream``, seed seed0 + p) made on workers[p % len], cut
+    there into chunks of ``chunk`` rows. Returns X, y and the worker of
+    each chunk."""
+    import operator
+
+    import dask
+    import dask.array as da
+
+    from streamfit.simulate import make_linear_stream
+
+    workers = workers or sorted(client.nthreads())
+    Xs, ys, where = [], [], []
+    for p in range(parts):
+        on = [workers[p % len(workers)]]
+        made = client.submit(make_linear_stream, n, d, tau=0.5, random_state=seed0 + p,
+                             workers=on, pure=False)
+        for s in range(0, n, chunk):
+            c = min(chunk, n - s)
+            pair = client.submit(by_value(_cut), made, s, c, workers=on, pure=False)
+            X = client.submit(operator.getitem, pair, 0, workers=on, pure=False)
+            y = client.submit(operator.getitem, pair, 1, workers=on, pure=False)
+            Xs.append(da.from_delayed(dask.delayed(X), (c, d), dtype=np.float64))
+            ys.append(da.from_delayed(dask.delayed(y), (c,), dtype=np.float64))
+            where.append(on[0])
+    X, y = client.persist([da.concatenate(Xs), da.concatenate(ys)])
+    with client.as_current():
+        distributed.wait(distributed.futures_of([X, y]))
+    return X, y, where
+
+
+def task_workers(task_stream, prefix):
+    """{key: worker} of the tasks in a task stream whose keys start with prefix."""
+    out = {}
+    for task in task_stream.data:
+        key = task["key"] if isinstance(task["key"], str) else str(task["key"])
+        if key.startswith(prefix):
+            out[key] = task["worker"]
+    return out

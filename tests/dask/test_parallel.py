@@ -20,7 +20,8 @@ from streamfit.schedules import StatisticalSchedule  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
 from .conftest import (TransferLog, by_value, generated_stream, make_cluster,  # noqa: E402
-                       reused_keys, slow_block, worker_only_array)
+                       pinned_stream, reused_keys, slow_block, task_workers,
+                       worker_only_array)
 
 SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
 N, D = sum(SIZES), 4
@@ -226,6 +227,64 @@ def test_generated_partitions_are_shared_by_the_workers_and_never_moved(client):
         est = OnlineQuantileRegressor(0.5, average=True).fit(Xl[s * n:(s + 1) * n],
                                                               yl[s * n:(s + 1) * n])
         assert np.array_equal(fit.partition_coef_[s], est.coef_)
+
+
+def test_persisted_partitions_are_fitted_where_they_are_and_shared(client):
+    # 8 partitions persisted on the workers in turn; then each copied to the
+    # other worker too: the fits still go where the data is, half on each
+    # (with every partition on both, the scheduler put all fits on one)
+    X, y, where = pinned_stream(client, 8, 3000, 5, 3000, seed0=20)
+    for replicate in (False, True):
+        if replicate:
+            client.replicate(distributed.futures_of([X, y]), n=2)
+        with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
+            fit = parallel_quantile_fit(X, y, 0.5, client=client, min_partition_rows=100)
+        assert fit.n_samples_seen_ == 24_000
+        ran = task_workers(ts, "parallel_quantile_fit-")
+        if not replicate:
+            assert [ran[k] for k in sorted(ran, key=lambda k: int(k.split("-")[3]))] == where
+        counts = {w: list(ran.values()).count(w) for w in set(where)}
+        assert sorted(counts.values()) == [4, 4], counts
+        assert all(k.startswith("parallel_quantile_fit-") for k in log.moved), log.moved
+
+
+class _RecordThreads:
+    """A constant stepsize schedule that writes, on a worker, the most
+    threads a BLAS or OpenMP library there would use to a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def stepsizes(self, start, count):
+        from threadpoolctl import threadpool_info
+
+        try:
+            distributed.get_worker()
+        except ValueError:              # the client's parameter check
+            pass
+        else:
+            with open(self.path, "a") as f:
+                f.write(f"{max(i['num_threads'] for i in threadpool_info())}\n")
+        return np.full(count, 1e-3)
+
+
+def test_compute_threads_are_the_workers_share_of_the_cores(tmp_path, data):
+    # worker processes started without the nanny's one-thread variables:
+    # their BLAS and OpenMP would use every core; each task uses its
+    # worker's share (two single-threaded workers: half the cores each)
+    X, y, _ = data
+    path = str(tmp_path / "threads")
+    cores = len(os.sched_getaffinity(0))
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}), make_cluster() as cluster, \
+            distributed.Client(cluster, set_as_default=False) as c:
+        c.wait_for_workers(2, timeout=30)
+        fit = parallel_quantile_fit(da.from_array(X, chunks=(SIZES, D)),
+                                    da.from_array(y, chunks=(SIZES,)), 0.7, client=c,
+                                    estimator_params={"schedule": by_value(_RecordThreads(path))})
+    assert fit.n_samples_seen_ == N
+    with open(path) as f:
+        seen = [int(line) for line in f]
+    assert len(seen) == 4 and set(seen) == {max(1, cores // 2)}, seen
 
 
 def test_nothing_is_held_after_the_call(client, data):

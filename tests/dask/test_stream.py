@@ -27,7 +27,7 @@ from streamfit.simulate import (make_dense_stream, make_linear_stream,  # noqa: 
                                 make_spiked_stream)
 
 from .conftest import (TransferLog, assert_same_state, by_value, generated_stream,  # noqa: E402
-                       make_cluster, worker_only_array)
+                       make_cluster, pinned_stream, task_workers, worker_only_array)
 
 N, D, CHUNK = 1000, 5, 230          # chunks of 230, 230, 230, 230, 80 rows
 REGRESSORS = {
@@ -205,6 +205,33 @@ def test_generated_chunks_are_not_moved(client):
                 or "-block-" in key], log.moved
     ref = OnlineQuantileRegressor(0.5).fit(X.compute(), y.compute())
     assert_same_state(est, ref)
+
+
+def test_consecutive_chunks_on_a_worker_are_fitted_by_one_task(client):
+    # 3 partitions of 2000 rows on the workers in turn, cut into chunks of
+    # 250 there: 24 chunks in 3 runs, each run one step on its worker
+    X, y, where = pinned_stream(client, 3, 2000, 6, 250, seed0=40)
+    with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
+        est = stream_fit(OnlineQuantileRegressor(0.5, average=True), X, y, client=client)
+    steps = task_workers(ts, "stream_fit-")
+    runs = [w for i, w in enumerate(where) if i == 0 or where[i - 1] != w]
+    assert sorted(steps.values()) == sorted(runs), (steps, runs)
+    assert all(key.startswith("stream_fit-") for key in log.moved), log.moved
+    Xl, yl = client.compute([X, y], sync=True)
+    ref = in_memory(OnlineQuantileRegressor(0.5, average=True), row_chunks(6000, 250, Xl, yl))
+    assert_same_state(est, ref)
+
+
+def test_chunks_made_from_scratch_are_made_and_fitted_in_runs(client, regression):
+    # 1000 rows in chunks of 10: 100 chunks of a few hundred bytes, made
+    # on one worker in one run and fitted by one task
+    X, y = regression
+    with distributed.get_task_stream(client=client) as ts:
+        est = stream_fit(OnlineQuantileRegressor(0.3), da.from_array(X, chunks=10),
+                         da.from_array(y, chunks=10), client=client)
+    assert len(task_workers(ts, "stream_fit-").keys() - {k for k in task_workers(
+        ts, "stream_fit-block-")}) == 1
+    assert_same_state(est, in_memory(OnlineQuantileRegressor(0.3), row_chunks(N, 10, X, y)))
 
 
 def test_a_from_array_block_sends_its_chunk_not_the_array(client):

@@ -12,7 +12,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-__all__ = ["Blocks", "row_blocks", "is_frame", "submit_block"]
+__all__ = ["Blocks", "row_blocks", "is_frame", "submit_block", "resident_blocks"]
 
 
 def is_frame(obj):
@@ -185,3 +185,59 @@ def submit_block(client, items, place=None, key=None):
     whole = client.submit(_make_here, items, key=key, **where)
     return [client.submit(operator.getitem, whole, j, key=f"{key}-{j}", **where)
             for j in range(len(items))], worker
+
+
+def _held_future(item, found):
+    """The future of the cluster whose key is item's own (a persisted chunk,
+    taken as it is), or None. ``found`` caches the futures of each graph:
+    the blocks of one collection share theirs."""
+    from distributed import futures_of
+
+    graph = getattr(item, "dask", None)
+    if graph is None:
+        return None
+    if id(graph) not in found:
+        found[id(graph)] = (graph, {f.key: f for f in futures_of(item)})
+    return found[id(graph)][1].get(getattr(item, "key", None))
+
+
+def resident_blocks(client, blocks):
+    """{i: (futures, holders)} for the blocks whose every part is already
+    held in the cluster (the chunks of a persisted collection): their
+    futures, and the workers holding all parts (when X and y are held
+    apart: the holders of X, the larger), asked of the scheduler once for
+    all blocks. Other blocks are left out (they are computed first)."""
+    found, held = {}, {}
+    for i, items in enumerate(blocks.items):
+        futures = [_held_future(item, found) for item in items]
+        if futures and all(f is not None for f in futures):
+            held[i] = futures
+    if not held:
+        return {}
+    try:
+        who = client.who_has([f for futures in held.values() for f in futures])
+    except Exception:       # the scheduler is gone: the waits' checks say so
+        return {}
+    out = {}
+    for i, futures in held.items():
+        parts = [set(who.get(f.key, ())) for f in futures]
+        if not parts[0]:        # not in memory (lost, or still being computed)
+            continue
+        both = set.intersection(*parts)
+        out[i] = (futures, sorted(both or parts[0]))
+    return out
+
+
+def spread(holders, rows, nthreads):
+    """{i: worker}: one of its holders for every block, so that each
+    worker's rows per thread are as even as the data's placement allows.
+    Blocks held by one worker go there; the others (replicated) then go,
+    largest first, to the holder with the fewest rows per thread so far."""
+    load = dict.fromkeys(nthreads, 0)
+    out = {}
+    order = sorted(holders, key=lambda i: (len(holders[i]) > 1, -(rows[i] or 1), i))
+    for i in order:
+        best = min(holders[i], key=lambda w: (load.get(w, 0) / max(nthreads.get(w, 1), 1), w))
+        load[best] = load.get(best, 0) + (rows[i] or 1)
+        out[i] = best
+    return out

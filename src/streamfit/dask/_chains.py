@@ -35,7 +35,7 @@ def _raise_if_erred(futures, note=None):
                 future.result()
             except Exception as exc:
                 if note:
-                    add_note(exc, note)
+                    add_note(exc, note(future) if callable(note) else note)
                 raise
 
 
@@ -100,15 +100,18 @@ class _Placer:
 
 
 def drive_chains(client, n_blocks, compute_block, submit_step, states, describe, what,
-                 prefetch, timeout):
+                 prefetch, timeout, describe_failed=None):
     """Run len(states) chains over blocks 0..n_blocks-1 and return their final
     states (gathered to the client).
 
     ``compute_block(i, place)`` submits block i and returns its futures (the
     first is the one whose worker runs the steps) and the worker it is
-    restricted to, or None (see map_pinned); ``submit_step(chain, i, state,
+    restricted to or already held by, or None (see map_pinned); ``submit_step(chain, i, state,
     block, workers)`` submits chain's step on block i from ``state`` (a
-    future or the initial value), restricted to ``workers``.
+    future or the initial value), restricted to ``workers``. A "block" may
+    be several of the data's blocks fitted by one step (stream_fit's runs);
+    ``describe_failed(i, future)``, if given, names the data block whose
+    future failed to compute (default ``describe(i)``).
 
     Blocks are computed at most ``prefetch`` ahead of the steps being
     submitted, and only once every step ``prefetch + 2`` blocks back has
@@ -159,10 +162,15 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
                        and not all(step.done() for step in steps[j])]))
                 alive.update(pending[made])
                 made += 1
-            block = pending.pop(i)
+            # popped once made: its worker stays among the pins while we wait
+            block = pending[i]
             settle(client, block, f"{what}, {describe(i)}", timeout, pins=pins)
-            _raise_if_erred(block, f"while computing {describe(i)} for {what}")
-            workers = _holders(client, block[0])
+            pending.pop(i)
+            _raise_if_erred(block, lambda f, i=i: f"while computing "
+                            f"{describe_failed(i, f) if describe_failed else describe(i)} "
+                            f"for {what}")
+            # a block made on (or held by) a known worker is there: no need to ask
+            workers = [placed[i]] if placed.get(i) else _holders(client, block[0])
             steps[i] = [submit_step(c, i, previous[c], block, workers)
                         for c in range(len(previous))]
             alive.update(steps[i])
@@ -192,7 +200,7 @@ def default_window(client):
 
 
 def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, describe, what,
-               timeout):
+               timeout, resident=None):
     """One task per block, each on the worker holding its block.
 
     ``compute_block(i, place, attempt)`` submits block i and returns its
@@ -214,8 +222,18 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
     computed in order as room frees up. A block whose worker leaves before
     its task's result has been taken is computed and fitted again (up to
     ATTEMPTS times).
+
+    ``resident``, {i: (futures, worker)}: blocks already held in the
+    cluster (persisted; see :func:`~._blocks.resident_blocks` and
+    ``spread``). Their tasks are all submitted at once, pinned to the
+    worker given, outside the window (their data is in memory whatever
+    is done here): no block waits for a round trip of this loop, and each
+    worker works through its own blocks in order. If such a block's task
+    must run again (its worker left), the block is computed again like any
+    other.
     """
     blocks, tasks, pinned, placed = {}, {}, {}, {}
+    resident = dict(resident or {})
     choose = _Placer(client)
     alive = weakref.WeakSet()               # as in drive_chains
     attempts = [0] * n_blocks
@@ -229,10 +247,27 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
         return choose([placed[i] for i in blocks if placed.get(i)]
                       + [pinned[i] for i in tasks if pinned.get(i)])
 
+    def holder(workers):
+        # of several holders (a replicated block), the one with the fewest
+        # of this call's tasks: a task is restricted to one worker
+        if len(workers) < 2:
+            return workers[0] if workers else None
+        busy = [pinned[i] for i in tasks if pinned.get(i)]
+        return min(workers, key=lambda w: (busy.count(w), w))
+
     try:
+        for i in sorted(resident):
+            futures, worker = resident[i]
+            todo.remove(i)
+            attempts[i] += 1
+            pinned[i] = worker
+            tasks[i] = submit_task(i, futures, [worker], attempts[i])
+            alive.add(tasks[i])
+        first = set(resident)       # tasks outside the window
         while todo or blocks or tasks:
-            while todo and len(blocks) + len(tasks) < window:
+            while todo and len(blocks) + len(set(tasks) - first) < window:
                 i = todo.pop()
+                first.discard(i)        # made again: in the window from now on
                 attempts[i] += 1
                 blocks[i], placed[i] = compute_block(i, place, attempts[i])
                 alive.update(blocks[i])
@@ -270,9 +305,9 @@ def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, 
                     todo.sort(reverse=True)
                     continue
                 _raise_if_erred(block, f"while computing {describe(i)} for {what}")
-                workers = _holders(client, block[0])
-                pinned[i] = workers[0] if workers else None
-                tasks[i] = submit_task(i, block, workers, attempts[i])
+                worker = holder(_holders(client, block[0]))
+                pinned[i] = worker
+                tasks[i] = submit_task(i, block, [worker] if worker else None, attempts[i])
                 alive.add(tasks[i])
             for i in [i for i, task in tasks.items() if task.status == "lost"]:
                 # finished, then its result was lost with the worker that held

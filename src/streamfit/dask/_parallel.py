@@ -11,18 +11,26 @@ import numpy as np
 
 from ..quantile import OnlineQuantileRegressor
 from ..schedules import StatisticalSchedule
-from ._blocks import is_frame, row_blocks, submit_block
+from ._blocks import is_frame, resident_blocks, row_blocks, spread, submit_block
 from ._chains import default_window, map_pinned
 from ._client import connect
 from ._state import add_note
+from ._threads import host_threads, limited, share
 
 __all__ = ["parallel_quantile_fit", "ParallelQuantileFit"]
 
 
-def _fit_partition(where, taus, params, init, r, min_rows, y_column, X, y=None):
+def _fit_partition(where, taus, params, init, r, min_rows, y_column, on_host, X, y=None):
     """On a worker: the averaged online fit of each tau on one partition, in
-    round ``r`` (0, 1, ...). Returns (rows, coefs (m, d), intercepts (m,),
+    round ``r`` (0, 1, ...), its BLAS and OpenMP threads limited to the
+    worker's share of the host's cores (``on_host``: the task threads of
+    the workers on this host). Returns (rows, coefs (m, d), intercepts (m,),
     seconds)."""
+    with limited(share(on_host)):
+        return _fit_taus(where, taus, params, init, r, min_rows, y_column, X, y)
+
+
+def _fit_taus(where, taus, params, init, r, min_rows, y_column, X, y):
     start = time.perf_counter()
     if y_column is not None:
         X, y = X.drop(columns=[y_column]), X[y_column]
@@ -220,7 +228,14 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     Each partition (row chunk of a Dask array, partition of a DataFrame)
     runs ``OnlineQuantileRegressor(tau, average=True)`` (statistical
     schedule, Polyak-Ruppert average) on the worker that holds it; only the
-    d + 1 numbers of each estimate come back. The averaged online estimator
+    d + 1 numbers of each estimate come back. Partitions already in the
+    workers' memory (persisted) are all submitted at once, each to a worker
+    holding it (one held by several: the one with the fewest rows so far),
+    and never moved -- sending a partition costs more than fitting it -- so
+    the speed-up is bounded by how evenly they lie on the workers
+    (``client.rebalance()`` evens them out beforehand). BLAS and OpenMP
+    threads inside each fit are limited to the worker's share of its
+    host's cores (two single-threaded workers on two cores: one each). The averaged online estimator
     is asymptotically normal, and Volgushev, Chao & Cheng (Ann. Statist.
     2019) show that the mean of S local quantile regression estimators keeps
     the full-sample rate when each partition is large against d (S growing
@@ -317,6 +332,17 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     history, seconds, init = [], [], None
     with connect(client, timeout) as c:
         window = default_window(c)
+        on_host = host_threads(c)
+        # partitions already in the workers' memory (persisted): fitted where
+        # they are, all at once, each worker's rows as even as the placement
+        # allows; the others are computed block by block (map_pinned)
+        held = resident_blocks(c, blocks)
+        try:
+            nthreads = c.nthreads()
+        except Exception:   # the scheduler is gone: map_pinned's waits say so
+            nthreads = {}
+        chosen = spread({i: w for i, (_, w) in held.items()}, blocks.rows, nthreads)
+        resident = {i: (held[i][0], chosen[i]) for i in held}
         for r in range(rounds):
             results = [None] * len(blocks)
 
@@ -325,9 +351,11 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
                                     f"parallel_quantile_fit-block-{run}-{r}-{i}-{attempt}")
 
             def submit_task(i, block, workers, attempt, r=r, init=init):
+                where = workers[0] if workers else None
                 return c.submit(_fit_partition, blocks.describe(i), taus,
                                 params if r == 0 else later, init, r, min_rows,
-                                y_column, *block, key=f"parallel_quantile_fit-{run}-{r}-{i}-{attempt}",
+                                y_column, on_host.get(where, 1), *block,
+                                key=f"parallel_quantile_fit-{run}-{r}-{i}-{attempt}",
                                 workers=workers, allow_other_workers=False, pure=False)
 
             def on_result(i, value):
@@ -335,7 +363,7 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
 
             map_pinned(c, len(blocks), compute_block, submit_task, on_result, window,
                        blocks.describe, f"streamfit.dask.parallel_quantile_fit, round {r + 1}",
-                       timeout)
+                       timeout, resident)
             kept = [(i, res) for i, res in enumerate(results) if res[0] > 0]
             if not kept:
                 raise ValueError("X has no rows")

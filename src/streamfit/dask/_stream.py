@@ -6,10 +6,11 @@ import numbers
 import pickle
 import uuid
 
-from ._blocks import is_frame, row_blocks, submit_block
+from ._blocks import is_frame, resident_blocks, row_blocks, submit_block
 from ._chains import drive_chains
 from ._client import connect
 from ._state import add_note, adopt, caller_lock, snapshot
+from ._threads import host_threads, limited, share
 
 __all__ = ["stream_fit"]
 
@@ -17,10 +18,28 @@ def _n_rows(part):
     return part.shape[0]
 
 
-def _fit_block(state, where, method, y_column, X, y=None, sample_weight=None):
+# Chunks made from scratch (generated, read) are made in groups of about this
+# many bytes on one worker and fitted there by one task: a task costs
+# milliseconds (a scheduler round trip, the state pickled and sent), a
+# partial_fit of a thousand rows a tenth of one.
+GROUP_BYTES = 32 << 20
+
+
+def _fit_blocks(state, wheres, method, y_column, on_host, *parts):
     """On a worker: the estimator (unpickled from ``state``) after
-    ``estimator.<method>`` on this block, pickled again."""
+    ``estimator.<method>`` on each of the blocks in turn (``parts``: the
+    blocks' X, y, ... one after another, as many per block as there are
+    ``wheres``' blocks), pickled again: the state stays an object between
+    the chunks of one task."""
     estimator = pickle.loads(state)
+    k = len(parts) // len(wheres)
+    with limited(share(on_host)):
+        for j, where in enumerate(wheres):
+            _fit_one(estimator, where, method, y_column, *parts[j * k:(j + 1) * k])
+    return pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _fit_one(estimator, where, method, y_column, X, y=None, sample_weight=None):
     if y_column is not None:
         X, y = X.drop(columns=[y_column]), X[y_column]
     for name, other in (("y", y), ("sample_weight", sample_weight)):
@@ -35,30 +54,106 @@ def _fit_block(state, where, method, y_column, X, y=None, sample_weight=None):
         add_note(exc, f"raised by {type(estimator).__name__}.{method} on {where} in "
                       f"streamfit.dask.stream_fit")
         raise
-    return pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _groups(client, blocks):
+    """The chain's steps: runs of consecutive blocks that one task fits in
+    turn, as (block indices, worker or None).
+
+    Blocks already in the cluster (persisted) held by one worker form a run
+    there, however many (their memory is spent already); blocks made from
+    scratch form runs of about GROUP_BYTES, each made on one worker chosen
+    when the run starts; any other block (computed from data in the cluster,
+    where Dask puts it) is a step of its own."""
+    from distributed import futures_of
+
+    held = resident_blocks(client, blocks)
+    width = 8 * ((blocks.n_features or 1) + len(blocks.kinds))     # bytes a row, about
+    groups, run, key, size = [], [], None, 0
+    last = None
+    for i in range(len(blocks)):
+        if i in held:
+            holders = held[i][1]
+            last = last if last in holders else holders[0]
+            this, rows = ("held", last), 0
+        elif blocks.rows[i] is not None and not futures_of(list(blocks.items[i])):
+            this, rows = ("made",), blocks.rows[i] * width
+        else:
+            this, rows = None, 0
+        if run and (this is None or this != key or size + rows > GROUP_BYTES):
+            groups.append((run, key[1] if key and key[0] == "held" else None))
+            run, size = [], 0
+        run.append(i)
+        key, size = this, size + rows
+    if run:
+        groups.append((run, key[1] if key and key[0] == "held" else None))
+    return groups, held
+
+
+def _describe_group(blocks, group):
+    first, last = group[0], group[-1]
+    if first == last:
+        return blocks.describe(first)
+    unit = "chunks" if blocks.kinds[0] == "array" else "partitions"
+    return f"{unit} {first}..{last} of {len(blocks)}"
 
 
 def _run_chain(client, blocks, state, method, y_column, prefetch, timeout):
-    """The chain of block fits (see drive_chains); returns the final state."""
+    """The chain of block fits, a run of blocks a step (see drive_chains and
+    _groups); returns the final state."""
     run = uuid.uuid4().hex[:8]
+    groups, held = _groups(client, blocks)
+    on_host = host_threads(client)
+    made = {}           # future key -> block index, to name a block that fails
 
-    def compute_block(i, place):
-        return submit_block(client, blocks.items[i], place, f"stream_fit-block-{run}-{i}")
+    def compute_block(g, place):
+        indices, worker = groups[g]
+        if worker is not None:
+            futures = [f for i in indices for f in held[i][0]]
+            return futures, worker
+        chosen = []
 
-    def submit_step(chain, i, previous, block, workers):
-        return client.submit(_fit_block, previous, blocks.describe(i), method, y_column,
-                             *block, key=f"stream_fit-{run}-{i}", workers=workers,
+        def same_place():
+            # every block of the run on the worker chosen for its first
+            if not chosen:
+                chosen.append(place())
+            return chosen[0]
+
+        futures, where = [], None
+        for i in indices:
+            block, w = submit_block(client, blocks.items[i], same_place,
+                                    f"stream_fit-block-{run}-{i}")
+            made.update({f.key: i for f in block})
+            futures += block
+            where = where or w
+        return futures, where
+
+    def submit_step(chain, g, previous, block, workers):
+        indices, worker = groups[g]
+        if worker is not None:
+            workers = [worker]
+        return client.submit(_fit_blocks, previous, [blocks.describe(i) for i in indices],
+                             method, y_column, on_host.get(workers[0] if workers else None, 1),
+                             *block, key=f"stream_fit-{run}-{g}", workers=workers,
                              allow_other_workers=False, pure=False)
 
-    [state] = drive_chains(client, len(blocks), compute_block, submit_step, [state],
-                           blocks.describe, "streamfit.dask.stream_fit", prefetch, timeout)
+    def describe_failed(g, future):
+        i = made.get(future.key)
+        return blocks.describe(i) if i is not None else _describe_group(blocks, groups[g][0])
+
+    [state] = drive_chains(client, len(groups), compute_block, submit_step, [state],
+                           lambda g: _describe_group(blocks, groups[g][0]),
+                           "streamfit.dask.stream_fit", prefetch, timeout,
+                           describe_failed=describe_failed)
     return state
 
 
 def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetch=2,
                timeout=None):
     """Feed the chunks of a Dask collection to ``estimator.partial_fit`` in
-    order, each call on the worker that holds the chunk.
+    order, each call on the worker that holds the chunk; consecutive chunks
+    on one worker are fitted by one task, the estimator kept in memory
+    between them.
 
     Like dask-ml's ``Incremental``, but the estimator's state travels from
     worker to worker and the data stays where it is: no chunk is ever sent to
@@ -87,8 +182,10 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         None: the current Dask client if there is one, else a LocalCluster
         (one process per core) started for this call and closed after it.
     prefetch : int, default 2
-        Chunks computed ahead of the one being fitted: about ``prefetch + 2``
-        chunks are in the cluster's memory at a time.
+        Steps computed ahead of the one being fitted: about ``prefetch + 2``
+        steps' chunks are in the cluster's memory at a time, besides chunks
+        already held there. A step is one chunk, or a run of consecutive
+        chunks of about 32 MB in all made from scratch on one worker.
     timeout : float, default 10
         Seconds to connect to a scheduler, and to wait for a lost connection
         to come back before giving up.
@@ -103,14 +200,20 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
 
     Notes
     -----
-    Each chunk's fit is a Dask task restricted to the worker holding the
-    chunk; a worker that dies mid-run makes Dask re-run the lost tasks (from
-    the same states: the result is the same) or, after
+    The chain's steps are Dask tasks, each restricted to the worker holding
+    its chunks: a run of consecutive chunks that one worker holds (a
+    persisted collection: however many) or makes (chunks made from scratch:
+    a run of about 32 MB is made on one worker), fitted in turn by one
+    ``partial_fit`` call each. A step costs a few milliseconds (the state
+    pickled, sent to the next worker, a scheduler round trip); a chunk
+    within a step costs only its ``partial_fit`` call, so small chunks are
+    cheap where consecutive chunks lie on one worker, and each switch of
+    worker costs a step. A worker that dies mid-run makes Dask re-run the
+    lost tasks (from the same states: the result is the same) or, after
     ``distributed.scheduler.allowed-failures`` deaths, raise
     ``distributed.KilledWorker``; ``client.restart()`` during the call
-    raises a RuntimeError. The per-chunk overhead is a few milliseconds (a
-    pickle of the state and a scheduler round trip): use chunks of at least
-    thousands of rows.
+    raises a RuntimeError. BLAS and OpenMP threads in a step are limited to
+    the worker's share of its host's cores.
 
     Examples
     --------
