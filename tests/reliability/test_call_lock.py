@@ -33,11 +33,11 @@ def test_sigint_at_every_line_of_getstate_gives_the_lock_back():
     total = lines_run(lambda: pickle.dumps(est), base.__file__)
     # every line until one lands after the call (about `total` of them; a
     # few more where a first call ran fewer lines than later ones)
-    line, interrupted = 0, True
-    while interrupted:
+    line, finished = 0, False
+    while not finished:
         line += 1
         assert line <= total + 20, "the call never completed"
-        interrupted = interrupted_at(line, lambda: pickle.dumps(est), base.__file__)
+        finished = interrupted_at(line, lambda: pickle.dumps(est), base.__file__)
         assert not held_elsewhere(lock), line
     assert line > 1
     copy = pickle.loads(pickle.dumps(est))
