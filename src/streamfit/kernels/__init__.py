@@ -14,7 +14,12 @@ or parameter record (a hand-edited one, or one from an edited pickle) against
 the range the compiled kernels rely on -- counts and window fills as integers
 in range, codes among their values, finite values where the arithmetic needs
 them, consistent with the arrays beside it -- and refused with a ValueError
-naming the field, before any of it is used (about 0.1 us a record).
+naming the field, before any of it is used (about 0.1 us a record). The
+arrays beside the records are checked at each call too: the residual
+window's filled values finite (one pass over at most ``window`` values),
+a state's coefficient vectors float64 and finite, TopK's matrices of its
+size (a few us a call) and, before a warm-started solve, its block's rows
+orthonormal (O(b^2 n), below one Krylov iteration's O(n^2 b)).
 
 Threads. The state objects (:class:`LinearState`,
 :class:`StatisticalScheduleState`, :class:`TopK`) take one call at a time:
