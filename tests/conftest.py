@@ -1,9 +1,18 @@
 """Shared fixtures: one BLAS thread, small synthetic streams with fixed seeds."""
+import signal
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
 from streamfit.simulate import make_linear_stream
+
+
+# A shell starts background jobs with SIGINT ignored, and Python then keeps it
+# ignored: the interrupt tests (tests/reliability) would see no
+# KeyboardInterrupt. They test Python's default handling, so put it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="module", autouse=True)
