@@ -640,9 +640,8 @@ def _check_loaded(est):
     if d.get("instances_") not in ("vector", "dense"):
         raise _loaded_error(est, "instances_", f"is {d.get('instances_')!r}, expected "
                                                f"'vector' or 'dense'")
-    for name, a in d.items():
-        if name == "state_" or not isinstance(a, np.ndarray):
-            continue
+    for name in type(est)._LOADED_ARRAYS:
+        a = d[name]
         if a.dtype != np.float64 or not a.flags.c_contiguous or a.ndim not in (1, 2):
             raise _loaded_error(est, name, f"is a {a.dtype} array of {a.ndim} dimensions "
                                            f"(C-ordered: {a.flags.c_contiguous}), expected "
