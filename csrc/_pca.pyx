@@ -33,7 +33,22 @@ cdef extern from "_dense.h" nogil:
     void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
 from cython.parallel cimport prange
 
-from _symm_par cimport symm_product, par_threads
+from _symm_par cimport symm_product, par_threads, PAR_MIN_N
+
+cdef extern from "<time.h>" nogil:
+    # ISO C11's clock (MSVC has it too): the trial loop's thread choice
+    ctypedef long time_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int timespec_get(timespec *ts, int base)
+    int TIME_UTC
+
+
+cdef inline double seconds() noexcept nogil:
+    cdef timespec ts
+    timespec_get(&ts, TIME_UTC)
+    return <double> ts.tv_sec + 1e-9 * <double> ts.tv_nsec
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
@@ -346,10 +361,37 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
     cdef double g, work = <double> n * n * (c.b / 8.0 + 1.0) + 2e4
     cdef const double *x
     cdef const double *hint
+    # Threads per trial, chosen by measurement: a trial's ~10 parallel
+    # regions each end waiting for every thread, and where another process
+    # holds a core that wait is the OS's time slice (one core busy: 1.3-2.3x
+    # the one-thread time at n = 1000). Each way's time per product of the
+    # solve (plus the update's two passes) is kept as a running mean; the
+    # faster way plays, the other one trial in 32 so that a change in load is
+    # seen. Results do not depend on the choice (fixed panels).
+    cdef int full = c.threads, use = 1, best = 1
+    cdef bint adapt = full > 1 and n >= PAR_MIN_N and T >= 4
+    cdef double cost[2]
+    cdef long seen[2]
+    cdef long p0 = 0
+    cdef double t0 = 0.0, dt
+    cost[0] = cost[1] = 0.0
+    seen[0] = seen[1] = 0
     for t in range(T):
         if poll_stop(pl, work):
             code = ERR_INTERRUPTED
             break
+        if adapt:
+            if seen[1] == 0:
+                use = 1
+            elif seen[0] == 0:
+                use = 0
+            else:
+                best = 0 if cost[0] < cost[1] else 1
+                use = 1 - best if t % 32 == 31 else best
+            c.threads = full if use else 1
+            c.w.threads = c.threads
+            p0 = c.st.topk.products
+            t0 = seconds()
         if X32 != NULL:
             for j in range(n):
                 c.xrow[j] = X32[t * step + j]
@@ -371,8 +413,14 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
             c.st.scale = scale[t]
         code = after_trial(c, hint)
         done[0] = t + 1
+        if adapt:
+            dt = (seconds() - t0) / <double> (c.st.topk.products - p0 + 2)
+            cost[use] = dt if seen[use] == 0 else 0.5 * (cost[use] + dt)
+            seen[use] += 1
         if code != OK:
             break
+    c.threads = full
+    c.w.threads = full
     return code
 
 
