@@ -57,7 +57,8 @@ def mutated():
 
 
 
-def failures(cases, outcomes, family, judge=True, loading_may_raise_anything=False):
+def failures(cases, outcomes, family, judge=True, loading_may_raise_anything=False,
+             unclear_allowed=False):
     bad = []
     for case, out in zip(cases, outcomes):
         if case["family"] != family:
@@ -73,6 +74,8 @@ def failures(cases, outcomes, family, judge=True, loading_may_raise_anything=Fal
         if result.get("other_type"):
             continue        # the bytes now pickle another object: not the family's state
         problems = F.judge_steps(result, must_refuse=False)
+        if unclear_allowed:
+            problems = [p for p in problems if "silently used" in p]
         if problems:
             bad.append(f"{case}: " + "; ".join(problems))
     return bad
@@ -95,9 +98,14 @@ def test_structured_edits_of_the_pickle_are_refused_or_harmless(structured, fami
 
 
 @pytest.mark.parametrize("family", F.FAMILIES)
-def test_byte_mutations_of_the_pickle_are_refused_or_harmless(mutated, family):
+def test_byte_mutations_of_the_pickle_are_never_used_silently(mutated, family):
+    """Which key or value a flipped byte hits depends on the pickle's layout,
+    which moves with NumPy's and Python's versions: an exception of any kind
+    is accepted here (the structured edits above hold each field to a clear
+    one, the same on every machine), a silently used state is not."""
     cases, outcomes = mutated
-    bad = failures(cases, outcomes, family, loading_may_raise_anything=True)
+    bad = failures(cases, outcomes, family, loading_may_raise_anything=True,
+                   unclear_allowed=True)
     assert not bad, f"{len(bad)} of {MUTATIONS} mutated pickles of {family}:\n" + \
         "\n".join(bad)
 

@@ -626,6 +626,14 @@ def _check_loaded(est):
     the solver's block orthonormal, the fitted settings among their values.
     The state record's fields are checked by the kernel at the next call."""
     d = vars(est)
+    missing = [name for name in (*type(est)._STATE_NAMES, "n_features_in_", "n_components_",
+                                 "instances_", "_rng", "_fitted_random_state")
+               if name not in d]
+    if missing:
+        raise _loaded_error(est, "state", f"lacks {missing}")
+    if not isinstance(d["_rng"], np.random.Generator):
+        raise _loaded_error(est, "_rng", f"is a {type(d['_rng']).__name__}, expected a "
+                                         f"numpy Generator")
     _check_loaded_record(est, d["state_"])
     for name in type(est)._LOADED_ARRAYS:
         if not isinstance(d.get(name), np.ndarray):
