@@ -252,7 +252,7 @@ def test_krylov_product_panels_against_dsymm(benchmark, timed, publish_table):
     rounding."""
     from scipy.linalg.blas import dsymm
 
-    from streamfit._kernels import _simd
+    from streamfit._kernels import _pca, _simd
     cfg = PRODUCT["timed" if timed else "smoke"]
     calls, rounds = cfg["calls"], cfg["rounds"]
     lines = [f"n | panels ms | dsymm ms | dsymm / panels (SIMD paths: "
