@@ -91,8 +91,10 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
     _STATE_NAMES: tuple[str, ...] = ()
     _TRANSIENT_ATTRS: tuple[str, ...] = ("_regret_cache",)
     _STATE_DTYPE = None         # the kernel's state record (subclasses)
-    _LOADED_CHOICES = {}        # fitted settings and their values, checked on loading
-    _LOADED_ARRAYS = ()         # the arrays a fitted state holds (subclasses)
+    # fitted settings and their values, and the arrays a fitted state holds
+    # (subclasses): checked on loading
+    _LOADED_CHOICES: dict[str, tuple[object, ...]] = {}
+    _LOADED_ARRAYS: tuple[str, ...] = ()
     _FLOAT32_ROWS = False       # the kernel reads float32 rows as they are (FPL)
 
     # -- scikit-learn -----------------------------------------------------------
