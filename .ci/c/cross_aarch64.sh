@@ -19,7 +19,9 @@ one() {
         --module-name "streamfit._kernels.$stem" "$pyx" -o "$out/$stem.c"
     aarch64-linux-gnu-gcc -O2 -fPIC -fopenmp -ffp-contract=off -Werror=implicit-function-declaration \
         -I "$src" -I "$py_inc" -I "$np_inc" -c "$out/$stem.c" -o "$out/$stem.o"
-    file "$out/$stem.o" | grep -q "ARM aarch64" || { echo "$stem.o is not aarch64"; return 1; }
+    # an ELF object for machine 183 (EM_AARCH64), read from its header
+    python -c 'import sys; h = open(sys.argv[1], "rb").read(20); sys.exit(not (h[:4] == b"\x7fELF" and int.from_bytes(h[18:20], "little") == 183))' \
+        "$out/$stem.o" || { echo "$stem.o is not aarch64"; return 1; }
     echo "aarch64: $stem.o"
 }
 export -f one
