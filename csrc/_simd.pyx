@@ -80,11 +80,14 @@ def paths():
     """What this build compiled and what runs here: a dict of booleans --
     vector (GCC/Clang vector extensions), clones (target_clones), avx512
     (the AVX-512 kernels built), sse2 (_goe.h's streaming stores), portable
-    (none of the first three), fused (_dense.h's multiply-adds fuse on this
-    CPU), avx512_active (the panel kernels run their AVX-512 versions)."""
+    (none of the first three), pair (the portable path's 2-double SSE2/NEON
+    registers; without it, plain C), fused (_dense.h's multiply-adds fuse
+    on this CPU), avx512_active (the panel kernels run their AVX-512
+    versions)."""
     return {"vector": bool(SF_SIMD_PATHS & 1), "clones": bool(SF_SIMD_PATHS & 2),
             "avx512": bool(SF_SIMD_PATHS & 4), "sse2": bool(SF_SIMD_PATHS & 8),
-            "portable": not (SF_SIMD_PATHS & 7), "fused": bool(sf_simd_fused()),
+            "portable": not (SF_SIMD_PATHS & 7), "pair": bool(SF_SIMD_PATHS & 16),
+            "fused": bool(sf_simd_fused()),
             "avx512_active": bool(sf_skinny_ok())}
 
 

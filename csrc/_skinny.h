@@ -63,6 +63,28 @@ static int sf_skinny_ok(void);
         SF_PTN_STEP(0, a0); SF_PTN_STEP(1, a1); SF_PTN_STEP(2, a2);           \
         SF_PTN_STEP(3, a3); SF_PTN_STEP(4, a4);                               \
     } while (0)
+#define SF_PTN_PF do {                                                        \
+        SF_PREFETCH(a0 + r + SF_PK_PF); SF_PREFETCH(a1 + r + SF_PK_PF);       \
+        SF_PREFETCH(a2 + r + SF_PK_PF); SF_PREFETCH(a3 + r + SF_PK_PF);       \
+        SF_PREFETCH(a4 + r + SF_PK_PF);                                       \
+    } while (0)
+/* The portable path's 2-double registers (_simd.h's SF_SIMD_PAIR): 16 of
+ * them on x86-64, where the 10 accumulators alone take 20, so a row's 8
+ * lanes run as two passes of 4 (5 accumulators, one loaded vector).
+ * Each entry's sum takes the same operations in the same order either way;
+ * the passes only change which entries are in registers together. */
+#define SF_PTN_HALF(q) do {                                                   \
+        for (r = kb; r < ke; r++) {                                           \
+            if ((q) == 0 && j0 == 0 && (r & 7) == 0)                          \
+                SF_PTN_PF;                                                    \
+            SF_V4_LOAD(bp0, Bp + (r - kb) * 8 + 4 * (q));                     \
+            SF_V4_SET1(va, a0[r]); SF_V4_MADD(s0##q, bp0, va);                \
+            SF_V4_SET1(va, a1[r]); SF_V4_MADD(s1##q, bp0, va);                \
+            SF_V4_SET1(va, a2[r]); SF_V4_MADD(s2##q, bp0, va);                \
+            SF_V4_SET1(va, a3[r]); SF_V4_MADD(s3##q, bp0, va);                \
+            SF_V4_SET1(va, a4[r]); SF_V4_MADD(s4##q, bp0, va);                \
+        }                                                                     \
+    } while (0)
 /* C[c0 + h, j0:j0+8] += alpha * (s0, s1), the valid entries */
 #define SF_PTN_PUT(h, s0, s1) do {                                            \
         if (c0 + (h) < w) {                                                   \
@@ -92,25 +114,28 @@ static void sf_gemm_tn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
                 const double *a0 = SF_PTN_A(0), *a1 = SF_PTN_A(1), *a2 = SF_PTN_A(2);
                 const double *a3 = SF_PTN_A(3), *a4 = SF_PTN_A(4);
 #undef SF_PTN_A
-                sf_v4 s00, s01, s10, s11, s20, s21, s30, s31, s40, s41, va, bp0, bp1;
+                sf_v4 s00, s01, s10, s11, s20, s21, s30, s31, s40, s41, va, bp0;
                 SF_V4_SET1(s00, 0.0);
                 s01 = s10 = s11 = s20 = s21 = s30 = s31 = s40 = s41 = s00;
+#if defined(SF_SIMD_PAIR)
+                SF_PTN_HALF(0);
+                SF_PTN_HALF(1);
+#else
+                sf_v4 bp1;
                 if (j0 == 0) {
                     /* the first pass over these columns reads them from
                      * memory: ask for them ahead (later passes find them
                      * in cache) */
                     for (r = kb; r < ke; r++) {
-                        if ((r & 7) == 0) {
-                            SF_PREFETCH(a0 + r + SF_PK_PF); SF_PREFETCH(a1 + r + SF_PK_PF);
-                            SF_PREFETCH(a2 + r + SF_PK_PF); SF_PREFETCH(a3 + r + SF_PK_PF);
-                            SF_PREFETCH(a4 + r + SF_PK_PF);
-                        }
+                        if ((r & 7) == 0)
+                            SF_PTN_PF;
                         SF_PTN_ROWS;
                     }
                 } else {
                     for (r = kb; r < ke; r++)
                         SF_PTN_ROWS;
                 }
+#endif
                 SF_PTN_PUT(0, s00, s01); SF_PTN_PUT(1, s10, s11); SF_PTN_PUT(2, s20, s21);
                 SF_PTN_PUT(3, s30, s31); SF_PTN_PUT(4, s40, s41);
             }
@@ -119,6 +144,8 @@ static void sf_gemm_tn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
 }
 #undef SF_PTN_STEP
 #undef SF_PTN_ROWS
+#undef SF_PTN_PF
+#undef SF_PTN_HALF
 #undef SF_PTN_PUT
 
 /* C[0:8, j0:j0+5] += alpha * A[0:8, kb:ke] B[kb:ke, j0:j0+5] for 8 whole rows:
@@ -126,6 +153,34 @@ static void sf_gemm_tn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
  * Cp + (h + cj) * ldc_; PF: prefetch the same rows of the next block's
  * columns (short pieces of many columns, which the hardware prefetchers
  * miss) */
+#if defined(SF_SIMD_PAIR)
+/* (2-double registers: rows 0:4, then rows 4:8, as sf_gemm_tn_c's passes) */
+#define SF_PNN_HALF(Ap, a0, lda_, PF, q) do {                                 \
+        for (c = kb; c < ke; c++) {                                           \
+            const double *ac = (Ap) + (c - (a0)) * (lda_);                    \
+            if ((q) == 0 && PF && c + SF_PNN_KB < k) {                        \
+                SF_PREFETCH(ac + SF_PNN_KB * (lda_));                         \
+                SF_PREFETCH(ac + SF_PNN_KB * (lda_) + 7);                     \
+            }                                                                 \
+            SF_V4_LOAD(va0, ac + 4 * (q));                                    \
+            SF_V4_SET1(vb, b0[c]); SF_V4_MADD(s##q##0, va0, vb);              \
+            SF_V4_SET1(vb, b1[c]); SF_V4_MADD(s##q##1, va0, vb);              \
+            SF_V4_SET1(vb, b2[c]); SF_V4_MADD(s##q##2, va0, vb);              \
+            SF_V4_SET1(vb, b3[c]); SF_V4_MADD(s##q##3, va0, vb);              \
+            SF_V4_SET1(vb, b4[c]); SF_V4_MADD(s##q##4, va0, vb);              \
+        }                                                                     \
+    } while (0)
+#define SF_PNN_BLOCK(Ap, a0, lda_, Cp, cj, ldc_, PF) do {                         \
+        sf_v4 s00, s01, s02, s03, s04, s10, s11, s12, s13, s14, va0, vb;      \
+        SF_V4_SET1(s00, 0.0);                                                 \
+        s01 = s02 = s03 = s04 = s10 = s11 = s12 = s13 = s14 = s00;            \
+        SF_PNN_HALF(Ap, a0, lda_, PF, 0);                                     \
+        SF_PNN_HALF(Ap, a0, lda_, PF, 1);                                     \
+        SF_PNN_PUT(Cp, cj, ldc_, 0, s00, s10); SF_PNN_PUT(Cp, cj, ldc_, 1, s01, s11); \
+        SF_PNN_PUT(Cp, cj, ldc_, 2, s02, s12); SF_PNN_PUT(Cp, cj, ldc_, 3, s03, s13); \
+        SF_PNN_PUT(Cp, cj, ldc_, 4, s04, s14);                                \
+    } while (0)
+#else
 #define SF_PNN_BLOCK(Ap, a0, lda_, Cp, cj, ldc_, PF) do {                         \
         sf_v4 s00, s01, s02, s03, s04, s10, s11, s12, s13, s14, va0, va1, vb; \
         SF_V4_SET1(s00, 0.0);                                                 \
@@ -148,6 +203,7 @@ static void sf_gemm_tn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
         SF_PNN_PUT(Cp, cj, ldc_, 2, s02, s12); SF_PNN_PUT(Cp, cj, ldc_, 3, s03, s13); \
         SF_PNN_PUT(Cp, cj, ldc_, 4, s04, s14);                                \
     } while (0)
+#endif
 /* C's column j0 + h, rows 0:8, += alpha * (s0, s1) */
 #define SF_PNN_PUT(Cp, cj, ldc_, h, s0, s1) do {                              \
         if (j0 + (h) < m) {                                                   \
@@ -199,6 +255,7 @@ static void sf_gemm_nn_c(ptrdiff_t w, ptrdiff_t m, ptrdiff_t k, double alpha,
     }
 }
 #undef SF_PNN_BLOCK
+#undef SF_PNN_HALF
 #undef SF_PNN_PUT
 
 /* C (w x m) = alpha * A B for a symmetric diagonal block A (w x w, its

@@ -11,6 +11,7 @@ same function of their inputs, and the oracle pins both. _skinny.h's panel
 kernels against NumPy (their order is their own), for every edge of w, m, k
 and leading dimensions, reading nothing outside the matrices."""
 import os
+import platform
 from fractions import Fraction
 
 import numpy as np
@@ -28,9 +29,13 @@ def test_the_paths_are_consistent_and_as_ci_expects():
     assert not PATHS["clones"] or PATHS["vector"]
     assert not PATHS["avx512_active"] or PATHS["avx512"]
     assert not (PATHS["portable"] and (PATHS["fused"] or PATHS["sse2"]))
+    assert not PATHS["pair"] or PATHS["portable"]
     expect = os.environ.get("STREAMFIT_EXPECT_SIMD")
     if expect == "portable":
         assert PATHS["portable"]
+        # x86-64 and aarch64 always have the 2-double registers
+        if platform.machine().lower() in ("x86_64", "amd64", "aarch64", "arm64"):
+            assert PATHS["pair"]
     elif expect == "vector":
         assert PATHS["vector"]
     elif expect is not None:
