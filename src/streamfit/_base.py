@@ -18,8 +18,8 @@ a signal cannot split.
   the state arrays, so pickling from one thread while another fits gives the
   state between two calls, never one half-updated by a kernel.
 - **Atomic commits.** ``with deferred_signals():`` around the few assignments
-  that publish a call's new state: a Ctrl-C that arrives there is held back
-  until they are all done, and raised then.
+  that publish a call's new state: a Ctrl-C (or a timer's signal) that
+  arrives there is held back until they are all done, and raised then.
 """
 from __future__ import annotations
 
@@ -39,37 +39,61 @@ __all__ = ["StreamEstimator", "deferred_signals", "serialized"]
 _TRANSIENT = ("_lock",)
 
 
+# The signals whose Python handlers a commit holds back: SIGINT
+# (KeyboardInterrupt), and those a program or a test harness commonly turns
+# into exceptions (timers, termination, user signals).
+_DEFERRED = tuple(getattr(signal, name) for name in
+                  ("SIGINT", "SIGALRM", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+                  if hasattr(signal, name))
+
+
 @contextlib.contextmanager
 def deferred_signals():
-    """Hold SIGINT back for the duration of the block, then deliver it.
+    """Hold signals with Python handlers back for the duration of the block,
+    then deliver them.
 
     Python runs signal handlers in the main thread only, between bytecodes,
-    so a KeyboardInterrupt can land between two assignments of a commit and
-    leave an estimator half-updated. Inside this block the handler only
-    records the signal; the original handler runs when the block ends. Other
-    threads never receive KeyboardInterrupt, so there the block does nothing.
+    so a KeyboardInterrupt (or an exception raised by a timer's handler) can
+    land between two assignments of a commit and leave an estimator
+    half-updated. Inside this block the handlers of SIGINT, SIGALRM, SIGTERM,
+    SIGHUP, SIGUSR1 and SIGUSR2 (where they are Python callables) only record
+    the signal; the original handlers run, in arrival order, when the block
+    ends. Other threads never run signal handlers, so there the block does
+    nothing.
+
+    Examples
+    --------
+    >>> from streamfit._base import deferred_signals
+    >>> with deferred_signals():
+    ...     state = {"coef": 1.0}
+    ...     state["n"] = 2              # a signal here waits for the block's end
+    >>> state
+    {'coef': 1.0, 'n': 2}
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    previous = {}
     try:
-        previous = signal.getsignal(signal.SIGINT)
+        for signum in _DEFERRED:
+            handler = signal.getsignal(signum)
+            if callable(handler):       # SIG_IGN, SIG_DFL: nothing Python-level to defer
+                previous[signum] = handler
     except ValueError:      # pragma: no cover - not the main interpreter
-        yield
-        return
-    if not callable(previous):
-        # SIG_IGN or SIG_DFL: nothing Python-level to defer
+        previous = {}
+    if not previous:
         yield
         return
     received = []
-    signal.signal(signal.SIGINT, lambda signum, frame: received.append((signum, frame)))
+    for signum in previous:
+        signal.signal(signum, lambda signum, frame: received.append((signum, frame)))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if received:
-            previous(*received[0])
-
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum, frame in received:
+            previous[signum](signum, frame)
 
 def serialized(method):
     """Run ``method`` holding its estimator's call lock (see the module
