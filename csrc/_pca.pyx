@@ -27,10 +27,7 @@ from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
 from _goe cimport goe_row
 
-cdef extern from "_dense.h" nogil:
-    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
-                       const double *N)
-    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
+from _dense cimport sf_row_update, sf_axpy
 from cython.parallel cimport prange
 
 from _symm_par cimport symm_product, par_threads, PAR_MIN_N
