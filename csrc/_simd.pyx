@@ -184,11 +184,13 @@ cdef gemm_fn _gemm_kernel(str kind, str path) except NULL:
     return fn
 
 
-def _need(Py_ssize_t size, Py_ssize_t cols, Py_ssize_t rows, Py_ssize_t ld, str name):
+cdef int _need(Py_ssize_t size, Py_ssize_t cols, Py_ssize_t rows, Py_ssize_t ld,
+               str name) except -1:
     # a column-major (rows x cols) matrix with leading dimension ld in size values
     if cols > 0 and rows > 0 and (ld < rows or (cols - 1) * ld + rows > size):
         raise ValueError(f"{name}: {rows} x {cols} with leading dimension {ld} does not fit "
                          f"in {size} values")
+    return 0
 
 
 def gemm(str kind, Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
