@@ -252,7 +252,7 @@ def test_krylov_product_panels_against_dsymm(benchmark, timed, publish_table):
     rounding."""
     from scipy.linalg.blas import dsymm
 
-    from streamfit._kernels import _pca, _simd
+    from streamfit._kernels import _simd, _testing
     cfg = PRODUCT["timed" if timed else "smoke"]
     calls, rounds = cfg["calls"], cfg["rounds"]
     lines = [f"n | panels ms | dsymm ms | dsymm / panels (SIMD paths: "
@@ -273,7 +273,7 @@ def test_krylov_product_panels_against_dsymm(benchmark, timed, publish_table):
                 for name in (("panels", "dsymm") if r % 2 == 0 else ("dsymm", "panels")):
                     start = time.perf_counter()
                     for _ in range(calls):
-                        out[name] = (_pca._symm_product(S, B, 1) if name == "panels"
+                        out[name] = (_testing.symm_product(S, B, 1) if name == "panels"
                                      else dsymm(1.0, Sf, Bf, lower=0).T)
                     times[name].append((time.perf_counter() - start) / calls)
             full = np.tril(S) + np.tril(S, -1).T

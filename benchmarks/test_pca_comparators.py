@@ -399,7 +399,7 @@ def test_comparator_floors(results, timed):
 #
 # Set STREAMFIT_BENCH_R1_2000=1 to add n = 2000 to the kernel timing.
 
-from streamfit._kernels import _capped as _capped_kernel  # noqa: E402
+from streamfit._kernels import _testing  # noqa: E402
 from streamfit._kernels._linalg import eigh_all  # noqa: E402
 from streamfit.pca._capped import FULL_EVERY  # noqa: E402
 
@@ -437,7 +437,7 @@ def test_rank_one_kernel(benchmark, r1_results, timed, r1_n):
 
     def call(name, r):
         if name == "kernel r1":
-            clock(times[name], lambda: out.__setitem__("r1", _capped_kernel._rank_one_update(
+            clock(times[name], lambda: out.__setitem__("r1", _testing.rank_one_update(
                 U, d, x, 0.5)))
         else:
             clock(times[name], lambda: out.__setitem__("evd", eigh_all(A)))

@@ -813,38 +813,3 @@ def reset_state(const CappedParams[::1] params, double[:, ::1] M, double[:, ::1]
     cdef double[:, ::1] C = np.zeros((0, 0))
     setup(&c, &params[0], M, U, w, d, C, Wd)
     reset(&c)
-
-
-def _rank_one_update(const double[:, ::1] U, const double[::1] d, const double[::1] x,
-                     double rho):
-    """Tests: the kernel's rank-one update (_rank1.pxd) of the decomposition
-    A = U^T diag(d) U (U's rows the eigenvectors, d ascending) to
-    A + rho x x^T, rho > 0. Returns (U_new, mu, K): rows and eigenvalues
-    ascending, K the size of the block deflation left. Raises
-    numpy.linalg.LinAlgError if the secular solver failed."""
-    cdef int n = U.shape[0], K = 0, code, i
-    cdef Rank1Work ws
-    if n < 1 or U.shape[1] != n or d.shape[0] != n or x.shape[0] != n:
-        raise ValueError("U must be n x n, d and x of length n >= 1")
-    if not rho > 0.0:
-        raise ValueError(f"rho must be > 0, got {rho}")
-    for i in range(n - 1):
-        if d[i] > d[i + 1]:            # (a NaN passes: the kernel's to refuse)
-            raise ValueError("d must be ascending")
-    work = np.array(U, dtype=np.float64, order="C", copy=True)
-    cdef double[:, ::1] Uw = work
-    mu = np.empty(n)
-    cdef double[::1] muv = mu
-    if rank1_work_init(&ws, n) != OK:
-        raise MemoryError()
-    try:
-        with nogil:
-            code = rank1_update(&ws, n, &Uw[0, 0], &d[0], &x[0], rho, &muv[0], &K)
-        if code != OK:
-            raise np.linalg.LinAlgError("rank-one update: the secular equation solver "
-                                        "(dlaed4) failed")
-        out = np.empty((n, n))
-        out[...] = <double[:n, :n]> ws.Unew
-        return out, mu, K
-    finally:
-        rank1_work_free(&ws)

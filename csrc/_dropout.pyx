@@ -27,9 +27,7 @@ from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_w
                     rows_dot_plain)
 from _symm_par cimport symm_product
 
-cdef extern from "_dense.h" nogil:
-    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
-                       const double *N)
+from _dense cimport sf_row_update
 
 from streamfit._kernels._common import check_struct
 

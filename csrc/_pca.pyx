@@ -22,15 +22,11 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int
 from _common cimport (bitgen_t, OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
 from _goe cimport goe_row
 
-cdef extern from "_dense.h" nogil:
-    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
-                       const double *N)
-    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
+from _dense cimport sf_row_update, sf_axpy
 from cython.parallel cimport prange
 
 from _symm_par cimport symm_product, par_threads, PAR_MIN_N
@@ -52,8 +48,7 @@ cdef inline double seconds() noexcept nogil:
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_exact,
                     topk_solve, topk_will_krylov, leader_flush, leader_gain, leader_dense_hint,
-                    rank_one_rows, rows_dot_plain,
-                    orth_new)
+                    rank_one_rows, rows_dot_plain)
 
 from streamfit._kernels._common import check_struct
 
@@ -630,44 +625,3 @@ def run(X, const double[::1] scale, const double[::1] frob,
         return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
     finally:
         teardown(&c)
-
-
-def _symm_product(const double[:, ::1] S, const double[:, ::1] B, int threads):
-    """Test entry: the Krylov product S @ B[j] for the (m, n) rows of B, S's
-    row-major lower triangle being the valid one, through the panels on
-    `threads` OpenMP threads (one below PAR_MIN_N); returns the (m, n)
-    result."""
-    cdef Py_ssize_t n = S.shape[0], m = B.shape[0]
-    if S.shape[1] != n or B.shape[1] != n or m < 1 or threads < 1:
-        raise ValueError("S must be (n, n) and B (m, n) with m >= 1, threads >= 1")
-    out = np.empty((m, n))
-    cdef double[:, ::1] C = out
-    with nogil:
-        symm_product(threads, <blas_int> n, <blas_int> m, 1.0, &S[0, 0], &B[0, 0], &C[0, 0])
-    return out
-
-
-def _orth_new(const double[:, ::1] V, const double[:, ::1] X):
-    """Test entry: the Krylov solver's block Gram-Schmidt step (_topk.pxd's
-    orth_new) on the (b, n) orthonormal rows V and (r, n) new rows X,
-    r <= 2b. Returns (ok, Q, R): Q the (b + r, n) rows [V, X made orthonormal
-    and orthogonal to V], R the (b + r, b + r) coefficients with X = R[:, b:]^T
-    [V; Q_new] read column-major (X[j] = sum_i R[b + j, i] Q[i]); ok False
-    where the step asks for the whole QR instead."""
-    cdef int b = V.shape[0], n = V.shape[1], r = X.shape[0], m = b + r
-    cdef TopKWork w
-    cdef bint ok
-    if X.shape[1] != n or r < 1 or r > 2 * b or 3 * b > n:
-        raise ValueError("V must be (b, n), X (r, n), 1 <= r <= 2b, 3b <= n")
-    if topk_work_init(&w, n, b, b, 1) != OK:
-        topk_work_free(&w)
-        raise MemoryError()
-    try:
-        memcpy(w.bas, &V[0, 0], <size_t> n * b * sizeof(double))
-        memcpy(w.bas + <Py_ssize_t> n * b, &X[0, 0], <size_t> n * r * sizeof(double))
-        ok = orth_new(&w, m)
-        Q = np.array(<double[:m, :n]> w.bas)
-        R = np.array(<double[:m, :m]> w.R)
-    finally:
-        topk_work_free(&w)
-    return bool(ok), Q, R

@@ -14,9 +14,7 @@ import numpy as np
 
 from _blas cimport blas_int, syrk_upper
 
-cdef extern from "_dense.h" nogil:
-    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
-                       const double *N)
+from _dense cimport sf_row_update
 from _common cimport bitgen_t, OK, ERR_NOMEM
 from _goe cimport goe_fill
 from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free)

@@ -16,7 +16,7 @@
 import numpy as np
 
 from cpython.buffer cimport PyBuffer_Release
-from libc.math cimport fabs, isnan, sqrt, INFINITY
+from libc.math cimport fabs, isnan, INFINITY
 from libc.float cimport DBL_MAX
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdlib cimport malloc, free
@@ -24,7 +24,7 @@ from libc.string cimport memcpy, memset
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
-from _order_stats cimport median_abs, sparsity, select_kth
+from _order_stats cimport median_abs
 from _qr_schedule cimport (SGDState, SGDParams, SETTLED_STRIDE, KIND_CONSTANT, KIND_INVERSE_TIME,
                            KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
                            MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
@@ -36,24 +36,14 @@ from _qr_schedule cimport (SGDState, SGDParams, SETTLED_STRIDE, KIND_CONSTANT, K
 from _records cimport (Records, take_records, give_records, get_record, result,
                       check_sgd_records, check_window)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
-    poll_stop, poll_final
-
-cdef extern from "_dense.h" nogil:
-    double sf_dot(Py_ssize_t n, const double *x, const double *w)
-    double sf_dot2(Py_ssize_t n, const double *x, const double *w, double *xx)
-    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
-    void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
-    double sf_plug_in_pass(Py_ssize_t n, double inv, double invx, const double *x,
-                           const double *w, double *wbar, double *xbar, double *wwbar,
-                           double *lag)
-    double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
-                        const double *xnext, double *xx)
-    double sf_axpy_dot2_f32(Py_ssize_t n, double a, const double *x, double *w,
-                            const float *xnext, double *xout, double *xx)
-    void sf_multi_axpy_dot2(Py_ssize_t n, Py_ssize_t m, const double *a,
-                            const unsigned char *upd, const double *x, double *W,
-                            Py_ssize_t ldw, const double *xnext, double *s, double *xx)
-    void sf_widen(Py_ssize_t n, const float *src, double *dst)
+    poll_stop, poll_final, ROW_WORK
+from _qr_inference cimport rs_len, rs_step
+from _qr_plug_in cimport plug_in_average_step, plug_in_means
+from _qr_scaler cimport scale_row, average_step_scaled
+from _power_iter cimport top_eigenvalue
+from _pav cimport pav_increasing
+from _dense cimport (sf_dot, sf_dot2, sf_axpy, sf_average, sf_axpy_dot2,
+                     sf_axpy_dot2_f32, sf_multi_axpy_dot2, sf_widen)
 
 cdef extern from "_multi_step.h" nogil:
     enum:
@@ -68,9 +58,6 @@ cdef extern from "_multi_step.h" nogil:
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
-
-cdef enum:
-    ROW_WORK = 48         # per-row overhead, in units of element operations
 
 cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
@@ -123,25 +110,6 @@ def check_records(const SGDState[::1] states, const SGDParams[::1] params):
                           "state" if m == 1 else f"states[{q}]")
 
 
-def _py_select_kth(double[::1] a, Py_ssize_t k):
-    """The kernel's selection (for tests): a is permuted in place; returns
-    its k-th smallest value."""
-    if not 0 <= k < a.shape[0]:
-        raise ValueError(f"k must be in [0, {a.shape[0]}), got {k}")
-    return select_kth(&a[0], a.shape[0], k)
-
-
-def _py_sparsity(const double[::1] r, double tau):
-    """The kernel's sparsity quotient on the residuals r (for tests)."""
-    cdef double *work = <double *> malloc(max(r.shape[0], 1) * sizeof(double))
-    if work == NULL:
-        raise MemoryError("_py_sparsity: no work space")
-    try:
-        return sparsity(&r[0] if r.shape[0] else NULL, r.shape[0], tau, work)
-    finally:
-        free(work)
-
-
 cdef inline double check_loss(double r, double tau) noexcept nogil:
     # rho_tau(r) = r * (tau - 1{r < 0}). The indicator is a number, not a
     # branch: the residual's sign is a coin flip at tau = 0.5, and a branch
@@ -175,92 +143,6 @@ cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
         rs_step(d, wbar, s, rs, fit_b)
 
 
-cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
-                                      const double *w, double *wbar, SGDState *s,
-                                      const SGDParams *p, double step, double wi, double *rs,
-                                      bint fit_b, double *tail) noexcept nogil:
-    # average_step with the plug-in intercept (single mode, check loss, an
-    # intercept): intercept_avg is not the average of the iterate's
-    # intercept. The iterate's intercept b_t solves
-    # E F(q + (b_t - b) + x'(w_t - beta)) = tau on average: the coefficients'
-    # fluctuation smooths the noise's F, and where F is curved (every tau but
-    # a symmetric noise's median) the intercept's average keeps a bias of
-    # order eta_t, the sum of all d + 1 coordinates' variances (Jensen;
-    # measured 2.5-3.5 standard errors at d = 5, n = 20,000, tau = 0.1-0.9;
-    # RMSE 0.9-1.0 against 0.14 under t_1.1 noise at tau = 0.1, 0.9).
-    # Two plug-in intercepts take the same quantile steps on y - x'wbar, the
-    # averaged coefficients' residual (before this row's step), so only their
-    # own one-coordinate variance remains; the two at steps eta and 2 eta
-    # extrapolate it away (Richardson-Romberg: the average of 2 b1 - b2 has
-    # a bias of order eta^2). Both start at the iterate's intercept when a
-    # cold average starts (start_average sets them for a warm one).
-    #
-    # Each plug-in b_s fits the residual of the wbar of its time, so
-    # b_s ~ q - m'(wbar_s - beta) (m = E x), and their average would carry
-    # m' (the average of the wbar_s - the last wbar): a lag of the order of
-    # the coefficients' error when the features are not centred. So the
-    # intercept is the plug-ins' average moved to the last wbar:
-    # pi_avg + xbar'(wwbar - wbar), xbar the mean of the average's rows and
-    # wwbar the average of the wbar_s, kept in tail (2 d), restarting with
-    # the average. xbar is the rows' weighted mean (weights' sum s.x_wsum):
-    # the plug-ins take weighted steps, so their fixed point moves with the
-    # weighted mean row, m = E_w x (with weights that depend on x, the plain
-    # mean moved the intercept by (m_plain - m_w)'(wwbar - wbar): RMSE +30%
-    # at d = 5, n = 20,000). pi_avg and wwbar are both plain averages over
-    # the updates, as the b_s and wbar_s they pair. A warm start's average
-    # (start_average: n_avg = average_prior, its starting point still in
-    # wbar) counts that point in wwbar too (from zeros, the lag would pull
-    # the intercept by about m'(0 - wbar)). The means start when x_wsum is 0
-    # (start_average and a cold start set it), not from n_avg and the
-    # parameters' t0: an average restarted from zero (average switched on)
-    # has no prior even while average_prior still says t0, and a t0 changed
-    # mid-average must not move the means' count.
-    cdef double inv, r, xw, lag
-    cdef bint cold = s.n_avg == 0
-    if cold:
-        s.intercept_pi = s.intercept
-        s.intercept_pi2 = s.intercept
-        s.x_wsum = 0.0
-    s.n_avg += 1.0
-    inv = 1.0 / s.n_avg
-    if s.x_wsum == 0:
-        # the means start: xbar at x ((x - x) * 1 + x is x exactly: wi / wi
-        # is 1), wwbar at wbar before the step (a warm start's prior
-        # iterates; a cold average's weight 1 then moves it to the new wbar)
-        memcpy(tail, x, d * sizeof(double))
-        memcpy(tail + d, wbar, d * sizeof(double))
-    s.x_wsum += wi
-    xw = sf_plug_in_pass(d, inv, wi / s.x_wsum, x, w, wbar, tail, tail + d, &lag)
-    if not cold:
-        r = y - xw - s.intercept_pi
-        s.intercept_pi -= step * (<double> (r <= 0) - p.tau)
-        r = y - xw - s.intercept_pi2
-        s.intercept_pi2 -= 2.0 * step * (<double> (r <= 0) - p.tau)
-    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
-    s.intercept_avg = s.pi_avg + lag
-    if rs != NULL:
-        rs_step(d, wbar, s, rs, fit_b)
-
-
-cdef inline Py_ssize_t rs_core(Py_ssize_t da) noexcept nogil:
-    return 2 * da + 1 + da * (da + 1) // 2
-
-
-cdef inline Py_ssize_t rs_len(Py_ssize_t da) noexcept nogil:
-    # the sums, then a tail of 2 da for the plug-in intercept's lag
-    return rs_core(da) + 2 * da
-
-
-cdef inline double *plug_in_means(const SGDParams *p, double *rs, double *given,
-                                  Py_ssize_t d) noexcept nogil:
-    # Where the plug-in intercept's running means (2 d) live: NULL where it
-    # does not apply (no intercept, squared loss); inference's sums keep them
-    # in their tail; else the caller's array (NULL: none).
-    if p.fit_intercept == 0 or p.loss != LOSS_CHECK:
-        return NULL
-    return rs + rs_core(d + 1) if rs != NULL else given
-
-
 def rs_length(Py_ssize_t da):
     """Length of the random-scaling sums for da = d (+1 with an intercept)
     coordinates: ref (da), sum k^2 (1), sum k^2 u (da), sum k^2 u u' packed
@@ -268,42 +150,6 @@ def rs_length(Py_ssize_t da):
     (weighted) mean row and average of the averaged coefficients (2 d of
     2 da; single mode's plug-in intercept)."""
     return rs_len(da)
-
-
-cdef void rs_step(Py_ssize_t d, const double *wbar, const SGDState *s, double *rs,
-                  bint fit_b) noexcept nogil:
-    # Random scaling (Lee, Liao, Seo & Shin 2022): the sums from which
-    # V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)' follows in O(da^2),
-    # z_s the s-th averaged iterate (coef then intercept). V is invariant to a
-    # shift of z: the sums are of u = z - z_1, which keeps their terms of the
-    # size of the path's spread instead of ||beta||^2 (no cancellation when
-    # ||beta|| is large against the interval). The average restarting
-    # (n_avg back to 1) restarts the sums: they cover exactly its window.
-    cdef Py_ssize_t da = d + (1 if fit_b else 0), i, j
-    cdef double k2 = s.n_avg * s.n_avg, fi, zi
-    cdef double *ref = rs
-    cdef double *bsum = rs + da + 1
-    cdef double *A = rs + 2 * da + 1
-    if s.n_avg == 1.0:
-        for i in range(d):
-            ref[i] = wbar[i]
-        if fit_b:
-            ref[d] = s.intercept_avg
-        for i in range(da, rs_core(da)):
-            rs[i] = 0.0
-    rs[da] += k2
-    for i in range(da):
-        zi = (wbar[i] if i < d else s.intercept_avg) - ref[i]
-        fi = k2 * zi
-        bsum[i] += fi
-        # indexed from the row's start (no pointer stepping): the loop vectorises
-        for j in range(i, d):
-            A[j - i] += fi * (wbar[j] - ref[j])
-        if i < d:
-            A += d - i
-        if fit_b:
-            A[0] += fi * (s.intercept_avg - ref[d])
-            A += 1
 
 
 cdef bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept nogil:
@@ -329,165 +175,8 @@ cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
     return eta_user
 
 
-cdef double scaled_norm(const double *v, Py_ssize_t d, double extra) noexcept nogil:
-    # sqrt(||v||^2 + extra^2) without over- or underflow (as dnrm2 does):
-    # the power iteration's vectors scale like ||x||^2, which may square to
-    # beyond float64 even when ||x||^2 itself is fine.
-    cdef Py_ssize_t j
-    cdef double big = fabs(extra), acc = 0.0, t
-    for j in range(d):
-        if fabs(v[j]) > big:
-            big = fabs(v[j])
-    if not (big > 0) or not (big <= DBL_MAX):
-        return big
-    t = extra / big
-    acc = t * t
-    for j in range(d):
-        t = v[j] / big
-        acc += t * t
-    return big * acc ** 0.5
-
-
-cdef int top_eigenvalue(const double *X, const double *sw, Py_ssize_t m, Py_ssize_t d,
-                        bint fit_b, double *v, double *av, Poll *pl,
-                        double *lam_out) noexcept nogil:
-    # Largest eigenvalue of [X 1]' W [X 1] / sum(W) (the 1 column with an
-    # intercept; W the row weights, or 1) by 30 power iterations from the
-    # all-ones vector: once, at the block that ends the warm-up (or a
-    # restart). v and av hold d values each. Returns OK or ERR_INTERRUPTED.
-    cdef Py_ssize_t i, j, it
-    cdef double lam = -1.0, nv, vb = 1.0, sb, nold, u, wi, wsum = 0.0
-    for j in range(d):
-        v[j] = 1.0
-    if not fit_b:
-        vb = 0.0
-    for i in range(m):
-        wsum += sw[i] if sw != NULL else 1.0
-    if not (wsum > 0):
-        lam_out[0] = -1.0
-        return OK
-    for it in range(30):
-        nold = scaled_norm(v, d, vb)
-        # av = X' W (X v + vb) / sum(W);  sb = 1' W (X v + vb) / sum(W)
-        for j in range(d):
-            av[j] = 0.0
-        sb = 0.0
-        for i in range(m):
-            if poll_stop(pl, d + ROW_WORK):
-                return ERR_INTERRUPTED
-            wi = sw[i] if sw != NULL else 1.0
-            if wi == 0:
-                continue
-            u = wi * (sf_dot(d, &X[i * d], v) + vb) / wsum
-            sf_axpy(d, u, &X[i * d], av)
-            sb += u
-        if not fit_b:
-            sb = 0.0
-        nv = scaled_norm(av, d, sb)
-        if not (nv > 0 and nold > 0 and nv <= DBL_MAX):
-            break
-        lam = nv / nold                   # ||A v|| / ||v|| -> lambda_max
-        for j in range(d):
-            v[j] = av[j] / nv
-        vb = sb / nv
-    lam_out[0] = lam
-    return OK
-
-
-def _py_top_eigenvalue(const double[:, ::1] X, bint fit_intercept, sample_weight=None):
-    """The kernel's power iteration for the top eigenvalue of the (weighted)
-    second moment of [X 1] (for tests)."""
-    cdef Py_ssize_t m = X.shape[0], d = X.shape[1]
-    cdef const double[::1] sw
-    cdef double lam = -1.0
-    cdef Poll pl
-    cdef double *buf = <double *> malloc(2 * max(d, 1) * sizeof(double))
-    if buf == NULL:
-        raise MemoryError("_py_top_eigenvalue: no work space")
-    poll_quiet(&pl, &_hook)
-    try:
-        if sample_weight is not None:
-            sw = np.ascontiguousarray(sample_weight, dtype=np.float64)
-            if sw.shape[0] != m:
-                raise ValueError("sample_weight must have one value per row")
-        if m == 0:
-            return -1.0
-        top_eigenvalue(&X[0, 0], &sw[0] if sample_weight is not None else NULL, m, d,
-                       fit_intercept, buf, buf + d, &pl, &lam)
-        return lam
-    finally:
-        free(buf)
-
-
-
 # ----------------------------------------------------------------------------
 # Single-sample updates (Section 2.1 of the paper).
-
-cdef inline double feature_sd(const double *sc, Py_ssize_t d, Py_ssize_t j) noexcept nogil:
-    # running standard deviation of feature j (1 while it is 0 or undefined)
-    cdef double sd = sqrt(sc[1 + d + j] / sc[0]) if sc[0] > 0 else 0.0
-    return sd if (sd > 0 and sd <= DBL_MAX) else 1.0
-
-
-cdef int scale_row(const double *x, Py_ssize_t d, double wi, double *sc, bint center,
-                   double *z, double *sds, double *w, double *intercept) noexcept nogil:
-    # Welford's weighted running mean and sum of squared deviations take the
-    # row, then z = (x - mean) / sd (x / sd without centering). The iterate
-    # (w on the z scale, and the intercept) is re-expressed under the new
-    # statistics so that the model on the original scale does not move: the
-    # statistics act as a preconditioner only (otherwise each update of them
-    # would move the target by ||beta|| times their change, and the iterate
-    # would chase it). ERR_BADINPUT for a non-finite entry, before anything
-    # changes.
-    cdef Py_ssize_t j
-    cdef double *mean = sc + 1
-    cdef double *m2 = sc + 1 + d
-    cdef double delta, old_sd, old_mean, f, beta
-    for j in range(d):
-        if not (fabs(x[j]) <= DBL_MAX):
-            return ERR_BADINPUT
-    if wi > 0:
-        for j in range(d):
-            sds[j] = feature_sd(sc, d, j)      # before the row
-        sc[0] += wi
-        f = wi / sc[0]
-        for j in range(d):
-            old_sd = sds[j]
-            old_mean = mean[j]
-            delta = x[j] - mean[j]
-            mean[j] += f * delta
-            m2[j] += wi * delta * (x[j] - mean[j])
-            sds[j] = feature_sd(sc, d, j)
-            w[j] *= sds[j] / old_sd
-            if center:
-                beta = w[j] / sds[j]
-                intercept[0] += (mean[j] - old_mean) * beta
-    else:
-        for j in range(d):
-            sds[j] = feature_sd(sc, d, j)
-    for j in range(d):
-        z[j] = (x[j] - mean[j]) / sds[j] if center else x[j] / sds[j]
-    return OK
-
-
-cdef void average_step_scaled(Py_ssize_t d, const double *w, double *wbar, SGDState *s,
-                              const double *sc, const double *sds, bint center,
-                              double *beta) noexcept nogil:
-    # The average of the iterates on the original scale (beta = w / sd,
-    # b = intercept - mean' beta under the statistics of their time): the
-    # statistics move while the average runs, so averaging w and converting at
-    # the end would mix scales (a bias of order ||beta|| |sd_s - sd|).
-    cdef Py_ssize_t j
-    cdef double b = s.intercept, inv
-    for j in range(d):
-        beta[j] = w[j] / sds[j]
-        if center:
-            b -= sc[1 + j] * beta[j]
-    s.n_avg += 1.0
-    inv = 1.0 / s.n_avg
-    sf_average(d, inv, beta, wbar)
-    s.intercept_avg += (b - s.intercept_avg) * inv
-
 
 def schedule_step(object state, object params, double[::1] window, const double[::1] x,
                   double residual, double weight):
@@ -1269,38 +958,6 @@ def predict(const double[:, ::1] X, const double[::1] w, double intercept, doubl
 cpdef enum:
     NONCROSS_NONE = 0     # independent updates (predict rearranges)
     NONCROSS_PROJECT = 1  # residuals at the predictions projected onto the ordered cone
-
-
-cdef void pav_increasing(double *v, Py_ssize_t m, double *level, double *size) noexcept nogil:
-    # v <- its least-squares projection onto {v_1 <= ... <= v_m} (pool adjacent
-    # violators, equal weights); level/size: m work values each
-    cdef Py_ssize_t i, j, nb = 0
-    cdef Py_ssize_t k
-    for i in range(m):
-        level[nb] = v[i]
-        size[nb] = 1.0
-        nb += 1
-        while nb > 1 and level[nb - 2] > level[nb - 1]:
-            level[nb - 2] = (level[nb - 2] * size[nb - 2] + level[nb - 1] * size[nb - 1]) / \
-                (size[nb - 2] + size[nb - 1])
-            size[nb - 2] += size[nb - 1]
-            nb -= 1
-    i = 0
-    for j in range(nb):
-        for k in range(<Py_ssize_t> size[j]):
-            v[i] = level[j]
-            i += 1
-
-
-def _py_pav(double[::1] v):
-    """The kernel's pool-adjacent-violators projection of v, in place (for tests)."""
-    cdef Py_ssize_t m = v.shape[0]
-    cdef double *buf = <double *> malloc(2 * max(m, 1) * sizeof(double))
-    if buf == NULL:
-        raise MemoryError("_py_pav: no work space")
-    if m:
-        pav_increasing(&v[0], m, buf, buf + m)
-    free(buf)
 
 
 cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *window, double *work,

@@ -11,24 +11,8 @@ cdef extern from "_simd.h" nogil:
     enum: SF_SIMD_PATHS
     int sf_simd_fused()
 
-cdef extern from "_dense.h" nogil:
-    double sf_dot(Py_ssize_t n, const double *x, const double *w)
-    double sf_dot2(Py_ssize_t n, const double *x, const double *w, double *xx)
-    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
-    void sf_average(Py_ssize_t n, double inv, const double *w, double *wbar)
-    double sf_plug_in_pass(Py_ssize_t n, double inv, double invx, const double *x,
-                           const double *w, double *wbar, double *xbar, double *wwbar,
-                           double *lag)
-    double sf_axpy_dot2(Py_ssize_t n, double a, const double *x, double *w,
-                        const double *xnext, double *xx)
-    double sf_axpy_dot2_f32(Py_ssize_t n, double a, const double *x, double *w,
-                            const float *xnext, double *xout, double *xx)
-    void sf_multi_axpy_dot2(Py_ssize_t n, Py_ssize_t m, const double *a,
-                            const unsigned char *upd, const double *x, double *W,
-                            Py_ssize_t ldw, const double *xnext, double *s, double *xx)
-    void sf_widen(Py_ssize_t n, const float *src, double *dst)
-    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
-                       const double *N)
+from _dense cimport (sf_dot, sf_dot2, sf_axpy, sf_average, sf_plug_in_pass, sf_axpy_dot2,
+                     sf_axpy_dot2_f32, sf_multi_axpy_dot2, sf_widen, sf_row_update)
 
 ctypedef void (*gemm_fn)(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
                          const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
@@ -37,26 +21,8 @@ ctypedef void (*diag_fn)(Py_ssize_t w, Py_ssize_t m, double alpha, const double 
                          Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
                          Py_ssize_t ldc) noexcept nogil
 
-cdef extern from "_skinny.h" nogil:
-    int sf_skinny_ok()
-    void sf_gemm_tn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                    double *C, Py_ssize_t ldc)
-    void sf_gemm_nn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                    double *C, Py_ssize_t ldc)
-    void sf_symm_diag(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
-                      Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
-                      Py_ssize_t ldc)
-    void sf_gemm_tn_c(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                      const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                      double *C, Py_ssize_t ldc)
-    void sf_gemm_nn_c(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                      const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                      double *C, Py_ssize_t ldc)
-    void sf_symm_diag_c(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
-                        Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
-                        Py_ssize_t ldc)
+from _skinny cimport (sf_skinny_ok, sf_gemm_tn, sf_gemm_nn, sf_symm_diag, sf_gemm_tn_c,
+                      sf_gemm_nn_c, sf_symm_diag_c)
 
 # The AVX-512 kernels by name where they are built; NULL elsewhere.
 cdef extern from *:
@@ -221,11 +187,13 @@ cdef gemm_fn _gemm_kernel(str kind, str path) except NULL:
     return fn
 
 
-def _need(Py_ssize_t size, Py_ssize_t cols, Py_ssize_t rows, Py_ssize_t ld, str name):
+cdef int _need(Py_ssize_t size, Py_ssize_t cols, Py_ssize_t rows, Py_ssize_t ld,
+               str name) except -1:
     # a column-major (rows x cols) matrix with leading dimension ld in size values
     if cols > 0 and rows > 0 and (ld < rows or (cols - 1) * ld + rows > size):
         raise ValueError(f"{name}: {rows} x {cols} with leading dimension {ld} does not fit "
                          f"in {size} values")
+    return 0
 
 
 def gemm(str kind, Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,

@@ -19,17 +19,7 @@ from libc.stdlib cimport malloc, free
 
 from _blas cimport blas_int, syrk_upper
 
-cdef extern from "_skinny.h" nogil:
-    int sf_skinny_ok()
-    void sf_gemm_tn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                    double *C, Py_ssize_t ldc)
-    void sf_gemm_nn(Py_ssize_t w, Py_ssize_t m, Py_ssize_t k, double alpha,
-                    const double *A, Py_ssize_t lda, const double *B, Py_ssize_t ldb,
-                    double *C, Py_ssize_t ldc)
-    void sf_symm_diag(Py_ssize_t w, Py_ssize_t m, double alpha, const double *A,
-                      Py_ssize_t lda, const double *B, Py_ssize_t ldb, double *C,
-                      Py_ssize_t ldc)
+from _skinny cimport sf_gemm_tn, sf_gemm_nn, sf_symm_diag
 
 cdef enum:
     # rows per panel: 8 panels at n = 1000, enough for two threads to balance

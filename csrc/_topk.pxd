@@ -40,13 +40,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
 from _blas cimport blas_int, gemm, geqrf, orgqr, trcon_upper
-from _symm_par cimport symm_product, syrk_product, sf_gemm_nn, sf_gemm_tn
-
-cdef extern from "_dense.h" nogil:
-    double sf_dot(Py_ssize_t n, const double *x, const double *w)
-    void sf_axpy(Py_ssize_t n, double a, const double *x, double *w)
-    void sf_row_update(Py_ssize_t n, double *s, double xi, const double *x, double a,
-                       const double *N)
+from _symm_par cimport symm_product, syrk_product
+from _skinny cimport sf_gemm_nn, sf_gemm_tn
+from _dense cimport sf_dot, sf_axpy, sf_row_update
 from _common cimport OK, ERR_NOMEM, ERR_LAPACK, bad_field, is_real
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR, EIG_EVD
 

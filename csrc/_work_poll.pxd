@@ -22,6 +22,7 @@ from _common cimport interrupted
 
 cdef enum:
     POLL_WORK = 1 << 20   # work between two polls: ~1 ms
+    ROW_WORK = 48         # a row's overhead beyond its d products, in element operations
 
 
 ctypedef struct WorkHook:

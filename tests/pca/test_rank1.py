@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from streamfit._kernels import _capped
+from streamfit._kernels import _testing
 
 EPS = np.finfo(float).eps
 TOL_C = 20.0
@@ -31,7 +31,7 @@ def check(U, d, x, rho, *, K=None):
     A = (U.T * d) @ U
     B = A + rho * np.outer(x, x)
     B = (B + B.T) / 2
-    Un, mu, k = _capped._rank_one_update(U, d, x, rho)
+    Un, mu, k = _testing.rank_one_update(U, d, x, rho)
     scale = max(np.abs(d).max(), rho * (x @ x), np.finfo(float).tiny)
     tol = TOL_C * max(n, 4) * EPS * scale
     assert np.all(np.diff(mu) >= 0), "eigenvalues not ascending"
@@ -99,7 +99,7 @@ def test_z_with_zero_components():
     assert k == n - 5
     # z exactly e_j (x an eigenvector): one entry moves by rho, no other
     j = 7
-    Un, mu, k = _capped._rank_one_update(U, d, U[j].copy(), 2.0)
+    Un, mu, k = _testing.rank_one_update(U, d, U[j].copy(), 2.0)
     assert k <= 1
     check(U, d, U[j].copy(), 2.0)
 
@@ -119,7 +119,7 @@ def test_x_zero_leaves_the_decomposition():
     rng = np.random.default_rng(7)
     U = orthogonal(8, rng)
     d = np.sort(rng.standard_normal(8))
-    Un, mu, k = _capped._rank_one_update(U, d, np.zeros(8), 1.0)
+    Un, mu, k = _testing.rank_one_update(U, d, np.zeros(8), 1.0)
     assert k == 0
     np.testing.assert_array_equal(Un, U)
     np.testing.assert_array_equal(mu, d)
@@ -160,17 +160,17 @@ def test_non_finite_input_is_a_failure_not_a_result(bad):
     U, d, x = orthogonal(5, rng), np.sort(rng.standard_normal(5)), rng.standard_normal(5)
     {"U": U, "d": d, "x": x}[bad].flat[2] = np.nan
     with pytest.raises(np.linalg.LinAlgError, match="dlaed4"):
-        _capped._rank_one_update(U, np.sort(d) if bad != "d" else d, x, 1.0)
+        _testing.rank_one_update(U, np.sort(d) if bad != "d" else d, x, 1.0)
 
 
 def test_validation():
     U, d, x = np.eye(3), np.arange(3.0), np.ones(3)
     with pytest.raises(ValueError, match="rho"):
-        _capped._rank_one_update(U, d, x, 0.0)
+        _testing.rank_one_update(U, d, x, 0.0)
     with pytest.raises(ValueError, match="ascending"):
-        _capped._rank_one_update(U, d[::-1].copy(), x, 1.0)
+        _testing.rank_one_update(U, d[::-1].copy(), x, 1.0)
     with pytest.raises(ValueError, match="n x n"):
-        _capped._rank_one_update(U, d, np.ones(4), 1.0)
+        _testing.rank_one_update(U, d, np.ones(4), 1.0)
 
 
 @pytest.mark.parametrize("ties", [False, True])
@@ -188,7 +188,7 @@ def test_orthogonality_after_ten_thousand_updates(ties):
     for t in range(T):
         x = rng.standard_normal(n) * rng.uniform(0.1, 3)
         rho = rng.uniform(0.05, 1)
-        U, d, k = _capped._rank_one_update(U, d, x, rho)
+        U, d, k = _testing.rank_one_update(U, d, x, rho)
         A += rho * np.outer(x, x)
         blocks.append(k)
         s = d[-1]

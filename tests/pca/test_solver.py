@@ -268,7 +268,7 @@ def test_krylov_takes_the_data_direction_when_the_residual_does_not_lead_there()
 
 # --- the block Gram-Schmidt step (_topk.pxd's orth_new) ---------------------------
 
-from streamfit._kernels import _pca as _pca_kernels  # noqa: E402
+from streamfit._kernels import _testing  # noqa: E402
 
 def _orthonormal_rows(rng, b, n):
     return np.linalg.qr(rng.standard_normal((n, b)))[0].T.copy()
@@ -280,7 +280,7 @@ def test_block_gram_schmidt_gives_an_orthonormal_basis_and_its_coefficients(n, b
     V = _orthonormal_rows(rng, b, n)
     # new directions with a large part along V (the previous step P has one)
     X = rng.standard_normal((r, n)) + 30 * rng.standard_normal((r, b)) @ V
-    ok, Q, R = _pca_kernels._orth_new(V, X)
+    ok, Q, R = _testing.orth_new(V, X)
     assert ok
     m = b + r
     eps = np.finfo(float).eps
@@ -304,19 +304,19 @@ def test_block_gram_schmidt_hands_a_degenerate_basis_to_the_whole_qr():
     u = rng.standard_normal(n)
     u -= V.T @ (V @ u)
     X = np.stack([u, u + V.T @ rng.standard_normal(b)])
-    ok, Q, _ = _pca_kernels._orth_new(V, X)
+    ok, Q, _ = _testing.orth_new(V, X)
     assert not ok
     # and V itself a little off orthonormal (more than ~1000 ulps): also refused
     W = V.copy()
     W[0] *= 1 + 1e-12
-    ok, _, _ = _pca_kernels._orth_new(W, rng.standard_normal((b, n)))
+    ok, _, _ = _testing.orth_new(W, rng.standard_normal((b, n)))
     assert not ok
-    ok, _, _ = _pca_kernels._orth_new(V, rng.standard_normal((b, n)))
+    ok, _, _ = _testing.orth_new(V, rng.standard_normal((b, n)))
     assert ok
     # non-finite new directions: refused (a NaN must not pass the check)
     X = rng.standard_normal((b, n))
     X[1, 3] = np.inf
-    ok, _, _ = _pca_kernels._orth_new(V, X)
+    ok, _, _ = _testing.orth_new(V, X)
     assert not ok
 
 
@@ -333,7 +333,7 @@ def test_block_gram_schmidt_never_returns_a_basis_off_by_more_than_its_limit():
     E[np.arange(b), b + rng.choice(n - b, b, replace=False)] = 1.0
     for scale in (3e-18, 1e-16, 1e-14):
         X = 10 * rng.standard_normal((b, b)) @ V + scale * E
-        ok, Q, _ = _pca_kernels._orth_new(V, X)
+        ok, Q, _ = _testing.orth_new(V, X)
         if ok:
             assert np.abs(Q @ Q.T - np.eye(2 * b)).max() <= 2.0 ** -43 * 1.01, scale
 

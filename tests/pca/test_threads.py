@@ -74,7 +74,7 @@ def test_fpl_decisions_follow_the_blas_thread_count_only_to_rounding(two_threads
 # -- the trial loop's own threads (n_jobs) -------------------------------------------------
 
 from streamfit import FollowTheLeaderPCA  # noqa: E402
-from streamfit._kernels import _pca  # noqa: E402
+from streamfit._kernels import _pca, _testing  # noqa: E402
 from streamfit._validation import effective_n_threads  # noqa: E402
 
 PAR_MIN_N = 768      # _symm_par.pxd's: the trial loop's threads from this n on
@@ -95,10 +95,10 @@ def test_panelled_product_is_the_product_and_the_same_on_any_thread_count(n, m):
     S = np.tril(G + G.T) + np.triu(np.full((n, n), np.nan), 1)   # upper: never read
     B = rng.standard_normal((m, n))
     full = np.tril(S) + np.tril(S, -1).T
-    ref = _pca._symm_product(S, B, 1)
+    ref = _testing.symm_product(S, B, 1)
     np.testing.assert_allclose(ref, B @ full, rtol=0, atol=1e-12 * np.abs(full).sum(1).max())
     for threads in (1, 2, 3):
-        np.testing.assert_array_equal(_pca._symm_product(S, B, threads), ref)
+        np.testing.assert_array_equal(_testing.symm_product(S, B, threads), ref)
 
 
 def _stream(n, T, dense=False, seed=0):

@@ -10,6 +10,7 @@ from sklearn.metrics import d2_pinball_score
 
 from streamfit import OnlineQuantileRegressor
 from streamfit._kernels import _quantile as _k
+from streamfit._kernels import _testing
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
@@ -105,7 +106,7 @@ def test_projection_orders_the_training_residuals():
     for _ in range(200):
         v = rng.standard_normal(rng.integers(1, 8))
         out = v.copy()
-        _k._py_pav(out)
+        _testing.pav(out)
         assert (np.diff(out) >= -1e-15).all()
         # optimality: block means, and no other ordered vector is closer (spot check)
         other = np.sort(v)

@@ -941,7 +941,7 @@ def test_selection_is_numpy_partition(kind):
     """The windows' order statistics (_order_stats.pxd's select_kth) give
     np.partition's k-th value for every k, and leave the k smallest in front
     (sparsity's second selection reads only those), whatever the ties."""
-    from streamfit._kernels import _quantile as _k
+    from streamfit._kernels import _testing
 
     rng = np.random.default_rng(7)
     for n in (1, 2, 3, 16, 17, 18, 64, 250, 1001):
@@ -955,8 +955,8 @@ def test_selection_is_numpy_partition(kind):
         want = np.sort(base)
         for k in sorted({0, n // 2, n - 1, n // 3, (9 * n) // 10}):
             a = base.copy()
-            assert _k._py_select_kth(a, k) == want[k], (n, k)
+            assert _testing.select_kth(a, k) == want[k], (n, k)
             np.testing.assert_array_equal(np.sort(a), want)          # a permutation
             assert (a[:k] <= want[k]).all() and (a[k + 1:] >= want[k]).all(), (n, k)
     with pytest.raises(ValueError, match="k must be"):
-        _k._py_select_kth(np.zeros(3), 3)
+        _testing.select_kth(np.zeros(3), 3)

@@ -4,7 +4,7 @@ random scaling", AAAI 2022).
 
 The kernel keeps, over the window of the Polyak-Ruppert average (its k steps,
 z_s the s-th averaged iterate, coefficients then intercept, u_s = z_s - z_1):
-sum s^2, sum s^2 u_s and sum s^2 u_s u_s' (``rs_step`` in ``_quantile.pyx``).
+sum s^2, sum s^2 u_s and sum s^2 u_s u_s' (``rs_step`` in ``csrc/_qr_inference.pxd``).
 From them
 
     V_k = k^-2 sum_{s<=k} s^2 (z_s - z_k)(z_s - z_k)'
