@@ -17,6 +17,7 @@ from .._base import StreamEstimator, deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, ERR_SCALE, OK, raise_for
 from .._kernels import _lowrank as _k
 from .._validation import _as_float64, _check_finite, check_scalar, check_vector
+from ..exceptions import _warn_if_warming_up
 from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule, \
     resolve_schedule
 
@@ -377,6 +378,8 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         params = self._params_record(schedule, *dims)
         work = self._fresh(dims, params)
         self._run(work, form, arrays, y, "fit", fresh=True)
+        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n,
+                            int(params[0]["n_warmup"]) + 1)
         return self
 
     def _fresh(self, dims, params):

@@ -23,6 +23,7 @@ from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, 
 from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
+from ..exceptions import _warn_if_warming_up
 from ..schedules import Schedule, resolve_schedule
 from ._inference import critical_value, random_scaling_matrix
 from ._multi import NONCROSSING, MultiWork, advance_multi, rearrange
@@ -80,6 +81,21 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
 
     def __sklearn_is_fitted__(self):
         return "_fit_" in self.__dict__
+
+    def _expected_failed_checks(self):
+        """scikit-learn's checks this configuration fails by design, with the
+        reason (read by ``streamfit._sklearn_checks.expected_failed_checks``)."""
+        failures = {}
+        if self.mode in ("single", "batch"):
+            failures["check_sample_weight_equivalence_on_dense_data"] = (
+                "an online fit depends on the order of the rows and a weight scales one "
+                "step where a repeat takes several; the check compares weighted rows, "
+                "shuffled, with repeated rows in order")
+        if isinstance(self.tau, (list, tuple, np.ndarray)):
+            failures["check_regressors_train"] = (
+                "several quantiles predict one column each: predict returns shape "
+                "(n_samples, len(tau)) for a 1-D y")
+        return failures
 
     # -- parameters -------------------------------------------------------------
     def _taus(self):
@@ -359,19 +375,29 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             self._warn_if_phase_one_restarts(coef_init, intercept_init)
             out = advance_multi(work, X, y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
+            self._warn_if_warming_up(work, params, n, int(params[0]["n_warmup"]) + 1)
             return self
         work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
         work.track_inference(bool(self.inference))
         self._start_scaler(work, d, coef_init, intercept_init)
         self._warn_if_phase_one_restarts(coef_init, intercept_init)
+        warmup = int(params[0]["n_warmup"])
         if self.mode == "single":
             out = advance(work, X, y, sw, schedule)
+            need = warmup + 1
         else:
             bs = self.batch_size or max(2 * (d + 1), 16)
             X = as_float64(X)
             out = self._fit_blocks(work, X, y, sw, schedule, bs)
+            # batch: the block that completes the warm-up steps (storage mode
+            # warms up on its first block and steps on it: it never warns)
+            need = warmup
         self._finish(work, out, X, names, "fit", fresh=True)
+        self._warn_if_warming_up(work, params, n, need)
         return self
+
+    def _warn_if_warming_up(self, work, params, n, need):
+        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, need)
 
     def _fit_blocks(self, work, X, y, sw, schedule, bs):
         n = X.shape[0]
