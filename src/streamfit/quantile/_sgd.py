@@ -85,12 +85,11 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     def _expected_failed_checks(self):
         """scikit-learn's checks this configuration fails by design, with the
         reason (read by ``streamfit._sklearn_checks.expected_failed_checks``)."""
-        failures = {}
-        if self.mode in ("single", "batch"):
-            failures["check_sample_weight_equivalence_on_dense_data"] = (
-                "an online fit depends on the order of the rows and a weight scales one "
-                "step where a repeat takes several; the check compares weighted rows, "
-                "shuffled, with repeated rows in order")
+        failures = {"check_sample_weight_equivalence_on_dense_data": (
+            "a weight scales one step where a repeat takes several, and an online fit "
+            "depends on the order of the rows (storage mode: one step per block of "
+            "batch_size rows, so repeats make more steps); the check compares weighted "
+            "rows, shuffled, with repeated rows in order")}
         if isinstance(self.tau, (list, tuple, np.ndarray)):
             failures["check_regressors_train"] = (
                 "several quantiles predict one column each: predict returns shape "
