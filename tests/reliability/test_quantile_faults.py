@@ -1,5 +1,5 @@
-"""Issue 9's failures of the online quantile regression family, each a
-regression test: interrupts (a real SIGINT in a subprocess, a SIGALRM timer
+"""Regression tests of the online quantile regression family, one per failure
+mode: interrupts (a real SIGINT in a subprocess, a SIGALRM timer
 whose handler raises, a signal raised at an exact row), two threads on one
 estimator, mid-stream parameter changes, extreme scales, a stuck sensor,
 loading with mmap_mode="r", and the small things (empty calls, huge buffers,
