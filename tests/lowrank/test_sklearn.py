@@ -5,12 +5,16 @@ pairs), and its tags say so (``two_d_array=False``, ``three_d_array=True``):
 scikit-learn's checks feed 2-D arrays of feature rows, so scikit-learn runs
 only the one that needs no data (cloning) and skips the rest with a
 ``SkipTestWarning`` naming the input tags."""
+import warnings
+
+import numpy as np
 import pytest
 from sklearn.exceptions import SkipTestWarning
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 from streamfit import OnlineLowRankQuantileRegressor
 from streamfit._sklearn_checks import expected_failed_checks
+from streamfit.exceptions import WarmupWarning
 from streamfit.schedules import StatisticalSchedule
 
 ESTIMATORS = [
@@ -37,3 +41,16 @@ def test_a_users_check_estimator_runs_what_applies_and_says_why_not_the_rest(est
     assert [(r["check_name"], r["status"]) for r in results] == \
         [("check_estimator_cloneable", "passed")]
     assert expected_failed_checks(est) == {}
+
+
+def test_a_fit_too_short_to_leave_the_warmup_warns():
+    X = np.random.default_rng(0).standard_normal((50, 4, 4))
+    with pytest.warns(WarmupWarning, match="OnlineLowRankQuantileRegressor.fit saw 50 rows.*"
+                      "Fit at least 51 rows"):
+        est = OnlineLowRankQuantileRegressor().fit(X, X[:, 0, 0])
+    assert not est.coef_.any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert OnlineLowRankQuantileRegressor().partial_fit(X, X[:, 0, 0]).n_updates_ == 0
+        X = np.random.default_rng(0).standard_normal((51, 4, 4))
+        assert OnlineLowRankQuantileRegressor().fit(X, X[:, 0, 0]).coef_.any()

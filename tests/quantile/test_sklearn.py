@@ -89,6 +89,28 @@ def test_the_defaults_warn_on_the_checks_short_datasets():
         assert np.any(fitted.coef_)
 
 
+def test_the_warmup_warning_is_for_fit_only_and_names_the_rows():
+    X, y, _ = make_linear_stream(80, 3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # a stream's first blocks fill the warm-up: no warning
+        est = OnlineQuantileRegressor()
+        for a in range(0, 80, 10):
+            est.partial_fit(X[a:a + 10], y[a:a + 10])
+        assert est.n_updates_ == 30
+        # a schedule with no warm-up, or storage mode, steps at once
+        OnlineQuantileRegressor(schedule="constant").fit(X[:3], y[:3])
+        OnlineQuantileRegressor(mode="storage").fit(X[:3], y[:3])
+    short_warmup = OnlineQuantileRegressor(schedule=StatisticalSchedule(n_warmup=10))
+    with pytest.warns(WarmupWarning, match="saw 10 rows.*n_warmup=10 rows.*Fit at least 11 "
+                      "rows") as caught:
+        short_warmup.fit(X[:10], y[:10])
+    assert caught[0].filename == __file__          # points at the user's call
+    assert short_warmup.n_updates_ == 0
+    with pytest.warns(WarmupWarning, match="saw 49 rows.*Fit at least 50 rows"):
+        OnlineQuantileRegressor(mode="batch", batch_size=8).fit(X[:49], y[:49])
+
+
 @pytest.mark.parametrize("est", LEARNING + DEFAULTS, ids=repr)
 def test_declared_failures_are_reasoned_checks(est):
     from sklearn.utils.estimator_checks import estimator_checks_generator
