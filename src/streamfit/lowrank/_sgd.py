@@ -364,7 +364,7 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         --------
         >>> import numpy as np
         >>> from streamfit.lowrank import OnlineLowRankQuantileRegressor
-        >>> X = np.random.default_rng(0).standard_normal((50, 4, 4))
+        >>> X = np.random.default_rng(0).standard_normal((60, 4, 4))
         >>> OnlineLowRankQuantileRegressor(rank=2).fit(X, X[:, 0, 0]).coef_.shape
         (4, 4)
         """
