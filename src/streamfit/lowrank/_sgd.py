@@ -360,6 +360,12 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         -------
         self
 
+        Warns
+        -----
+        streamfit.exceptions.WarmupWarning
+            When the statistical schedule's warm-up (``n_warmup`` samples,
+            default 50) outlasts X: no step was taken, M is still 0.
+
         Examples
         --------
         >>> import numpy as np

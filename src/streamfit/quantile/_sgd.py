@@ -351,6 +351,13 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         Returns
         -------
         self
+
+        Warns
+        -----
+        streamfit.exceptions.WarmupWarning
+            When the statistical schedule's warm-up (``n_warmup`` rows,
+            default 50) outlasts X: no step was taken, the coefficients are
+            still their start.
         """
         names = feature_names(X)
         X = as_matrix(X, float32=True)
