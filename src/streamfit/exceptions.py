@@ -37,12 +37,15 @@ class WarmupWarning(UserWarning):
     """
 
 
-def _warn_if_warming_up(est, params, n_updates, n_seen, need):
-    """Warn (WarmupWarning) when a fit under a statistical schedule took no
-    step; ``need`` is the number of rows its first step takes."""
+def _warn_if_warming_up(est, params, n_updates, n_seen, after):
+    """Warn (WarmupWarning) when a fit of n_seen rows under a statistical
+    schedule took no step; its first step takes n_warmup + ``after`` rows."""
+    # (imported here: this module loads without the compiled kernels that
+    # streamfit.schedules needs)
     from .schedules import StatisticalSchedule
     if n_updates != 0 or n_seen == 0 or int(params[0]["kind"]) != StatisticalSchedule._kind:
         return
+    need = int(params[0]["n_warmup"]) + after
     name = type(est).__name__
     warnings.warn(WarmupWarning(
         f"{name}.fit saw {n_seen} rows, but the statistical schedule takes its first step "

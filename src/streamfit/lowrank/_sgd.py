@@ -384,8 +384,7 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         params = self._params_record(schedule, *dims)
         work = self._fresh(dims, params)
         self._run(work, form, arrays, y, "fit", fresh=True)
-        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n,
-                            int(params[0]["n_warmup"]) + 1)
+        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, after=1)
         return self
 
     def _fresh(self, dims, params):

@@ -381,29 +381,27 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             self._warn_if_phase_one_restarts(coef_init, intercept_init)
             out = advance_multi(work, X, y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
-            self._warn_if_warming_up(work, params, n, int(params[0]["n_warmup"]) + 1)
+            self._warn_if_warming_up(work, params, n, after=1)
             return self
         work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
         work.track_inference(bool(self.inference))
         self._start_scaler(work, d, coef_init, intercept_init)
         self._warn_if_phase_one_restarts(coef_init, intercept_init)
-        warmup = int(params[0]["n_warmup"])
         if self.mode == "single":
             out = advance(work, X, y, sw, schedule)
-            need = warmup + 1
         else:
             bs = self.batch_size or max(2 * (d + 1), 16)
             X = as_float64(X)
             out = self._fit_blocks(work, X, y, sw, schedule, bs)
-            # batch: the block that completes the warm-up steps (storage mode
-            # warms up on its first block and steps on it: it never warns)
-            need = warmup
         self._finish(work, out, X, names, "fit", fresh=True)
-        self._warn_if_warming_up(work, params, n, need)
+        # single mode steps from the row after the warm-up, batch mode on the
+        # block that completes it (storage mode steps on its first block: it
+        # never warns)
+        self._warn_if_warming_up(work, params, n, after=int(self.mode == "single"))
         return self
 
-    def _warn_if_warming_up(self, work, params, n, need):
-        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, need)
+    def _warn_if_warming_up(self, work, params, n, after):
+        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, after)
 
     def _fit_blocks(self, work, X, y, sw, schedule, bs):
         n = X.shape[0]
