@@ -2,7 +2,7 @@
 the single-machine averaged fit on the same rows, and against the offline
 estimator where offline is feasible.
 
-Workload (issue 12): the paper's model y = x'beta* + t_1.1 noise (tau = 0.5,
+Workload: the paper's model y = x'beta* + t_1.1 noise (tau = 0.5,
 ``make_linear_stream``), N rows of d features in S partitions, each
 partition made on a worker from its own seed (never all in memory), fitted
 by ``parallel_quantile_fit`` on a LocalCluster of 2 single-threaded worker

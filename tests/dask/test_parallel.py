@@ -288,8 +288,9 @@ def test_compute_threads_are_the_workers_share_of_the_cores(tmp_path, data):
 
 
 def test_nothing_is_held_after_the_call(client, data):
-    # chunks slower than the waits' poll: the waits time out (and used to
-    # leave futures, and their partitions, alive until a garbage collection)
+    # chunks slower than the waits' poll: the waits time out, and a timed-out
+    # wait must not leave futures (and their partitions) alive until a
+    # garbage collection
     X, y, _ = data
     Xd = da.from_array(X, chunks=(SIZES, D)).map_blocks(slow_block, dtype=float)
     parallel_quantile_fit(Xd, da.from_array(y, chunks=(SIZES,)), 0.7, client=client)

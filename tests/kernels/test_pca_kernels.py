@@ -267,8 +267,8 @@ def test_a_block_too_wide_for_krylov_is_solved_exactly_and_quietly(capfd):
 
 
 def test_topk_update_that_would_overflow_is_refused_and_leaves_s_unchanged():
-    # A finite x whose x x^T overflows used to make S inf without an error
-    # (solve then returned inf values and counted the block as kept).
+    # A finite x whose x x^T overflows would make S inf (and solve return inf
+    # values, counting the block as kept): the update must refuse it.
     rng = np.random.default_rng(0)
     n = 420
     A = rng.standard_normal((n, n))
@@ -340,7 +340,8 @@ def test_topk_arrays_replaced_are_refused_naming_them(name, value):
 def test_topk_sizes_and_record_set_out_of_range_are_refused_naming_them(edit, exc, name):
     """n, k, block, max_iter (public attributes) and the record's counters,
     set out of range between calls: the next call refuses them by name (a
-    negative solve count once reached the seed as an OverflowError)."""
+    negative solve count would otherwise surface as an OverflowError naming
+    nothing)."""
     topk = TopK(6, 2)
     topk.update(matrix=np.eye(6))
     topk.solve()

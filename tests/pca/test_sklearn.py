@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
                        PerturbedLeaderPCA)
+from streamfit._sklearn_checks import expected_failed_checks
 from streamfit._validation import InputTypeError
 from streamfit.simulate import make_spiked_stream
 
@@ -31,16 +32,25 @@ CONFIGS = [
     DropoutPCA(2, resample="fresh", random_state=0),
 ]
 
-# Checks an online learner may fail, with the reason, per estimator class.
-# None is expected today: every check passes. The mechanism stays so that a
-# reason must be written down should one be declared.
-EXPECTED_FAILED_CHECKS = {}
+# Every class as a user builds it, with no argument (n_components=1).
+DEFAULTS = [PerturbedLeaderPCA(), FollowTheLeaderPCA(), MatrixEGPCA(), MatrixGDPCA(),
+            DropoutPCA()]
 
 
-@parametrize_with_checks(CONFIGS, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS.get(
-    type(est).__name__, {}))
+# Expected failures come from the estimators themselves (none is declared for
+# the PCA classes: every check passes, strictly).
+@parametrize_with_checks(CONFIGS + DEFAULTS, expected_failed_checks=expected_failed_checks,
+                         xfail_strict=True)
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("est", DEFAULTS, ids=repr)
+def test_every_parameter_has_a_default(est, X):
+    assert type(est)().get_params() == est.get_params()
+    assert est.n_components == 1
+    assert est.fit(X).components_.shape == (1, 12)
+    assert expected_failed_checks(est) == {}
 
 
 def every(cls=None):

@@ -1,6 +1,7 @@
 """What the online PCA reliability suites share: the estimators in their main
-configurations, the degenerate streams of issue 9, and bit-for-bit state
-comparisons. Imported relatively (pytest's importlib mode puts no test folder
+configurations, degenerate streams (eigenvalue ties, repeated rows, rank one
+with zero rows, PSD projections), and bit-for-bit state comparisons.
+Imported relatively (pytest's importlib mode puts no test folder
 on sys.path)."""
 import numpy as np
 

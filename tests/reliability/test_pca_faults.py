@@ -1,5 +1,5 @@
-"""Issue 9's failures of the online PCA family (FPL with each noise, FTL, MEG,
-GD), each a regression test: LAPACK failures and the degenerate-stream sweep,
+"""Regression tests of the online PCA family (FPL with each noise, FTL, MEG,
+GD), one per failure mode: LAPACK failures and the degenerate-stream sweep,
 exact regret accounting, interrupts (a real SIGINT in a subprocess, a SIGALRM
 timer whose handler raises, a signal raised at an exact trial), two threads on
 one estimator, extreme scales, loading with mmap_mode="r", the small things,

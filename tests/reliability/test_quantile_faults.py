@@ -1,5 +1,5 @@
-"""Issue 9's failures of the online quantile regression family, each a
-regression test: interrupts (a real SIGINT in a subprocess, a SIGALRM timer
+"""Regression tests of the online quantile regression family, one per failure
+mode: interrupts (a real SIGINT in a subprocess, a SIGALRM timer
 whose handler raises, a signal raised at an exact row), two threads on one
 estimator, mid-stream parameter changes, extreme scales, a stuck sensor,
 loading with mmap_mode="r", and the small things (empty calls, huge buffers,
@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 
 import joblib
 import numpy as np
@@ -24,6 +25,7 @@ from threadpoolctl import threadpool_limits
 from streamfit import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                        offline_quantile_regression)
 from streamfit._kernels import _quantile as _k
+from streamfit.exceptions import WarmupWarning
 from streamfit.quantile._state import FIELDS
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
@@ -264,7 +266,12 @@ def test_interrupted_fit_holds_the_fresh_fit_of_the_rows_before(mode, raise_at):
             assert_same_state(est, old)
         else:
             assert 0 < taken < len(y)
-            assert_same_state(est, make(mode).fit(X[:taken], y[:taken]))
+            with warnings.catch_warnings():
+                # 40 rows end inside the default warm-up: the reference fit
+                # says so (the interrupted one raised before it could)
+                warnings.simplefilter("ignore", WarmupWarning)
+                ref = make(mode).fit(X[:taken], y[:taken])
+            assert_same_state(est, ref)
         est = pickle.loads(pickle.dumps(old))
 
 

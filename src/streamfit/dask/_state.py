@@ -30,9 +30,9 @@ def caller_lock(estimator, func, *args):
         return func(*args)
     had_lock = "_lock" in vars(estimator)
     out = call_holding(serialized(), func, *args)
-    # A class whose __getstate__ keeps the lock (the online PCA estimators
-    # before issue 10's base class) could no longer be pickled or copied
-    # with one: take away the lock made here.
+    # A class whose __getstate__ keeps the lock (one not built on
+    # StreamEstimator, whose __getstate__ leaves it out) could not be pickled
+    # or copied with one: take away the lock made here.
     if not had_lock and "_lock" in estimator.__getstate__():
         vars(estimator).pop("_lock", None)
     return out

@@ -7,9 +7,9 @@ seed, run in this process or as Dask tasks, see :func:`open_runner`), its
 analysis (tables, a figure drawn like the paper's, and the criteria its
 verdict is computed from) and its quick and full presets.
 
-The older table functions (``stepsize_comparison``, ``adversarial_regret``,
-...) stay importable from :mod:`streamfit.experiments.quantile` and
-:mod:`streamfit.experiments.pca` for the tests and benchmarks that use them.
+The table functions the tests and benchmarks use (``stepsize_comparison``,
+``adversarial_regret``, ...) live in :mod:`streamfit.experiments.quantile` and
+:mod:`streamfit.experiments.pca`.
 """
 from . import (lowrank, pca_compare, pca_dropout, pca_goe, pca_noise, pca_real, pca_scaling,
                qr_batch,
@@ -17,11 +17,8 @@ from . import (lowrank, pca_compare, pca_dropout, pca_goe, pca_noise, pca_real, 
                qr_phase_one, qr_real, qr_regret, qr_remark3, qr_sensitivity, qr_stepsizes,
                qr_storage, pca_cost)
 from ._runner import open_runner
-from .pca import (adversarial_regret, comparator_regret, dense_regret, loglog_slope,
-                  noise_comparison, pca_trial_time, stochastic_regret)
-from .quantile import (format_table, least_squares_comparison, offline_comparison,
-                       parameter_sensitivity, plot_paths, regret_dynamics,
-                       stepsize_comparison, stepsize_paths)
+from .pca import adversarial_regret, comparator_regret, loglog_slope
+from .quantile import format_table, offline_comparison, regret_dynamics, stepsize_comparison
 from .report import markdown_table, write_report
 
 #: every experiment of the report, in report order
@@ -48,8 +45,6 @@ def get_experiment(name):
 
 
 __all__ = ["EXPERIMENTS", "get_experiment", "write_report", "open_runner", "markdown_table",
-           # the older table functions
-           "adversarial_regret", "noise_comparison", "stochastic_regret", "dense_regret",
-           "comparator_regret", "pca_trial_time", "loglog_slope", "stepsize_comparison",
-           "stepsize_paths", "offline_comparison", "least_squares_comparison",
-           "parameter_sensitivity", "regret_dynamics", "format_table", "plot_paths"]
+           # the table functions of the tests and benchmarks
+           "adversarial_regret", "comparator_regret", "loglog_slope", "stepsize_comparison",
+           "offline_comparison", "regret_dynamics", "format_table"]

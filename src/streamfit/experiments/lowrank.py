@@ -1,6 +1,7 @@
-"""Seed 001, Section 5 (beyond the paper): online low-rank matrix quantile
-regression by Riemannian sub-gradient descent, against its least-squares
-version and against the vector online QR on vec(M), which ignores the rank.
+"""Online low-rank matrix quantile regression by Riemannian sub-gradient
+descent (Section 5 of [1], which runs no experiment of it), against its
+least-squares version and against the vector online QR on vec(M), which
+ignores the rank.
 
 Relative error against t for Gaussian sensing (X_t with i.i.d. N(0, 1)
 entries) and matrix completion (X_t = e_i e_j^T, uniform entries), t_1.1 and
@@ -8,6 +9,11 @@ Gaussian noise; the fitted slope, and whether the error scales like
 sqrt(r (d1 + d2) / t): the streams run to the same multiple of
 d_eff = r (d1 + d2 - r) at every size, so err sqrt(t / d_eff) should not
 depend on the size.
+
+References
+----------
+.. [1] Y. Shen, D. Xia and W.-X. Zhou, "Online Quantile Regression", Journal
+   of Machine Learning Research 26 (2025).
 """
 from __future__ import annotations
 

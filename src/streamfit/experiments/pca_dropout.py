@@ -1,7 +1,7 @@
-"""Seed 000's open question: does Follow the Leader with dropout perturbations
-(DropoutPCA, lazy draws, keep probability 1/2) reach the minimax regret
-O(sqrt(kT)) -- FPL's rate without its n^{1/4} -- and does it adapt to easy
-streams like Follow the Leader?
+"""The open question at the end of Kotlowski & Warmuth [1]: does Follow the
+Leader with dropout perturbations [2] (DropoutPCA, lazy draws, keep
+probability 1/2) reach the minimax regret O(sqrt(kT)) -- FPL's rate without
+its n^{1/4} -- and does it adapt to easy streams like Follow the Leader?
 
 Two parts. Scans of the regret against T, n and k on the families
 ``pca-scaling`` uses (Follow the Leader's adversary, and weak spikes whose
@@ -10,6 +10,13 @@ FPL and FTL from the same task function as ``pca-scaling``. Paths of the
 regret against T on FTL's adversary and on an i.i.d. spiked stream, dropout
 beside FTL, FPL, MEG and GD from ``pca-compare``'s task function. Exponents are
 log-log fits over each scan; the verdict is computed from them.
+
+References
+----------
+.. [1] W. Kotlowski and M. K. Warmuth, "PCA with Gaussian perturbations",
+   2015.
+.. [2] T. van Erven, W. Kotlowski and M. K. Warmuth, "Follow the Leader with
+   Dropout Perturbations", COLT 2014.
 """
 from __future__ import annotations
 
@@ -280,8 +287,8 @@ def _analyse(p, results):
 
 EXPERIMENT = Experiment(
     name="pca-dropout", paper="000", kind=BEYOND,
-    title="Dropout perturbations: the seed's open question",
-    claim=("Open question of the seed (end of the paper): would a more adaptive Follow the "
+    title="Dropout perturbations: Kotlowski & Warmuth's open question",
+    claim=("Open question of Kotlowski & Warmuth (end of the paper): would a more adaptive Follow the "
            "Leader, with dropout perturbation (van Erven, Kotlowski & Warmuth, COLT 2014), reach "
            "the minimax regret Theta(sqrt(kT)) for vector instances -- FPL's rate without its "
            "n^(1/4) -- while adapting to easy (i.i.d.) streams like Follow the Leader? Answered "

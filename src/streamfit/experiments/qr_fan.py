@@ -1,4 +1,4 @@
-"""Beyond the paper (issue 14): nine quantiles from one pass, drawn as a fan
+"""Beyond the paper: nine quantiles from one pass, drawn as a fan
 chart over a 1-D feature, and the random-scaling confidence intervals of the
 averaged median fit shrinking as the stream grows.
 
@@ -6,6 +6,13 @@ The stream is heteroscedastic and the linear quantile model holds for every
 tau: x ~ U[0, 1], y = a + b x + (c + g x) xi with xi ~ N(0, 1), so the
 tau-quantile of y given x is (a + c z_tau) + (b + g z_tau) x, z_tau the
 normal tau-quantile; the lines fan out with x and the median's are (a, b).
+
+References
+----------
+.. [1] Y. Shen, D. Xia and W.-X. Zhou, "Online Quantile Regression", Journal
+   of Machine Learning Research 26 (2025).
+.. [2] S. Lee, Y. Liao, M. H. Seo and Y. Shin, "Fast and Robust Online
+   Inference with Stochastic Gradient Descent via Random Scaling", AAAI 2022.
 """
 from __future__ import annotations
 
@@ -242,7 +249,7 @@ def _draw(p, fan, truth, path, reps, rate):
 EXPERIMENT = Experiment(
     name="qr-fan", paper="001", kind=BEYOND,
     title="Beyond the paper: nine quantiles in one pass, and online confidence intervals",
-    claim=("Issue 14 (beyond the paper): OnlineQuantileRegressor(tau=[0.1, ..., 0.9]) fits "
+    claim=("Beyond the paper: OnlineQuantileRegressor(tau=[0.1, ..., 0.9]) fits "
            "all nine quantiles from one pass and predict never lets them cross; with "
            "average=True, inference=True, conf_int gives random-scaling intervals (Lee, Liao, "
            "Seo & Shin, AAAI 2022) that cover the truth at their nominal 95% and shrink like "

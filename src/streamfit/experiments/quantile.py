@@ -11,14 +11,12 @@ import time
 
 import numpy as np
 
-from ..quantile import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
-                        offline_quantile_regression)
-from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
-from ..simulate import make_linear_stream, noise_mean_abs
+from ..quantile import OnlineQuantileRegressor, offline_quantile_regression
+from ..schedules import ConstantSchedule, InverseTimeSchedule
+from ..simulate import make_linear_stream
 
-__all__ = ["stepsize_comparison", "stepsize_paths", "offline_comparison",
-           "least_squares_comparison", "parameter_sensitivity", "regret_dynamics",
-           "format_table", "plot_paths", "CONSTANT_GRID", "INVERSE_TIME_GRID"]
+__all__ = ["stepsize_comparison", "offline_comparison", "regret_dynamics", "format_table",
+           "CONSTANT_GRID", "INVERSE_TIME_GRID"]
 
 # Log-spaced grids, 3 points a decade, wide enough that the best point is
 # inside for both signal-to-noise ratios (unit-variance features).
@@ -79,65 +77,6 @@ def stepsize_comparison(n_samples=100_000, n_features=100, *, snrs=(20.0, 200.0)
     return table
 
 
-def error_path(est, X, y, beta, checkpoints):
-    """Relative error of ``est`` after each checkpoint (rows seen), fed as a
-    stream in blocks; inf from the point where it diverges."""
-    out, start = [], 0
-    for c in checkpoints:
-        try:
-            est.partial_fit(X[start:c], y[start:c])
-            out.append(_relerr(est.coef_, beta))
-        except FloatingPointError:
-            out.extend([float("inf")] * (len(checkpoints) - len(out)))
-            break
-        start = c
-    return out
-
-
-def stepsize_paths(n_samples=100_000, n_features=100, *, snr=20.0, tau=0.5, seed=0,
-                   constant_eta=None, inverse_time_c=None, n_points=40):
-    """Figure 4's curves: relative error against t for the statistical
-    schedule (plain and averaged), a constant stepsize and c/(t+1). The
-    comparators' constants default to the best of their grids at this size
-    (from :func:`stepsize_comparison` on the same data)."""
-    if constant_eta is None or inverse_time_c is None:
-        best = stepsize_comparison(n_samples, n_features, snrs=(snr,), tau=tau, seeds=(seed,))
-        constant_eta = constant_eta or best["best_constant_eta"][0]
-        inverse_time_c = inverse_time_c or best["best_inverse_time_c"][0]
-    X, y, beta = make_linear_stream(n_samples, n_features, tau=tau, snr=snr, random_state=seed)
-    ts = np.unique(np.geomspace(n_features, n_samples, n_points).astype(int))
-    make = lambda **kw: OnlineQuantileRegressor(tau, fit_intercept=False, **kw)  # noqa: E731
-    return {
-        "t": ts.tolist(),
-        "statistical": error_path(make(), X, y, beta, ts),
-        "statistical_avg": error_path(make(average=True), X, y, beta, ts),
-        f"constant({constant_eta:.2g})": error_path(
-            make(schedule=ConstantSchedule(constant_eta)), X, y, beta, ts),
-        f"c/(t+1), c={inverse_time_c:.3g}": error_path(
-            make(schedule=InverseTimeSchedule(inverse_time_c)), X, y, beta, ts),
-    }
-
-
-def plot_paths(table, path, title):
-    """Save a log-log plot of a paths table (column "t" against the others);
-    needs matplotlib (``pip install 'streamfit[plot]'``)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, values in table.items():
-        if name != "t":
-            ax.loglog(table["t"], values, label=name)
-    ax.set_xlabel("t (samples)")
-    ax.set_ylabel("relative error")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 def offline_comparison(sizes=(20_000, 50_000), n_features=100, *, taus=(0.25, 0.75),
                        snr=20.0, seeds=(0,), batch_sizes=None, offline_method="highs"):
     """Figures 5 and 6: online estimates against offline quantile regression.
@@ -190,62 +129,6 @@ def offline_comparison(sizes=(20_000, 50_000), n_features=100, *, taus=(0.25, 0.
                                                     / table["offline_err"][-1])
             table["offline_time_over_single"].append(table["offline_s"][-1]
                                                      / table["single_s"][-1])
-    return table
-
-
-def least_squares_comparison(n_samples=100_000, n_features=100, *, noises=("gaussian", "t"),
-                             mean_abs_noise=(20.0, 200.0), beta_norm=1000.0, seeds=(0,),
-                             checkpoints=(1_000, 10_000, 100_000)):
-    """Figure 7: online quantile regression (tau = 1/2) against online least
-    squares, each with its statistical schedule, under Gaussian and t_1.1
-    noise of mean absolute size E|xi| (the paper's 20 and 200) and a fixed
-    ||beta*||. Relative errors at the checkpoints, medians over seeds."""
-    names = ("quantile", "quantile_avg", "least_squares", "least_squares_avg")
-    table = {c: [] for c in ["noise", "E|xi|", "t"] + [f"{m}_err" for m in names]}
-    for noise in noises:
-        for level in mean_abs_noise:
-            scale = level / noise_mean_abs(noise)
-            res = {m: {c: [] for c in checkpoints} for m in names}
-            for seed in seeds:
-                X, y, beta = make_linear_stream(n_samples, n_features, noise=noise,
-                                                snr=beta_norm / level, noise_scale=scale,
-                                                random_state=seed)
-                ests = (OnlineQuantileRegressor(fit_intercept=False),
-                        OnlineQuantileRegressor(fit_intercept=False, average=True),
-                        OnlineLeastSquaresRegressor(fit_intercept=False),
-                        OnlineLeastSquaresRegressor(fit_intercept=False, average=True))
-                for name, est in zip(names, ests):
-                    for c, err in zip(checkpoints, error_path(est, X, y, beta, checkpoints)):
-                        res[name][c].append(err)
-            for c in checkpoints:
-                table["noise"].append(noise)
-                table["E|xi|"].append(level)
-                table["t"].append(c)
-                for m in names:
-                    table[f"{m}_err"].append(float(np.median(res[m][c])))
-    return table
-
-
-def parameter_sensitivity(n_samples=100_000, n_features=100, *, snr=20.0, seeds=(0,),
-                          decays=(0.5, 0.2, 0.05), cas=(1.0, 5.0, 15.0, 20.0, 50.0),
-                          cbs=(0.0, 20.0, 100.0)):
-    """Figure 8: the final relative error as the decay rate c (phase one),
-    Ca and Cb (phase two) vary, one at a time from the defaults (c = 0.5,
-    Ca = 20, Cb = 30); t_1.1 noise, tau = 0.5. Medians over seeds."""
-    settings = [("decay", c) for c in decays] + [("Ca", a) for a in cas] + \
-        [("Cb", b) for b in cbs]
-    table = {"constant": [], "value": [], "final_err": []}
-    data = [make_linear_stream(n_samples, n_features, snr=snr, random_state=seed)
-            for seed in seeds]
-    for name, value in settings:
-        # Cb = 0 is the paper's "too small" case; the kernel needs Cb > 0
-        kw = {name: max(value, 1e-3) if name == "Cb" else value}
-        errs = [_fit_error(OnlineQuantileRegressor(schedule=StatisticalSchedule(**kw),
-                                                   fit_intercept=False), X, y, beta)
-                for X, y, beta in data]
-        table["constant"].append(name)
-        table["value"].append(value)
-        table["final_err"].append(float(np.median(errs)))
     return table
 
 

@@ -17,6 +17,7 @@ from .._base import StreamEstimator, deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, ERR_SCALE, OK, raise_for
 from .._kernels import _lowrank as _k
 from .._validation import _as_float64, _check_finite, check_scalar, check_vector
+from ..exceptions import _warn_if_warming_up
 from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule, \
     resolve_schedule
 
@@ -359,11 +360,17 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         -------
         self
 
+        Warns
+        -----
+        streamfit.exceptions.WarmupWarning
+            When the statistical schedule's warm-up (``n_warmup`` samples,
+            default 50) outlasts X: no step was taken, M is still 0.
+
         Examples
         --------
         >>> import numpy as np
         >>> from streamfit.lowrank import OnlineLowRankQuantileRegressor
-        >>> X = np.random.default_rng(0).standard_normal((50, 4, 4))
+        >>> X = np.random.default_rng(0).standard_normal((60, 4, 4))
         >>> OnlineLowRankQuantileRegressor(rank=2).fit(X, X[:, 0, 0]).coef_.shape
         (4, 4)
         """
@@ -377,6 +384,7 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         params = self._params_record(schedule, *dims)
         work = self._fresh(dims, params)
         self._run(work, form, arrays, y, "fit", fresh=True)
+        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, after=1)
         return self
 
     def _fresh(self, dims, params):

@@ -76,7 +76,7 @@ class _CappedSimplexPCA(_OnlinePCA):
     # n x n float64 state, several copies: 2^15 is already 8 GB each
     _MAX_FEATURES = 1 << 15
 
-    def __init__(self, n_components, *, eta="auto", random_state=None):
+    def __init__(self, n_components=1, *, eta="auto", random_state=None):
         self.n_components = n_components
         self.eta = eta
         self.random_state = random_state
@@ -355,8 +355,9 @@ class MatrixEGPCA(_CappedSimplexPCA):
 
     Parameters
     ----------
-    n_components : int
-        k, the rank of the projections played.
+    n_components : int, default 1
+        k, the rank of the projections played (the default, 1, is online
+        rank-one PCA: the top direction; any k <= n_features may be given).
     eta : "auto" or float, default "auto"
         A float is a fixed learning rate. "auto" needs no horizon: the doubling
         trick, with epochs [2^j, 2^(j+1)) that each start afresh at W = (k/n) I
@@ -496,8 +497,9 @@ class MatrixGDPCA(_CappedSimplexPCA):
 
     Parameters
     ----------
-    n_components : int
-        k, the rank of the projections played.
+    n_components : int, default 1
+        k, the rank of the projections played (the default, 1, is online
+        rank-one PCA: the top direction; any k <= n_features may be given).
     eta : "auto" or float, default "auto"
         A float is a fixed learning rate. "auto" needs no horizon: the decaying
         eta_t = D / (G_t sqrt(t)), G_t the largest ||X_s||_F so far, with

@@ -48,8 +48,9 @@ class DropoutPCA(_OnlinePCA):
 
     Parameters
     ----------
-    n_components : int
-        k, the rank of the projections played.
+    n_components : int, default 1
+        k, the rank of the projections played (the default, 1, is online
+        rank-one PCA: the top direction; any k <= n_features may be given).
     p : float in (0, 1], default 0.5
         The probability of keeping an instance (p = 1 is Follow the Leader).
     resample : {"lazy", "fresh"}, default "lazy"
@@ -151,7 +152,7 @@ class DropoutPCA(_OnlinePCA):
     # the eigen-solver chain's first routine (tests override it)
     _eig_first = 0
 
-    def __init__(self, n_components, *, p=0.5, resample="lazy", solver="auto", tol=0.01,
+    def __init__(self, n_components=1, *, p=0.5, resample="lazy", solver="auto", tol=0.01,
                  random_state=None):
         self.n_components = n_components
         self.p = p

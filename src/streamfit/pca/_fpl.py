@@ -351,8 +351,9 @@ class PerturbedLeaderPCA(_LeaderPCA):
 
     Parameters
     ----------
-    n_components : int
-        k, the rank of the projections played.
+    n_components : int, default 1
+        k, the rank of the projections played (the default, 1, is online
+        rank-one PCA: the top direction; any k <= n_features may be given).
     sigma : "auto" or float, default "auto"
         Noise scale. "auto" minimises the paper's final bound with its GOE term
         corrected (:func:`~streamfit.pca.auto_sigma`: E lambda_1(N) <= sqrt(2) sigma sqrt(n) by
@@ -482,7 +483,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
     True
     """
 
-    def __init__(self, n_components, *, sigma="auto", noise="fixed", solver="auto",
+    def __init__(self, n_components=1, *, sigma="auto", noise="fixed", solver="auto",
                  tol=0.01, random_state=None, n_jobs=None):
         self.n_components = n_components
         self.sigma = sigma
@@ -525,8 +526,9 @@ class FollowTheLeaderPCA(_LeaderPCA):
 
     Parameters
     ----------
-    n_components : int
-        k, the rank of the projections played.
+    n_components : int, default 1
+        k, the rank of the projections played (the default, 1, is online
+        rank-one PCA: the top direction; any k <= n_features may be given).
     solver : {"auto", "krylov", "exact"}, default "auto"
         As for :class:`PerturbedLeaderPCA`.
     tol : float, default 0.01
@@ -555,7 +557,7 @@ class FollowTheLeaderPCA(_LeaderPCA):
     _noise_code = _k.NOISE_NONE
     _LOADED_CHOICES = {"_fitted_noise": (_k.NOISE_NONE,)}
 
-    def __init__(self, n_components, *, solver="auto", tol=0.01, n_jobs=None):
+    def __init__(self, n_components=1, *, solver="auto", tol=0.01, n_jobs=None):
         self.n_components = n_components
         self.solver = solver
         self.tol = tol

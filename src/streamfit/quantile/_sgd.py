@@ -23,6 +23,7 @@ from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, 
 from .._kernels import _quantile as _k
 from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
                            check_vector)
+from ..exceptions import _warn_if_warming_up
 from ..schedules import Schedule, resolve_schedule
 from ._inference import critical_value, random_scaling_matrix
 from ._multi import NONCROSSING, MultiWork, advance_multi, rearrange
@@ -80,6 +81,20 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
 
     def __sklearn_is_fitted__(self):
         return "_fit_" in self.__dict__
+
+    def _expected_failed_checks(self):
+        """scikit-learn's checks this configuration fails by design, with the
+        reason (read by ``streamfit._sklearn_checks.expected_failed_checks``)."""
+        failures = {"check_sample_weight_equivalence_on_dense_data": (
+            "a weight scales one step where a repeat takes several, and an online fit "
+            "depends on the order of the rows (storage mode: one step per block of "
+            "batch_size rows, so repeats make more steps); the check compares weighted "
+            "rows, shuffled, with repeated rows in order")}
+        if isinstance(self.tau, (list, tuple, np.ndarray)):
+            failures["check_regressors_train"] = (
+                "several quantiles predict one column each: predict returns shape "
+                "(n_samples, len(tau)) for a 1-D y")
+        return failures
 
     # -- parameters -------------------------------------------------------------
     def _taus(self):
@@ -336,6 +351,13 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         Returns
         -------
         self
+
+        Warns
+        -----
+        streamfit.exceptions.WarmupWarning
+            When the statistical schedule's warm-up (``n_warmup`` rows,
+            default 50) outlasts X: no step was taken, the coefficients are
+            still their start.
         """
         names = feature_names(X)
         X = as_matrix(X, float32=True)
@@ -359,6 +381,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             self._warn_if_phase_one_restarts(coef_init, intercept_init)
             out = advance_multi(work, X, y, sw, self.noncrossing)
             self._finish(work, out, X, names, "fit", fresh=True)
+            self._warn_if_warming_up(work, params, n, after=1)
             return self
         work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
         work.track_inference(bool(self.inference))
@@ -371,7 +394,14 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             X = as_float64(X)
             out = self._fit_blocks(work, X, y, sw, schedule, bs)
         self._finish(work, out, X, names, "fit", fresh=True)
+        # single mode steps from the row after the warm-up, batch mode on the
+        # block that completes it (storage mode steps on its first block: it
+        # never warns)
+        self._warn_if_warming_up(work, params, n, after=int(self.mode == "single"))
         return self
+
+    def _warn_if_warming_up(self, work, params, n, after):
+        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, after)
 
     def _fit_blocks(self, work, X, y, sw, schedule, bs):
         n = X.shape[0]
