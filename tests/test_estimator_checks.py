@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from streamfit import OnlineQuantileRegressor, PerturbedLeaderPCA
+from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor, PerturbedLeaderPCA
 from streamfit.kernels import LinearState, sgd
+from streamfit.simulate import make_linear_stream
 from streamfit.utils.estimator_checks import (check_estimator, parametrize_with_checks,
                                               yield_checks)
 
@@ -87,7 +88,10 @@ def test_downstream_estimator_on_the_kernels_passes():
     check_estimator(MedianSGD())
 
 
-@parametrize_with_checks([MedianSGD(eta=0.01), (PerturbedLeaderPCA(2), None, None)])
+_X, _y, _ = make_linear_stream(300, 3, random_state=1)
+
+
+@parametrize_with_checks([MedianSGD(eta=0.01), (OnlineLeastSquaresRegressor(), _X, _y)])
 def test_parametrize_with_checks(estimator, check):
     check(estimator)
 

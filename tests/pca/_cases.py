@@ -85,18 +85,10 @@ def indefinite(Xs):
 
 # name: (method, transform of the fresh data block, exception, argument named, detail);
 # the blocks are 20 rows and 6 dense instances of the fitted n_features (20 for
-# an estimator fitted with vectors, 10 for one fitted with dense instances)
-BAD_VECTOR = {
-    "X-nan": ("partial_fit", lambda X, Xs: with_value(X, np.nan), ValueError, "X", "NaN"),
-    "X-inf": ("partial_fit", lambda X, Xs: with_value(X, np.inf), ValueError, "X", "inf"),
-    "X-minus-inf": ("partial_fit", lambda X, Xs: with_value(X, -np.inf), ValueError, "X",
-                    "inf"),
-    "X-nan-last-row": ("partial_fit", lambda X, Xs: with_value(X, np.nan, -1), ValueError,
-                       "X", "NaN"),
-    "X-1d": ("partial_fit", lambda X, Xs: X[0], ValueError, "X", "2-dimensional"),
-    "X-3d": ("partial_fit", lambda X, Xs: X[:, :, None], ValueError, "X", "2-dimensional"),
-    "X-strings": ("partial_fit", lambda X, Xs: X.astype(str), TypeError, "X", "real numbers"),
-    "X-n-features": ("partial_fit", lambda X, Xs: X[:, :-1], ValueError, "X", "19 features"),
+# an estimator fitted with vectors, 10 for one fitted with dense instances).
+# Bad vectors every stream estimator rejects (NaN, inf, shapes, dtypes) are
+# streamfit.utils.estimator_checks.BAD_INPUT; these are the PCA family's own.
+PCA_BAD_VECTOR = {
     "X-too-large": ("partial_fit", lambda X, Xs: X * 1e160, ValueError, "X", "too large"),
     # a fitted-with-vectors estimator given dense instances: the message should
     # name the argument (Xs) and say what was expected (vector instances)
