@@ -1,15 +1,17 @@
 """Every estimator configuration the stream-contract tests run, in one place.
 
-name -> Case(make, data, skip): ``make(**overrides)`` builds the estimator
-(overrides replace its parameters), ``data()`` gives the stream (X, y) the
-checks of :mod:`streamfit.utils.estimator_checks` slice (``None``: their
-default stream), ``skip`` the checks that do not apply, with the reason.
-The family test modules take their configurations from here (``CASES``,
-``names(family)``); tests/test_estimator_checks.py runs every check on each.
+name -> Case(family, cls, params, data, skip): ``make(name, **overrides)``
+builds ``cls(**params)`` (overrides replace parameters), ``data()`` gives the
+stream (X, y) the checks of :mod:`streamfit.utils.estimator_checks` slice
+(``None``: their default stream), ``skip`` the checks that do not apply, with
+the reason. The test modules take their configurations from here (``CASES``,
+``names(family)``, ``make``); tests/test_estimator_checks.py runs every check
+on each.
 Imported relatively (pytest's importlib mode puts no test folder on
 sys.path)."""
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Callable, NamedTuple
 
@@ -24,13 +26,14 @@ from streamfit.simulate import make_spiked_stream
 
 class Case(NamedTuple):
     family: str
-    make: Callable
+    cls: type
+    params: dict
     data: Callable | None = None
     skip: dict = {}
 
-
-def _maker(cls, *args, **params):
-    return lambda **kw: cls(*args, **{**params, **kw})
+    def make(self, **overrides):
+        # copies: a schedule object is never shared by two estimators
+        return self.cls(**copy.deepcopy({**self.params, **overrides}))
 
 
 def _short_schedule():
@@ -72,40 +75,42 @@ _STORAGE = {"check_chunking_invariance":
             "mode='storage' takes one full-gradient step per call, by design"}
 
 CASES = {
-    "quantile-single": Case("quantile", _maker(OnlineQuantileRegressor, tau=0.3,
-                                               schedule=_short_schedule())),
-    "quantile-single-average": Case("quantile", _maker(
-        OnlineQuantileRegressor, tau=0.3, schedule=StatisticalSchedule(
-            n_warmup=20, window=32, decay=0.5), average=True)),
-    "quantile-batch": Case("quantile", _maker(OnlineQuantileRegressor, tau=0.3, mode="batch",
-                                              batch_size=16)),
-    "quantile-storage": Case("quantile", _maker(OnlineQuantileRegressor, tau=0.3,
-                                                mode="storage", batch_size=40), skip=_STORAGE),
-    "quantile-multi": Case("quantile", _maker(OnlineQuantileRegressor, tau=[0.25, 0.75],
-                                              schedule=_short_schedule())),
-    "least-squares": Case("quantile", _maker(OnlineLeastSquaresRegressor)),
-    "fpl-fixed": Case("pca", _maker(PerturbedLeaderPCA, 2, random_state=0)),
-    "fpl-random_walk": Case("pca", _maker(PerturbedLeaderPCA, 2, noise="random_walk",
-                                          random_state=0)),
-    "fpl-independent": Case("pca", _maker(PerturbedLeaderPCA, 2, noise="independent",
-                                          random_state=0)),
-    "fpl-krylov": Case("pca", _maker(PerturbedLeaderPCA, 2, solver="krylov", random_state=0),
+    "quantile-single": Case("quantile", OnlineQuantileRegressor,
+                            dict(tau=0.3, schedule=_short_schedule())),
+    "quantile-single-average": Case("quantile", OnlineQuantileRegressor, dict(
+        tau=0.3, schedule=StatisticalSchedule(n_warmup=20, window=32, decay=0.5), average=True)),
+    "quantile-batch": Case("quantile", OnlineQuantileRegressor,
+                           dict(tau=0.3, mode="batch", batch_size=16)),
+    "quantile-storage": Case("quantile", OnlineQuantileRegressor,
+                             dict(tau=0.3, mode="storage", batch_size=40), skip=_STORAGE),
+    "quantile-multi": Case("quantile", OnlineQuantileRegressor,
+                           dict(tau=[0.25, 0.75], schedule=_short_schedule())),
+    "least-squares": Case("quantile", OnlineLeastSquaresRegressor, {}),
+    "fpl-fixed": Case("pca", PerturbedLeaderPCA, dict(n_components=2, random_state=0)),
+    "fpl-random_walk": Case("pca", PerturbedLeaderPCA,
+                            dict(n_components=2, noise="random_walk", random_state=0)),
+    "fpl-independent": Case("pca", PerturbedLeaderPCA,
+                            dict(n_components=2, noise="independent", random_state=0)),
+    "fpl-krylov": Case("pca", PerturbedLeaderPCA,
+                       dict(n_components=2, solver="krylov", random_state=0), _spiked40),
+    "ftl": Case("pca", FollowTheLeaderPCA, dict(n_components=2)),
+    "ftl-krylov": Case("pca", FollowTheLeaderPCA, dict(n_components=2, solver="krylov"),
                        _spiked40),
-    "ftl": Case("pca", _maker(FollowTheLeaderPCA, 2)),
-    "ftl-krylov": Case("pca", _maker(FollowTheLeaderPCA, 2, solver="krylov"), _spiked40),
-    "meg-auto": Case("capped", _maker(MatrixEGPCA, 2, random_state=0)),
-    "meg-0.5": Case("capped", _maker(MatrixEGPCA, 2, eta=0.5, random_state=0)),
-    "gd-auto": Case("capped", _maker(MatrixGDPCA, 2, random_state=0)),
-    "gd-0.5": Case("capped", _maker(MatrixGDPCA, 2, eta=0.5, random_state=0)),
-    "dropout-lazy": Case("dropout", _maker(DropoutPCA, 2, random_state=0)),
-    "dropout-lazy-krylov": Case("dropout", _maker(DropoutPCA, 2, random_state=0), _spiked40),
-    "dropout-fresh": Case("dropout", _maker(DropoutPCA, 2, resample="fresh", random_state=0)),
-    "lowrank-dense": Case("lowrank", _maker(OnlineLowRankQuantileRegressor, rank=2,
-                                            schedule=_short_schedule()), _lowrank("dense")),
-    "lowrank-rank1": Case("lowrank", _maker(OnlineLowRankQuantileRegressor, rank=2,
-                                            schedule=_short_schedule()), _lowrank("rank1")),
-    "lowrank-index": Case("lowrank", _maker(OnlineLowRankQuantileRegressor, rank=2,
-                                            shape=(12, 9), schedule=_short_schedule()),
+    "meg-auto": Case("capped", MatrixEGPCA, dict(n_components=2, random_state=0)),
+    "meg-0.5": Case("capped", MatrixEGPCA, dict(n_components=2, eta=0.5, random_state=0)),
+    "gd-auto": Case("capped", MatrixGDPCA, dict(n_components=2, random_state=0)),
+    "gd-0.5": Case("capped", MatrixGDPCA, dict(n_components=2, eta=0.5, random_state=0)),
+    "dropout-lazy": Case("dropout", DropoutPCA, dict(n_components=2, random_state=0)),
+    "dropout-lazy-krylov": Case("dropout", DropoutPCA, dict(n_components=2, random_state=0),
+                                _spiked40),
+    "dropout-fresh": Case("dropout", DropoutPCA,
+                          dict(n_components=2, resample="fresh", random_state=0)),
+    "lowrank-dense": Case("lowrank", OnlineLowRankQuantileRegressor,
+                          dict(rank=2, schedule=_short_schedule()), _lowrank("dense")),
+    "lowrank-rank1": Case("lowrank", OnlineLowRankQuantileRegressor,
+                          dict(rank=2, schedule=_short_schedule()), _lowrank("rank1")),
+    "lowrank-index": Case("lowrank", OnlineLowRankQuantileRegressor,
+                          dict(rank=2, shape=(12, 9), schedule=_short_schedule()),
                           _lowrank("index")),
 }
 
@@ -117,6 +122,13 @@ def names(family):
 
 def make(name, **overrides):
     return CASES[name].make(**overrides)
+
+
+def spec(name):
+    """(class, parameters but n_components) of the named configuration, for
+    the suites that choose n_components themselves."""
+    case = CASES[name]
+    return case.cls, {k: v for k, v in case.params.items() if k != "n_components"}
 
 
 def data(name):

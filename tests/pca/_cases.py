@@ -14,7 +14,6 @@ import re
 import numpy as np
 import pytest
 
-from sklearn.base import clone
 from streamfit.simulate import make_dense_stream, make_spiked_stream
 
 
@@ -229,20 +228,6 @@ def check_same_seed_same_decisions(make_seeded, X, assert_same_results):
 
 
 # -- parameters ------------------------------------------------------------------------
-
-def check_twin_and_clone(est, X, assert_same_results):
-    """est after partial_fit(X[:100]): an estimator built from its get_params()
-    and its clone() have its parameters and no state, and fitted on X give the
-    results of est.fit(X) (compared by the family's assert_same_results)."""
-    est.partial_fit(X[:100])
-    twin = type(est)(**est.get_params())
-    assert twin.get_params() == est.get_params() and not hasattr(twin, "state_")
-    copied = clone(est)
-    assert copied.get_params() == est.get_params() and not hasattr(copied, "state_")
-    est.fit(X)
-    assert_same_results(twin.fit(X), est)
-    assert_same_results(copied.partial_fit(X), est)
-
 
 def check_fresh_rejects(est, call, exc, arg, rng=None):
     """call(est) on a fresh estimator raises exc naming arg and leaves it

@@ -112,6 +112,7 @@ from sklearn.base import clone
 from sklearn.utils import get_tags
 
 __all__ = [
+    "BAD_INPUT",
     "check_estimator",
     "yield_checks",
     "parametrize_with_checks",
@@ -393,9 +394,9 @@ def check_input_not_mutated(estimator, X=None, y=None):
     """
     Xc, yc = copy.deepcopy(X), copy.deepcopy(y)
     _feed_chunks(_fresh(estimator), Xc, yc, (0, 37, 150))
-    parts = zip(X, Xc) if isinstance(X, tuple) else [(X, Xc)]
-    for name, (old, new) in zip(("X", "X"), parts):
-        assert _value(np.asarray(old)) == _value(np.asarray(new)), f"{name} was changed"
+    olds, news = (X, Xc) if isinstance(X, tuple) else ((X,), (Xc,))
+    for old, new in zip(olds, news):
+        assert _value(np.asarray(old)) == _value(np.asarray(new)), "X was changed"
     if y is not None:
         assert _value(np.asarray(y)) == _value(np.asarray(yc)), "y was changed"
 
@@ -433,7 +434,8 @@ def _on_y(transform):
     return lambda X, y: (X, transform(y))
 
 
-# name: (argument named, transform of one block (X, y), supervised only)
+#: The bad input of :func:`check_rejected_input`. name: (the argument the
+#: error must name, a transform of one block ``(X, y)``, whether it needs y).
 BAD_INPUT = {
     "X-nan": ("X", _on_x(lambda a: _with_value(a, np.nan, 7)), False),
     "X-inf": ("X", _on_x(lambda a: _with_value(a, np.inf, 7)), False),
@@ -608,7 +610,8 @@ def check_interrupt(estimator, X=None, y=None):
     one), every attribute consistent with it: delivered at lines of the
     Python code of the estimator's package spread over the call, and, for
     streamfit's estimators, inside the compiled loop at its polls 0, 1, 17 and 64
-    (POSIX only).
+    (POSIX only). Signal handlers run in the main thread only: in another
+    thread the check does nothing.
 
     Examples
     --------
