@@ -385,7 +385,7 @@ def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream
 def test_finite_results(make, stream):
     # sanity: the default statistical schedule gives finite, fitted state
     X, y = stream
-    est = make().fit(X, y)
+    est = make(schedule="statistical").fit(X, y)
     assert np.isfinite(est.coef_).all() and math.isfinite(est.intercept_)
     assert math.isfinite(est.cumulative_loss_) and est.n_samples_seen_ == 400
 
