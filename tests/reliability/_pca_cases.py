@@ -2,12 +2,21 @@
 configurations, the degenerate streams of issue 9, and bit-for-bit state
 comparisons. Imported relatively (pytest's importlib mode puts no test folder
 on sys.path)."""
+import os
+import sys
+
 import numpy as np
 
 from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA
 from streamfit.pca import regret_bound
 
-from .._registry import spec
+try:
+    from .._registry import spec
+except ImportError:
+    # the interrupt tests' child processes import this file as a top-level
+    # module (tests/reliability on sys.path): the registry is in its parent
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from _registry import spec
 
 
 # name -> (class, keyword arguments), from the registry (tests/_registry.py);
