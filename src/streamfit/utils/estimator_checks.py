@@ -247,7 +247,8 @@ def _assert_same(a, b, what, X=None, y=None, cont=None):
 
 
 def _named(check):
-    """Every AssertionError the check raises names it first."""
+    """The check with its data defaulted; whatever it raises becomes an
+    AssertionError whose message starts with the check's name."""
     @functools.wraps(check)
     def run(estimator, X=None, y=None):
         if X is None:
