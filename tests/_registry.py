@@ -94,8 +94,6 @@ CASES = {
     "fpl-krylov": Case("pca", PerturbedLeaderPCA,
                        dict(n_components=2, solver="krylov", random_state=0), _spiked40),
     "ftl": Case("pca", FollowTheLeaderPCA, dict(n_components=2)),
-    "ftl-krylov": Case("pca", FollowTheLeaderPCA, dict(n_components=2, solver="krylov"),
-                       _spiked40),
     "meg-auto": Case("capped", MatrixEGPCA, dict(n_components=2, random_state=0)),
     "meg-0.5": Case("capped", MatrixEGPCA, dict(n_components=2, eta=0.5, random_state=0)),
     "gd-auto": Case("capped", MatrixGDPCA, dict(n_components=2, random_state=0)),

@@ -610,7 +610,7 @@ def check_interrupt(estimator, X=None, y=None):
     (counted by ``n_samples_seen_`` or ``n_trials_`` when the estimator has
     one), every attribute consistent with it: delivered at lines of the
     Python code of the estimator's package spread over the call, and, for
-    streamfit's estimators, inside the compiled loop at its polls 0, 1, 17 and 64
+    streamfit's estimators, inside the compiled loop at its polls 0, 1 and 64
     (POSIX only). Signal handlers run in the main thread only: in another
     thread the check does nothing.
 
@@ -652,7 +652,7 @@ def check_interrupt(estimator, X=None, y=None):
 
     old = signal.signal(signal.SIGUSR1, raise_interrupt)
     try:
-        for at in (0, 1, 17, 64):
+        for at in (0, 1, 64):
             est = _feed(_fresh(estimator), X, y, 0, start)
             try:
                 hook(at, signal.SIGUSR1)
