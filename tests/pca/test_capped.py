@@ -5,8 +5,10 @@ Warmuth-Kuzmin mixture decomposition, the systematic sampler; the invariants
 of W over long runs; both algorithms against a NumPy reference (vector and
 dense instances, fixed and "auto" eta); capping and projections actually
 reached; the sampled (realized) gain as an unbiased estimate of the expected
-gain; and the estimator contract of DESIGN.md, as test_contract.py checks it
-for the FPL estimators."""
+gain; and the estimator contract of DESIGN.md where it is particular to this
+family, as test_contract.py checks it for the FPL estimators (the stream
+contract every estimator shares is streamfit.utils.estimator_checks, run on
+every configuration in tests/test_estimator_checks.py)."""
 import itertools
 import pickle
 
@@ -19,16 +21,18 @@ from streamfit.pca import mixture_decomposition, project_capped_simplex, systema
 from streamfit.pca._common import _symmetric
 from streamfit.simulate import make_dense_stream, make_ftl_adversary, make_spiked_stream
 
-from . import _cases
-from ._cases import (BAD_DENSE, BOUNDS, REJECTED_FIT, VARIANTS, assert_unchanged, check_bad_data,
-                     check_bad_params, check_fresh_rejects, check_not_mutated_nor_aliased,
-                     check_rejected_fit, check_same_seed_same_decisions, check_shallow_copy,
-                     check_twin_and_clone, dense, names, snapshot, spiked, two_calls, variant_of)
+from .._registry import make as make_case
+from .._registry import names as registry_names
+from ._cases import (BAD_DENSE, BOUNDS, PCA_BAD_VECTOR, REJECTED_FIT, VARIANTS, assert_unchanged,
+                     check_bad_data, check_bad_params, check_fresh_rejects,
+                     check_not_mutated_nor_aliased, check_rejected_fit,
+                     check_same_seed_same_decisions, check_shallow_copy, dense, names, snapshot,
+                     spiked, two_calls, variant_of)
 
 ALGOS = {"meg": MatrixEGPCA, "gd": MatrixGDPCA}
-# (algorithm, eta): every estimator configuration the contract tests run
-CONFIGS = [("meg", "auto"), ("meg", 0.5), ("gd", "auto"), ("gd", 0.5)]
-CONFIG_IDS = [f"{a}-{e}" for a, e in CONFIGS]
+# (algorithm, eta): the registry's configurations of this family (tests/_registry.py)
+CONFIGS = [(name.split("-")[0], make_case(name).eta) for name in registry_names("capped")]
+CONFIG_IDS = registry_names("capped")
 
 
 # -- NumPy references -------------------------------------------------------------
@@ -848,14 +852,8 @@ def test_regret_below_the_bound_on_the_ftl_adversary(algo, eta):
 
 # == 6. the contract ============================================================================
 
-# The cases both families share (BAD_VECTOR, BAD_DENSE, REJECTED_FIT, VARIANTS) and
-# their checks are in _cases; the ones below are this family's own.
-
-# name: (method, transform of the fresh data block, exception, argument named, detail)
-BAD_VECTOR = {
-    **_cases.BAD_VECTOR,
-    "X-complex": ("partial_fit", lambda X, Xs: X + 0j, TypeError, "X", "real numbers"),
-}
+# The cases both families share (PCA_BAD_VECTOR, BAD_DENSE, REJECTED_FIT, VARIANTS)
+# and their checks are in _cases; the ones below are this family's own.
 
 
 def prefit(algo, eta, kind):
@@ -864,11 +862,11 @@ def prefit(algo, eta, kind):
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
-@pytest.mark.parametrize("kind, bad", [("vector", b) for b in sorted(BAD_VECTOR)]
+@pytest.mark.parametrize("kind, bad", [("vector", b) for b in sorted(PCA_BAD_VECTOR)]
                          + [("dense", b) for b in sorted(BAD_DENSE)])
 def test_bad_data_rejected_and_state_unchanged(algo, eta, kind, bad):
     est, ref = check_bad_data(lambda kind: prefit(algo, eta, kind), kind,
-                              {**BAD_VECTOR, **BAD_DENSE}[bad])
+                              {**PCA_BAD_VECTOR, **BAD_DENSE}[bad])
     assert_same_results(est, ref)
     assert_same_state(est, ref)
 
@@ -919,16 +917,6 @@ def test_bad_params_leave_fresh_estimator_unfitted(cls, params, exc, arg):
                         lambda est: est.partial_fit(spiked(20, 20)), exc, arg)
 
 
-@pytest.mark.parametrize("cls", [MatrixEGPCA, MatrixGDPCA])
-@pytest.mark.parametrize("bad", ["X-nan", "X-1d", "X-strings"])
-def test_bad_data_leaves_fresh_estimator_unfitted(cls, bad):
-    _, transform, exc, arg, _ = BAD_VECTOR[bad]
-    rng = np.random.default_rng(0)
-    check_fresh_rejects(cls(2, random_state=rng),
-                        lambda est: est.partial_fit(transform(spiked(20, 20), None)),
-                        exc, arg, rng)
-
-
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
 @pytest.mark.parametrize("bad", sorted(REJECTED_FIT))
 def test_rejected_fit_keeps_state(algo, eta, bad):
@@ -963,8 +951,9 @@ def test_not_fitted(cls):
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
-@pytest.mark.parametrize("kind", ["vector", "dense"])
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant, kind", [
+    (variant, kind) for variant in sorted(VARIANTS) for kind in ("vector", "dense")
+    if (variant, kind) != ("float32", "vector")])      # check_float32_input's
 def test_input_types_match_float64(algo, eta, variant, kind):
     # full-rank dense instances, so that float32 rounding keeps them PSD
     data = spiked(150, 12) if kind == "vector" else dense(40, 8, rank=12)
@@ -984,12 +973,9 @@ def test_input_not_mutated_nor_aliased():
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
-@pytest.mark.parametrize("kind", ["vector", "dense"])
-def test_pickle_mid_stream_resumes_bit_identically(algo, eta, kind):
-    if kind == "vector":
-        data, fit = spiked(160, 12, seed=3), "partial_fit"
-    else:
-        data, fit = dense(60, 8, seed=3), "partial_fit_dense"
+def test_pickle_mid_stream_dense(algo, eta):
+    # vector instances: check_pickle_resume
+    data, fit = dense(60, 8, seed=3), "partial_fit_dense"
     est = getattr(make(algo, eta), fit)(data[:70])
     twin = pickle.loads(pickle.dumps(est))
     assert_same_state(est, twin)
@@ -1003,12 +989,9 @@ def test_pickle_mid_stream_resumes_bit_identically(algo, eta, kind):
 
 
 @pytest.mark.parametrize("algo, eta", CONFIGS, ids=CONFIG_IDS)
-@pytest.mark.parametrize("kind", ["vector", "dense"])
-def test_chunking_invariance(algo, eta, kind):
-    if kind == "vector":
-        data, fit = vectors(200, 12, seed=4), "partial_fit"
-    else:
-        data, fit = dense_mixed(200, 8, seed=4), "partial_fit_dense"
+def test_chunking_invariance_dense(algo, eta):
+    # vector instances: check_chunking_invariance
+    data, fit = dense_mixed(200, 8, seed=4), "partial_fit_dense"
     one = getattr(make(algo, eta), fit)(data)
     chunked = make(algo, eta)
     for a, b in zip(BOUNDS[:-1], BOUNDS[1:]):
@@ -1095,10 +1078,6 @@ def test_get_set_params_repr_clone():
     gd = MatrixGDPCA(2, eta=0.5)
     assert gd.get_params() == dict(n_components=2, eta=0.5, random_state=None)
     assert flat_repr(gd) == "MatrixGDPCA(eta=0.5, n_components=2)"
-
-    X = spiked(200, 12)
-    for est in (MatrixEGPCA(3, random_state=1), MatrixGDPCA(3, eta=0.3, random_state=1)):
-        check_twin_and_clone(est, X, assert_same_results)
 
 
 def test_shallow_copy_does_not_share_the_state():
@@ -1301,21 +1280,6 @@ def test_meg_auto_keeps_its_bound_when_the_scale_grows_inside_an_epoch():
         Y = rng.normal(size=(600, 5)) * np.exp(rng.uniform(-8, 8, size=(600, 1)))
         est = MatrixEGPCA(2, random_state=0).partial_fit(Y)
         assert 0 < est.regret_ <= est.regret_bound()
-
-
-def test_concurrent_calls_serialise():
-    # the state copies are taken under the generator's lock: two threads
-    # feeding one estimator lose no trials
-    import threading
-    for _ in range(3):
-        est = MatrixGDPCA(2, random_state=0).partial_fit(np.ones((1, 6)))
-        blocks = [np.random.default_rng(i).normal(size=(100, 6)) for i in range(2)]
-        threads = [threading.Thread(target=est.partial_fit, args=(b,)) for b in blocks]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert est.n_trials_ == 201
 
 
 @pytest.mark.parametrize("algo", ["meg", "gd"])

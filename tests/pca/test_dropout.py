@@ -1,24 +1,22 @@
 """DropoutPCA (Follow the Leader with dropout perturbations): the estimator
-contract (bad input names the argument and leaves the state bit-identical,
-pickling mid-stream, chunking invariance, interrupts), the protocol's
-bookkeeping against NumPy oracles, the kept sum against a replay of the
-generator, p = 1 as Follow the Leader, and the lazy draws against the paper's
-fresh redraws in expected loss per trial."""
+contract where it is particular to it (dense instances, the PCA-only bad
+vectors, bad or changed parameters; the stream contract every estimator
+shares is streamfit.utils.estimator_checks, run on every configuration in
+tests/test_estimator_checks.py), the protocol's bookkeeping against NumPy
+oracles, the kept sum against a replay of the generator, p = 1 as Follow the
+Leader, and the lazy draws against the paper's fresh redraws in expected loss
+per trial."""
 import pickle
-import signal
-import sys
 
 import numpy as np
 import pytest
 
 from streamfit import DropoutPCA, FollowTheLeaderPCA
-from streamfit._kernels import _dropout as _k
 from streamfit.simulate import make_ftl_adversary
 
-from ._cases import (BAD_DENSE, BAD_VECTOR, BOUNDS, REJECTED_FIT, assert_unchanged,
-                     check_bad_data, check_bad_params, check_fresh_rejects,
-                     check_rejected_fit, check_same_seed_same_decisions, check_twin_and_clone,
-                     dense, snapshot, spiked)
+from ._cases import (BAD_DENSE, PCA_BAD_VECTOR, REJECTED_FIT, assert_unchanged, check_bad_data,
+                     check_bad_params, check_fresh_rejects, check_rejected_fit, dense, snapshot,
+                     spiked)
 
 RESAMPLES = ("lazy", "fresh")
 
@@ -53,10 +51,10 @@ def prefit_for(resample):
 
 # -- bad input: a clear error naming the argument, state bit-identical -------------
 
-@pytest.mark.parametrize("case", list(BAD_VECTOR), ids=str)
+@pytest.mark.parametrize("case", list(PCA_BAD_VECTOR), ids=str)
 @pytest.mark.parametrize("resample", RESAMPLES)
 def test_bad_vector_input_names_the_argument_and_changes_nothing(case, resample):
-    est, ref = check_bad_data(prefit_for(resample), "vector", BAD_VECTOR[case])
+    est, ref = check_bad_data(prefit_for(resample), "vector", PCA_BAD_VECTOR[case])
     assert_same_state(est, ref)
 
 
@@ -100,24 +98,7 @@ def test_fresh_refuses_dense_instances_naming_resample():
                         "resample")
 
 
-# -- determinism, chunking, pickling -------------------------------------------------
-
-@pytest.mark.parametrize("resample", RESAMPLES)
-def test_same_seed_same_decisions(resample):
-    check_same_seed_same_decisions(lambda seed: make(resample, random_state=seed),
-                                   spiked(150, 20), assert_same_results)
-
-
-@pytest.mark.parametrize("resample", RESAMPLES)
-def test_chunking_invariance(resample):
-    X = spiked(200, 20)
-    one = make(resample).partial_fit(X)
-    split = make(resample)
-    for lo, hi in zip(BOUNDS, BOUNDS[1:] + (len(X),)):
-        split.partial_fit(X[lo:hi])
-    assert_same_results(one, split)
-    assert_same_state(one, split)
-
+# -- dense instances: chunking, pickling (vectors: estimator_checks) ------------------
 
 def test_chunking_invariance_dense():
     Xs = dense(40, 10)
@@ -127,52 +108,16 @@ def test_chunking_invariance_dense():
     assert_same_results(one, split)
 
 
-@pytest.mark.parametrize("resample", RESAMPLES)
-@pytest.mark.parametrize("kind", ["vector", "dense"])
-def test_pickled_mid_stream_resumes_bit_identically(resample, kind):
-    if resample == "fresh" and kind == "dense":
-        pytest.skip("fresh takes vector instances only")
+def test_pickled_mid_stream_dense_resumes_bit_identically():
     # n = 40, k = 2: the lazy solver is Krylov ("auto"), whose warm start is state
-    if kind == "vector":
-        X = spiked(300, 40)
-        fit = lambda e, a, b: e.partial_fit(X[a:b])  # noqa: E731
-        T = 300
-    else:
-        X = dense(40, 40)
-        fit = lambda e, a, b: e.partial_fit_dense(X[a:b])  # noqa: E731
-        T = 40
-    est = fit(make(resample), 0, T // 3)
+    X = dense(40, 40)
+    est = make().partial_fit_dense(X[:13])
     resumed = pickle.loads(pickle.dumps(est))
-    fit(est, T // 3, T)
-    fit(resumed, T // 3, T)
+    est.partial_fit_dense(X[13:])
+    resumed.partial_fit_dense(X[13:])
     assert_same_results(est, resumed)
     assert_same_state(est, resumed)
-    if resample == "lazy":
-        assert est.solver_stats_["products"] > 0      # the Krylov solver's warm start was used
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-@pytest.mark.parametrize("at", [0, 1, 63, 64, 100])
-def test_interrupt_at_an_exact_trial_keeps_whole_trials(at):
-    class Stop(Exception):
-        pass
-
-    def handler(signum, frame):
-        raise Stop()
-
-    old = signal.signal(signal.SIGUSR1, handler)
-    try:
-        X = spiked(400, 20, seed=3)
-        est = make().partial_fit(X[:37])
-        _k._interrupt_at(at, signal.SIGUSR1)
-        with pytest.raises(Stop):
-            est.partial_fit(X[37:300])
-    finally:
-        _k._interrupt_at(-1, 0)
-        signal.signal(signal.SIGUSR1, old)
-    assert est.n_trials_ == 37 + at
-    ref = make().partial_fit(X[:37]).partial_fit(X[37:37 + at])
-    assert_same_state(est, ref)
+    assert est.solver_stats_["products"] > 0      # the Krylov solver's warm start was used
 
 
 # -- the algorithm -------------------------------------------------------------------
@@ -297,25 +242,3 @@ def test_state_loaded_read_only_carries_on(resample, tmp_path):
     assert not loaded.state_.flags.writeable or not loaded.block_.flags.writeable
     loaded.partial_fit(X[50:])
     assert_same_results(loaded, est.partial_fit(X[50:]))
-
-
-@pytest.mark.parametrize("resample", RESAMPLES)
-def test_twin_and_clone_refit_the_same(resample):
-    check_twin_and_clone(make(resample), spiked(150, 20), assert_same_results)
-
-
-def test_concurrent_calls_take_turns():
-    """Blocks fed from two threads: none is lost, and the state is that of
-    playing them in some order (each call whole)."""
-    import threading
-
-    X = spiked(400, 20)
-    est = make()
-    blocks = [X[i:i + 50] for i in range(0, 400, 50)]
-    threads = [threading.Thread(target=est.partial_fit, args=(b,)) for b in blocks]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert est.n_trials_ == 400
-    np.testing.assert_allclose(est.cumulative_matrix(), X.T @ X, atol=1e-10)

@@ -15,6 +15,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from streamfit import PerturbedLeaderPCA
 from streamfit.simulate import make_spiked_stream
 
+from .._registry import spec
+
 
 def _blas_threads():
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
@@ -73,7 +75,6 @@ def test_fpl_decisions_follow_the_blas_thread_count_only_to_rounding(two_threads
 
 # -- the trial loop's own threads (n_jobs) -------------------------------------------------
 
-from streamfit import FollowTheLeaderPCA  # noqa: E402
 from streamfit._kernels import _pca, _testing  # noqa: E402
 from streamfit._validation import effective_n_threads  # noqa: E402
 
@@ -112,13 +113,10 @@ def _stream(n, T, dense=False, seed=0):
     return np.array(out)
 
 
-CASES = {
-    "fpl-fixed": (PerturbedLeaderPCA, {"random_state": 0}, False),
-    "fpl-walk": (PerturbedLeaderPCA, {"random_state": 0, "noise": "random_walk"}, False),
-    "fpl-independent": (PerturbedLeaderPCA, {"random_state": 0, "noise": "independent"}, False),
-    "ftl": (FollowTheLeaderPCA, {}, False),
-    "fpl-dense": (PerturbedLeaderPCA, {"random_state": 0}, True),
-}
+# name -> (class, parameters, dense instances): the registry's (tests/_registry.py)
+CASES = {**{name: (*spec(name), False)
+            for name in ("fpl-fixed", "fpl-random_walk", "fpl-independent", "ftl")},
+         "fpl-dense": (*spec("fpl-fixed"), True)}
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -3,28 +3,32 @@ configurations, degenerate streams (eigenvalue ties, repeated rows, rank one
 with zero rows, PSD projections), and bit-for-bit state comparisons.
 Imported relatively (pytest's importlib mode puts no test folder
 on sys.path)."""
+import os
+import sys
+
 import numpy as np
 
-from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
-                       PerturbedLeaderPCA)
+from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA
 from streamfit.pca import regret_bound
 
-# name -> (class, keyword arguments); FPL once per noise process
-ALGOS = {
-    "fpl": (PerturbedLeaderPCA, {"random_state": 0}),
-    "fpl-random_walk": (PerturbedLeaderPCA, {"noise": "random_walk", "random_state": 0}),
-    "fpl-independent": (PerturbedLeaderPCA, {"noise": "independent", "random_state": 0}),
-    "ftl": (FollowTheLeaderPCA, {}),
-    "meg": (MatrixEGPCA, {"random_state": 0}),
-    "gd": (MatrixGDPCA, {"random_state": 0}),
-}
+try:
+    from .._registry import spec
+except ImportError:
+    # the interrupt tests' child processes import this file as a top-level
+    # module (tests/reliability on sys.path): the registry is in its parent
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from _registry import spec
+
+
+# name -> (class, keyword arguments), from the registry (tests/_registry.py);
+# FPL once per noise process
+ALGOS = {"fpl": spec("fpl-fixed"), "fpl-random_walk": spec("fpl-random_walk"),
+         "fpl-independent": spec("fpl-independent"), "ftl": spec("ftl"),
+         "meg": spec("meg-auto"), "gd": spec("gd-auto")}
 FOUR = ("fpl", "ftl", "meg", "gd")
 # Follow the Leader with dropout, in the suites that take it (its own tests are
 # in tests/pca/test_dropout.py)
-DROPOUT = {
-    "dropout": (DropoutPCA, {"random_state": 0}),
-    "dropout-fresh": (DropoutPCA, {"resample": "fresh", "random_state": 0}),
-}
+DROPOUT = {"dropout": spec("dropout-lazy"), "dropout-fresh": spec("dropout-fresh")}
 
 
 def make(algo, k=2, **kw):
