@@ -36,7 +36,7 @@ def expected_failed_checks(estimator):
     --------
     >>> from sklearn.utils.estimator_checks import check_estimator
     >>> from streamfit import OnlineQuantileRegressor
-    >>> from streamfit._sklearn_checks import expected_failed_checks
+    >>> from streamfit.utils.estimator_checks import expected_failed_checks
     >>> from streamfit.schedules import StatisticalSchedule
     >>> # a warm-up short enough to learn from the checks' few dozen rows
     >>> short = StatisticalSchedule(n_warmup=5, window=16)

@@ -13,7 +13,7 @@ from sklearn.exceptions import SkipTestWarning
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 from streamfit import OnlineLowRankQuantileRegressor
-from streamfit._sklearn_checks import expected_failed_checks
+from streamfit.utils.estimator_checks import expected_failed_checks
 from streamfit.exceptions import WarmupWarning
 from streamfit.schedules import StatisticalSchedule
 

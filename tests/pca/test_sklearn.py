@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
                        PerturbedLeaderPCA)
-from streamfit._sklearn_checks import expected_failed_checks
+from streamfit.utils.estimator_checks import expected_failed_checks
 from streamfit._validation import InputTypeError
 from streamfit.simulate import make_spiked_stream
 

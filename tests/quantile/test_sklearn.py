@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
-from streamfit._sklearn_checks import expected_failed_checks
+from streamfit.utils.estimator_checks import expected_failed_checks
 from streamfit.exceptions import WarmupWarning
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
@@ -29,7 +29,7 @@ def short(**kw):
 
 # Configurations that learn within the checks' small datasets: every check is
 # held to its result, an expected failure (declared by the estimator itself,
-# streamfit._sklearn_checks) must fail.
+# streamfit.utils.estimator_checks.expected_failed_checks) must fail.
 LEARNING = [
     OnlineQuantileRegressor(0.3, schedule=short()),
     OnlineQuantileRegressor(0.7, mode="batch", batch_size=8, schedule=short()),

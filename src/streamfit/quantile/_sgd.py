@@ -84,7 +84,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
 
     def _expected_failed_checks(self):
         """scikit-learn's checks this configuration fails by design, with the
-        reason (read by ``streamfit._sklearn_checks.expected_failed_checks``)."""
+        reason (read by ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
         failures = {"check_sample_weight_equivalence_on_dense_data": (
             "a weight scales one step where a repeat takes several, and an online fit "
             "depends on the order of the rows (storage mode: one step per block of "

@@ -111,6 +111,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils import get_tags
 
+from .._sklearn_checks import expected_failed_checks
+
 __all__ = [
     "BAD_INPUT",
     "check_estimator",
@@ -125,6 +127,7 @@ __all__ = [
     "check_rejected_input",
     "check_interrupt",
     "check_concurrent_calls",
+    "expected_failed_checks",
 ]
 
 # Uneven chunks over the default 300-row stream: empty calls, a one-row call,
