@@ -7,7 +7,10 @@ import pathlib
 
 import pytest
 
-SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "streamfit"
+import streamfit
+
+# the package as imported: the source tree, or the installed wheel
+SRC = pathlib.Path(streamfit.__file__).resolve().parent
 
 # What each lower module may import of streamfit's own (prefixes).
 ALLOWED = {
