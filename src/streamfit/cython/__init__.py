@@ -19,6 +19,8 @@ Examples
 >>> streamfit.cython.API_VERSION
 1
 """
+#: The version of the declarations (an int; ``common.pxd``'s ``API_VERSION`` is the
+#: one a module was compiled against).
 API_VERSION = 1
 
 __all__ = ["API_VERSION"]
