@@ -163,7 +163,8 @@ def _skip_member(app, what, name, obj, skip, options):
 
 
 def _generate_cython_reference(app):
-    pxd_reference.generate(HERE.parent / "csrc", HERE / "cython" / "_generated")
+    pxd_reference.generate(HERE.parent / "src" / "streamfit" / "cython",
+                           HERE / "cython" / "_generated")
     bench_tables.generate(HERE / "benchmarks", HERE / "benchmarks" / "_generated")
 
 

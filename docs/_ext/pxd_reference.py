@@ -1,21 +1,18 @@
 """Generate the Cython API reference from the shipped ``.pxd`` files.
 
-Every ``.pxd`` that the wheel installs (``csrc/*.pxd`` -> ``streamfit/include``)
-gets a section: its header comment (the module's contract: layouts, triangles,
-ownership), then every top-level declaration -- ``ctypedef struct``, ``cdef
-enum``, ``cdef extern`` blocks and ``cdef inline`` functions -- with the
-comment lines that follow its signature (the function's contract). Names
-starting with an underscore are internal helpers and are left out. The pages
-are regenerated on every build, so they cannot drift from the declarations.
+Every ``.pxd`` of the Cython API (``src/streamfit/cython/*.pxd``, cimported
+as ``streamfit.cython.<module>``) gets a section: its header comment (the
+module's contract: layouts, triangles, ownership), then every top-level
+declaration -- ``ctypedef struct``, ``cdef enum`` and the functions -- with
+the comment lines that follow its signature (the function's contract). Names
+starting with an underscore are left out. The page is regenerated on every
+build, so it cannot drift from the declarations.
 """
 from __future__ import annotations
 
 import pathlib
 import re
 
-# the declarations streamfit.get_include() documents for users; the rest ship
-# because these cimport them
-PUBLIC = ("_common", "_eigen", "_goe", "_topk", "_rank1", "_simplex", "_work_poll", "_blas")
 START = re.compile(r"^(cdef|ctypedef|cpdef)\b")
 NAME = re.compile(r"^(?:cdef|ctypedef|cpdef)\s+(?:inline\s+|extern\s+|enum\s*|struct\s+|packed\s+)*"
                   r"(?:(?:const\s+)?[\w\.\*\[\] ]+?\s+\**)?(\w+)\s*[\(:]")
@@ -74,8 +71,7 @@ def _blocks(lines):
 
 def render(path: pathlib.Path) -> str:
     lines = path.read_text(encoding="utf-8").splitlines()
-    stem = path.stem
-    title = f"``{stem}``"
+    title = f"``streamfit.cython.{path.stem}``"
     out = [title, "^" * len(title), ""]
     header = _header(lines)
     if header:
@@ -97,16 +93,13 @@ def render(path: pathlib.Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def generate(csrc: pathlib.Path, dest: pathlib.Path) -> list[str]:
+def generate(api: pathlib.Path, dest: pathlib.Path) -> list[str]:
+    """One page, ``public.rst``, from the ``.pxd`` files in ``api``."""
     dest.mkdir(parents=True, exist_ok=True)
-    pxds = sorted(csrc.glob("*.pxd"))
-    public = [p for p in pxds if p.stem in PUBLIC]
-    internal = [p for p in pxds if p.stem not in PUBLIC]
-    for name, group in (("public", public), ("internal", internal)):
-        text = "".join(render(p) + "\n" for p in group)
-        target = dest / f"{name}.rst"
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            target.write_text(text, encoding="utf-8")
-    headers = sorted(p.name for p in csrc.glob("*.h"))
-    (dest / "headers.rst").write_text("".join(f"- ``{h}``\n" for h in headers), encoding="utf-8")
+    # common first: the others cimport its codes
+    pxds = sorted(api.glob("*.pxd"), key=lambda p: (p.stem != "common", p.stem))
+    text = "".join(render(p) + "\n" for p in pxds)
+    target = dest / "public.rst"
+    if not target.exists() or target.read_text(encoding="utf-8") != text:
+        target.write_text(text, encoding="utf-8")
     return [p.stem for p in pxds]

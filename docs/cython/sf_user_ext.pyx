@@ -1,19 +1,25 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """A second library's extension built on streamfit's Cython API.
 
-Compile it with streamfit.get_include() and numpy.get_include() on both
-Cython's and the C compiler's include paths, and link numpy's static
-npyrandom and npymath libraries (the GOE draw calls numpy's ziggurat);
-tests/kernels/test_cimport.py builds exactly this file.
+Compile it with numpy.get_include() on the C compiler's include path (and
+streamfit.get_include() on Cython's, needed only for an editable install);
+nothing of streamfit's is linked. tests/kernels/test_cimport.py builds
+exactly this file.
 """
 import numpy as np
+import streamfit.cython
 
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
 
-from _common cimport OK
-from _eigen cimport EIG_EVR, EigWork, eig_top, eig_work_free, eig_work_init
-from _goe cimport goe_fill
+from streamfit.cython.common cimport API_VERSION, OK
+from streamfit.cython.eigen cimport EIG_EVR, EigWork, eig_top, eig_work_free, eig_work_init
+from streamfit.cython.goe cimport goe_fill
+
+# built against one version of the declarations, run against another: refuse
+if streamfit.cython.API_VERSION != API_VERSION:
+    raise ImportError(f"built for streamfit's Cython API {API_VERSION}, "
+                      f"running with {streamfit.cython.API_VERSION}: rebuild")
 
 
 def top(double[:, ::1] A, int m):

@@ -11,7 +11,7 @@ import numpy as np
 from ._kernels._common import CODES
 
 __all__ = ["OK", "ERR_NOMEM", "ERR_LAPACK", "ERR_INTERRUPTED", "ERR_NONFINITE",
-           "ERR_BADINPUT", "ERR_SCALE", "ERR_LAYOUT", "raise_for"]
+           "ERR_BADINPUT", "ERR_SCALE", "ERR_LAYOUT", "raise_for", "raise_row_error"]
 
 OK = CODES["OK"]
 ERR_NOMEM = CODES["ERR_NOMEM"]
@@ -60,3 +60,23 @@ def raise_for(code, where, *, exc=None, detail="", state=_UNCHANGED):
         raise ValueError(f"{where}: a state array has the wrong length or layout "
                          f"(a corrupted or foreign state?).{suffix}")
     raise RuntimeError(f"{where}: unknown kernel code {code}")  # pragma: no cover
+
+
+def raise_row_error(where, at, x, target, mean_sq=0.0, state=None):
+    """A kernel stopped at a row whose residual or ||x||^2 is not finite
+    (ERR_BADINPUT): say why. ``at`` names the row ("row 3 of this call"),
+    ``mean_sq`` is the mean ||x||^2 the schedule was calibrated on (0: none)."""
+    kw = {} if state is None else {"state": state}
+    if not np.isfinite(x).all():
+        raise_for(ERR_BADINPUT, where, detail=f"X contains NaN or inf ({at}).", **kw)
+    if not np.isfinite(target):
+        raise_for(ERR_BADINPUT, where, detail=f"y contains NaN or inf ({at}).", **kw)
+    with np.errstate(over="ignore"):
+        sq = float(x @ x)
+    if not np.isfinite(sq):
+        raise_for(ERR_SCALE, where, detail=f"X's {at} has entries up to "
+                  f"{float(np.abs(x).max()):.3g}: its ||x||^2 overflows.", **kw)
+    # finite input, non-finite residual: the iterate ran away here
+    raise_for(ERR_NONFINITE, where, detail=f"It left the finite range at X's {at}, where "
+              f"||x||^2 = {sq:.3g}" + (f"; the schedule was calibrated on a mean ||x||^2 of "
+                                       f"{mean_sq:.3g}" if mean_sq > 0 else "") + ".", **kw)

@@ -5,32 +5,35 @@ __all__ = ["get_include"]
 
 
 def get_include() -> str:
-    """The directory holding streamfit's ``.pxd`` declarations (and the C
-    headers they need), for Cython extensions that ``cimport`` its nogil
-    primitives: the LAPACK eigen-solver chain that cannot fail on a finite
-    symmetric matrix (``_eigen``), GOE rows from a numpy bit generator
-    (``_goe``), the warm-started top-k block solver (``_topk``), the rank-one
-    eigendecomposition update (``_rank1``), capped-simplex projections
-    (``_simplex``), signal polling (``_work_poll``) and the BLAS/LAPACK wrappers
-    (``_blas``). Put it on Cython's include path and on the C compiler's,
-    with ``numpy.get_include()`` beside it; the declarations cimport scipy's
-    ``cython_blas``/``cython_lapack``, so BLAS comes from scipy at import
-    time. An extension that draws GOE noise also links numpy's static
-    ``npyrandom`` library (``numpy/random/lib``).
+    """The directory to put on Cython's include path for ``cimport streamfit.cython``.
+
+    streamfit's Cython API is the package :mod:`streamfit.cython`:
+    ``from streamfit.cython.eigen cimport eig_top`` and its siblings
+    ``common``, ``goe``, ``rank1``, ``simplex`` and ``topk``, whose ``.pxd``
+    files ship inside the package. The directory returned holds the
+    ``streamfit`` package (the ``site-packages`` directory of an installed
+    wheel, ``src`` of a source checkout); Cython also finds the declarations
+    on ``sys.path`` without it, except in an editable install. Nothing of it
+    goes on the C compiler's include path: the functions are reached through
+    function pointers fetched when the using module is imported, so a module
+    needs only numpy's headers (``numpy.get_include()``, for ``bitgen_t``),
+    and links against nothing of streamfit's.
 
     Examples
     --------
     >>> import pathlib, streamfit
-    >>> sorted(p.name for p in pathlib.Path(streamfit.get_include()).glob("_eigen.pxd"))
-    ['_eigen.pxd']
+    >>> api = pathlib.Path(streamfit.get_include()) / "streamfit" / "cython"
+    >>> sorted(p.name for p in api.glob("*.pxd"))
+    ['common.pxd', 'eigen.pxd', 'goe.pxd', 'rank1.pxd', 'simplex.pxd', 'topk.pxd']
 
     A complete Cython module using the eigen-solver chain without the GIL
     (the Cython API page of the documentation has it with the GOE draw and
     the build flags; ``tests/kernels/test_cimport.py`` builds it)::
 
         import numpy as np
-        from _common cimport OK
-        from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
+        from streamfit.cython.common cimport OK
+        from streamfit.cython.eigen cimport (EIG_EVR, EigWork, eig_top, eig_work_free,
+                                             eig_work_init)
 
         def top(double[:, ::1] A, int m):
             cdef int n = A.shape[0], code
@@ -47,12 +50,7 @@ def get_include() -> str:
                 eig_work_free(&ws)
             return code, w[:m], Z
     """
-    here = pathlib.Path(__file__).resolve().parent
-    installed = here / "include"
-    if installed.is_dir():
-        return str(installed)
-    # an editable install or a source checkout: the declarations' source
-    source = here.parents[1] / "csrc"
-    if source.is_dir():
-        return str(source)
-    raise FileNotFoundError("streamfit's .pxd files are not installed beside it")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    if not (root / "streamfit" / "cython" / "common.pxd").is_file():
+        raise FileNotFoundError("streamfit's .pxd files are not installed beside it")
+    return str(root)

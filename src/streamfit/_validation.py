@@ -1,15 +1,28 @@
-"""Input checks, done once in Python so that kernels can assume clean input."""
+"""Input checks, done once in Python so that kernels can assume clean input.
+
+The one place where arguments are checked: the estimators' data (arrays as
+the kernels take them, weights, feature names), their parameters, random
+states, ``n_jobs``, and the arguments of the kernel API (``streamfit.kernels``,
+which imports nothing above this module). Each error names the argument and
+what was expected.
+"""
 from __future__ import annotations
 
 import functools
 import math
 import numbers
 import os
+import warnings
 
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import validate_data
 
 __all__ = ["InputTypeError", "check_matrix", "check_vector", "check_n_features", "check_fitted", "check_seed",
-           "check_scalar", "check_random_state"]
+           "check_scalar", "check_random_state", "as_matrix", "as_float64", "is_float32_matrix",
+           "as_target", "as_weights", "feature_names", "check_memory", "check_integer",
+           "check_real", "check_array", "check_bit_generator", "check_k", "check_nonempty_vector"]
 
 
 class InputTypeError(TypeError, ValueError):
@@ -229,3 +242,163 @@ def effective_n_threads(n_jobs):
         threads = most if n_jobs is None else max(1, most + n_jobs + 1)
     openmp_started(threads)
     return threads
+
+
+# --- estimator input: arrays as the kernels take them ---------------------------
+# (C-contiguous float64 passes through untouched: one-row calls are how many
+# users feed a stream), weights, feature names, and buffers that could never
+# exist refused up front.
+
+def physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):     # pragma: no cover - not POSIX
+        return None
+
+
+def check_memory(nbytes, name, value, what):
+    # refuse up front what could never be allocated, naming the parameter
+    total = physical_memory()
+    if total is not None and nbytes > total:
+        raise ValueError(f"{name}={value!r} needs {what} of {nbytes / 2**30:.3g} GiB, more "
+                         f"than this machine's memory ({total / 2**30:.3g} GiB)")
+
+
+class _NameProbe(BaseEstimator):
+    """Receives feature_names_in_ from scikit-learn's own check, so that a
+    call that fails later leaves the estimator untouched."""
+
+
+def feature_names(X):
+    if type(X) is np.ndarray or isinstance(X, (list, tuple)):
+        return None
+    probe = _NameProbe()
+    validate_data(probe, X, skip_check_array=True, ensure_2d=False)
+    return getattr(probe, "feature_names_in_", None)
+
+
+def as_matrix(X, float32=False):
+    # C-contiguous float64 (n, d) arrays pass as they are: single-row calls
+    # are how many users feed a stream, and they should cost little
+    if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and \
+            X.flags.c_contiguous and X.shape[1] > 0:
+        return X
+    if float32 and is_float32_matrix(X):
+        # (for a kernel that reads float32 rows as they are: a float64 copy
+        # would double a long stream's memory traffic; a strided or Fortran-
+        # ordered one is copied to C order, still float32)
+        return np.ascontiguousarray(X)
+    return check_matrix(X, "X", finite=False)
+
+
+def is_float32_matrix(X):
+    """A float32 (n, d >= 1) ndarray (a subclass too, e.g. np.memmap; not a
+    masked array, whose mask would be lost)."""
+    return isinstance(X, np.ndarray) and not isinstance(X, np.ma.MaskedArray) and \
+        X.dtype == np.float32 and X.ndim == 2 and X.shape[1] > 0
+
+
+def as_float64(X):
+    """X (from as_matrix) as C-contiguous float64: the kernels that read
+    float64 rows only (one conversion, as check_matrix makes)."""
+    return X if X.dtype == np.float64 else np.ascontiguousarray(X, dtype=np.float64)
+
+
+def as_target(y, n, name):
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None")
+    if type(y) is np.ndarray and y.dtype == np.float64 and y.ndim == 1 and \
+            y.flags.c_contiguous and y.shape[0] == n:
+        return y
+    if getattr(y, "ndim", 1) == 2 and getattr(y, "shape", (0, 0))[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
+                      "change the shape of y to (n_samples,), for example using ravel().",
+                      DataConversionWarning, stacklevel=4)
+    return check_vector(y, n, "y", finite=False)
+
+
+def as_weights(sample_weight, n):
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Real) and not isinstance(sample_weight, bool):
+        check_scalar(sample_weight, "sample_weight", low=0)
+        return None if sample_weight == 1 else np.full(n, float(sample_weight))
+    sw = check_vector(sample_weight, n, "sample_weight")
+    if (sw < 0).any():
+        raise ValueError(f"sample_weight must be non-negative, got {sw[sw < 0][0]!r} at row "
+                         f"{int(np.argmax(sw < 0))}")
+    return sw
+
+
+# --- the kernel API's arguments (streamfit.kernels) --------------------------------
+
+def check_integer(value, name, low, high=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < low or (high is not None and value > high):
+        where = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be {'in ' if high is not None else ''}{where}, "
+                         f"got {value}")
+    return int(value)
+
+
+def check_real(value, name, low=None, low_open=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
+    return value
+
+
+def check_array(a, name, shape, *, symmetric=False):
+    """a as a C-contiguous float64 array of the given shape (None: any
+    length), finite (and symmetric); the error names the argument."""
+    if isinstance(a, np.ma.MaskedArray) or (hasattr(a, "toarray") and hasattr(a, "nnz")):
+        raise TypeError(f"{name} must be a dense array, got {type(a).__name__}")
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    if arr.ndim != len(shape) or any(s is not None and d != s for d, s in zip(arr.shape, shape)):
+        want = "(" + ", ".join("m" if s is None else str(s) for s in shape) + ")"
+        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} contains NaN or inf; every value must be finite")
+    if symmetric and not np.array_equal(arr, arr.T):
+        gap = float(np.abs(arr - arr.T).max())
+        if gap > 1e-12 * float(np.abs(arr).max()):
+            raise ValueError(f"{name} must be symmetric (max |A - A^T| = {gap:.3g})")
+    return arr
+
+
+def check_bit_generator(random_state, name="random_state"):
+    """The numpy BitGenerator behind None, an int seed, a SeedSequence, a
+    Generator or a BitGenerator (drawn from directly: its stream moves on)."""
+    if isinstance(random_state, np.random.BitGenerator):
+        return random_state
+    if isinstance(random_state, np.random.Generator):
+        return random_state.bit_generator
+    if random_state is None or isinstance(random_state, np.random.SeedSequence) or (
+            isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+            and random_state >= 0):
+        return np.random.default_rng(random_state).bit_generator
+    raise TypeError(f"{name} must be None, a non-negative int, a SeedSequence, a numpy "
+                    f"Generator or BitGenerator, got {random_state!r}")
+
+
+def check_k(k, n, name="k"):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {k!r}")
+    if not 1 <= k <= n:
+        raise ValueError(f"{name} must be in [1, {n}] (the length of the vector), got {k}")
+    return int(k)
+
+
+def check_nonempty_vector(v, name):
+    v = check_array(v, name, (None,))
+    if v.shape[0] == 0:
+        raise ValueError(f"{name} must not be empty")
+    return v

@@ -26,7 +26,6 @@ projections.)
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -34,68 +33,12 @@ from .._errors import ERR_NOMEM, raise_for
 from .._kernels import _capped as _ck
 from .._kernels import _pca_api as _api
 from .._kernels._threads import call_holding, object_lock
+from .._validation import (check_array as _array, check_bit_generator as _bit_generator,
+                           check_integer as _int, check_k as _check_k,
+                           check_nonempty_vector as _check_vector, check_real as _real)
 
 __all__ = ["goe", "TopK", "default_block_size", "default_max_iter",
            "project_capped_simplex", "mixture_decomposition", "systematic_sample"]
-
-
-# --- argument checks -----------------------------------------------------------
-
-def _int(value, name, low, high=None):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low or (high is not None and value > high):
-        where = f"[{low}, {high}]" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {'in ' if high is not None else ''}{where}, "
-                         f"got {value}")
-    return int(value)
-
-
-def _real(value, name, low=None, low_open=False):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    if low is not None and (value < low or (low_open and value == low)):
-        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}")
-    return value
-
-
-def _array(a, name, shape, *, symmetric=False):
-    """a as a C-contiguous float64 array of the given shape (None: any
-    length), finite (and symmetric); the error names the argument."""
-    if isinstance(a, np.ma.MaskedArray) or (hasattr(a, "toarray") and hasattr(a, "nnz")):
-        raise TypeError(f"{name} must be a dense array, got {type(a).__name__}")
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
-    if arr.ndim != len(shape) or any(s is not None and d != s for d, s in zip(arr.shape, shape)):
-        want = "(" + ", ".join("m" if s is None else str(s) for s in shape) + ")"
-        raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or inf; every value must be finite")
-    if symmetric and not np.array_equal(arr, arr.T):
-        gap = float(np.abs(arr - arr.T).max())
-        if gap > 1e-12 * float(np.abs(arr).max()):
-            raise ValueError(f"{name} must be symmetric (max |A - A^T| = {gap:.3g})")
-    return arr
-
-
-def _bit_generator(random_state, name="random_state"):
-    """The numpy BitGenerator behind None, an int seed, a SeedSequence, a
-    Generator or a BitGenerator (drawn from directly: its stream moves on)."""
-    if isinstance(random_state, np.random.BitGenerator):
-        return random_state
-    if isinstance(random_state, np.random.Generator):
-        return random_state.bit_generator
-    if random_state is None or isinstance(random_state, np.random.SeedSequence) or (
-            isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-            and random_state >= 0):
-        return np.random.default_rng(random_state).bit_generator
-    raise TypeError(f"{name} must be None, a non-negative int, a SeedSequence, a numpy "
-                    f"Generator or BitGenerator, got {random_state!r}")
 
 
 def _aligned_square(n):
@@ -498,21 +441,6 @@ class TopK:
 
 
 # --- the capped simplex: projections, decomposition, sampling -----------------
-
-def _check_k(k, n, name="k"):
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {k!r}")
-    if not 1 <= k <= n:
-        raise ValueError(f"{name} must be in [1, {n}] (the length of the vector), got {k}")
-    return int(k)
-
-
-def _check_vector(v, name):
-    v = _array(v, name, (None,))
-    if v.shape[0] == 0:
-        raise ValueError(f"{name} must not be empty")
-    return v
-
 
 def project_capped_simplex(v, k, *, divergence="euclidean"):
     """Project v onto the capped simplex {w : 0 <= w_i <= 1, sum w = k}.

@@ -27,12 +27,10 @@ import numbers
 
 import numpy as np
 
-from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, OK, raise_for
+from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, OK, raise_for, raise_row_error
 from .._kernels import _quantile as _k
 from .._kernels._threads import call_holding, object_lock
-from .._validation import check_scalar, check_vector
-from ..quantile._inputs import as_matrix
-from ..quantile._state import raise_row_error
+from .._validation import as_matrix, check_scalar, check_vector
 
 __all__ = ["LinearState", "StatisticalScheduleState", "sgd"]
 

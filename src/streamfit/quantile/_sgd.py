@@ -19,17 +19,16 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import StreamEstimator, serialized
 from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK,
-                       raise_for)
+                       raise_for, raise_row_error)
 from .._kernels import _quantile as _k
-from .._validation import (_check_real_array, check_matrix, check_scalar, check_seed,
-                           check_vector)
+from .._validation import (_check_real_array, as_float64, as_matrix, as_target, as_weights,
+                           check_matrix, check_memory, check_scalar, check_seed, check_vector,
+                           feature_names)
 from ..exceptions import _warn_if_warming_up
 from ..schedules import Schedule, resolve_schedule
 from ._inference import critical_value, random_scaling_matrix
 from ._multi import NONCROSSING, MultiWork, advance_multi, rearrange
-from ._inputs import (as_float64, as_matrix, as_target, as_weights, check_memory,
-                      feature_names)
-from ._state import Plan, Work, advance, raise_row_error
+from ._state import Plan, Work, advance
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK, raise_for
+from .._errors import ERR_INTERRUPTED, OK
 from .._kernels import _quantile as _k
 from .._validation import _check_real_array, check_matrix, check_vector
 
-__all__ = ["Work", "Plan", "Outcome", "advance", "raise_row_error", "check_layout",
+__all__ = ["Work", "Plan", "Outcome", "advance", "check_layout",
            "check_loaded", "track_inference", "track_plug_in"]
 
 # The fields of a Work object (the whole learnt state).
@@ -504,23 +504,3 @@ def _advance_storage(work, X, y, sw, schedule):
         return Outcome(0, code, exc, bad)
     work.store_n = stored
     return Outcome(n, OK)
-
-
-def raise_row_error(where, at, x, target, mean_sq=0.0, state=None):
-    """A kernel stopped at a row whose residual or ||x||^2 is not finite
-    (ERR_BADINPUT): say why. ``at`` names the row ("row 3 of this call"),
-    ``mean_sq`` is the mean ||x||^2 the schedule was calibrated on (0: none)."""
-    kw = {} if state is None else {"state": state}
-    if not np.isfinite(x).all():
-        raise_for(ERR_BADINPUT, where, detail=f"X contains NaN or inf ({at}).", **kw)
-    if not np.isfinite(target):
-        raise_for(ERR_BADINPUT, where, detail=f"y contains NaN or inf ({at}).", **kw)
-    with np.errstate(over="ignore"):
-        sq = float(x @ x)
-    if not np.isfinite(sq):
-        raise_for(ERR_SCALE, where, detail=f"X's {at} has entries up to "
-                  f"{float(np.abs(x).max()):.3g}: its ||x||^2 overflows.", **kw)
-    # finite input, non-finite residual: the iterate ran away here
-    raise_for(ERR_NONFINITE, where, detail=f"It left the finite range at X's {at}, where "
-              f"||x||^2 = {sq:.3g}" + (f"; the schedule was calibrated on a mean ||x||^2 of "
-                                       f"{mean_sq:.3g}" if mean_sq > 0 else "") + ".", **kw)
