@@ -429,6 +429,26 @@ cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
     return last_phase_eta(s, p, p.Ca / (s.eta_start * s.cl))
 
 
+cdef inline double block_eta(SGDState *s, const SGDParams *p,
+                              Py_ssize_t da) noexcept nogil:
+    # The statistical schedule's stepsize of a block update (batch and
+    # storage modes), by phase: single_eta's counterpart.
+    cdef double eta
+    if s.phase == 1:
+        # geometric, but never above phase two's constant eta_const b0 / Cu:
+        # a longer step on the block's mean gradient overshoots
+        eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
+        s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
+        if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
+            s.b0_cap = s.b0
+            start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
+            s.t_switch = s.t + 1
+        return eta
+    if s.phase == 2:
+        return s.eta_start
+    return last_phase_eta(s, p, p.Cb / block_ratio(s, da))
+
+
 cdef enum:
     NO_UPDATE = 1         # not an error: the row warms the schedule up, no update
 
@@ -539,6 +559,14 @@ cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
     return eta_user
 
 
+cdef inline void clock_step(SGDState *s, double eta, double weight) noexcept nogil:
+    # The schedule's clock after an update of stepsize eta: it moves by the
+    # row's weight (single-sample mode; a block update moves it by 1).
+    s.t += weight
+    s.n_updates += 1
+    s.last_eta = eta
+
+
 cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *win, double *work,
                              const double *x, Py_ssize_t d, Py_ssize_t da, double r,
                              double xx, double wi, double eta_user, bint fit_b,
@@ -566,7 +594,5 @@ cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *win, doubl
     step[0] = eta * wi
     if fit_b:
         s.intercept -= eta * g * wi
-    s.t += wi
-    s.n_updates += 1
-    s.last_eta = eta
+    clock_step(s, eta, wi)
     return OK

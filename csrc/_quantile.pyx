@@ -16,7 +16,7 @@
 import numpy as np
 
 from cpython.buffer cimport PyBuffer_Release
-from libc.math cimport fabs, isnan, sqrt
+from libc.math cimport fabs, sqrt
 from libc.float cimport DBL_MAX
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdlib cimport malloc, free
@@ -25,15 +25,12 @@ from libc.string cimport memcpy, memset
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
 from _order_stats cimport median_abs, sparsity, select_kth
-from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
-                           KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
+from _qr_schedule cimport (SGDState, SGDParams, KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE,
                            MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
-                           record_dtypes, default_params,
-                           row_absmax, start_phase, last_phase_eta, block_ratio,
-                           phase_start_eta, average_prior, fresh_estimates, calibrated_cl,
-                           JUMP_NONE, JUMP_RESTART, jump_test, full_window, window_done,
-                           restart, NO_UPDATE, stat_single_row, loss_and_coef,
-                           fixed_eta, quantile_row)
+                           record_dtypes, default_params, row_absmax, average_prior,
+                           fresh_estimates, calibrated_cl, JUMP_NONE, JUMP_RESTART, jump_test,
+                           full_window, window_done, restart, NO_UPDATE, stat_single_row,
+                           loss_and_coef, fixed_eta, quantile_row, block_eta, clock_step)
 from _records cimport (Records, take_records, give_records, get_record, result,
                       check_sgd_records, check_window)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
@@ -493,9 +490,7 @@ cdef tuple _schedule_step(SGDState *s, const SGDParams *p, double[::1] window,
         return OK, 0.0, False
     if code != OK:
         return code, 0.0, False
-    s.t += weight
-    s.n_updates += 1
-    s.last_eta = eta
+    clock_step(s, eta, weight)
     return OK, eta, True
 
 
@@ -959,24 +954,6 @@ cdef int batch_window(SGDState *s, const SGDParams *p, const double *X, const do
     return err
 
 
-cdef double block_eta(SGDState *s, const SGDParams *p, Py_ssize_t da) noexcept nogil:
-    # The statistical schedule's stepsize of a block update, by phase.
-    cdef double eta
-    if s.phase == 1:
-        # geometric, but never above phase two's constant eta_const b0 / Cu:
-        # a longer step on the block's mean gradient overshoots
-        eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
-        s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
-        if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
-            s.b0_cap = s.b0
-            start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
-            s.t_switch = s.t + 1
-        return eta
-    if s.phase == 2:
-        return s.eta_start
-    return last_phase_eta(s, p, p.Cb / block_ratio(s, da))
-
-
 cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
                     SGDState *s, const SGDParams *p, double eta_user, double *win,
@@ -1030,9 +1007,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     sf_axpy(d, -eta / bs.wsum, bw.grad, w)
     if fit_b:
         s.intercept -= eta * (bs.gsum / bs.wsum)
-    s.t += 1
-    s.n_updates += 1
-    s.last_eta = eta
+    clock_step(s, eta, 1.0)
     if p.average != 0 and (s.avg_on != 0 or not stat):
         average_step(d, w, wbar, s, rs, fit_b)
     return OK
