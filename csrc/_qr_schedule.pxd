@@ -3,9 +3,14 @@
 # its state and parameter records, and the bookkeeping that turns residuals
 # into stepsizes (warm-up, geometric phase one, the plateau and restart
 # rules, the last phase's Ca / (t - t1 + Cb d) or t^-alpha steps, the
-# warm-start clock t0). One copy, cimported by the kernels that use it: the
-# vector kernel (_quantile.pyx, all three modes) and the low-rank kernel
-# (_lowrank.pyx, single-sample mode with d the manifold's dimension).
+# warm-start clock t0), the data-free schedules' stepsizes, the losses'
+# sub-gradients, and one single-sample row of all of it (quantile_row). One
+# copy, cimported by the kernels that use it: the vector kernel
+# (_quantile.pyx: the single- and multi-quantile loops take their rows
+# through quantile_row, the batch and storage loops through block_eta) and
+# the low-rank kernel (_lowrank.pyx: quantile_row with d the manifold's
+# dimension). A quantile's fit so is the same arithmetic on every path, and
+# bit-identical between them by construction.
 #
 # The records cross to Python as NumPy structured arrays whose dtypes each
 # kernel makes from SGDState / SGDParams (record_dtypes()), so every kernel's
@@ -453,41 +458,33 @@ cdef enum:
     NO_UPDATE = 1         # not an error: the row warms the schedule up, no update
 
 
-cdef inline int warm_up_row(SGDState *s, const SGDParams *p, double *win, double *work,
-                            const double *x, Py_ssize_t d, Py_ssize_t da, double xx,
-                            double wi) noexcept nogil:
-    # A warm-up row (already in the window): remember ||x||^2, no update; the
-    # warm-up's last row calibrates Cl and the first estimates. Returns
-    # NO_UPDATE or an error code.
-    cdef int code
-    cdef double fit_one = 1.0 if p.fit_intercept != 0 else 0.0
-    s.sumsq += wi * (xx + fit_one)
-    s.n_sumsq += wi
-    s.xmax = row_absmax(x, d, s.xmax)
-    if s.fill >= p.n_warmup:
+cdef inline int window_event(SGDState *s, const SGDParams *p, double *win, double *work,
+                             const double *x, Py_ssize_t d, Py_ssize_t da, double xx,
+                             double wi) noexcept nogil:
+    # What a row does beyond the window's store and its stepsize, on the rows
+    # where something happens: in the warm-up, remember ||x||^2 (no update;
+    # its last row calibrates Cl and the first estimates); else the window
+    # is full: its tests (a restart included), then a new window. Returns
+    # NO_UPDATE (a warm-up row), OK or an error code.
+    cdef int code = OK
+    cdef bint warm_up = s.phase == 0
+    if warm_up:
+        s.sumsq += wi * (xx + (1.0 if p.fit_intercept != 0 else 0.0))
+        s.n_sumsq += wi
+        s.xmax = row_absmax(x, d, s.xmax)
+        if s.fill < p.n_warmup:
+            return NO_UPDATE
         code = calibrated_cl(s, da)
         if code == OK:
             code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
-        if code != OK:
-            return code
-        s.fill = 0
-        s.win_sumsq = 0
-        s.win_wsum = 0
-    return NO_UPDATE
-
-
-cdef inline int window_full(SGDState *s, const SGDParams *p, double *win, double *work,
-                            Py_ssize_t da) noexcept nogil:
-    # The window is full: its tests (a restart included), then a new window.
-    cdef int code
-    if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
+    elif full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
         code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
-        if code != OK:
-            return code
+    if code != OK:
+        return code
     s.fill = 0
     s.win_sumsq = 0
     s.win_wsum = 0
-    return OK
+    return NO_UPDATE if warm_up else OK
 
 
 cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, double *work,
@@ -498,9 +495,10 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
     # the window's tests (restarts included) and the stepsize of the row's
     # update. Returns OK (update with eta[0]), NO_UPDATE (a warm-up row) or an
     # error code. The caller moves the clock once it has updated. (Most rows
-    # take only the window's store and single_eta: the warm-up and the full
-    # window are functions of their own, so that this part stays small
-    # enough to be inlined into the row loops.)
+    # take only the window's store and single_eta: the rare rows' work is
+    # window_event, one function for both of its call sites, so that the
+    # compiler keeps it out of line and this part small enough to inline
+    # into the row loops.)
     cdef int code
     # Once settled (a plateau in the last phase) only b0 still learns from the
     # window: a quarter of the residuals is enough and keeps the order
@@ -512,9 +510,9 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
         s.win_sumsq += wi * (xx + (1.0 if p.fit_intercept != 0 else 0.0))
         s.win_wsum += wi
     if s.phase == 0:
-        return warm_up_row(s, p, win, work, x, d, da, xx, wi)
+        return window_event(s, p, win, work, x, d, da, xx, wi)
     if s.fill >= p.window:
-        code = window_full(s, p, win, work, da)
+        code = window_event(s, p, win, work, x, d, da, xx, wi)
         if code != OK:
             return code
     eta[0] = single_eta(s, p, da, wi)
