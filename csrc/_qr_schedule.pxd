@@ -495,10 +495,10 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
     # the window's tests (restarts included) and the stepsize of the row's
     # update. Returns OK (update with eta[0]), NO_UPDATE (a warm-up row) or an
     # error code. The caller moves the clock once it has updated. (Most rows
-    # take only the window's store and single_eta: the rare rows' work is
-    # window_event, one function for both of its call sites, so that the
-    # compiler keeps it out of line and this part small enough to inline
-    # into the row loops.)
+    # take only the window's store and single_eta; the rare rows' work is
+    # one function for both call sites, window_event, whose large parts
+    # (fresh_estimates, window_done) stay out of line: the whole row then
+    # inlines into the row loops, with no call on the common rows.)
     cdef int code
     # Once settled (a plateau in the last phase) only b0 still learns from the
     # window: a quarter of the residuals is enough and keeps the order
