@@ -5,7 +5,7 @@
 
 The fits reach every loop of _dense.h (single, batch, averaged and
 plug-in-intercept fits, float32 rows, several quantiles at once: the
-multi-quantile step of _multi_step.h), _skinny.h's panel kernels directly
+multi-quantile pass), _skinny.h's panel kernels directly
 (the dispatch and the portable kernels, shapes with every edge), and FPL
 (its Krylov products). Run under `qemu-x86_64 -cpu <a CPU without FMA or
 AVX-512>`, a vector build takes its "default" clones and portable panel

@@ -22,9 +22,10 @@
 # matrix whose factors complete the basis; for dense X it takes a d1 x d2 SVD,
 # so only while M has rank < r (generically the first update only).
 #
-# The stepsize schedule is the vector family's single-sample statistical
-# schedule, the same code (cimported from _qr_schedule.pxd, records included:
-# STATE_DTYPE and PARAMS_DTYPE are the vector kernel's), with d the manifold's
+# The loss, the stepsize schedule and the state's bookkeeping are the vector
+# family's single-sample row, the same code (quantile_row, cimported from
+# _qr_schedule.pxd, records included: STATE_DTYPE and PARAMS_DTYPE are the
+# vector kernel's; no intercept, weight 1), with d the manifold's
 # dimension d_eff = r (d1 + d2 - r) and ||x||^2 standing for ||P_T X||^2 ~ d_eff ||X||^2
 # / (d1 d2), so that Cl is the mean eigenvalue of E[vec X vec X^T] as in the
 # vector case. tests/lowrank checks that it gives the same stepsizes as
@@ -40,8 +41,8 @@ from libc.string cimport memcpy, memset
 from _common cimport (OK, ERR_NOMEM, ERR_LAPACK, ERR_INTERRUPTED, ERR_NONFINITE,
                       ERR_BADINPUT, ERR_SCALE, ERR_LAYOUT)
 from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
-                           KIND_STATISTICAL, LOSS_CHECK, schedule_enums, record_dtypes,
-                           default_params, NO_UPDATE, stat_single_row)
+                           KIND_STATISTICAL, schedule_enums, record_dtypes,
+                           default_params, NO_UPDATE, quantile_row)
 from _records cimport (Records, take_records, give_records, get_record, result,
                       check_sgd_records, check_window)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop, \
@@ -77,29 +78,6 @@ def new_params():
 
 # ----------------------------------------------------------------------------
 # The low-rank iterate and its step.
-
-cdef inline double check_loss(double r, double tau) noexcept nogil:
-    # rho_tau(r) = r * (tau - 1{r < 0})
-    if r < 0:
-        return r * (tau - 1.0)
-    return r * tau
-
-
-cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss) noexcept nogil:
-    # G = g X: the check loss's sub-gradient factor 1{y < <X, M>} - tau (seed
-    # 001, Section 5), or -r for the squared loss r^2 / 2; adds the loss.
-    if p.loss == LOSS_CHECK:
-        loss[0] += check_loss(r, p.tau)
-        return (1.0 if r < 0 else 0.0) - p.tau
-    loss[0] += 0.5 * r * r
-    return -r
-
-
-cdef inline double fixed_eta(const SGDState *s, const SGDParams *p) noexcept nogil:
-    if p.kind == KIND_CONSTANT:
-        return p.c
-    return p.c / (s.t + 1.0)
-
 
 cdef struct LR:
     Py_ssize_t d1, d2, r, m          # m: the core's order, r + 1 (rank one) or 2r (dense)
@@ -451,7 +429,7 @@ cdef tuple run(int form, const double *X, const double *A, const double *B,
     cdef Py_ssize_t i, row = -1, done = 0, k, pi = 0, pj = 0
     cdef Py_ssize_t deff = r * (d1 + d2 - r)
     cdef double ratio = <double> deff / (<double> d1 * <double> d2)
-    cdef double pred, res, g, eta = 0.0, xx, na0 = 1.0, nb0 = 1.0, xs
+    cdef double pred, res, c = 0.0, eta = 0.0, xx, na0 = 1.0, nb0 = 1.0, xs
     cdef double step_work
     cdef double *swork = NULL
     cdef const double *a
@@ -514,35 +492,28 @@ cdef tuple run(int form, const double *X, const double *A, const double *B,
                 code = ERR_SCALE
                 row = i
                 break
-            g = loss_and_coef(res, p, &s.loss)
-            s.n_seen += 1
+            # the vector kernel's row (_qr_schedule.pxd) with d = d_eff and
+            # ||x||^2 = d_eff ||X||^2 / (d1 d2), no intercept, weight 1
+            xs = sqrt(xx * ratio)
+            code = quantile_row(s, p, win, swork, &xs, 1, deff, res, xs * xs, 1.0, 0.0, False,
+                                &c, &eta)
             done = i + 1
-            if stat:
-                # the vector schedule with d = d_eff and ||x||^2 = d_eff ||X||^2 / (d1 d2)
-                xs = sqrt(xx * ratio)
-                code = stat_single_row(s, p, win, swork, &xs, 1, deff, res, xs * xs, 1.0,
-                                       &eta)
-                if code == NO_UPDATE:
-                    code = OK
-                    continue
-                if code != OK:
-                    break
-            else:
-                eta = fixed_eta(s, p)
+            if code == NO_UPDATE:
+                code = OK
+                continue
+            if code != OK:
+                break
             if form == FORM_DENSE:
                 k = active_rank(&m)
                 if k < r:
                     code = complete_dense(&m, a, k)
                     if code != OK:
                         break
-                code = dense_step(&m, a, -eta * g)
+                code = dense_step(&m, a, c)
             else:
-                code = rank1_step(&m, a, b, na0, nb0, -eta * g)
+                code = rank1_step(&m, a, b, na0, nb0, c)
             if code != OK:
                 break
-            s.t += 1.0
-            s.n_updates += 1
-            s.last_eta = eta
             if not (fabs(sv[0]) < 1e300):
                 code = ERR_NONFINITE
                 break

@@ -3,9 +3,14 @@
 # its state and parameter records, and the bookkeeping that turns residuals
 # into stepsizes (warm-up, geometric phase one, the plateau and restart
 # rules, the last phase's Ca / (t - t1 + Cb d) or t^-alpha steps, the
-# warm-start clock t0). One copy, cimported by the kernels that use it: the
-# vector kernel (_quantile.pyx, all three modes) and the low-rank kernel
-# (_lowrank.pyx, single-sample mode with d the manifold's dimension).
+# warm-start clock t0), the data-free schedules' stepsizes, the losses'
+# sub-gradients, and one single-sample row of all of it (quantile_row). One
+# copy, cimported by the kernels that use it: the vector kernel
+# (_quantile.pyx: the single- and multi-quantile loops take their rows
+# through quantile_row, the batch and storage loops through block_eta) and
+# the low-rank kernel (_lowrank.pyx: quantile_row with d the manifold's
+# dimension). A quantile's fit so is the same arithmetic on every path, and
+# bit-identical between them by construction.
 #
 # The records cross to Python as NumPy structured arrays whose dtypes each
 # kernel makes from SGDState / SGDParams (record_dtypes()), so every kernel's
@@ -429,8 +434,57 @@ cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
     return last_phase_eta(s, p, p.Ca / (s.eta_start * s.cl))
 
 
+cdef inline double block_eta(SGDState *s, const SGDParams *p,
+                              Py_ssize_t da) noexcept nogil:
+    # The statistical schedule's stepsize of a block update (batch and
+    # storage modes), by phase: single_eta's counterpart.
+    cdef double eta
+    if s.phase == 1:
+        # geometric, but never above phase two's constant eta_const b0 / Cu:
+        # a longer step on the block's mean gradient overshoots
+        eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
+        s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
+        if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
+            s.b0_cap = s.b0
+            start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
+            s.t_switch = s.t + 1
+        return eta
+    if s.phase == 2:
+        return s.eta_start
+    return last_phase_eta(s, p, p.Cb / block_ratio(s, da))
+
+
 cdef enum:
     NO_UPDATE = 1         # not an error: the row warms the schedule up, no update
+
+
+cdef inline int window_event(SGDState *s, const SGDParams *p, double *win, double *work,
+                             const double *x, Py_ssize_t d, Py_ssize_t da, double xx,
+                             double wi) noexcept nogil:
+    # What a row does beyond the window's store and its stepsize, on the rows
+    # where something happens: in the warm-up, remember ||x||^2 (no update;
+    # its last row calibrates Cl and the first estimates); else the window
+    # is full: its tests (a restart included), then a new window. Returns
+    # NO_UPDATE (a warm-up row), OK or an error code.
+    cdef int code = OK
+    cdef bint warm_up = s.phase == 0
+    if warm_up:
+        s.sumsq += wi * (xx + (1.0 if p.fit_intercept != 0 else 0.0))
+        s.n_sumsq += wi
+        s.xmax = row_absmax(x, d, s.xmax)
+        if s.fill < p.n_warmup:
+            return NO_UPDATE
+        code = calibrated_cl(s, da)
+        if code == OK:
+            code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
+    elif full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
+        code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
+    if code != OK:
+        return code
+    s.fill = 0
+    s.win_sumsq = 0
+    s.win_wsum = 0
+    return NO_UPDATE if warm_up else OK
 
 
 cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, double *work,
@@ -440,9 +494,12 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
     # wi > 0, residual r and ||x||^2 = xx: the residual window, the warm-up,
     # the window's tests (restarts included) and the stepsize of the row's
     # update. Returns OK (update with eta[0]), NO_UPDATE (a warm-up row) or an
-    # error code. The caller moves the clock once it has updated.
+    # error code. The caller moves the clock once it has updated. (Most rows
+    # take only the window's store and single_eta; the rare rows' work is
+    # one function for both call sites, window_event, whose large parts
+    # (fresh_estimates, window_done) stay out of line: the whole row then
+    # inlines into the row loops, with no call on the common rows.)
     cdef int code
-    cdef double fit_one = 1.0 if p.fit_intercept != 0 else 0.0
     # Once settled (a plateau in the last phase) only b0 still learns from the
     # window: a quarter of the residuals is enough and keeps the order
     # statistics off the per-sample cost. Counted in updates, so that rows of
@@ -450,30 +507,90 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
     if s.avg_on == 0 or (<long long> s.n_updates) % SETTLED_STRIDE == 0:
         win[<Py_ssize_t> s.fill] = r
         s.fill += 1
-        s.win_sumsq += wi * (xx + fit_one)
+        s.win_sumsq += wi * (xx + (1.0 if p.fit_intercept != 0 else 0.0))
         s.win_wsum += wi
     if s.phase == 0:
-        # warm-up: remember the residual and ||x||^2, no update
-        s.sumsq += wi * (xx + fit_one)
-        s.n_sumsq += wi
-        s.xmax = row_absmax(x, d, s.xmax)
-        if s.fill >= p.n_warmup:
-            code = calibrated_cl(s, da)
-            if code == OK:
-                code = fresh_estimates(s, p, win, <Py_ssize_t> s.fill, work, da)
-            if code != OK:
-                return code
-            s.fill = 0
-            s.win_sumsq = 0
-            s.win_wsum = 0
-        return NO_UPDATE
+        return window_event(s, p, win, work, x, d, da, xx, wi)
     if s.fill >= p.window:
-        if full_window(s, p, win, <Py_ssize_t> s.fill, work, da) == JUMP_RESTART:
-            code = restart(s, p, win, <Py_ssize_t> s.fill, work, da, 0.0)
-            if code != OK:
-                return code
-        s.fill = 0
-        s.win_sumsq = 0
-        s.win_wsum = 0
+        code = window_event(s, p, win, work, x, d, da, xx, wi)
+        if code != OK:
+            return code
     eta[0] = single_eta(s, p, da, wi)
+    return OK
+
+
+# ----------------------------------------------------------------------------
+# One row of the single-sample mode, written once for every kernel that
+# takes rows one at a time: the vector kernel's single- and multi-quantile
+# loops (_quantile.pyx) and the low-rank kernel (_lowrank.pyx). Each calls
+# quantile_row per row (and per quantile) and applies the returned step to
+# its own iterate, so their schedules agree bit for bit by construction.
+
+cdef inline double check_loss(double r, double tau) noexcept nogil:
+    # rho_tau(r) = r * (tau - 1{r < 0}). The indicator is a number, not a
+    # branch: the residual's sign is a coin flip at tau = 0.5, and a branch
+    # on it mispredicts every other row. (tau - 0.0 is tau and tau - 1.0 the
+    # same operation as a branch would take: the same bits.)
+    return r * (tau - <double> (r < 0))
+
+
+cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
+                                 double weight) noexcept nogil:
+    # Returns g with gradient = g * x and adds weight * loss: check loss
+    # (1{y <= x'b} - tau), squared loss r^2 / 2 gives -r. (No branch on the
+    # residual's sign: see check_loss.)
+    if p.loss == LOSS_CHECK:
+        loss[0] += weight * check_loss(r, p.tau)
+        return <double> (r <= 0) - p.tau
+    loss[0] += weight * (0.5 * r * r)
+    return -r
+
+
+cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
+                             double eta_user) noexcept nogil:
+    # The stepsize of the data-free schedules: constant, c / (t + 1), or the
+    # user schedule's precomputed value.
+    if p.kind == KIND_CONSTANT:
+        return p.c
+    if p.kind == KIND_INVERSE_TIME:
+        return p.c / (s.t + 1.0)
+    return eta_user
+
+
+cdef inline void clock_step(SGDState *s, double eta, double weight) noexcept nogil:
+    # The schedule's clock after an update of stepsize eta: it moves by the
+    # row's weight (single-sample mode; a block update moves it by 1).
+    s.t += weight
+    s.n_updates += 1
+    s.last_eta = eta
+
+
+cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *win, double *work,
+                             const double *x, Py_ssize_t d, Py_ssize_t da, double r,
+                             double xx, double wi, double eta_user, bint fit_b,
+                             double *coef, double *step) noexcept nogil:
+    # One row of weight wi, residual r and ||x||^2 = xx for one iterate: the
+    # row is scored (the prequential loss, n_seen), then, if it weighs
+    # anything, the schedule gives its stepsize eta (statistical:
+    # stat_single_row; else fixed_eta, eta_user for a user array) and the
+    # state moves as the update does (intercept, clock, last_eta). Returns
+    # OK with coef = -eta g wi (the caller's w += coef * x) and step = eta wi
+    # (the plug-in intercept's); NO_UPDATE when the iterate stays (weight 0,
+    # a warm-up row); or an error code.
+    cdef double g = loss_and_coef(r, p, &s.loss, wi), eta
+    cdef int code
+    s.n_seen += 1
+    if wi == 0:
+        return NO_UPDATE          # a row of weight 0 is scored, nothing more
+    if p.kind == KIND_STATISTICAL:
+        code = stat_single_row(s, p, win, work, x, d, da, r, xx, wi, &eta)
+        if code != OK:
+            return code           # NO_UPDATE: scored and remembered only
+    else:
+        eta = fixed_eta(s, p, eta_user)
+    coef[0] = -eta * g * wi
+    step[0] = eta * wi
+    if fit_b:
+        s.intercept -= eta * g * wi
+    clock_step(s, eta, wi)
     return OK

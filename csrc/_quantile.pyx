@@ -16,7 +16,7 @@
 import numpy as np
 
 from cpython.buffer cimport PyBuffer_Release
-from libc.math cimport fabs, isnan, INFINITY
+from libc.math cimport fabs, isnan, sqrt, INFINITY
 from libc.float cimport DBL_MAX
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdlib cimport malloc, free
@@ -25,14 +25,12 @@ from libc.string cimport memcpy, memset
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
 from _order_stats cimport median_abs
-from _qr_schedule cimport (SGDState, SGDParams, SETTLED_STRIDE, KIND_CONSTANT, KIND_INVERSE_TIME,
-                           KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
+from _qr_schedule cimport (SGDState, SGDParams, KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE,
                            MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
-                           record_dtypes, default_params,
-                           row_absmax, start_phase, last_phase_eta, block_ratio,
-                           phase_start_eta, average_prior, fresh_estimates, calibrated_cl,
-                           JUMP_NONE, JUMP_RESTART, jump_test, full_window, window_done,
-                           restart, NO_UPDATE, stat_single_row, tau_star2)
+                           record_dtypes, default_params, row_absmax, average_prior,
+                           fresh_estimates, calibrated_cl, JUMP_NONE, JUMP_RESTART, jump_test,
+                           full_window, window_done, restart, NO_UPDATE, stat_single_row,
+                           loss_and_coef, fixed_eta, quantile_row, block_eta, clock_step)
 from _records cimport (Records, take_records, give_records, get_record, result,
                       check_sgd_records, check_window)
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
@@ -44,17 +42,6 @@ from _power_iter cimport top_eigenvalue
 from _pav cimport pav_increasing
 from _dense cimport (sf_dot, sf_dot2, sf_axpy, sf_average, sf_axpy_dot2,
                      sf_axpy_dot2_f32, sf_multi_axpy_dot2, sf_widen)
-
-cdef extern from "_multi_step.h" nogil:
-    enum:
-        SF_MQ_INTERCEPT, SF_MQ_LOSS, SF_MQ_NSEEN, SF_MQ_FILL, SF_MQ_WSUMSQ, SF_MQ_WWSUM,
-        SF_MQ_T, SF_MQ_NUPD, SF_MQ_LASTETA, SF_MQ_TAU, SF_MQ_STEADY, SF_MQ_STAT, SF_MQ_INV,
-        SF_MQ_C, SF_MQ_AVGON, SF_MQ_WINDOW, SF_MQ_TSWITCH, SF_MQ_KADD, SF_MQ_ETASTART,
-        SF_MQ_SCALE, SF_MQ_POW, SF_MQ_KPOW, SF_MQ_ETAPOW, SF_MQ_ETAGEO, SF_MQ_PH1,
-        SF_MQ_GEOF, SF_MQ_TLIM, SF_MQ_NUM, SF_MQ_NMOD, SF_MQ_NFIELDS
-    Py_ssize_t sf_mq_row(Py_ssize_t m, Py_ssize_t ld, double *soa, const double *r, double wi,
-                         double wx, int fit_b, double *add, double *act, double *coef,
-                         double *step)
 
 # Schedule kinds, losses and modes (the records' fields) for Python.
 globals().update(schedule_enums())
@@ -110,24 +97,6 @@ def check_records(const SGDState[::1] states, const SGDParams[::1] params):
                           "state" if m == 1 else f"states[{q}]")
 
 
-cdef inline double check_loss(double r, double tau) noexcept nogil:
-    # rho_tau(r) = r * (tau - 1{r < 0}). The indicator is a number, not a
-    # branch: the residual's sign is a coin flip at tau = 0.5, and a branch
-    # on it mispredicts every other row. (tau - 0.0 is tau and tau - 1.0 the
-    # same operation as before: the same bits.)
-    return r * (tau - <double> (r < 0))
-
-
-cdef inline double loss_and_coef(double r, const SGDParams *p, double *loss,
-                                 double weight) noexcept nogil:
-    # Returns g with gradient = g * x and adds weight * loss: check loss
-    # (1{y <= x'b} - tau), squared loss r^2 / 2 gives -r. (No branch on the
-    # residual's sign: see check_loss.)
-    if p.loss == LOSS_CHECK:
-        loss[0] += weight * check_loss(r, p.tau)
-        return <double> (r <= 0) - p.tau
-    loss[0] += weight * (0.5 * r * r)
-    return -r
 
 
 cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
@@ -164,15 +133,6 @@ cdef bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s) noexc
     return True
 
 
-cdef inline double fixed_eta(const SGDState *s, const SGDParams *p,
-                             double eta_user) noexcept nogil:
-    # The stepsize of the data-free schedules: constant, c / (t + 1), or the
-    # user schedule's precomputed value.
-    if p.kind == KIND_CONSTANT:
-        return p.c
-    if p.kind == KIND_INVERSE_TIME:
-        return p.c / (s.t + 1.0)
-    return eta_user
 
 
 # ----------------------------------------------------------------------------
@@ -223,9 +183,7 @@ cdef tuple _schedule_step(SGDState *s, const SGDParams *p, double[::1] window,
         return OK, 0.0, False
     if code != OK:
         return code, 0.0, False
-    s.t += weight
-    s.n_updates += 1
-    s.last_eta = eta
+    clock_step(s, eta, weight)
     return OK, eta, True
 
 
@@ -386,7 +344,7 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
     cdef double *work
     cdef double *wp
     cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef double r, g, eta, xw = 0.0, xx = 0.0, wi = 1.0
+    cdef double r, coef = 0.0, step = 0.0, xw = 0.0, xx = 0.0, wi = 1.0
     cdef double *zbuf
     # float32 rows are widened into cur (this row) and nxt (the next one,
     # written by the update that reads it); the two swap as rows advance
@@ -453,46 +411,36 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 code = ERR_BADINPUT
                 row = i
                 break
-            g = loss_and_coef(r, p, &s.loss, wi)
-            s.n_seen += 1
+            code = quantile_row(s, p, win, work, x, d, da, r, xx, wi,
+                                etas[j] if kind == KIND_ARRAY and wi != 0 else 0.0, fit_b,
+                                &coef, &step)
             done = i + 1
-            if wi == 0:
-                continue          # a row of weight 0 is scored, nothing more
-            if stat:
-                code = stat_single_row(s, p, win, work, x, d, da, r, xx, wi, &eta)
-                if code == NO_UPDATE:
-                    code = OK
-                    continue          # a warm-up row: scored and remembered only
-                if code != OK:
-                    break
-            else:
-                eta = fixed_eta(s, p, etas[j] if kind == KIND_ARRAY else 0.0)
-                j += 1
-            # w -= eta * g * x (and the next row's x'w and ||x||^2 in the same pass)
+            if code == NO_UPDATE:
+                code = OK
+                continue          # weight 0 or a warm-up row: scored (and remembered) only
+            if code != OK:
+                break
+            j += 1
+            # w += coef * x (and the next row's x'w and ||x||^2 in the same pass)
             if i + 1 < n and sc == NULL:
                 if X32 != NULL:
-                    xw = sf_axpy_dot2_f32(d, -eta * g * wi, x, wp, X32 + (i + 1) * d, nxt, &xx)
+                    xw = sf_axpy_dot2_f32(d, coef, x, wp, X32 + (i + 1) * d, nxt, &xx)
                     # x (this row, still read below) stays where it is
                     tmp = cur
                     cur = nxt
                     nxt = tmp
                 else:
-                    xw = sf_axpy_dot2(d, -eta * g * wi, x, wp, x + d, &xx)
+                    xw = sf_axpy_dot2(d, coef, x, wp, x + d, &xx)
                 have_dot = True
             else:
-                sf_axpy(d, -eta * g * wi, x, wp)
-            if fit_b:
-                s.intercept -= eta * g * wi
-            s.t += wi
-            s.n_updates += 1
-            s.last_eta = eta
+                sf_axpy(d, coef, x, wp)
             if avg and (s.avg_on != 0 or not stat):
                 if sc != NULL:
                     average_step_scaled(d, wp, &wbar[0], s, sc, zbuf + d, fit_b, zbuf + 2 * d)
                 else:
                     if pt != NULL:
-                        plug_in_average_step(d, x, y[i], wp, &wbar[0], s, p, eta * wi, wi,
-                                             rs, fit_b, pt)
+                        plug_in_average_step(d, x, y[i], wp, &wbar[0], s, p, step, wi, rs,
+                                             fit_b, pt)
                     else:
                         average_step(d, wp, &wbar[0], s, rs, fit_b)
         if code == OK and poll_final(&pl):
@@ -699,24 +647,6 @@ cdef int batch_window(SGDState *s, const SGDParams *p, const double *X, const do
     return err
 
 
-cdef double block_eta(SGDState *s, const SGDParams *p, Py_ssize_t da) noexcept nogil:
-    # The statistical schedule's stepsize of a block update, by phase.
-    cdef double eta
-    if s.phase == 1:
-        # geometric, but never above phase two's constant eta_const b0 / Cu:
-        # a longer step on the block's mean gradient overshoots
-        eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
-        s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
-        if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
-            s.b0_cap = s.b0
-            start_phase(s, 2, phase_start_eta(s, p, da, 2), False)
-            s.t_switch = s.t + 1
-        return eta
-    if s.phase == 2:
-        return s.eta_start
-    return last_phase_eta(s, p, p.Cb / block_ratio(s, da))
-
-
 cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
                     SGDState *s, const SGDParams *p, double eta_user, double *win,
@@ -770,9 +700,7 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     sf_axpy(d, -eta / bs.wsum, bw.grad, w)
     if fit_b:
         s.intercept -= eta * (bs.gsum / bs.wsum)
-    s.t += 1
-    s.n_updates += 1
-    s.last_eta = eta
+    clock_step(s, eta, 1.0)
     if p.average != 0 and (s.avg_on != 0 or not stat):
         average_step(d, w, wbar, s, rs, fit_b)
     return OK
@@ -960,124 +888,48 @@ cpdef enum:
     NONCROSS_PROJECT = 1  # residuals at the predictions projected onto the ordered cone
 
 
-cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *window, double *work,
-                             const double *x, Py_ssize_t d, Py_ssize_t da, double r, double xx,
-                             double wi, bint fit_b, double *coef, double *step,
-                             unsigned char *upd) noexcept nogil:
-    # One quantile's row on its struct, exactly as sgd_single takes it: the
-    # loss, the schedule's step (statistical: stat_single_row) and the
-    # update's coefficient (the iterate moves by coef x) and weighted step.
-    # upd: 1 where the iterate moves. Returns OK or an error code.
-    cdef double g = loss_and_coef(r, p, &s.loss, wi), eta
-    cdef int code
-    s.n_seen += 1
-    upd[0] = 0
-    if wi == 0:
-        return OK
-    if p.kind == KIND_STATISTICAL:
-        code = stat_single_row(s, p, window, work, x, d, da, r, xx, wi, &eta)
-        if code == NO_UPDATE:
-            return OK
-        if code != OK:
-            return code
-    else:
-        eta = fixed_eta(s, p, 0.0)
-    upd[0] = 1
-    coef[0] = -eta * g * wi
-    step[0] = eta * wi
-    if fit_b:
-        s.intercept -= eta * g * wi
-    s.t += wi
-    s.n_updates += 1
-    s.last_eta = eta
+cdef struct MultiWork:
+    # sgd_multi's work space: one allocation, carved up in multi_work_init
+    double *work          # the schedule's order statistics (window capacity)
+    double *pred          # m predictions (then PAV's), mq values each below
+    double *res           # m residuals
+    double *pav           # 2 mq: PAV's levels and sizes
+    double *dots          # the next row's m predictions x'w_q
+    double *coef          # m update coefficients: w_q += coef[q] x
+    double *step          # m weighted steps eta wi (the plug-in intercept's)
+    double *W0            # the iterates, rows 32-byte aligned, ld apart
+    double *cur           # two float32 rows widened
+    double *nxt
+    unsigned char *upd    # m flags: 1 where w_q moves this row
+
+
+cdef int multi_work_init(MultiWork *mw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t ld,
+                         Py_ssize_t wcap) noexcept:
+    # The iterates are worked on in a copy whose rows start on 32-byte
+    # boundaries, ld apart (the fused pass's stores then stay within cache
+    # lines; NumPy gives 16-byte alignment and rows d apart), each padded
+    # with zeros to a multiple of 8 values (the fused pass's tail chunk then
+    # loads and stores whole vectors).
+    cdef Py_ssize_t mq = (m + 3) & ~(<Py_ssize_t> 3)
+    mw.work = <double *> malloc((max(wcap, 1) + 7 * mq + m * ld + 4 + 2 * d) * sizeof(double)
+                                + m)
+    if mw.work == NULL:
+        return ERR_NOMEM
+    mw.pred = mw.work + max(wcap, 1)
+    mw.res = mw.pred + mq
+    mw.pav = mw.pred + 2 * mq
+    mw.dots = mw.pred + 4 * mq
+    mw.coef = mw.pred + 5 * mq
+    mw.step = mw.pred + 6 * mq
+    mw.W0 = <double *> ((<size_t> (mw.pred + 7 * mq) + 31) & ~(<size_t> 31))
+    mw.cur = mw.pred + 7 * mq + m * ld + 4
+    mw.nxt = mw.cur + d
+    mw.upd = <unsigned char *> (mw.nxt + d)
+    # (a call's first pass reads no coefficient, since no quantile updates;
+    # zeroed all the same, so that no uninitialised value is ever loaded)
+    memset(mw.pred, 0, 7 * mq * sizeof(double))
+    memset(mw.W0, 0, m * ld * sizeof(double))
     return OK
-
-
-cdef bint mq_may_steady(const SGDState *S, const SGDParams *P, Py_ssize_t m) noexcept nogil:
-    # Whether steady rows (_multi_step.h) may come: every quantile's schedule
-    # past its warm-up (a statistical one), with the check loss.
-    # Cheap, so that the struct path's rows (warm-up, phase one) do not copy
-    # the fields out and back for nothing.
-    cdef Py_ssize_t q
-    for q in range(m):
-        if P[q].loss != LOSS_CHECK or (P[q].kind == KIND_STATISTICAL and S[q].phase < 1):
-            return False
-    return True
-
-
-cdef void mq_gather_one(double *F, Py_ssize_t mq, Py_ssize_t q, const SGDState *s,
-                        const SGDParams *p, Py_ssize_t da) noexcept nogil:
-    # Quantile q's struct fields into _multi_step.h's structure of arrays
-    cdef bint stat = p.kind == KIND_STATISTICAL
-    cdef bint steady = p.loss == LOSS_CHECK and p.mode == MODE_SINGLE and p.kind != KIND_ARRAY
-    if stat:
-        # the last phase; or phase one unless single_eta's continuity rule
-        # (b0 given, no switch time) may end it on any row
-        steady = steady and (s.phase >= 2 or (s.phase == 1 and (isnan(p.b0)
-                                                                or not isnan(p.t_switch))))
-    F[SF_MQ_INTERCEPT * mq + q] = s.intercept
-    F[SF_MQ_LOSS * mq + q] = s.loss
-    F[SF_MQ_NSEEN * mq + q] = s.n_seen
-    F[SF_MQ_FILL * mq + q] = s.fill
-    F[SF_MQ_WSUMSQ * mq + q] = s.win_sumsq
-    F[SF_MQ_WWSUM * mq + q] = s.win_wsum
-    F[SF_MQ_T * mq + q] = s.t
-    F[SF_MQ_NUPD * mq + q] = s.n_updates
-    F[SF_MQ_LASTETA * mq + q] = s.last_eta
-    F[SF_MQ_ETAGEO * mq + q] = s.eta_geo
-    F[SF_MQ_TAU * mq + q] = p.tau
-    F[SF_MQ_STEADY * mq + q] = 1.0 if steady else 0.0
-    F[SF_MQ_STAT * mq + q] = 1.0 if stat else 0.0
-    F[SF_MQ_INV * mq + q] = 1.0 if p.kind == KIND_INVERSE_TIME else 0.0
-    F[SF_MQ_C * mq + q] = p.c
-    F[SF_MQ_AVGON * mq + q] = s.avg_on
-    F[SF_MQ_WINDOW * mq + q] = p.window
-    F[SF_MQ_TSWITCH * mq + q] = s.t_switch
-    # last_phase_eta's warm-start clock (k + 0.0 is k: k is never -0)
-    F[SF_MQ_KADD * mq + q] = p.t0 if (p.start == 2 and s.n_restarts == 0) else 0.0
-    F[SF_MQ_ETASTART * mq + q] = s.eta_start
-    F[SF_MQ_SCALE * mq + q] = p.Cb * da          # single_eta's scale, as it computes it
-    F[SF_MQ_POW * mq + q] = 1.0 if (p.average != 0 and p.avg_power != 1.0) else 0.0
-    F[SF_MQ_KPOW * mq + q] = s.k_pow
-    F[SF_MQ_ETAPOW * mq + q] = s.eta_pow
-    F[SF_MQ_PH1 * mq + q] = 1.0 if (stat and s.phase == 1) else 0.0
-    # phase one's decay per unit-weight row and its switch time, as
-    # single_eta computes and tests them
-    F[SF_MQ_GEOF * mq + q] = 1.0 - p.decay / (da * tau_star2(p.tau))
-    F[SF_MQ_TLIM * mq + q] = INFINITY if isnan(p.t_switch) else p.t_switch
-    F[SF_MQ_NUM * mq + q] = s.eta_start * (p.Cb * da) if stat else p.c
-    F[SF_MQ_NMOD * mq + q] = <double> ((<long long> s.n_updates) % SETTLED_STRIDE)
-
-
-cdef void mq_gather(double *F, Py_ssize_t m, Py_ssize_t mq, const SGDState *S,
-                    const SGDParams *P, Py_ssize_t da) noexcept nogil:
-    # Every quantile's fields into the structure of arrays (each field's
-    # array mq >= m long; its padding lanes are zero)
-    cdef Py_ssize_t q
-    memset(F, 0, SF_MQ_NFIELDS * mq * sizeof(double))
-    for q in range(m):
-        mq_gather_one(F, mq, q, &S[q], &P[q], da)
-
-
-cdef inline void mq_scatter_one(const double *F, Py_ssize_t mq, Py_ssize_t q,
-                                SGDState *s) noexcept nogil:
-    # The fields a steady row moves, back into quantile q's struct
-    s.intercept = F[SF_MQ_INTERCEPT * mq + q]
-    s.loss = F[SF_MQ_LOSS * mq + q]
-    s.n_seen = F[SF_MQ_NSEEN * mq + q]
-    s.fill = F[SF_MQ_FILL * mq + q]
-    s.win_sumsq = F[SF_MQ_WSUMSQ * mq + q]
-    s.win_wsum = F[SF_MQ_WWSUM * mq + q]
-    s.t = F[SF_MQ_T * mq + q]
-    s.n_updates = F[SF_MQ_NUPD * mq + q]
-    s.last_eta = F[SF_MQ_LASTETA * mq + q]
-    s.eta_geo = F[SF_MQ_ETAGEO * mq + q]
-
-
-cdef void mq_scatter(const double *F, Py_ssize_t m, Py_ssize_t mq, SGDState *S) noexcept nogil:
-    cdef Py_ssize_t q
-    for q in range(m):
-        mq_scatter_one(F, mq, q, &S[q])
 
 
 def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
@@ -1110,55 +962,27 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
     the states may be partly moved (the caller works on copies).
     """
-    cdef Py_ssize_t n, d, m = W.shape[0], q, i, ld
-    cdef Py_ssize_t mq = (m + 3) & ~(<Py_ssize_t> 3)   # m padded for the vector step
+    cdef Py_ssize_t n, d, m = W.shape[0], q, wcap = windows.shape[1]
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
-    cdef const float *p32 = NULL
-    cdef double *cur = NULL
-    cdef double *nxt = NULL
-    cdef double *tmp
-    cdef Py_ssize_t wcap = windows.shape[1]
-    cdef Py_ssize_t da
-    cdef double *work
-    cdef double *pred
-    cdef double *res
-    cdef double *dots
-    cdef double *coef
-    cdef double *step
-    cdef unsigned char *upd
-    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef double xx = 0.0, wi = 1.0
-    cdef const double *x
-    cdef const double *X0
-    cdef double *W0
-    cdef SGDState *s
-    cdef const SGDParams *p
-    cdef int code = OK
-    cdef Py_ssize_t row = -1, done = 0
-    cdef bint fit_b, avg, have_dot = False, any_upd
-    cdef Poll pl
     cdef double[:, ::1] pv, rv
-    cdef double *pt = NULL
     cdef double *rsp = NULL
-    cdef Py_ssize_t pstride, rlen = 0
-    cdef double row_work
-    cdef double *F                  # _multi_step.h's fields (steady rows)
-    cdef double *addv
-    cdef double *act
-    cdef Py_ssize_t nslow
-    cdef bint live = False          # F, not the structs, holds the hot fields
-    cdef bint try_fast
-    cdef double fit_one
-    cdef bint f32 = is_float32(X)
-    if f32:
+    cdef double *pt
+    cdef Py_ssize_t rlen = 0, da
+    cdef const SGDParams *p
+    cdef const double *p64 = NULL
+    cdef const float *p32 = NULL
+    if is_float32(X):
         X32 = X
         n, d = X32.shape[0], X32.shape[1]
+        if n > 0:
+            p32 = &X32[0, 0]
     else:
         X64 = X
         n, d = X64.shape[0], X64.shape[1]
+        if n > 0:
+            p64 = &X64[0, 0]
     check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
-    pstride = 2 * d
     if plug_in is not None:
         pv = plug_in
         if pv.shape[0] != W.shape[0] or pv.shape[1] != 2 * d:
@@ -1182,10 +1006,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
         if p.kind == KIND_STATISTICAL and (wcap < p.window or wcap < p.n_warmup
                                            or <Py_ssize_t> states[q].fill >= wcap):
             return result(ERR_LAYOUT, 0, -1)
-    fit_b = params[0].fit_intercept != 0
-    avg = params[0].average != 0
-    da = d + (1 if fit_b else 0)
-    fit_one = 1.0 if fit_b else 0.0
+    da = d + (1 if params[0].fit_intercept != 0 else 0)
     if rs is not None:
         rv = rs
         rlen = rs_len(da)
@@ -1195,169 +1016,130 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
                              f"{rv.shape[1]})")
         rsp = &rv[0, 0]
     pt = plug_in_means(&params[0], rsp, &pv[0, 0] if plug_in is not None else NULL, d)
-    if rsp != NULL:
-        pstride = rlen          # (in the tail of each quantile's sums)
-    # a row's work, the random-scaling sums' da^2 / 2 included
-    row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
-    # The iterates are worked on in a copy whose rows start on 32-byte
-    # boundaries, ld apart (the fused pass's stores then stay within cache
-    # lines; NumPy gives 16-byte alignment and rows d apart), each padded
-    # with zeros to a multiple of 8 values (the fused pass's tail chunk then
-    # loads and stores whole vectors); copied back once the loop has stopped,
-    # whatever stopped it.
-    ld = (d + 7) & ~(<Py_ssize_t> 7)
-    # the window work space, then m predictions, m residuals, 2 m PAV work,
-    # m next-row dot products, m update coefficients, m steps (the plug-in's),
-    # the iterates (and room to align them), two float32 rows widened (2 d),
-    # the steady rows' fields, mq add and mq steady flags, m update flags
-    work = <double *> malloc((max(wcap, 1) + 7 * mq + m * ld + 4 + 2 * d
-                              + mq * (SF_MQ_NFIELDS + 2)) * sizeof(double) + m)
-    if work == NULL:
-        return result(ERR_NOMEM, 0, -1)
-    pred = work + max(wcap, 1)
-    res = pred + mq
-    dots = pred + 4 * mq
-    coef = pred + 5 * mq
-    step = pred + 6 * mq
-    W0 = <double *> ((<size_t> (pred + 7 * mq) + 31) & ~(<size_t> 31))
-    cur = pred + 7 * mq + m * ld + 4
-    nxt = cur + d
-    F = nxt + d
-    addv = F + mq * SF_MQ_NFIELDS
-    act = addv + mq
-    upd = <unsigned char *> (act + mq)
-    # (the vector step reads res, coef and step to mq; lanes past m stay 0)
-    memset(pred, 0, 7 * mq * sizeof(double))
-    memset(addv, 0, 2 * mq * sizeof(double))
-    memset(W0, 0, m * ld * sizeof(double))
-    # (a call's first pass reads no coefficient, since no quantile updates;
-    # zeroed all the same, so that no uninitialised value is ever loaded)
-    memset(coef, 0, m * sizeof(double))
+    return _sgd_multi(p64, p32, n, d, m,
+                      &y[0], &sample_weight[0] if sample_weight.shape[0] else NULL, W, Wbar,
+                      &states[0], &params[0], windows, noncrossing, rsp, rlen, pt,
+                      rlen if rsp != NULL else 2 * d)
+
+
+cdef void multi_average(Py_ssize_t d, Py_ssize_t m, const double *x, double y, double wi,
+                        const MultiWork *mw, Py_ssize_t ld, double[:, ::1] Wbar,
+                        SGDState *S, const SGDParams *P, double *rsp, Py_ssize_t rlen,
+                        double *pt, Py_ssize_t pstride) noexcept nogil:
+    # The averages of the quantiles that moved, after the row's updates (as
+    # in sgd_single)
+    cdef Py_ssize_t q
+    cdef bint fit_b = P[0].fit_intercept != 0
     for q in range(m):
-        memcpy(W0 + q * ld, &W[q, 0], d * sizeof(double))
-    if f32:
-        p32 = &X32[0, 0]
-        X0 = NULL
-    else:
-        X0 = &X64[0, 0]
+        if not (mw.upd[q] and (S[q].avg_on != 0 or P[q].kind != KIND_STATISTICAL)):
+            continue
+        if pt != NULL:
+            plug_in_average_step(d, x, y, mw.W0 + q * ld, &Wbar[q, 0], &S[q], &P[q],
+                                 mw.step[q], wi, rsp + rlen * q if rsp != NULL else NULL,
+                                 fit_b, pt + pstride * q)
+        else:
+            average_step(d, mw.W0 + q * ld, &Wbar[q, 0], &S[q],
+                         rsp + rlen * q if rsp != NULL else NULL, fit_b)
+
+
+cdef tuple _sgd_multi(const double *X64, const float *X32, Py_ssize_t n, Py_ssize_t d,
+                      Py_ssize_t m, const double *y, const double *swp, double[:, ::1] W,
+                      double[:, ::1] Wbar, SGDState *S, const SGDParams *P,
+                      double[:, ::1] windows, int noncrossing, double *rsp, Py_ssize_t rlen,
+                      double *pt, Py_ssize_t pstride):
+    # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order;
+    # swp: the weights (NULL: all 1). Each quantile's row is quantile_row on
+    # its own state; the updates of all m then run together, in one pass over
+    # the m iterates that also gives the next row's predictions (as
+    # sgd_single's sf_axpy_dot2 does for one), each sum in sf_dot2's order.
+    cdef MultiWork mw
+    cdef Py_ssize_t i, q, row = -1, done = 0
+    cdef Py_ssize_t ld = (d + 7) & ~(<Py_ssize_t> 7)
+    cdef bint fit_b = P[0].fit_intercept != 0, avg = P[0].average != 0
+    cdef bint have_dot = False, any_upd
+    cdef Py_ssize_t da = d + (1 if fit_b else 0)
+    cdef double xx = 0.0, wi = 1.0
+    cdef double *tmp
+    cdef const double *x
+    cdef int code
+    cdef Poll pl
+    # a row's work, the random-scaling sums' da^2 / 2 included
+    cdef double row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
+    if multi_work_init(&mw, m, d, ld, windows.shape[1]) != OK:
+        return result(ERR_NOMEM, 0, -1)
+    for q in range(m):
+        memcpy(mw.W0 + q * ld, &W[q, 0], d * sizeof(double))
+    code = OK
     poll_init(&pl, &_hook)
     with nogil:
-        # (a call of a few rows would copy the fields out and back for a row
-        # or two: one-row calls stay on the struct path)
-        try_fast = n >= 4 and mq_may_steady(&states[0], &params[0], m)
         for i in range(n):
             if poll_stop(&pl, row_work):
                 code = ERR_INTERRUPTED
                 break
-            x = stream_row(X0, p32, i, d, cur, not have_dot)
+            x = stream_row(X64, X32, i, d, mw.cur, not have_dot)
             if not have_dot:
                 # (a call's first row) the predictions alone: no quantile moves
-                memset(upd, 0, m)
-                sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, x, dots, &xx)
+                memset(mw.upd, 0, m)
+                sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, mw.W0, ld, x, mw.dots, &xx)
             have_dot = False
             # every quantile's residual first: a bad row changes nothing
             for q in range(m):
-                pred[q] = dots[q] + (F[SF_MQ_INTERCEPT * mq + q] if live else states[q].intercept)
-                res[q] = y[i] - pred[q]
-                if not (fabs(res[q]) <= DBL_MAX and xx <= DBL_MAX):
+                mw.pred[q] = mw.dots[q] + S[q].intercept
+                mw.res[q] = y[i] - mw.pred[q]
+                if not (fabs(mw.res[q]) <= DBL_MAX and xx <= DBL_MAX):
                     code = ERR_BADINPUT
                     break
             if code != OK:
                 row = i
                 break
             if noncrossing == NONCROSS_PROJECT and m > 1:
-                pav_increasing(pred, m, pred + 2 * mq, pred + 3 * mq)
+                pav_increasing(mw.pred, m, mw.pav, mw.pav + m)
                 for q in range(m):
-                    res[q] = y[i] - pred[q]
+                    mw.res[q] = y[i] - mw.pred[q]
             if swp != NULL:
                 wi = swp[i]
-            # each quantile's schedule step decides its update; the updates
-            # themselves then run together, in one pass over the m iterates
-            # that also gives the next row's predictions (as sgd_single's
-            # sf_axpy_dot2 does for one)
             any_upd = False
-            if try_fast and wi > 0:
-                if not live:
-                    mq_gather(F, m, mq, &states[0], &params[0], da)
-                    live = True
-                # the quantiles whose row is steady run together, across the
-                # quantiles (_multi_step.h; their windows take the residuals
-                # at the old fill), the others one by one on their structs
-                nslow = sf_mq_row(m, mq, F, res, wi, wi * (xx + fit_one), fit_b, addv, act,
-                                  coef, step)
-                if nslow < m:
-                    any_upd = True
-                for q in range(m):
-                    if act[q] != 0:
-                        upd[q] = 1
-                        if addv[q] != 0:
-                            windows[q, <Py_ssize_t> F[SF_MQ_FILL * mq + q] - 1] = res[q]
-                        continue
-                    mq_scatter_one(F, mq, q, &states[q])
-                    code = quantile_row(&states[q], &params[q], &windows[q, 0], work, x, d,
-                                        da, res[q], xx, wi, fit_b, &coef[q], &step[q], &upd[q])
-                    mq_gather_one(F, mq, q, &states[q], &params[q], da)
-                    if code != OK:
-                        break
-                    any_upd = any_upd or upd[q] != 0
-            else:
-                if live:
-                    mq_scatter(F, m, mq, &states[0])
-                    live = False
-                for q in range(m):
-                    code = quantile_row(&states[q], &params[q], &windows[q, 0], work, x, d,
-                                        da, res[q], xx, wi, fit_b, &coef[q], &step[q], &upd[q])
-                    if code != OK:
-                        break
-                    any_upd = any_upd or upd[q] != 0
+            for q in range(m):
+                code = quantile_row(&S[q], &P[q], &windows[q, 0], mw.work, x, d, da,
+                                    mw.res[q], xx, wi, 0.0, fit_b, &mw.coef[q], &mw.step[q])
+                mw.upd[q] = code == OK
+                any_upd = any_upd or code == OK
+                if code == NO_UPDATE:
+                    code = OK
+                elif code != OK:
+                    break
             if code != OK:
                 row = i
                 break
-            if not live:
-                try_fast = n >= 4 and mq_may_steady(&states[0], &params[0], m)
             if i + 1 < n:
-                if p32 != NULL:
+                if X32 != NULL:
                     # the next row widened first (this one, x, is read below)
-                    sf_widen(d, p32 + (i + 1) * d, nxt)
-                    sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, nxt, dots, &xx)
-                    tmp = cur
-                    cur = nxt
-                    nxt = tmp
+                    sf_widen(d, X32 + (i + 1) * d, mw.nxt)
+                    sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, mw.W0, ld, mw.nxt, mw.dots,
+                                       &xx)
+                    tmp = mw.cur
+                    mw.cur = mw.nxt
+                    mw.nxt = tmp
                 else:
-                    sf_multi_axpy_dot2(d, m, coef, upd, x, W0, ld, x + d, dots, &xx)
+                    sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, mw.W0, ld, x + d, mw.dots,
+                                       &xx)
                 have_dot = True
             elif any_upd:
                 for q in range(m):
-                    if upd[q]:
-                        sf_axpy(d, coef[q], x, W0 + q * ld)
+                    if mw.upd[q]:
+                        sf_axpy(d, mw.coef[q], x, mw.W0 + q * ld)
             if avg and any_upd:
-                # after the row's update, as in sgd_single
-                for q in range(m):
-                    s = &states[q]
-                    p = &params[q]
-                    if not (upd[q] and (s.avg_on != 0 or p.kind != KIND_STATISTICAL)):
-                        continue
-                    if live:
-                        s.intercept = F[SF_MQ_INTERCEPT * mq + q]    # the average reads it
-                    if pt != NULL:
-                        plug_in_average_step(d, x, y[i], W0 + q * ld, &Wbar[q, 0], s, p,
-                                             step[q], wi,
-                                             rsp + rlen * q if rsp != NULL else NULL,
-                                             fit_b, pt + pstride * q)
-                    else:
-                        average_step(d, W0 + q * ld, &Wbar[q, 0], s,
-                                     rsp + rlen * q if rsp != NULL else NULL, fit_b)
+                multi_average(d, m, x, y[i], wi, &mw, ld, Wbar, S, P, rsp, rlen, pt, pstride)
             done = i + 1
-        if live:
-            mq_scatter(F, m, mq, &states[0])
         if code == OK and poll_final(&pl):
             code = ERR_INTERRUPTED
+        # copied back whatever stopped the loop
         for q in range(m):
-            memcpy(&W[q, 0], W0 + q * ld, d * sizeof(double))
-    free(work)
+            memcpy(&W[q, 0], mw.W0 + q * ld, d * sizeof(double))
+    free(mw.work)
     if code == OK or code == ERR_INTERRUPTED:
         for q in range(m):
-            if not iterate_finite(&W[q, 0], d, &states[q]):
+            if not iterate_finite(&W[q, 0], d, &S[q]):
                 if code == ERR_INTERRUPTED:
                     pending_exception()
                 code = ERR_NONFINITE

@@ -1,5 +1,5 @@
 /* The one place that decides how the kernels' loops are compiled. The other
- * headers (_dense.h, _multi_step.h, _skinny.h, _goe.h) are written once over
+ * headers (_dense.h, _skinny.h, _goe.h) are written once over
  * the macros below and never test a compiler or a target themselves.
  *
  * Paths, each a feature macro defined to 1 or left undefined:
@@ -7,9 +7,8 @@
  *   SF_SIMD_VECTOR   sf_v4 is a GCC/Clang vector of 4 doubles (else a struct
  *                    of 4 doubles, the portable path). GCC and Clang.
  *   SF_SIMD_CLONES   target_clones: the dense loops get an "fma" copy (with
- *                    fused multiply-adds) beside the "default" one, the
- *                    multi-quantile step "avx512f"/"avx2" copies (exact,
- *                    wider), picked at load time by a CPU check. Needs ifunc:
+ *                    fused multiply-adds) beside the "default" one, picked
+ *                    at load time by a CPU check. Needs ifunc:
  *                    x86-64 Linux with glibc, GCC >= 8 or Clang >= 14.
  *   SF_SIMD_AVX512   _skinny.h's AVX-512 intrinsics kernels, run where the
  *                    CPU reports avx512f (else the portable kernels). x86-64,
@@ -93,8 +92,7 @@
 #endif
 
 /* Function markers. SF_FUSED / SF_FUSED_BODY: a loop that may fuse d += a * b
- * (see above); SF_EXACT / SF_EXACT_BODY: one whose products are rounded apart
- * on every target, in wider copies where there are clones. The _BODY macro
+ * (see above). The _BODY macro
  * opens the function's body: Clang takes contraction as a pragma there (it
  * has no optimize attribute) -- "on", which fuses a product only into the add
  * of its own statement, so each d += a * b fuses the same way in every
@@ -103,38 +101,29 @@
  * n % 8 == 1) -- and its contract flags travel with the code
  * wherever it is inlined. GCC's optimize attribute does not, so on GCC these
  * functions are noinline (a clone is never inlined anyway; Clang refuses
- * noinline beside target_clones). */
+ * noinline beside target_clones). Everything else is compiled with products
+ * rounded apart (CMakeLists.txt). */
 #if defined(SF_SIMD_VECTOR) && defined(__clang__)
 #define SF_FUSED_ATTR
-#define SF_EXACT_ATTR
 #define SF_FUSED_BODY _Pragma("clang fp contract(on)")
-#define SF_EXACT_BODY _Pragma("clang fp contract(off)")
 #elif defined(SF_SIMD_VECTOR) && defined(SF_SIMD_CLONES)
 #define SF_FUSED_ATTR __attribute__((noinline, optimize("fp-contract=fast")))
-#define SF_EXACT_ATTR __attribute__((noinline, optimize("fp-contract=off")))
 #define SF_FUSED_BODY
-#define SF_EXACT_BODY
 #elif defined(SF_SIMD_VECTOR)
 /* GCC without clones (aarch64, ...): its only fusing mode for C before GCC
  * 14 is "fast", which fuses across statements as each function's code
  * allows -- on aarch64 sf_axpy's tail then rounded one value differently
  * from sf_axpy_dot2's (.ci/c/check_kernels.c) -- so nothing fuses there */
 #define SF_FUSED_ATTR __attribute__((noinline, optimize("fp-contract=off")))
-#define SF_EXACT_ATTR __attribute__((noinline, optimize("fp-contract=off")))
 #define SF_FUSED_BODY
-#define SF_EXACT_BODY
 #else
 #define SF_FUSED_ATTR
-#define SF_EXACT_ATTR
 #define SF_FUSED_BODY
-#define SF_EXACT_BODY
 #endif
 #if defined(SF_SIMD_CLONES)
 #define SF_FUSED SF_FUSED_ATTR __attribute__((target_clones("fma", "default")))
-#define SF_EXACT SF_EXACT_ATTR __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SF_FUSED SF_FUSED_ATTR
-#define SF_EXACT SF_EXACT_ATTR
 #endif
 
 /* sf_v4: 4 doubles, lanes 0..3. The operations are macros, not functions,
@@ -144,7 +133,7 @@
  * doubles (any alignment), s a double. Lane by lane:
  *   SF_V4_SET(d, s0, s1, s2, s3), SF_V4_SET1(d, s), SF_V4_LOAD(d, p),
  *   SF_V4_STORE(p, a), SF_V4_ADD(d, a, b) d = a + b, SF_V4_SUB d = a - b,
- *   SF_V4_MUL d = a * b, SF_V4_DIV d = a / b, SF_V4_NEG(d, a) d = -a, SF_V4_MADD(d, a, b)
+ *   SF_V4_MUL d = a * b, SF_V4_MADD(d, a, b)
  *   d += a * b (fused in SF_FUSED functions where the target has FMA);
  * and two expressions: SF_V4_LANE(a, i), SF_V4_HSUM(a) = (a0 + a2) + (a1 + a3). */
 #if defined(SF_SIMD_VECTOR)
@@ -156,9 +145,7 @@ typedef double sf_v4 __attribute__((vector_size(32)));
 #define SF_V4_ADD(d, a, b) ((d) = (a) + (b))
 #define SF_V4_SUB(d, a, b) ((d) = (a) - (b))
 #define SF_V4_MUL(d, a, b) ((d) = (a) * (b))
-#define SF_V4_DIV(d, a, b) ((d) = (a) / (b))
 #define SF_V4_MADD(d, a, b) ((d) += (a) * (b))
-#define SF_V4_NEG(d, a) ((d) = -(a))
 #elif defined(SF_SIMD_PAIR)
 /* lanes 0, 1 in lo and 2, 3 in hi; the same IEEE operation on each lane as
  * the other paths (no fusing: MADD is a multiply, then an add) */
@@ -170,9 +157,6 @@ typedef __m128d sf_v2_;
 #define SF_V2_ADD_(a, b) _mm_add_pd((a), (b))
 #define SF_V2_SUB_(a, b) _mm_sub_pd((a), (b))
 #define SF_V2_MUL_(a, b) _mm_mul_pd((a), (b))
-#define SF_V2_DIV_(a, b) _mm_div_pd((a), (b))
-/* -a flips the sign bit (0 - a would give +0 for a = +0) */
-#define SF_V2_NEG_(a) _mm_xor_pd((a), _mm_set1_pd(-0.0))
 #define SF_V2_LO_(a) _mm_cvtsd_f64(a)
 #define SF_V2_HI_(a) _mm_cvtsd_f64(_mm_unpackhi_pd((a), (a)))
 #else
@@ -183,8 +167,6 @@ typedef float64x2_t sf_v2_;
 #define SF_V2_ADD_(a, b) vaddq_f64((a), (b))
 #define SF_V2_SUB_(a, b) vsubq_f64((a), (b))
 #define SF_V2_MUL_(a, b) vmulq_f64((a), (b))
-#define SF_V2_DIV_(a, b) vdivq_f64((a), (b))
-#define SF_V2_NEG_(a) vnegq_f64(a)
 #define SF_V2_LO_(a) vgetq_lane_f64((a), 0)
 #define SF_V2_HI_(a) vgetq_lane_f64((a), 1)
 #endif
@@ -216,10 +198,6 @@ static inline double sf_v4_lane_(sf_v4 a, int i) {
 #define SF_V4_ADD(d, a, b) SF_V4_PAIRWISE_(d, a, SF_V2_ADD_, b)
 #define SF_V4_SUB(d, a, b) SF_V4_PAIRWISE_(d, a, SF_V2_SUB_, b)
 #define SF_V4_MUL(d, a, b) SF_V4_PAIRWISE_(d, a, SF_V2_MUL_, b)
-#define SF_V4_DIV(d, a, b) SF_V4_PAIRWISE_(d, a, SF_V2_DIV_, b)
-#define SF_V4_NEG(d, a) do {                                                  \
-        (d).lo = SF_V2_NEG_((a).lo); (d).hi = SF_V2_NEG_((a).hi);             \
-    } while (0)
 #define SF_V4_MADD(d, a, b) do {                                              \
         (d).lo = SF_V2_ADD_((d).lo, SF_V2_MUL_((a).lo, (b).lo));              \
         (d).hi = SF_V2_ADD_((d).hi, SF_V2_MUL_((a).hi, (b).hi));              \
@@ -239,11 +217,6 @@ typedef struct { double v[4]; } sf_v4;
 #define SF_V4_ADD(d, a, b) SF_V4_LANEWISE_(d, a, +, b)
 #define SF_V4_SUB(d, a, b) SF_V4_LANEWISE_(d, a, -, b)
 #define SF_V4_MUL(d, a, b) SF_V4_LANEWISE_(d, a, *, b)
-#define SF_V4_DIV(d, a, b) SF_V4_LANEWISE_(d, a, /, b)
-#define SF_V4_NEG(d, a) do {                                                  \
-        (d).v[0] = -(a).v[0]; (d).v[1] = -(a).v[1];                           \
-        (d).v[2] = -(a).v[2]; (d).v[3] = -(a).v[3];                           \
-    } while (0)
 #define SF_V4_MADD(d, a, b) do {                                              \
         (d).v[0] += (a).v[0] * (b).v[0]; (d).v[1] += (a).v[1] * (b).v[1];     \
         (d).v[2] += (a).v[2] * (b).v[2]; (d).v[3] += (a).v[3] * (b).v[3];     \
@@ -302,53 +275,6 @@ static inline int sf_simd_fused(void) {
 #define SF_PREFETCH(p) _mm_prefetch((const char *) (p), _MM_HINT_T0)
 #else
 #define SF_PREFETCH(p) ((void) 0)
-#endif
-
-/* sf_m4: a mask of 4 lanes, for lane-wise selection (_multi_step.h). On the
- * vector path a lane is all ones or all zeros and a selection is a bitwise
- * blend; on the portable path a lane is 1 or 0 and a selection is ?:. Both
- * give each lane exactly the value its scalar expression gives.
- *   SF_M4_CMP(k, a, OP, b) k = a OP b (OP one of < <= == != >=),
- *   SF_M4_AND(k, p, q), SF_M4_OR(k, p, q), SF_M4_NOT(k, p),
- *   SF_M4_ALL(k, c) every lane c (0 or 1), SF_V4_SEL(d, k, a, b) d = k ? a : b. */
-#if defined(SF_SIMD_VECTOR)
-typedef long long sf_m4 __attribute__((vector_size(32)));
-#define SF_M4_CMP(k, a, OP, b) ((k) = (a) OP (b))
-#define SF_M4_AND(k, p, q) ((k) = (p) & (q))
-#define SF_M4_OR(k, p, q) ((k) = (p) | (q))
-#define SF_M4_NOT(k, p) ((k) = ~(p))
-#define SF_M4_ALL(k, c) do { long long c_ = -(long long) ((c) != 0);              \
-        (k) = (sf_m4) {c_, c_, c_, c_}; } while (0)
-#define SF_V4_SEL(d, k, a, b)                                                 \
-    ((d) = (sf_v4) (((sf_m4) (a) & (k)) | ((sf_m4) (b) & ~(k))))
-#else
-typedef struct { int v[4]; } sf_m4;
-#define SF_M4_LANEWISE_(k, p, OP, q) do {                                     \
-        (k).v[0] = (p).v[0] OP (q).v[0]; (k).v[1] = (p).v[1] OP (q).v[1];     \
-        (k).v[2] = (p).v[2] OP (q).v[2]; (k).v[3] = (p).v[3] OP (q).v[3];     \
-    } while (0)
-#define SF_M4_CMP(k, a, OP, b) do {                                           \
-        (k).v[0] = SF_V4_LANE(a, 0) OP SF_V4_LANE(b, 0);                      \
-        (k).v[1] = SF_V4_LANE(a, 1) OP SF_V4_LANE(b, 1);                      \
-        (k).v[2] = SF_V4_LANE(a, 2) OP SF_V4_LANE(b, 2);                      \
-        (k).v[3] = SF_V4_LANE(a, 3) OP SF_V4_LANE(b, 3);                      \
-    } while (0)
-#define SF_M4_AND(k, p, q) SF_M4_LANEWISE_(k, p, &, q)
-#define SF_M4_OR(k, p, q) SF_M4_LANEWISE_(k, p, |, q)
-#define SF_M4_NOT(k, p) do {                                                  \
-        (k).v[0] = !(p).v[0]; (k).v[1] = !(p).v[1];                           \
-        (k).v[2] = !(p).v[2]; (k).v[3] = !(p).v[3];                           \
-    } while (0)
-#define SF_M4_ALL(k, c) do { int c_ = (c) != 0;                               \
-        (k).v[0] = c_; (k).v[1] = c_; (k).v[2] = c_; (k).v[3] = c_; } while (0)
-/* (the four values are taken before d is written: d may be a or b) */
-#define SF_V4_SEL(d, k, a, b) do {                                            \
-        double s0_ = (k).v[0] ? SF_V4_LANE(a, 0) : SF_V4_LANE(b, 0);          \
-        double s1_ = (k).v[1] ? SF_V4_LANE(a, 1) : SF_V4_LANE(b, 1);          \
-        double s2_ = (k).v[2] ? SF_V4_LANE(a, 2) : SF_V4_LANE(b, 2);          \
-        double s3_ = (k).v[3] ? SF_V4_LANE(a, 3) : SF_V4_LANE(b, 3);          \
-        SF_V4_SET(d, s0_, s1_, s2_, s3_);                                     \
-    } while (0)
 #endif
 
 #endif

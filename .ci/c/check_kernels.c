@@ -1,4 +1,4 @@
-/* The header-only kernels (csrc/_dense.h, _skinny.h, _multi_step.h, _goe.h)
+/* The header-only kernels (csrc/_dense.h, _skinny.h, _goe.h)
  * on their own, without Python: compiled by every compiler and for every
  * target .ci/run can reach (gcc, clang, gcc -std=c11 -pedantic-errors on the
  * portable path, aarch64 under qemu-user) and run there. It checks each loop
@@ -18,7 +18,6 @@
 
 #include "_dense.h"
 #include "_goe.h"
-#include "_multi_step.h"
 #include "_skinny.h"
 
 static int failures = 0;
@@ -296,10 +295,9 @@ static void check_mirror(ptrdiff_t n) {
 }
 
 int main(void) {
-    /* (the plug-in intercept's pass and the multi-quantile schedule step are
-     * checked against their single-path twins by the Python suite) */
+    /* (the plug-in intercept's pass is checked against its single-path twin
+     * by the Python suite) */
     (void) sf_plug_in_pass;
-    (void) sf_mq_row;
     static const ptrdiff_t ns[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 100, 101, 1000};
     size_t t;
     printf("SIMD paths: vector %d, clones %d, avx512 %d, sse2 %d, pair %d; fused here %d; "

@@ -59,7 +59,7 @@ def oracle(Xd, y, r, tau, eta, loss="quantile"):
     for X, yt in zip(Xd, y):
         M = (U * s) @ V.T
         res = yt - np.sum(X * M)
-        g = (float(res < 0) - tau) if loss == "quantile" else -res
+        g = (float(res <= 0) - tau) if loss == "quantile" else -res
         k = int(np.count_nonzero(s > 0))
         if k < r:
             Pu, Pv = np.eye(d1) - U @ U.T, np.eye(d2) - V @ V.T
