@@ -40,6 +40,9 @@ from _qr_plug_in cimport plug_in_average_step, plug_in_means
 from _qr_scaler cimport scale_row, average_step_scaled
 from _power_iter cimport top_eigenvalue
 from _pav cimport pav_increasing
+from _qr_blocks cimport (BlockSums, BlockWork, block_pass, compact, block_warm_up,
+                         storage_windows, batch_window, block_work_init, block_work_free)
+from _qr_multi cimport MultiWork, multi_work_init
 from _dense cimport (sf_dot, sf_dot2, sf_axpy, sf_average, sf_axpy_dot2,
                      sf_axpy_dot2_f32, sf_multi_axpy_dot2, sf_widen)
 
@@ -457,196 +460,6 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
 # Batch (Section 2.2) and all-data-so-far (Section 2.3) updates: one
 # sub-gradient step on the (weighted) mean loss over a block of rows.
 
-cdef struct BlockSums:
-    double gsum           # sum of w_i g_i (the intercept's gradient, unnormalised)
-    double wsum           # sum of w_i
-    double loss           # weighted loss of the new rows
-    double n_new          # new rows
-    double sumsq          # sum of w_i (||x_i||^2 + fit_intercept)
-    double xmax           # max |x_ij| (warm-up blocks only)
-    double sumsq_new      # sumsq and wsum of the new rows (storage: the jump test's window)
-    double wsum_new
-
-
-cdef int block_pass(const double *X, const double *y, const double *sw, Py_ssize_t m,
-                    Py_ssize_t d, Py_ssize_t score_from, const double *w, double b,
-                    const SGDParams *p, double *resid, double *grad, BlockSums *out,
-                    bint track_max, Poll *pl, Py_ssize_t *bad) noexcept nogil:
-    # One pass over the rows: resid = y - X w - b, the scale and finiteness
-    # check, the weighted (sub-)gradient grad = sum w_i g_i x_i and the sums.
-    # Writes nothing but its outputs, so an interrupt here leaves the state
-    # untouched. Returns OK, ERR_BADINPUT (row in bad) or ERR_INTERRUPTED.
-    cdef Py_ssize_t i, j
-    cdef double r, g, xx, wi, fit_one = 1.0 if p.fit_intercept != 0 else 0.0
-    cdef double dummy = 0.0
-    out.gsum = 0.0
-    out.wsum = 0.0
-    out.loss = 0.0
-    out.n_new = 0.0
-    out.sumsq = 0.0
-    out.xmax = 0.0
-    out.sumsq_new = 0.0
-    out.wsum_new = 0.0
-    for j in range(d):
-        grad[j] = 0.0
-    for i in range(m):
-        if poll_stop(pl, 2 * d + ROW_WORK):
-            return ERR_INTERRUPTED
-        r = y[i] - (sf_dot2(d, &X[i * d], w, &xx) + b)
-        if not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
-            bad[0] = i
-            return ERR_BADINPUT
-        resid[i] = r
-        wi = sw[i] if sw != NULL else 1.0
-        if i >= score_from:
-            g = loss_and_coef(r, p, &out.loss, wi)
-            out.n_new += 1
-        else:
-            g = loss_and_coef(r, p, &dummy, wi)
-        if wi == 0:
-            continue
-        # grad += w_i g_i x_i
-        sf_axpy(d, wi * g, &X[i * d], grad)
-        out.gsum += wi * g
-        out.wsum += wi
-        out.sumsq += wi * (xx + fit_one)
-        if i >= score_from:
-            out.sumsq_new += wi * (xx + fit_one)
-            out.wsum_new += wi
-        if track_max:
-            out.xmax = row_absmax(&X[i * d], d, out.xmax)
-    return OK
-
-
-cdef Py_ssize_t compact(double *r, const double *sw, Py_ssize_t m, Py_ssize_t split,
-                        Py_ssize_t *k_split) noexcept nogil:
-    # Keep the residuals of rows with positive weight, in order: the order
-    # statistics use those, unweighted. k_split: how many of them come from
-    # rows before `split`.
-    cdef Py_ssize_t i, k = 0
-    k_split[0] = split
-    if sw == NULL:
-        return m
-    for i in range(m):
-        if i == split:
-            k_split[0] = k
-        if sw[i] != 0:
-            r[k] = r[i]
-            k += 1
-    if split >= m:
-        k_split[0] = k
-    return k
-
-
-cdef struct BlockWork:
-    double *resid         # m residuals
-    double *grad          # d
-    double *work          # order statistics: max(m, window capacity)
-    double *eig           # 2 d (power iteration)
-
-
-cdef double restart_cu(const double *X, const double *sw, Py_ssize_t m, Py_ssize_t d,
-                       Py_ssize_t first, bint fit_b, double *eig) noexcept nogil:
-    # The top eigenvalue of rows [first, m) for a restart. The state has
-    # already moved, so this one is not interruptible (it is rare and short).
-    cdef Poll quiet
-    cdef double cu = -1.0
-    poll_quiet(&quiet, &_hook)
-    top_eigenvalue(X + first * d, sw + first if sw != NULL else NULL, m - first, d, fit_b,
-                   eig, eig + d, &quiet, &cu)
-    return cu
-
-
-cdef int block_warm_up(SGDState *s, const SGDParams *p, const double *X, const double *sw,
-                       Py_ssize_t m, Py_ssize_t d, BlockWork *bw, const BlockSums *bs,
-                       Py_ssize_t nr, double *win, bint warm, double cu) noexcept nogil:
-    # A block of the warm-up: its rows calibrate the schedule; the block that
-    # completes n_warmup rows (storage: the first call) sets Cl, Cu, D0, b0.
-    # Returns NO_UPDATE for a block that only warms up, OK, or an error.
-    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0), n0
-    cdef const double *r0
-    s.sumsq += bs.sumsq
-    s.n_sumsq += bs.wsum
-    s.xmax = max(s.xmax, bs.xmax)
-    if p.mode == MODE_STORAGE:
-        r0 = bw.resid
-        n0 = nr
-    else:
-        memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
-        s.fill += nr
-        if not warm:
-            return NO_UPDATE
-        r0 = win
-        n0 = <Py_ssize_t> s.fill
-        s.fill = 0
-    calibrated_cl(s, da)      # checked by the caller before the state changed
-    s.cu = cu if cu >= s.cl else s.cl
-    return fresh_estimates(s, p, r0, n0, bw.work, da)
-
-
-cdef int storage_windows(SGDState *s, const SGDParams *p, const double *X, const double *sw,
-                         Py_ssize_t m, Py_ssize_t d, Py_ssize_t score_from, BlockWork *bw,
-                         const BlockSums *bs, Py_ssize_t nr, Py_ssize_t first_new,
-                         double *win) noexcept nogil:
-    # Storage mode: all residuals at the current iterate form the window of
-    # the plateau test and b0. The restart rule watches the newest rows (over
-    # all data a change shows only gradually): their residuals, at the
-    # iterate before the step as in batch mode, collect in the window buffer
-    # until it holds a window (or a call brings one).
-    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
-    cdef Py_ssize_t nj = nr - first_new
-    cdef const double *rj = NULL
-    cdef int jump = JUMP_NONE, err = OK
-    if nj >= p.window:
-        rj = bw.resid + first_new
-        s.fill = 0
-        s.win_sumsq = bs.sumsq_new
-        s.win_wsum = bs.wsum_new
-    elif nj > 0:
-        memcpy(win + <Py_ssize_t> s.fill, bw.resid + first_new, nj * sizeof(double))
-        s.fill += nj
-        s.win_sumsq += bs.sumsq_new
-        s.win_wsum += bs.wsum_new
-        if s.fill >= p.window:
-            rj = win
-            nj = <Py_ssize_t> s.fill
-    if rj != NULL:
-        jump = jump_test(s, p, median_abs(rj, nj, bw.work))
-    if jump == JUMP_RESTART:
-        # Cu afresh from this call's new rows (all data would cost 30 passes
-        # over everything; the new rows are what changed)
-        err = restart(s, p, rj, nj, bw.work, da,
-                      restart_cu(X, sw, m, d, score_from, p.fit_intercept != 0, bw.eig))
-    elif jump == JUMP_NONE:
-        window_done(s, p, bw.resid, nr, median_abs(bw.resid, nr, bw.work), bw.work, da)
-    if rj != NULL:
-        s.fill = 0
-        s.win_sumsq = 0
-        s.win_wsum = 0
-    return err
-
-
-cdef int batch_window(SGDState *s, const SGDParams *p, const double *X, const double *sw,
-                      Py_ssize_t m, Py_ssize_t d, BlockWork *bw, const BlockSums *bs,
-                      Py_ssize_t nr, double *win) noexcept nogil:
-    # Batch mode: the block's residuals join the window; a full window is
-    # tested (and may restart phase one, with Cu from this block).
-    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
-    cdef int err = OK
-    memcpy(win + <Py_ssize_t> s.fill, bw.resid, nr * sizeof(double))
-    s.fill += nr
-    s.win_sumsq += bs.sumsq
-    s.win_wsum += bs.wsum
-    if s.fill >= p.window:
-        if full_window(s, p, win, <Py_ssize_t> s.fill, bw.work, da) == JUMP_RESTART:
-            err = restart(s, p, win, <Py_ssize_t> s.fill, bw.work, da,
-                          restart_cu(X, sw, m, d, 0, p.fit_intercept != 0, bw.eig))
-        s.fill = 0
-        s.win_sumsq = 0
-        s.win_wsum = 0
-    return err
-
-
 cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
                     Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
                     SGDState *s, const SGDParams *p, double eta_user, double *win,
@@ -686,9 +499,10 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
         if s.phase == 0:
             code = block_warm_up(s, p, X, sw, m, d, bw, &bs, nr, win, warm, cu)
         elif p.mode == MODE_STORAGE:
-            code = storage_windows(s, p, X, sw, m, d, score_from, bw, &bs, nr, first_new, win)
+            code = storage_windows(&_hook, s, p, X, sw, m, d, score_from, bw, &bs, nr, first_new,
+                                   win)
         else:
-            code = batch_window(s, p, X, sw, m, d, bw, &bs, nr, win)
+            code = batch_window(&_hook, s, p, X, sw, m, d, bw, &bs, nr, win)
         if code == NO_UPDATE:
             return OK         # a block of the warm-up: scored, remembered
         if code != OK:
@@ -704,24 +518,6 @@ cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize
     if p.average != 0 and (s.avg_on != 0 or not stat):
         average_step(d, w, wbar, s, rs, fit_b)
     return OK
-
-
-cdef int block_work_init(BlockWork *bw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t wcap) noexcept:
-    bw.resid = <double *> malloc(max(m, 1) * sizeof(double))
-    bw.work = <double *> malloc(max(max(m, wcap), 1) * sizeof(double))
-    bw.grad = <double *> malloc(3 * max(d, 1) * sizeof(double))
-    bw.eig = bw.grad + d if bw.grad != NULL else NULL
-    if bw.resid == NULL or bw.work == NULL or bw.grad == NULL:
-        block_work_free(bw)
-        return ERR_NOMEM
-    return OK
-
-
-cdef void block_work_free(BlockWork *bw) noexcept:
-    free(bw.resid)
-    free(bw.work)
-    free(bw.grad)
-    bw.resid = bw.work = bw.grad = bw.eig = NULL
 
 
 def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
@@ -886,50 +682,6 @@ def predict(const double[:, ::1] X, const double[::1] w, double intercept, doubl
 cpdef enum:
     NONCROSS_NONE = 0     # independent updates (predict rearranges)
     NONCROSS_PROJECT = 1  # residuals at the predictions projected onto the ordered cone
-
-
-cdef struct MultiWork:
-    # sgd_multi's work space: one allocation, carved up in multi_work_init
-    double *work          # the schedule's order statistics (window capacity)
-    double *pred          # m predictions (then PAV's), mq values each below
-    double *res           # m residuals
-    double *pav           # 2 mq: PAV's levels and sizes
-    double *dots          # the next row's m predictions x'w_q
-    double *coef          # m update coefficients: w_q += coef[q] x
-    double *step          # m weighted steps eta wi (the plug-in intercept's)
-    double *W0            # the iterates, rows 32-byte aligned, ld apart
-    double *cur           # two float32 rows widened
-    double *nxt
-    unsigned char *upd    # m flags: 1 where w_q moves this row
-
-
-cdef int multi_work_init(MultiWork *mw, Py_ssize_t m, Py_ssize_t d, Py_ssize_t ld,
-                         Py_ssize_t wcap) noexcept:
-    # The iterates are worked on in a copy whose rows start on 32-byte
-    # boundaries, ld apart (the fused pass's stores then stay within cache
-    # lines; NumPy gives 16-byte alignment and rows d apart), each padded
-    # with zeros to a multiple of 8 values (the fused pass's tail chunk then
-    # loads and stores whole vectors).
-    cdef Py_ssize_t mq = (m + 3) & ~(<Py_ssize_t> 3)
-    mw.work = <double *> malloc((max(wcap, 1) + 7 * mq + m * ld + 4 + 2 * d) * sizeof(double)
-                                + m)
-    if mw.work == NULL:
-        return ERR_NOMEM
-    mw.pred = mw.work + max(wcap, 1)
-    mw.res = mw.pred + mq
-    mw.pav = mw.pred + 2 * mq
-    mw.dots = mw.pred + 4 * mq
-    mw.coef = mw.pred + 5 * mq
-    mw.step = mw.pred + 6 * mq
-    mw.W0 = <double *> ((<size_t> (mw.pred + 7 * mq) + 31) & ~(<size_t> 31))
-    mw.cur = mw.pred + 7 * mq + m * ld + 4
-    mw.nxt = mw.cur + d
-    mw.upd = <unsigned char *> (mw.nxt + d)
-    # (a call's first pass reads no coefficient, since no quantile updates;
-    # zeroed all the same, so that no uninitialised value is ever loaded)
-    memset(mw.pred, 0, 7 * mq * sizeof(double))
-    memset(mw.W0, 0, m * ld * sizeof(double))
-    return OK
 
 
 def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
