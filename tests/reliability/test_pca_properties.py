@@ -17,7 +17,6 @@ fixed seeds), no example database, 20-40 examples per property; the whole
 file runs in ~40 s on one core."""
 import pickle
 import signal
-import sys
 
 import numpy as np
 import pytest
@@ -28,7 +27,7 @@ from streamfit._kernels import _capped, _pca
 from streamfit.simulate import make_spiked_stream
 
 from ._pca_cases import ALGOS, DROPOUT, assert_same_state, assert_sane, make
-from ._signals import held_elsewhere, lines_run, sigint_at_line
+from ._signals import held_elsewhere, interrupted_at, lines_run
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -154,15 +153,7 @@ def test_sigint_at_a_random_line_leaves_a_consistent_state(data):
     est = make(algo, k).partial_fit(X[:at]) if data.draw(st.booleans()) else make(algo, k)
     start = est.n_trials_ if est.__sklearn_is_fitted__() else 0
     rest = X[start:]
-    outer = sys.gettrace()
-    sys.settrace(sigint_at_line(line))
-    try:
-        est.partial_fit(rest)
-        interrupted = False
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        sys.settrace(outer)
+    interrupted = not interrupted_at(line, lambda: est.partial_fit(rest))
     if not est.__sklearn_is_fitted__():
         assert interrupted and start == 0
         assert not any(k.endswith("_") for k in vars(est) if not k.startswith("__"))
@@ -198,15 +189,8 @@ def test_sigint_at_every_line_of_a_call(algo, method):
         est = start()
         old = pickle.dumps(est)
         rng = getattr(est, "_rng", None)
-        outer = sys.gettrace()
-        sys.settrace(sigint_at_line(line))
-        try:
-            call(est)
+        if interrupted_at(line, lambda: call(est)):
             outcomes.add("finished")
-        except KeyboardInterrupt:
-            pass
-        finally:
-            sys.settrace(outer)
         # no interrupt left the estimator's call lock or its generator -- the
         # old one, and the one it holds now -- locked: another thread's next
         # call would wait forever
