@@ -45,6 +45,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import operator
 
 try:
     from river import base as _rb
@@ -149,6 +150,7 @@ class _Columns:
         """Feed rows A (n, d) and targets y to the wrapped estimator, fixing
         the columns on the first call that the estimator accepts."""
         est = self._est
+        self._solution = None
         try:
             if est is None:
                 est = self._make_estimator()
@@ -172,6 +174,15 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
     def __init__(self):
         self._est = None
         self._columns = None
+        # (coef as a tuple, intercept) for predict_one, read from the
+        # estimator after each learning call: reading coef_ and intercept_
+        # costs more than the prediction itself
+        self._solution = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_solution"] = None           # a cache: rebuilt on demand
+        return state
 
     def learn_one(self, x, y):
         """Update the model with one row.
@@ -199,11 +210,24 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         """
         if self._est is None:
             return 0.0
-        row = self._row(x, self._columns)
-        est = self._est
-        pred = float(row[0] @ est.coef_) + float(est.intercept_)
+        columns = self._columns
+        solution = self._solution
+        if solution is None:
+            est = self._est
+            solution = self._solution = (tuple(est.coef_.tolist()), float(est.intercept_))
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        self._refuse_new(x, columns)
+        try:
+            # intercept + sum_j coef_j x_j, in plain Python: for the d of a
+            # dict row, faster than building a NumPy row for one dot product
+            pred = float(sum(map(operator.mul, map(x.get, columns, _ZERO), solution[0]),
+                             solution[1]))
+        except (TypeError, OverflowError):
+            self._row(x, columns)               # raises, naming the features
+            raise
         if not math.isfinite(pred):
-            self._check_finite(row, self._columns, "x")
+            self._check_finite(self._row(x, columns), columns, "x")
         return pred
 
     def learn_many(self, X, y):
