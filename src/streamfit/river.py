@@ -103,7 +103,8 @@ class _Columns:
         if self.new_features == "raise":
             new = set(keys).difference(columns)
             if new:
-                raise ValueError(f"x has features {sorted(map(repr, new))} that are not among "
+                raise ValueError(f"x has features {', '.join(sorted(map(repr, new)))} that are not "
+                                 f"among "
                                  f"the model's columns (fixed at {len(columns)} features by "
                                  "the first row or by `features`); pass "
                                  "new_features='ignore' to ignore them, or declare every "
