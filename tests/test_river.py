@@ -291,6 +291,33 @@ def test_pca_in_a_pipeline():
     assert set(pipe.steps["LeastSquaresRegressor"].columns) == {0, 1, 2}
 
 
+def test_concurrent_learners_lose_no_row(stream):
+    # two threads feed one model from its first row on: one estimator is
+    # made, every row is learnt, and predictions are of the final state
+    import threading
+
+    X, y, dicts = stream
+    for _ in range(5):
+        model = LeastSquaresRegressor()
+        start = threading.Barrier(2)
+
+        def feed(rows):
+            start.wait()
+            for i in rows:
+                model.learn_one(dicts[i], y[i])
+                model.predict_one(dicts[i])
+
+        threads = [threading.Thread(target=feed, args=(range(k, 1000, 2),)) for k in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert model.estimator.n_samples_seen_ == 1000
+        est = model.estimator
+        assert model.predict_one(dicts[3]) == pytest.approx(
+            float(X[3] @ est.coef_ + est.intercept_), rel=1e-12)
+
+
 # -- bad input -------------------------------------------------------------------
 
 @pytest.mark.parametrize("cls", ADAPTERS)

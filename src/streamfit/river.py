@@ -57,6 +57,7 @@ except ImportError as exc:          # pragma: no cover - exercised in a river-le
 
 import numpy as np
 
+from ._kernels._threads import call_holding, object_lock
 from .pca import PerturbedLeaderPCA as _PerturbedLeaderPCA
 from .quantile import OnlineLeastSquaresRegressor as _OnlineLeastSquares
 from .quantile import OnlineQuantileRegressor as _OnlineQuantile
@@ -65,6 +66,7 @@ __all__ = ["QuantileRegressor", "LeastSquaresRegressor", "PerturbedLeaderPCA"]
 
 _NEW_FEATURES = ("ignore", "raise")
 _ZERO = itertools.repeat(0.0)
+_VERSIONS = itertools.count(1)
 
 
 def _sorted_keys(keys):
@@ -147,11 +149,19 @@ class _Columns:
                              "is unchanged (a missing feature reads as 0: leave the key "
                              "out rather than passing NaN)")
 
+    def _learn_first_or(self, method, *args):
+        """method(*args); the calls that may make the estimator (before the
+        first rows are learnt) one at a time, so that two threads' first
+        rows never make two estimators and lose one's rows."""
+        if self._est is None:
+            call_holding(object_lock(self), method, *args)
+        else:
+            method(*args)
+
     def _learn(self, A, y, columns, what):
         """Feed rows A (n, d) and targets y to the wrapped estimator, fixing
         the columns on the first call that the estimator accepts."""
         est = self._est
-        self._solution = None
         try:
             if est is None:
                 est = self._make_estimator()
@@ -166,6 +176,17 @@ class _Columns:
         except ValueError:
             self._check_finite(A, columns, what)
             raise
+        # a new version of the coefficients: a cached copy is stale (a fresh
+        # number from a shared counter, so that two threads' updates never
+        # leave the same version)
+        self._version = next(_VERSIONS)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_lock", None)                # the call lock of object_lock
+        if "_solution" in state:
+            state["_solution"] = None           # a cache, rebuilt on demand
+        return state
 
 
 class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
@@ -175,15 +196,11 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
     def __init__(self):
         self._est = None
         self._columns = None
-        # (coef as a tuple, intercept) for predict_one, read from the
-        # estimator after each learning call: reading coef_ and intercept_
-        # costs more than the prediction itself
+        self._version = 0
+        # (version, coef as a tuple, intercept) for predict_one: reading
+        # coef_ and intercept_ costs more than the prediction itself, so
+        # they are read once per version of the coefficients
         self._solution = None
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_solution"] = None           # a cache: rebuilt on demand
-        return state
 
     def learn_one(self, x, y):
         """Update the model with one row.
@@ -195,8 +212,15 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         y : float
             The target.
         """
+        if self._est is None:
+            self._learn_first_or(self._learn_row, x, (y,))
+        else:                   # (the hot path, inlined)
+            columns = self._columns
+            self._learn(self._row(x, columns), (y,), columns, "x")
+
+    def _learn_row(self, x, y):
         columns = self._columns_for(x)
-        self._learn(self._row(x, columns), (y,), columns, "x")
+        self._learn(self._row(x, columns), y, columns, "x")
 
     def predict_one(self, x):
         """The prediction x' coef_ + intercept_ (0.0 before the first row is learnt).
@@ -213,17 +237,21 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
             return 0.0
         columns = self._columns
         solution = self._solution
-        if solution is None:
-            est = self._est
-            solution = self._solution = (tuple(est.coef_.tolist()), float(est.intercept_))
+        if solution is None or solution[0] != self._version:
+            # (the version read before the coefficients: an update that
+            # lands in between leaves a copy already stale, never a stale
+            # copy taken for current)
+            version, est = self._version, self._est
+            solution = self._solution = (version, tuple(est.coef_.tolist()),
+                                         float(est.intercept_))
         if not isinstance(x, dict):
             raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
         self._refuse_new(x, columns)
         try:
             # intercept + sum_j coef_j x_j, in plain Python: for the d of a
             # dict row, faster than building a NumPy row for one dot product
-            pred = float(sum(map(operator.mul, map(x.get, columns, _ZERO), solution[0]),
-                             solution[1]))
+            pred = float(sum(map(operator.mul, map(x.get, columns, _ZERO), solution[1]),
+                             solution[2]))
         except (TypeError, OverflowError):
             self._row(x, columns)               # raises, naming the features
             raise
@@ -240,6 +268,9 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         X : pandas.DataFrame
         y : pandas.Series
         """
+        self._learn_first_or(self._learn_frame, X, y)
+
+    def _learn_frame(self, X, y):
         columns = self._columns_for(X.columns if hasattr(X, "columns") else ())
         self._learn(self._frame(X, columns), y, columns, "X")
 
@@ -502,6 +533,7 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         self.new_features = new_features
         self._est = None
         self._columns = None
+        self._version = 0
 
     @classmethod
     def _unit_test_params(cls):
@@ -521,8 +553,11 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         ----------
         x : dict
         """
+        self._learn_first_or(self._learn_row, x, None)
+
+    def _learn_row(self, x, y):
         columns = self._columns_for(x)
-        self._learn(self._row(x, columns), None, columns, "x")
+        self._learn(self._row(x, columns), y, columns, "x")
 
     def transform_one(self, x):
         """The coordinates of x on the current components.
@@ -551,8 +586,11 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         ----------
         X : pandas.DataFrame
         """
+        self._learn_first_or(self._learn_frame, X, None)
+
+    def _learn_frame(self, X, y):
         columns = self._columns_for(X.columns if hasattr(X, "columns") else ())
-        self._learn(self._frame(X, columns), None, columns, "X")
+        self._learn(self._frame(X, columns), y, columns, "X")
 
     def transform_many(self, X):
         """The coordinates of the rows of X on the current components.
