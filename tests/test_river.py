@@ -347,6 +347,12 @@ def test_bad_rows_leave_the_model_unchanged(stream, cls):
         model.learn_many(bad, pd.Series([1.0, 2.0])) if supervised else model.learn_many(bad)
     with pytest.raises(TypeError, match="pandas DataFrame"):
         model.learn_many(X[:2], y[:2]) if supervised else model.learn_many(X[:2])
+    text = pd.DataFrame([dicts[0], {**dicts[1], "x06": "seven"}])
+    with pytest.raises(TypeError, match="'x06'.*not numbers"):
+        model.learn_many(text, pd.Series([1.0, 2.0])) if supervised else model.learn_many(text)
+    twice = pd.DataFrame([[1.0, 2.0]], columns=["x00", "x00"])
+    with pytest.raises(ValueError, match="repeated column"):
+        model.learn_many(twice, pd.Series([1.0])) if supervised else model.learn_many(twice)
     infer = model.predict_one if supervised else model.transform_one
     with pytest.raises(ValueError, match="'x03'.*NaN or infinity"):
         infer({**dicts[0], "x03": float("nan")})
@@ -364,9 +370,10 @@ def test_bad_parameters_are_named_at_the_first_row():
                         (QuantileRegressor(tau=[0.1, 0.9]), "tau"),
                         (QuantileRegressor(new_features="keep"), "new_features"),
                         (LeastSquaresRegressor(features=["a", "a"]), "features"),
+                        (LeastSquaresRegressor(features="ab"), "features"),
                         (RiverPCA(n_components=3), "n_components"),
                         (RiverPCA(noise="pink"), "noise")]:
-        with pytest.raises(ValueError, match=name):
+        with pytest.raises((TypeError, ValueError), match=name):
             model.learn_one(x, 1.0) if model._supervised else model.learn_one(x)
         assert model.estimator is None and model.columns is None
 

@@ -84,6 +84,10 @@ class _Columns:
     ``self._columns = None`` and ``self._est = None`` in ``__init__``."""
 
     def _check_common(self):
+        if self.features is not None and (isinstance(self.features, (str, bytes)) or
+                                          not hasattr(self.features, "__iter__")):
+            raise TypeError(f"features must be a sequence of keys or None, got "
+                            f"{self.features!r}")
         if not isinstance(self.new_features, str) or self.new_features not in _NEW_FEATURES:
             raise ValueError(f"new_features must be one of {_NEW_FEATURES}, got "
                              f"{self.new_features!r}")
@@ -97,6 +101,7 @@ class _Columns:
         """The columns in use, or those a first row with these keys fixes."""
         if self._columns is not None:
             return self._columns
+        self._check_common()
         if self.features is not None:
             return tuple(self.features)
         return _sorted_keys(keys)
@@ -105,12 +110,12 @@ class _Columns:
         if self.new_features == "raise":
             new = set(keys).difference(columns)
             if new:
-                raise ValueError(f"x has features {', '.join(sorted(map(repr, new)))} that are not "
-                                 f"among "
-                                 f"the model's columns (fixed at {len(columns)} features by "
-                                 "the first row or by `features`); pass "
-                                 "new_features='ignore' to ignore them, or declare every "
-                                 "feature in `features`")
+                names = ", ".join(sorted(map(repr, new)))
+                raise ValueError(f"features {names} are not among the model's columns (fixed "
+                                 f"at {len(columns)} features by the first row or by "
+                                 "`features`) and new_features='raise'; the model is "
+                                 "unchanged. Pass new_features='ignore' to ignore them, or "
+                                 "declare every feature in `features`")
 
     def _row(self, x, columns):
         """x as a (1, d) float64 row in the order of columns."""
@@ -130,11 +135,15 @@ class _Columns:
 
         if not isinstance(X, pd.DataFrame):
             raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
+        if not X.columns.is_unique:
+            raise ValueError(f"X has repeated column names: {list(X.columns)!r}")
         self._refuse_new(X.columns, columns)
+        X = X.reindex(columns=list(columns), fill_value=0.0)
         try:
-            return X.reindex(columns=list(columns), fill_value=0.0).to_numpy(dtype=np.float64)
+            return X.to_numpy(dtype=np.float64)
         except (TypeError, ValueError):
-            raise TypeError("X: some values are not numbers") from None
+            bad = [c for c in columns if not pd.api.types.is_numeric_dtype(X[c])]
+            raise TypeError(f"X: the values of features {bad!r} are not numbers") from None
 
     @staticmethod
     def _check_finite(A, columns, what):
