@@ -27,8 +27,8 @@ keys never matters). After that:
 - a key that is missing from a row reads as 0.0 (as in river's linear models,
   where an absent feature contributes nothing);
 - a key outside the columns is ignored with ``new_features="ignore"`` (the
-  default: the model stays the linear model on its columns, as river's checks
-  for emerging features ask) or refused with ``new_features="raise"`` (a
+  default: river's models keep working when features appear, and this one
+  stays the model on its columns) or refused with ``new_features="raise"`` (a
   ``ValueError`` naming the keys, the model unchanged). Declare the columns
   up front with ``features=[...]`` when the first rows do not carry every
   feature.
@@ -38,7 +38,11 @@ refused with an error naming the feature, and the model is left unchanged,
 as by the wrapped estimators. Everything the wrapped estimator guarantees
 carries over: a model pickled mid-stream resumes bit-identically, and
 ``learn_many`` on a DataFrame gives the same model as ``learn_one`` over its
-rows.
+rows. Calls from several threads are serialised by the wrapped estimator
+(and the first rows, which make it, by the adapter). The wrapped estimator
+(``estimator``) is there to be read: rows fed to it directly bypass the
+adapter's columns and the coefficients ``predict_one`` keeps between
+updates.
 """
 from __future__ import annotations
 
