@@ -51,7 +51,8 @@ language = "en"
 nitpicky = True
 nitpick_ignore_regex = [
     # other projects' names, reachable only through intersphinx (no network here)
-    (r"py:.*", r"(numpy|np|scipy|sklearn|dask|distributed|pandas|joblib|threadpoolctl)(\..*)?"),
+    (r"py:.*", r"(numpy|np|scipy|sklearn|dask|distributed|pandas|joblib|threadpoolctl|"
+               r"river)(\..*)?"),
     # the main job's experiment modules are not part of the library's API
     (r"py:.*", r"streamfit\.experiments(\..*)?"),
     # builtins and typing words numpydoc or docstrings use as types

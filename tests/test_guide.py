@@ -24,7 +24,7 @@ def test_the_guide_has_examples():
 @pytest.mark.parametrize("page", WITH_CODE, ids=lambda p: str(p.relative_to(DOCS)))
 def test_page_examples_run(page, tmp_path):
     code = "\n\n".join(BLOCK.findall(page.read_text(encoding="utf-8")))
-    for name in ("dask", "distributed"):
+    for name in ("dask", "distributed", "river"):
         if re.search(rf"^\s*(from|import) {name}\b", code, flags=re.M) and \
                 importlib.util.find_spec(name) is None:
             pytest.skip(f"{name} is not installed")

@@ -1,0 +1,143 @@
+"""How river's dict rows and DataFrames map onto the fixed columns of a
+streamfit estimator (see :mod:`streamfit.river`)."""
+from __future__ import annotations
+
+import itertools
+import numbers
+
+import numpy as np
+
+from .._kernels._threads import call_holding, object_lock
+
+_NEW_FEATURES = ("ignore", "raise")
+_ZERO = itertools.repeat(0.0)
+_VERSIONS = itertools.count(1)
+
+
+def _sorted_keys(keys):
+    """The keys in sorted order when they compare, else in the given order."""
+    keys = list(keys)
+    try:
+        return tuple(sorted(keys))
+    except TypeError:
+        return tuple(keys)
+
+
+class _Columns:
+    """Maps river's dict rows and DataFrames onto the fixed columns of a
+    streamfit estimator (see the module docstring). Subclasses set
+    ``self._columns = None`` and ``self._est = None`` in ``__init__``."""
+
+    def _check_common(self):
+        if self.features is not None and (isinstance(self.features, (str, bytes)) or
+                                          not hasattr(self.features, "__iter__")):
+            raise TypeError(f"features must be a sequence of keys or None, got "
+                            f"{self.features!r}")
+        if not isinstance(self.new_features, str) or self.new_features not in _NEW_FEATURES:
+            raise ValueError(f"new_features must be one of {_NEW_FEATURES}, got "
+                             f"{self.new_features!r}")
+        if self.features is not None:
+            features = list(self.features)
+            if not features or len(set(features)) != len(features):
+                raise ValueError(f"features must be distinct keys, at least one, got "
+                                 f"{self.features!r}")
+
+    def _columns_for(self, keys):
+        """The columns in use, or those a first row with these keys fixes."""
+        if self._columns is not None:
+            return self._columns
+        self._check_common()
+        if self.features is not None:
+            return tuple(self.features)
+        return _sorted_keys(keys)
+
+    def _refuse_new(self, keys, columns):
+        if self.new_features == "raise":
+            new = set(keys).difference(columns)
+            if new:
+                names = ", ".join(sorted(map(repr, new)))
+                raise ValueError(f"features {names} are not among the model's columns (fixed "
+                                 f"at {len(columns)} features by the first row or by "
+                                 "`features`) and new_features='raise'; the model is "
+                                 "unchanged. Pass new_features='ignore' to ignore them, or "
+                                 "declare every feature in `features`")
+
+    def _row(self, x, columns):
+        """x as a (1, d) float64 row in the order of columns."""
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        self._refuse_new(x, columns)
+        try:
+            row = np.fromiter(map(x.get, columns, _ZERO), np.float64, len(columns))
+        except (TypeError, ValueError):
+            bad = [k for k in columns if not isinstance(x.get(k, 0.0), numbers.Real)]
+            raise TypeError(f"x: the values of features {bad!r} are not numbers") from None
+        return row.reshape(1, -1)
+
+    def _frame(self, X, columns):
+        """The DataFrame X as a (n, d) float64 array in the order of columns."""
+        import pandas as pd
+
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
+        if not X.columns.is_unique:
+            raise ValueError(f"X has repeated column names: {list(X.columns)!r}")
+        self._refuse_new(X.columns, columns)
+        X = X.reindex(columns=list(columns), fill_value=0.0)
+        try:
+            return X.to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            bad = [c for c in columns if not pd.api.types.is_numeric_dtype(X[c])]
+            raise TypeError(f"X: the values of features {bad!r} are not numbers") from None
+
+    @staticmethod
+    def _check_finite(A, columns, what):
+        """Raise a ValueError naming the features of A that hold NaN or
+        infinity. Called only once something failed or came out non-finite:
+        the estimators check every row already, and a second check on the
+        hot path would cost more than the row's update."""
+        bad = ~np.isfinite(A).all(axis=0)
+        if bad.any():
+            names = [columns[j] for j in np.flatnonzero(bad)]
+            raise ValueError(f"{what}: features {names!r} hold NaN or infinity; the model "
+                             "is unchanged (a missing feature reads as 0: leave the key "
+                             "out rather than passing NaN)")
+
+    def _learn_first_or(self, method, *args):
+        """method(*args); the calls that may make the estimator (before the
+        first rows are learnt) one at a time, so that two threads' first
+        rows never make two estimators and lose one's rows."""
+        if self._est is None:
+            call_holding(object_lock(self), method, *args)
+        else:
+            method(*args)
+
+    def _learn(self, A, y, columns, what):
+        """Feed rows A (n, d) and targets y to the wrapped estimator, fixing
+        the columns on the first call that the estimator accepts."""
+        est = self._est
+        try:
+            if est is None:
+                est = self._make_estimator()
+                est.partial_fit(A, y) if y is not None else est.partial_fit(A)
+                # (only once the first rows are accepted: a refused call
+                # leaves the model as it was, with no columns)
+                self._est, self._columns = est, columns
+            elif y is not None:
+                est.partial_fit(A, y)
+            else:
+                est.partial_fit(A)
+        except ValueError:
+            self._check_finite(A, columns, what)
+            raise
+        # a new version of the coefficients: a cached copy is stale (a fresh
+        # number from a shared counter, so that two threads' updates never
+        # leave the same version)
+        self._version = next(_VERSIONS)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_lock", None)                # the call lock of object_lock
+        if "_solution" in state:
+            state["_solution"] = None           # a cache, rebuilt on demand
+        return state

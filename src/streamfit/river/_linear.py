@@ -1,0 +1,300 @@
+"""streamfit's online linear regressors as river mini-batch regressors."""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+from river import base as _rb
+
+from ..quantile import OnlineLeastSquaresRegressor as _OnlineLeastSquares
+from ..quantile import OnlineQuantileRegressor as _OnlineQuantile
+from ._columns import _ZERO, _Columns
+
+__all__ = ["QuantileRegressor", "LeastSquaresRegressor"]
+
+
+class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
+    """learn_one/predict_one/learn_many/predict_many over a streamfit linear
+    estimator (``_make_estimator``)."""
+
+    def __init__(self):
+        self._est = None
+        self._columns = None
+        self._version = 0
+        # (version, coef as a tuple, intercept) for predict_one: reading
+        # coef_ and intercept_ costs more than the prediction itself, so
+        # they are read once per version of the coefficients
+        self._solution = None
+
+    def learn_one(self, x, y):
+        """Update the model with one row.
+
+        Parameters
+        ----------
+        x : dict
+            Features (keys of the model's columns; missing keys read as 0).
+        y : float
+            The target.
+        """
+        if self._est is None:
+            self._learn_first_or(self._learn_row, x, (y,))
+        else:                   # (the hot path, inlined)
+            columns = self._columns
+            self._learn(self._row(x, columns), (y,), columns, "x")
+
+    def _learn_row(self, x, y):
+        columns = self._columns_for(x)
+        self._learn(self._row(x, columns), y, columns, "x")
+
+    def predict_one(self, x):
+        """The prediction x' coef_ + intercept_ (0.0 before the first row is learnt).
+
+        Parameters
+        ----------
+        x : dict
+
+        Returns
+        -------
+        float
+        """
+        if self._est is None:
+            return 0.0
+        columns = self._columns
+        solution = self._solution
+        if solution is None or solution[0] != self._version:
+            # (the version read before the coefficients: an update that
+            # lands in between leaves a copy already stale, never a stale
+            # copy taken for current)
+            version, est = self._version, self._est
+            solution = self._solution = (version, tuple(est.coef_.tolist()),
+                                         float(est.intercept_))
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        self._refuse_new(x, columns)
+        try:
+            # intercept + sum_j coef_j x_j, in plain Python: for the d of a
+            # dict row, faster than building a NumPy row for one dot product
+            pred = float(sum(map(operator.mul, map(x.get, columns, _ZERO), solution[1]),
+                             solution[2]))
+        except (TypeError, OverflowError):
+            self._row(x, columns)               # raises, naming the features
+            raise
+        if not math.isfinite(pred):
+            self._check_finite(self._row(x, columns), columns, "x")
+        return pred
+
+    def learn_many(self, X, y):
+        """Update the model with a mini-batch: the same model as ``learn_one``
+        over its rows in order.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+        y : pandas.Series
+        """
+        self._learn_first_or(self._learn_frame, X, y)
+
+    def _learn_frame(self, X, y):
+        columns = self._columns_for(X.columns if hasattr(X, "columns") else ())
+        self._learn(self._frame(X, columns), y, columns, "X")
+
+    def predict_many(self, X):
+        """Predictions for the rows of X.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame
+
+        Returns
+        -------
+        pandas.Series
+            Indexed like X.
+        """
+        import pandas as pd
+
+        if self._est is None:
+            if not isinstance(X, pd.DataFrame):
+                raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
+            return pd.Series(0.0, index=X.index, dtype=np.float64)
+        A = self._frame(X, self._columns)
+        self._check_finite(A, self._columns, "X")
+        return pd.Series(A @ self._est.coef_ + float(self._est.intercept_), index=X.index,
+                         dtype=np.float64)
+
+    @property
+    def weights(self):
+        """dict: feature -> coefficient ({} before the first row is learnt)."""
+        if self._est is None:
+            return {}
+        return dict(zip(self._columns, self._est.coef_.tolist()))
+
+    @property
+    def intercept(self):
+        """float: the intercept (0.0 before the first row is learnt)."""
+        return 0.0 if self._est is None else float(self._est.intercept_)
+
+    @property
+    def estimator(self):
+        """The wrapped streamfit estimator (None before the first row is
+        learnt); its ``coef_`` is in the order of :attr:`columns`."""
+        return self._est
+
+    @property
+    def columns(self):
+        """tuple: the features, in the order of the wrapped estimator's
+        columns (None before the first row is learnt)."""
+        return self._columns
+
+
+class QuantileRegressor(_LinearRegressor):
+    """Online quantile regression (streamfit's compiled kernel) as a river
+    regressor.
+
+    A river ``MiniBatchRegressor`` around
+    :class:`streamfit.OnlineQuantileRegressor` in mode "single": each row
+    (``learn_one``, or each row of ``learn_many``'s DataFrame, in order) is
+    one sub-gradient step on the check loss at ``tau``, with the paper's
+    statistical stepsize schedule by default (no learning rate to tune). See
+    :mod:`streamfit.river` for how dict keys map to the kernel's columns.
+
+    Parameters
+    ----------
+    tau : float, default 0.5
+        The quantile, in (0, 1).
+    schedule : str or schedule object, default "statistical"
+        As :class:`streamfit.OnlineQuantileRegressor`'s: "statistical",
+        "constant", "inverse_time" or an object of :mod:`streamfit.schedules`.
+    average : bool, default False
+        Polyak-Ruppert averaging of the iterates (the accurate estimate; see
+        :class:`streamfit.OnlineQuantileRegressor`). The default is the
+        paper's plain iterate, which follows a changing stream faster.
+    fit_intercept : bool, default True
+    scale : None or "online", default None
+        "online": standardise each feature by its running mean and standard
+        deviation inside the kernel (an alternative to a river
+        ``StandardScaler`` in front).
+    features : sequence of keys or None, default None
+        The model's columns, in order. None: the keys of the first row
+        learnt from, sorted when they are sortable.
+    new_features : {"ignore", "raise"}, default "ignore"
+        What a key outside the columns does: ignored, or a ``ValueError``.
+
+    Attributes
+    ----------
+    weights : dict
+        Feature -> coefficient.
+    intercept : float
+    estimator : streamfit.OnlineQuantileRegressor or None
+        The wrapped estimator.
+    columns : tuple or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.river import QuantileRegressor
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(5000, 3, tau=0.9, random_state=0)
+    >>> model = QuantileRegressor(tau=0.9, average=True)
+    >>> for row, target in zip(X.tolist(), y.tolist()):
+    ...     x = {"a": row[0], "b": row[1], "c": row[2]}
+    ...     model.learn_one(x, target)
+    >>> w = np.array([model.weights[k] for k in "abc"])
+    >>> bool(np.linalg.norm(w - beta) < 0.01 * np.linalg.norm(beta))
+    True
+    >>> isinstance(model.predict_one({"a": 1.0, "b": 0.0}), float)     # "c" reads as 0
+    True
+
+    In a pipeline, with river's scaler in front:
+
+    >>> from river import preprocessing
+    >>> pipe = preprocessing.StandardScaler() | QuantileRegressor(tau=0.9)
+    >>> for row, target in zip(X[:500].tolist(), y[:500].tolist()):
+    ...     pipe.learn_one({"a": row[0], "b": row[1], "c": row[2]}, target)
+    >>> isinstance(pipe.predict_one({"a": 0.5, "b": 1.0, "c": 0.0}), float)
+    True
+    """
+
+    def __init__(self, tau=0.5, *, schedule="statistical", average=False, fit_intercept=True,
+                 scale=None, features=None, new_features="ignore"):
+        super().__init__()
+        self.tau = tau
+        self.schedule = schedule
+        self.average = average
+        self.fit_intercept = fit_intercept
+        self.scale = scale
+        self.features = features
+        self.new_features = new_features
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"tau": 0.9, "average": True}
+
+    def _make_estimator(self):
+        self._check_common()
+        if isinstance(self.tau, (list, tuple, np.ndarray)):
+            raise ValueError("tau must be one number for a river regressor (predict_one "
+                             f"returns one float), got {self.tau!r}")
+        return _OnlineQuantile(tau=self.tau, schedule=self.schedule, average=self.average,
+                               fit_intercept=self.fit_intercept, scale=self.scale)
+
+
+class LeastSquaresRegressor(_LinearRegressor):
+    """Online least squares (streamfit's compiled kernel) as a river
+    regressor.
+
+    A river ``MiniBatchRegressor`` around
+    :class:`streamfit.OnlineLeastSquaresRegressor`: one gradient step on the
+    squared loss per row, with the statistical schedule for least squares by
+    default. See :mod:`streamfit.river` for how dict keys map to the
+    kernel's columns.
+
+    Parameters
+    ----------
+    schedule : str or schedule object, default "statistical"
+    average : bool, default False
+    fit_intercept : bool, default True
+    features : sequence of keys or None, default None
+        The model's columns, in order (None: the keys of the first row).
+    new_features : {"ignore", "raise"}, default "ignore"
+
+    Attributes
+    ----------
+    weights : dict
+    intercept : float
+    estimator : streamfit.OnlineLeastSquaresRegressor or None
+    columns : tuple or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.river import LeastSquaresRegressor
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(5000, 2, noise="gaussian", random_state=0)
+    >>> model = LeastSquaresRegressor()
+    >>> for row, target in zip(X.tolist(), y.tolist()):
+    ...     model.learn_one({"u": row[0], "v": row[1]}, target)
+    >>> w = np.array([model.weights["u"], model.weights["v"]])
+    >>> bool(np.linalg.norm(w - beta) < 0.01 * np.linalg.norm(beta))
+    True
+    """
+
+    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
+                 features=None, new_features="ignore"):
+        super().__init__()
+        self.schedule = schedule
+        self.average = average
+        self.fit_intercept = fit_intercept
+        self.features = features
+        self.new_features = new_features
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+        yield {"average": True, "fit_intercept": False}
+
+    def _make_estimator(self):
+        self._check_common()
+        return _OnlineLeastSquares(schedule=self.schedule, average=self.average,
+                                   fit_intercept=self.fit_intercept)
