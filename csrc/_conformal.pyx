@@ -29,6 +29,7 @@ cdef struct Conformal:
     double n_base         # rows with s <= 0 (inside the uncalibrated pair)
     double n_bounded      # rows whose interval was bounded (q < inf)
     double width_sum      # sum of the bounded intervals' widths
+    double base_width     # sum of the uncalibrated pair's widths hi - lo
     double offset         # q for the next row
     double level          # ACI's a
     double fill           # ACI: scores in the window
@@ -37,8 +38,8 @@ cdef struct Conformal:
     double integral       # PID's E = sum(err - alpha)
     double scale          # PID's weighted mean |s|
 
-STATE_FIELDS = ("n", "n_covered", "n_base", "n_bounded", "width_sum", "offset", "level",
-                "fill", "head", "p_offset", "integral", "scale")
+STATE_FIELDS = ("n", "n_covered", "n_base", "n_bounded", "width_sum", "base_width", "offset",
+                "level", "fill", "head", "p_offset", "integral", "scale")
 
 cpdef enum:
     METHOD_ACI = 0
@@ -139,6 +140,7 @@ cdef void conformal_rows(Conformal *c, const double *pred, const double *y, Py_s
         c.n += 1.0
         c.n_covered += 1.0 - err
         c.n_base += 1.0 if s <= 0.0 else 0.0
+        c.base_width += hi - lo
         if q < INFINITY:
             width = hi - lo + 2.0 * q
             c.n_bounded += 1.0

@@ -151,9 +151,9 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
         interval was bounded (see ``n_unbounded_``); inf if none was.
     n_unbounded_ : int
         Rows whose interval was the whole line (q = +inf).
-    quantile_coverage_ : float
-        Prequential coverage of the uncalibrated pair [lo, hi] (q = 0), for
-        comparison.
+    quantile_coverage_, quantile_width_ : float
+        Prequential coverage and mean width of the uncalibrated pair [lo, hi]
+        (q = 0), for comparison.
     offset_ : float
         The offset q the next rows' intervals get (possibly +-inf).
     level_ : float
@@ -407,6 +407,12 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
         """Prequential coverage of the uncalibrated quantile pair."""
         c = self._conf()
         return float(c["n_base"] / c["n"])
+
+    @property
+    def quantile_width_(self):
+        """Prequential mean width of the uncalibrated quantile pair."""
+        c = self._conf()
+        return float(c["base_width"] / c["n"])
 
     @property
     def interval_width_(self):
