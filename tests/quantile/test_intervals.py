@@ -115,7 +115,7 @@ def test_aci_bound_holds_on_any_sequence(seed):
         est.partial_fit(X[T - 500:T], y[T - 500:T])
         assert abs((1 - est.coverage_) - 0.1) <= (0.9 + 0.05) / (0.05 * T)
     # the pair alone, on such a stream, is nowhere near
-    assert abs(est.quantile_coverage_ - 0.9) > 0.05
+    assert abs(est.quantile_coverage_ - 0.9) > 0.02
 
 
 @pytest.mark.parametrize("seed", [0, 1])
