@@ -8,6 +8,7 @@ update), then the conformal recurrence over those predictions
 """
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 
@@ -38,6 +39,7 @@ STATE_DTYPE = np.dtype([(name, np.float64) for name in _c.STATE_FIELDS])
 CSAT = 2.0 / math.pi
 # rows a kernel call takes at most (the predictions' buffer: 16 bytes a row)
 _CHUNK = 1 << 16
+_VERSIONS = itertools.count()
 
 
 class _IntervalWork:
@@ -196,6 +198,8 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
     True
     """
 
+    _TRANSIENT_ATTRS = ("_param_cache", "_params_version")
+
     def __init__(self, alpha=0.1, *, method="aci", gamma=0.005, lr=0.1, ki=1.0, window=1000,
                  schedule="statistical", fit_intercept=True):
         self.alpha = alpha
@@ -238,6 +242,28 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
         check_memory(16 * float(self.window), "window", self.window, "a window of scores")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+
+    def __setattr__(self, name, value):
+        # a parameter set (by __init__, set_params or by hand) invalidates the
+        # cached checks and quantile records; the learnt state does not
+        object.__setattr__(self, name, value)
+        if name[0] != "_":
+            self.__dict__["_params_version"] = next(_VERSIONS)
+
+    def _resolve(self, d):
+        """_check_params and _quantiles(d), cached while the parameters (and
+        the schedule's constants) stay the same: a one-row call would
+        otherwise spend most of its time rebuilding the records."""
+        sched = self.schedule
+        key = (self.__dict__.get("_params_version"), d,
+               sched if isinstance(sched, str) else id(sched), getattr(sched, "_version", None))
+        cache = self.__dict__.get("_param_cache")
+        if cache is not None and cache[0] == key:
+            return cache[1]
+        self._check_params()
+        resolved = self._quantiles(d)
+        self.__dict__["_param_cache"] = (key, resolved)
+        return resolved
 
     def _quantiles(self, d):
         """(quantile estimator, its params record) for d features: the pair
@@ -306,8 +332,7 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
             raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
                              f"{fit.quantiles.w.shape[1]} features as input.")
         y = as_target(y, n, type(self).__name__)
-        self._check_params()
-        model, params = self._quantiles(d)
+        model, params = self._resolve(d)
         if fit is None:
             if n == 0:
                 return None
@@ -317,7 +342,8 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
             if n == 0:
                 return None
             work = fit.copy()
-            if params.tobytes() != work.quantiles.params.tobytes():
+            if params is not work.quantiles.params and \
+                    params.tobytes() != work.quantiles.params.tobytes():
                 work.quantiles.follow(params)
         out = self._advance(work, X, y, model)
         where = f"{type(self).__name__}.{method}"
