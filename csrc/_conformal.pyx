@@ -47,27 +47,31 @@ cpdef enum:
 
 
 cdef inline Py_ssize_t upper_bound(const double *a, Py_ssize_t k, double v) noexcept nogil:
-    # the first index of sorted a[:k] holding a value > v (k if none)
-    cdef Py_ssize_t lo = 0, hi = k, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    # the first index of sorted a[:k] holding a value > v (k if none).
+    # Without a branch on the comparison (it goes either way at random: a
+    # mispredicted branch a step cost more than the window's shift)
+    cdef const double *base = a
+    cdef Py_ssize_t half
+    if k == 0:
+        return 0
+    while k > 1:
+        half = k >> 1
+        base = base + half if base[half] <= v else base
+        k -= half
+    return (base - a) + (base[0] <= v)
 
 
 cdef inline Py_ssize_t lower_bound(const double *a, Py_ssize_t k, double v) noexcept nogil:
     # the first index of sorted a[:k] holding a value >= v (k if none)
-    cdef Py_ssize_t lo = 0, hi = k, mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    cdef const double *base = a
+    cdef Py_ssize_t half
+    if k == 0:
+        return 0
+    while k > 1:
+        half = k >> 1
+        base = base + half if base[half] < v else base
+        k -= half
+    return (base - a) + (base[0] < v)
 
 
 cdef inline void window_push(Conformal *c, double *ring, double *srt, Py_ssize_t cap,
