@@ -58,13 +58,13 @@ def results():
 def test_coverage_floor(sizes, results, kind):
     reps = sizes["reps"]
     cov = {m: np.empty(reps) for m in ("aci", "pid", "plain")}
-    width = {m: np.empty(reps) for m in ("aci", "pid")}
+    width = {m: np.empty(reps) for m in ("aci", "pid", "plain")}
     for r in range(reps):
         X, y = make_coverage_stream(kind, T, random_state=r)
         for m in ("aci", "pid"):
             est = OnlineIntervalRegressor(alpha=ALPHA, method=m).fit(X, y)
             cov[m][r], width[m][r] = est.coverage_, est.interval_width_
-        cov["plain"][r] = est.quantile_coverage_
+        cov["plain"][r], width["plain"][r] = est.quantile_coverage_, est.quantile_width_
     results[("floor", kind)] = (cov, width)
     target = 1 - ALPHA
     for m in ("aci", "pid"):
@@ -121,9 +121,8 @@ def interval_report(results, sizes, timed, publish_table):
             cells = []
             for m in ("aci", "pid", "plain"):
                 gap = np.abs(cov[m] - (1 - ALPHA)).max()
-                w = f", width {width[m].mean():.2f}" if m in width else ""
                 cells.append(f"{m} {cov[m].mean():.4f} ({cov[m].std():.4f}) "
-                             f"[{gap:.4f}]{w}")
+                             f"[{gap:.4f}], width {width[m].mean():.2f}")
             lines.append(f"{k:13s} " + "; ".join(cells))
     dims = [d for d in DIMS if ("aci", d) in results]
     if dims:
