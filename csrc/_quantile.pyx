@@ -687,7 +687,7 @@ cpdef enum:
 def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
               double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
               const SGDParams[::1] params, double[:, ::1] windows, int noncrossing,
-              object plug_in=None, object rs=None):
+              object plug_in=None, object rs=None, object preds=None):
     """One single-sample update per row of X for each of m quantiles.
 
     ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
@@ -708,7 +708,8 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     intercept (``sgd_single``'s ``plug_in``; averaging, an intercept and the
     check loss). ``rs``: None, or (m, ``rs_length(d + fit_intercept)``) random-
     scaling sums, one row per quantile (``sgd_single``'s ``rs``; the plug-in's
-    means are then in their tails and ``plug_in`` is ignored).
+    means are then in their tails and ``plug_in`` is ignored). ``preds``: None,
+    or (n, m): row i's m predictions under the iterates before its update.
 
     Returns (code, done, exc, row) as ``sgd_single``: every state holds the
     effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
@@ -717,7 +718,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     cdef Py_ssize_t n, d, m = W.shape[0], q, wcap = windows.shape[1]
     cdef const double[:, ::1] X64
     cdef const float[:, ::1] X32
-    cdef double[:, ::1] pv, rv
+    cdef double[:, ::1] pv, rv, ov
     cdef double *rsp = NULL
     cdef double *pt
     cdef Py_ssize_t rlen = 0, da
@@ -740,6 +741,11 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
         if pv.shape[0] != W.shape[0] or pv.shape[1] != 2 * d:
             raise ValueError(f"plug_in must have shape ({W.shape[0]}, {2 * d}), got "
                              f"({pv.shape[0]}, {pv.shape[1]})")
+    if preds is not None:
+        ov = preds
+        if ov.shape[0] != n or ov.shape[1] != m:
+            raise ValueError(f"preds must have shape ({n}, {m}), got ({ov.shape[0]}, "
+                             f"{ov.shape[1]})")
     if not (m >= 1 and Wbar.shape[0] == m and states.shape[0] == m and params.shape[0] == m
             and windows.shape[0] == m):
         raise ValueError(f"W, Wbar, states, params and windows must have one row per "
@@ -771,7 +777,7 @@ def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
     return _sgd_multi(p64, p32, n, d, m,
                       &y[0], &sample_weight[0] if sample_weight.shape[0] else NULL, W, Wbar,
                       &states[0], &params[0], windows, noncrossing, rsp, rlen, pt,
-                      rlen if rsp != NULL else 2 * d)
+                      rlen if rsp != NULL else 2 * d, &ov[0, 0] if preds is not None else NULL)
 
 
 cdef void multi_average(Py_ssize_t d, Py_ssize_t m, const double *x, double y, double wi,
@@ -798,7 +804,7 @@ cdef tuple _sgd_multi(const double *X64, const float *X32, Py_ssize_t n, Py_ssiz
                       Py_ssize_t m, const double *y, const double *swp, double[:, ::1] W,
                       double[:, ::1] Wbar, SGDState *S, const SGDParams *P,
                       double[:, ::1] windows, int noncrossing, double *rsp, Py_ssize_t rlen,
-                      double *pt, Py_ssize_t pstride):
+                      double *pt, Py_ssize_t pstride, double *po):
     # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order;
     # swp: the weights (NULL: all 1). Each quantile's row is quantile_row on
     # its own state; the updates of all m then run together, in one pass over
@@ -844,6 +850,8 @@ cdef tuple _sgd_multi(const double *X64, const float *X32, Py_ssize_t n, Py_ssiz
             if code != OK:
                 row = i
                 break
+            if po != NULL:
+                memcpy(po + i * m, mw.pred, m * sizeof(double))
             if noncrossing == NONCROSS_PROJECT and m > 1:
                 pav_increasing(mw.pred, m, mw.pav, mw.pav + m)
                 for q in range(m):

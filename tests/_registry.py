@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
-                       OnlineLeastSquaresRegressor, OnlineLowRankQuantileRegressor,
+                       OnlineIntervalRegressor, OnlineLeastSquaresRegressor, OnlineLowRankQuantileRegressor,
                        OnlineQuantileRegressor, PerturbedLeaderPCA)
 from streamfit.schedules import StatisticalSchedule
 from streamfit.simulate import make_spiked_stream
@@ -86,6 +86,10 @@ CASES = {
     "quantile-multi": Case("quantile", OnlineQuantileRegressor,
                            dict(tau=[0.25, 0.75], schedule=_short_schedule())),
     "least-squares": Case("quantile", OnlineLeastSquaresRegressor, {}),
+    "interval-aci": Case("interval", OnlineIntervalRegressor,
+                         dict(alpha=0.2, window=50, schedule=_short_schedule())),
+    "interval-pid": Case("interval", OnlineIntervalRegressor,
+                         dict(alpha=0.2, method="pid", window=50, schedule=_short_schedule())),
     "fpl-fixed": Case("pca", PerturbedLeaderPCA, dict(n_components=2, random_state=0)),
     "fpl-random_walk": Case("pca", PerturbedLeaderPCA,
                             dict(n_components=2, noise="random_walk", random_state=0)),

@@ -11,12 +11,12 @@ synthetic streams in :mod:`streamfit.simulate`; the paper experiments in
 """
 from .pca import DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
 from .lowrank import OnlineLowRankQuantileRegressor
-from .quantile import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
-                       offline_quantile_regression)
+from .quantile import (OnlineIntervalRegressor, OnlineLeastSquaresRegressor,
+                       OnlineQuantileRegressor, offline_quantile_regression)
 
 from ._include import get_include
 
 __version__ = "0.1.0"
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "DropoutPCA", "MatrixEGPCA", "MatrixGDPCA",
-           "OnlineQuantileRegressor", "OnlineLeastSquaresRegressor",
+           "OnlineQuantileRegressor", "OnlineLeastSquaresRegressor", "OnlineIntervalRegressor",
            "offline_quantile_regression", "OnlineLowRankQuantileRegressor", "get_include", "__version__"]

@@ -14,7 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
-from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from streamfit import OnlineIntervalRegressor, OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit.utils.estimator_checks import expected_failed_checks
 from streamfit.exceptions import WarmupWarning
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
@@ -45,6 +45,8 @@ LEARNING = [
     OnlineQuantileRegressor(0.5, schedule="constant"),
     OnlineLeastSquaresRegressor(schedule=short()),
     OnlineLeastSquaresRegressor(average=True, schedule=short(patience=1)),
+    OnlineIntervalRegressor(0.2, window=20, schedule=short()),
+    OnlineIntervalRegressor(0.2, method="pid", window=20, schedule=short()),
 ]
 
 # The defaults: the checks' datasets (10 to 30 rows) are shorter than the

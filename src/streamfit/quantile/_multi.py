@@ -99,12 +99,15 @@ class MultiWork:
         self.params, self.plan = params, Plan(params)
 
 
-def advance_multi(work, X, y, sw, noncrossing):
-    """One kernel call over (X, y, sw); mutates ``work``; an Outcome."""
+def advance_multi(work, X, y, sw, noncrossing, preds=None):
+    """One kernel call over (X, y, sw); mutates ``work``; an Outcome.
+    ``preds``: None, or an (n, m) array that receives each row's m
+    predictions under the iterates before its update (prequential)."""
     work.track_plug_in()
     code, done, exc, row = _k.sgd_multi(X, y, np.zeros(0) if sw is None else sw, work.w,
                                         work.wbar, work.state, work.params, work.window,
-                                        NONCROSSING[noncrossing], work.plug_in, work.rs)
+                                        NONCROSSING[noncrossing], work.plug_in, work.rs,
+                                        preds)
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))

@@ -513,6 +513,7 @@ def check_rejected_input(estimator, X=None, y=None):
 _KERNEL_HOOKS = {
     "OnlineQuantileRegressor": "streamfit._kernels._quantile",
     "OnlineLeastSquaresRegressor": "streamfit._kernels._quantile",
+    "OnlineIntervalRegressor": "streamfit._kernels._quantile",
     "PerturbedLeaderPCA": "streamfit._kernels._pca",
     "FollowTheLeaderPCA": "streamfit._kernels._pca",
     "MatrixEGPCA": "streamfit._kernels._capped",
