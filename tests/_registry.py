@@ -20,7 +20,7 @@ import numpy as np
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
                        OnlineLeastSquaresRegressor, OnlineLowRankQuantileRegressor,
                        OnlineQuantileRegressor, PerturbedLeaderPCA)
-from streamfit.schedules import StatisticalSchedule
+from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_spiked_stream
 
 
@@ -71,6 +71,26 @@ def _lowrank(form):
     return data
 
 
+@functools.lru_cache(maxsize=None)
+def _changing_stream(n, change, scale, d=5, seed=0):
+    # t_1.1 noise around 0 (where the estimators start), then every
+    # coefficient jumps to scale / sqrt(d) at row `change`
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(np.arange(n) < change, 0.0, X.sum(axis=1) * scale / np.sqrt(d))
+    return X, y + rng.standard_t(1.1, n)
+
+
+def _changing(n, change, scale):
+    # the drift test's alarms fall inside the checks' chunks (rows < 211) with
+    # a slow constant step (the iterate lags the jump); the statistical
+    # schedule settles later, its alarm falls in the checks' last call
+    def data():
+        X, y = _changing_stream(n, change, scale)
+        return X.copy(), y.copy()
+    return data
+
+
 _STORAGE = {"check_chunking_invariance":
             "mode='storage' takes one full-gradient step per call, by design"}
 
@@ -86,6 +106,15 @@ CASES = {
     "quantile-multi": Case("quantile", OnlineQuantileRegressor,
                            dict(tau=[0.25, 0.75], schedule=_short_schedule())),
     "least-squares": Case("quantile", OnlineLeastSquaresRegressor, {}),
+    "quantile-drift": Case("quantile", OnlineQuantileRegressor, dict(
+        tau=0.3, schedule=ConstantSchedule(0.002), average=True, drift="restart"),
+        _changing(300, 100, 100.0)),
+    "quantile-drift-statistical": Case("quantile", OnlineQuantileRegressor, dict(
+        tau=0.3, schedule=_short_schedule(), average=True, drift="restart"),
+        _changing(700, 400, 30.0)),
+    "least-squares-drift": Case("quantile", OnlineLeastSquaresRegressor, dict(
+        schedule=ConstantSchedule(0.0002), average=True, drift="restart"),
+        _changing(300, 100, 100.0)),
     "fpl-fixed": Case("pca", PerturbedLeaderPCA, dict(n_components=2, random_state=0)),
     "fpl-random_walk": Case("pca", PerturbedLeaderPCA,
                             dict(n_components=2, noise="random_walk", random_state=0)),

@@ -36,6 +36,14 @@ _SQRT_DBL_MIN = float(np.sqrt(np.finfo(float).tiny))
 _VERSIONS = itertools.count()
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _MODE_NAMES = {v: k for k, v in _MODES.items()}
+# The drift test (csrc/_qr_drift.pxd): its CUSUM's alarm threshold (a mean
+# time to a false alarm of ~2 e^25 = 1.6e12 rows on a stationary stream), the
+# rows its reference median learns from before it tests, and whether an
+# alarm also restarts the statistical schedule's last-phase clock.
+_DRIFT = (None, "restart")
+_DRIFT_H = 25.0
+_DRIFT_ARM = 100.0
+_DRIFT_CLOCK = 1.0
 _KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "InverseTimeSchedule",
                _k.KIND_STATISTICAL: "StatisticalSchedule", _k.KIND_ARRAY: "a user schedule"}
 # State fields of the statistical schedule, zeroed when it takes over mid-stream
@@ -65,6 +73,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     inference = False
     noncrossing = "rearrange"
     scale = None
+    drift = None
     _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
@@ -137,6 +146,12 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                              "(random scaling is for the averaged iterate of a stochastic-"
                              "gradient path; storage mode's steps use all data so far), got "
                              f"average={self.average!r}, mode={self.mode!r}")
+        if not (self.drift is None or (isinstance(self.drift, str) and self.drift in _DRIFT)):
+            raise ValueError(f"drift must be None or 'restart', got {self.drift!r}")
+        if self.drift is not None and (self.mode != "single" or taus is not None):
+            raise ValueError(f"drift={self.drift!r} is implemented for one tau in mode "
+                             f"'single' (the test runs on the single-sample row loop), got "
+                             f"mode={self.mode!r}, tau={self.tau!r}")
         check_seed(getattr(self, "random_state", None))
         if self.scale not in (None, "online"):
             raise ValueError(f"scale must be None or 'online', got {self.scale!r}")
@@ -198,6 +213,11 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         p["average"] = float(bool(self.average))
         p["fit_intercept"] = float(bool(self.fit_intercept))
         p["mode"] = _MODES[self.mode]
+        if self.drift is not None:
+            p["drift"] = 1.0
+            p["drift_h"] = _DRIFT_H
+            p["drift_arm"] = _DRIFT_ARM
+            p["drift_clock"] = _DRIFT_CLOCK
         da = d + bool(self.fit_intercept)
         values = schedule._kernel_params(self._loss, self.mode, da) \
             if isinstance(schedule, Schedule) else {"kind": _k.KIND_ARRAY}
@@ -239,6 +259,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 work.state[name] = 0.0
         if new["average"] and not old["average"]:
             work.state["n_avg"] = 0.0        # the average restarts
+        if new["drift"] != old["drift"]:
+            # the drift test starts afresh (its reference from the next row)
+            for name in ("dr_ref", "dr_n", "dr_cusum"):
+                work.state[name] = 0.0
         work.follow(params, plan)
         work.track_inference(bool(self.inference))
 
@@ -693,6 +717,21 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
 
     @property
     @serialized
+    def drift_restart_rows_(self):
+        """Rows of the stream (0-based, counted over every call since the
+        first, as ``n_samples_seen_`` counts them) at which the drift test
+        (``drift="restart"``) raised an alarm and restarted the average, in
+        order; empty without an alarm (and with ``drift=None``)."""
+        rows = getattr(self._fitted(), "drift_rows", None)
+        return np.zeros(0, np.int64) if rows is None else rows.astype(np.int64)
+
+    @property
+    def n_drift_restarts_(self):
+        """Alarms of the drift test so far: ``len(drift_restart_rows_)``."""
+        return int(self.drift_restart_rows_.shape[0])
+
+    @property
+    @serialized
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
@@ -964,7 +1003,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
     def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
                  average=False, fit_intercept=True, random_state=None, inference=False,
-                 noncrossing="rearrange", scale=None):
+                 noncrossing="rearrange", scale=None, drift=None):
         self.tau = tau
         self.mode = mode
         self.schedule = schedule
@@ -975,6 +1014,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.inference = inference
         self.noncrossing = noncrossing
         self.scale = scale
+        self.drift = drift
 
     @serialized
     def _random_scaling(self):
@@ -1128,7 +1168,9 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
 
     _loss = _k.LOSS_SQUARED
 
-    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True):
+    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
+                 drift=None):
         self.schedule = schedule
         self.average = average
         self.fit_intercept = fit_intercept
+        self.drift = drift
