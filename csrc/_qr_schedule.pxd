@@ -96,9 +96,9 @@ cdef struct SGDState:
     double intercept_pi2  # the same at twice the steps (its Richardson-Romberg partner)
     double pi_avg         # inference: average of 2 intercept_pi - intercept_pi2
     double x_wsum         # the weights' sum of the plug-in intercept's mean row (0: restarts)
-    double dr_ref         # drift test (_qr_drift.pxd): running median of the rows' losses
-    double dr_n           # the weights' sum of the rows behind dr_ref (0: the test starts)
-    double dr_cusum       # the test's CUSUM statistic, >= 0
+    double dr_n           # drift test (_qr_drift.pxd): rows (weight) it has seen since it
+                          # started (0: it starts)
+    double dr_cusum       # its CUSUM statistic, >= 0
     double n_drift        # alarms of the drift test (restarts of the average)
 
 
@@ -132,7 +132,7 @@ cdef struct SGDParams:
                           # continues from it until a restart
     double drift          # 1: the drift test runs on the prequential loss (single mode)
     double drift_h        # its alarm threshold on the CUSUM of log-likelihood ratios
-    double drift_arm      # rows (weight) the reference learns from before the test runs
+    double drift_arm      # rows (weight) of the average before the test runs
     double drift_clock    # 1: an alarm also restarts the last phase's clock
 
 
@@ -252,9 +252,8 @@ cdef inline void start_average(SGDState *s, const SGDParams *p) noexcept nogil:
     s.intercept_pi = s.intercept_avg
     s.intercept_pi2 = s.intercept_avg
     s.pi_avg = s.intercept_avg
-    s.dr_n = 0.0            # the drift test starts with the average (its reference
-    s.dr_cusum = 0.0        # learns from the settled iterate's losses)
-    s.dr_ref = 0.0
+    s.dr_n = 0.0            # the drift test starts with the average
+    s.dr_cusum = 0.0
 
 
 cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:

@@ -430,10 +430,12 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 code = ERR_BADINPUT
                 row = i
                 break
-            if drift and wi != 0 and (s.avg_on != 0 or not stat):
-                # the change test on the row's loss before its update; an
-                # alarm restarts the average (and, by then, this row's step)
-                if drift_alarm(s, p, r, wi):
+            if drift and wi != 0 and s.n_avg > 0 and (s.avg_on != 0 or not stat):
+                # the change test: the row's loss under the average against
+                # the iterate's, before its update; an alarm restarts the
+                # average (and the clock, from this row's step on)
+                if drift_alarm(s, p, r, y[i] - (sf_dot(d, x, &wbar[0]) + s.intercept_avg),
+                               wi):
                     drift_restart(s, p)
                     if n_alarm < dcap:
                         dr[n_alarm] = s.n_seen

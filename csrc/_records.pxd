@@ -201,7 +201,7 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
             and is_real(s.eta_start, 0) and is_real(s.b0_cap, 0) and is_real(s.block, 0)
             and is_real(s.eta_pow, 0) and is_real(s.level, 0) and is_real(s.win_sumsq, 0)
             and is_real(s.win_wsum, 0) and is_real(s.xmax, 0) and is_real(s.x_wsum, 0)
-            and is_real(s.dr_ref, 0) and is_real(s.dr_n, 0) and is_real(s.dr_cusum, 0)):
+            and is_real(s.dr_n, 0) and is_real(s.dr_cusum, 0)):
         for field, value in (("eta_geo", s.eta_geo), ("t_switch", s.t_switch),
                              ("d0", s.d0), ("b0", s.b0), ("cl", s.cl), ("cu", s.cu),
                              ("sumsq", s.sumsq), ("n_sumsq", s.n_sumsq), ("n_avg", s.n_avg),
@@ -209,8 +209,8 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
                              ("eta_start", s.eta_start), ("b0_cap", s.b0_cap),
                              ("block", s.block), ("eta_pow", s.eta_pow), ("level", s.level),
                              ("win_sumsq", s.win_sumsq), ("win_wsum", s.win_wsum),
-                             ("xmax", s.xmax), ("x_wsum", s.x_wsum), ("dr_ref", s.dr_ref),
-                             ("dr_n", s.dr_n), ("dr_cusum", s.dr_cusum)):
+                             ("xmax", s.xmax), ("x_wsum", s.x_wsum), ("dr_n", s.dr_n),
+                             ("dr_cusum", s.dr_cusum)):
             if not is_real(value, 0):
                 bad_field(name, field, value, "a finite number >= 0")
     # the window beside the records: room for what this call may append

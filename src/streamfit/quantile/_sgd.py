@@ -37,8 +37,8 @@ _VERSIONS = itertools.count()
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _MODE_NAMES = {v: k for k, v in _MODES.items()}
 # The drift test (csrc/_qr_drift.pxd): its CUSUM's alarm threshold (a mean
-# time to a false alarm of ~2 e^25 = 1.6e12 rows on a stationary stream), the
-# rows its reference median learns from before it tests, and whether an
+# time to a false alarm of at least e^25 = 7e10 rows on a stationary
+# stream), the rows the average holds before the test runs, and whether an
 # alarm also restarts the statistical schedule's last-phase clock.
 _DRIFT = (None, "restart")
 _DRIFT_H = 25.0
@@ -148,10 +148,13 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                              f"average={self.average!r}, mode={self.mode!r}")
         if not (self.drift is None or (isinstance(self.drift, str) and self.drift in _DRIFT)):
             raise ValueError(f"drift must be None or 'restart', got {self.drift!r}")
-        if self.drift is not None and (self.mode != "single" or taus is not None):
-            raise ValueError(f"drift={self.drift!r} is implemented for one tau in mode "
-                             f"'single' (the test runs on the single-sample row loop), got "
-                             f"mode={self.mode!r}, tau={self.tau!r}")
+        if self.drift is not None and (self.mode != "single" or taus is not None
+                                       or self.scale is not None or not self.average):
+            raise ValueError(f"drift={self.drift!r} restarts the Polyak-Ruppert average: it "
+                             f"needs average=True, and is implemented for one tau in mode "
+                             f"'single' with scale=None (the test runs in the single-sample "
+                             f"row loop), got average={self.average!r}, mode={self.mode!r}, "
+                             f"tau={self.tau!r}, scale={self.scale!r}")
         check_seed(getattr(self, "random_state", None))
         if self.scale not in (None, "online"):
             raise ValueError(f"scale must be None or 'online', got {self.scale!r}")
@@ -261,7 +264,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
             work.state["n_avg"] = 0.0        # the average restarts
         if new["drift"] != old["drift"]:
             # the drift test starts afresh (its reference from the next row)
-            for name in ("dr_ref", "dr_n", "dr_cusum"):
+            for name in ("dr_n", "dr_cusum"):
                 work.state[name] = 0.0
         work.follow(params, plan)
         work.track_inference(bool(self.inference))
