@@ -30,7 +30,7 @@ D = 20
 DF = 1.1
 #: the floor: the averaged iterate within this factor of a fresh averaged fit
 FLOOR = 1.5
-BLOCK = 10_000          # rows per partial_fit call (the checkpoints' spacing)
+BLOCK = 2_000           # rows per partial_fit call (the checkpoints' spacing)
 #: the stationary streams: (noise, tau)
 STATIONARY = (("t", 0.5), ("t", 0.1), ("gaussian", 0.5))
 
