@@ -931,6 +931,19 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         predictions at each x_t are projected onto the ordered cone (pool
         adjacent violators) before the residuals that give the sub-gradients
         are taken; takes effect at the next call.
+    drift : None or "restart"
+        "restart": a change test on the prequential check loss (is the
+        averaged iterate's loss on each row, before its update, worse than
+        the plain iterate's? a CUSUM of that bounded comparison) restarts the
+        Polyak-Ruppert average from the current iterate at an alarm (with
+        the statistical schedule once it has settled again, and its last
+        phase's clock with it), so that the average follows a change or a
+        drift of the coefficients instead of keeping the old regime. Needs
+        ``average=True``, mode "single", one tau and ``scale=None``. On a
+        stationary stream the mean time to a false alarm exceeds 7e10 rows
+        whatever the noise's tails, and without an alarm every result is
+        bit-identical to ``drift=None``'s (the default). See the user
+        guide's "Streams that change".
 
     Attributes
     ----------
@@ -940,6 +953,11 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     n_updates_ : int
     cumulative_loss_ : float
     schedule_state_ : dict
+    drift_restart_rows_ : ndarray of int64
+        Rows of the stream (0-based, over all calls) where the drift test
+        restarted the average (empty with ``drift=None``).
+    n_drift_restarts_ : int
+        Their number.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when fitted on a DataFrame with string column names.
@@ -999,6 +1017,16 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     >>> ci.shape
     (11, 2)
     >>> bool(np.all(ci[:, 0] < ci[:, 1]))
+    True
+
+    A stream whose coefficients change: the average restarts at the change.
+
+    >>> X2, y2, beta2 = make_linear_stream(20000, 10, tau=0.75, random_state=1)
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, drift="restart")
+    >>> est = est.fit(np.vstack([X, X2]), np.r_[y, y2])
+    >>> est.n_drift_restarts_, bool(20000 <= est.drift_restart_rows_[0] < 21000)
+    (1, True)
+    >>> bool(np.linalg.norm(est.coef_ - beta2) < 0.02 * np.linalg.norm(beta2))
     True
     """
 
@@ -1148,12 +1176,17 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     schedule : str or schedule object
     average : bool
     fit_intercept : bool
+    drift : None or "restart"
+        As :class:`OnlineQuantileRegressor`'s (the test compares the average's
+        and the iterate's absolute residuals): "restart" restarts the average
+        when the stream changes; needs ``average=True``.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_samples_seen_, n_updates_, cumulative_loss_, schedule_state_, n_features_in_
+    drift_restart_rows_, n_drift_restarts_
 
     Notes
     -----
@@ -1167,6 +1200,10 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     >>> est = OnlineLeastSquaresRegressor().fit(X, y)
     >>> bool(np.linalg.norm(est.coef_ - beta) < 0.02 * np.linalg.norm(beta))
     True
+    >>> X2, y2, beta2 = make_linear_stream(20000, 10, noise="gaussian", random_state=1)
+    >>> est = OnlineLeastSquaresRegressor(average=True, drift="restart")
+    >>> est.fit(np.vstack([X, X2]), np.r_[y, y2]).n_drift_restarts_
+    1
     """
 
     _loss = _k.LOSS_SQUARED
