@@ -819,6 +819,8 @@ _COMMON_NOTES = """
       from another schedule (it then warms up afresh from the current
       iterate). A user schedule's ``stepsizes(start, count)`` is indexed by
       ``n_updates_``.
+    - ``drift`` takes effect at the next call; the test starts afresh
+      (``drift_restart_rows_`` keeps the alarms so far).
     - ``random_state`` has no effect (the updates are deterministic).
 
     **Interrupts, failures, threads.** The kernels check for signals about
