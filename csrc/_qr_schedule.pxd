@@ -96,6 +96,10 @@ cdef struct SGDState:
     double intercept_pi2  # the same at twice the steps (its Richardson-Romberg partner)
     double pi_avg         # inference: average of 2 intercept_pi - intercept_pi2
     double x_wsum         # the weights' sum of the plug-in intercept's mean row (0: restarts)
+    double dr_n           # drift test (_qr_drift.pxd): rows (weight) it has seen since it
+                          # started (0: it starts)
+    double dr_cusum       # its CUSUM statistic, >= 0
+    double n_drift        # alarms of the drift test (restarts of the average)
 
 
 cdef struct SGDParams:
@@ -126,6 +130,10 @@ cdef struct SGDParams:
                           # restarts phase one (0: never)
     double t0             # clock behind a warm start (start == 2): the last phase
                           # continues from it until a restart
+    double drift          # 1: the drift test runs on the prequential loss (single mode)
+    double drift_h        # its alarm threshold on the CUSUM of log-likelihood ratios
+    double drift_arm      # rows (weight) of the average before the test runs
+    double drift_clock    # 1: an alarm also restarts the last phase's clock
 
 
 cdef inline tuple record_dtypes():
@@ -183,7 +191,7 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     # Ca / (t - t1 + Cb d) written as eta_start / (1 + (t - t1) / (Cb d)), or
     # (.)^-alpha when averaging: 1/t steps make Polyak-Ruppert averaging useless.
     cdef double k = s.t - s.t_switch
-    if p.start == 2 and s.n_restarts == 0:
+    if p.start == 2 and s.n_restarts == 0 and s.n_drift == 0:
         k += p.t0         # a warm start continues the clock of the fit behind it
     if p.average != 0 and p.avg_power != 1.0:
         # pow() per sample would cost as much as the update at d = 100: it is
@@ -227,8 +235,9 @@ cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
 cdef inline double average_prior(const SGDState *s, const SGDParams *p) noexcept nogil:
     # The iterates an average starts with: a warm start (start == 2) with t0
     # rows behind it counts its starting point (still in wbar: the average has
-    # not run) as t0 iterates, until a restart of phase one; else none.
-    if p.start == 2 and s.n_restarts == 0 and p.t0 > 0:
+    # not run) as t0 iterates, until a restart of phase one (or a drift
+    # alarm); else none.
+    if p.start == 2 and s.n_restarts == 0 and s.n_drift == 0 and p.t0 > 0:
         return p.t0
     return 0.0
 
@@ -243,6 +252,8 @@ cdef inline void start_average(SGDState *s, const SGDParams *p) noexcept nogil:
     s.intercept_pi = s.intercept_avg
     s.intercept_pi2 = s.intercept_avg
     s.pi_avg = s.intercept_avg
+    s.dr_n = 0.0            # the drift test starts with the average
+    s.dr_cusum = 0.0
 
 
 cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:

@@ -43,6 +43,7 @@ from _pav cimport pav_increasing
 from _qr_blocks cimport (BlockSums, BlockWork, block_pass, compact, block_warm_up,
                          storage_windows, batch_window, block_work_init, block_work_free)
 from _qr_multi cimport MultiWork, multi_work_init
+from _qr_drift cimport drift_alarm, drift_restart
 from _dense cimport (sf_dot, sf_dot2, sf_axpy, sf_average, sf_axpy_dot2,
                      sf_axpy_dot2_f32, sf_multi_axpy_dot2, sf_widen)
 
@@ -249,7 +250,7 @@ cdef bint is_float32(object X):
 def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
                double[::1] w, double[::1] wbar, object state, object params,
                double[::1] window, const double[::1] etas, object rs=None, object scaler=None,
-               object plug_in=None):
+               object plug_in=None, object drift_rows=None):
     """One single-sample update per row of X (the paper's Section 2.1).
 
     ``X``: C-contiguous float64 or float32 (n, d). float32 rows are read as
@@ -285,10 +286,18 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
     (``plug_in_average_step``)
     instead of the average of the iterate's intercept. With ``rs`` the sums'
     own tail serves (``plug_in`` is ignored); not with ``scaler``.
+
+    ``drift_rows``: None, or a float64 array that receives the stream's row
+    index (``n_seen`` before the row) of each alarm of the drift test
+    (``params.drift``, _qr_drift.pxd), in order, as long as it has room; the
+    state's ``n_drift`` counts every alarm (so the call's alarms are the
+    first ``n_drift`` after minus before of them).
     """
     cdef Records rec
-    cdef double[::1] sc, pv
+    cdef double[::1] sc, pv, dv
     cdef double *scp = NULL
+    cdef double *dr = NULL
+    cdef Py_ssize_t dcap = 0
     cdef double *rsp
     cdef double *pt = NULL
     cdef const SGDParams *p
@@ -320,6 +329,11 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
             raise ValueError(f"plug_in must have {2 * d} values (2 d), got {pv.shape[0]}")
         if scaler is not None:
             raise ValueError("plug_in does not work with scaler")
+    if drift_rows is not None:
+        dv = drift_rows
+        dcap = dv.shape[0]
+        if dcap:
+            dr = &dv[0]
     take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
     try:
         p = <const SGDParams *> rec.params.buf
@@ -329,7 +343,7 @@ def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
         if scp == NULL:
             pt = plug_in_means(p, rsp, &pv[0] if plug_in is not None else NULL, d)
         return _sgd_single(p64, p32, n, d, y, sample_weight, w, wbar,
-                           <SGDState *> rec.state.buf, p, window, etas, rsp, scp, pt)
+                           <SGDState *> rec.state.buf, p, window, etas, rsp, scp, pt, dr, dcap)
     finally:
         give_records(&rec)
 
@@ -338,9 +352,10 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                        const double[::1] y, const double[::1] sample_weight,
                        double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
                        double[::1] window, const double[::1] etas, double *rs, double *sc,
-                       double *pt):
+                       double *pt, double *dr, Py_ssize_t dcap):
     # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order;
-    # pt: the plug-in intercept's running means (NULL: none).
+    # pt: the plug-in intercept's running means (NULL: none); dr: room for
+    # dcap alarm rows of the drift test.
     cdef Py_ssize_t i, j = 0, need = 0
     cdef Py_ssize_t wcap = window.shape[0]
     cdef double *win
@@ -360,8 +375,9 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0
+    cdef bint drift = p.drift != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef Py_ssize_t row = -1, done = 0
+    cdef Py_ssize_t row = -1, done = 0, n_alarm = 0
     cdef Poll pl
     # a row's work, the random-scaling sums' da^2 / 2 included
     cdef double row_work = d + ROW_WORK + (0.5 * da * da if rs != NULL else 0.0)
@@ -414,6 +430,16 @@ cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssi
                 code = ERR_BADINPUT
                 row = i
                 break
+            if drift and wi != 0 and s.n_avg > 0 and (s.avg_on != 0 or not stat):
+                # the change test: the row's loss under the average against
+                # the iterate's, before its update; an alarm restarts the
+                # average (and the clock, from this row's step on)
+                if drift_alarm(s, p, r, y[i] - (sf_dot(d, x, &wbar[0]) + s.intercept_avg),
+                               wi):
+                    drift_restart(s, p)
+                    if n_alarm < dcap:
+                        dr[n_alarm] = s.n_seen
+                    n_alarm += 1
             code = quantile_row(s, p, win, work, x, d, da, r, xx, wi,
                                 etas[j] if kind == KIND_ARRAY and wi != 0 else 0.0, fit_b,
                                 &coef, &step)

@@ -109,6 +109,15 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
         bad_field(pn, "fit_intercept", p.fit_intercept, "0 or 1")
     if not is_int(p.start, 1, 2):
         bad_field(pn, "start", p.start, "1 or 2")
+    if not is_int(p.drift, 0, 1):
+        bad_field(pn, "drift", p.drift, "0 or 1")
+    if not is_int(p.drift_clock, 0, 1):
+        bad_field(pn, "drift_clock", p.drift_clock, "0 or 1")
+    if p.drift != 0:
+        if not (is_real(p.drift_h, 0) and p.drift_h > 0):
+            bad_field(pn, "drift_h", p.drift_h, "a finite number > 0")
+        if not is_real(p.drift_arm, 0):
+            bad_field(pn, "drift_arm", p.drift_arm, "a finite number >= 0")
     if not (p.tau > 0 and p.tau < 1):
         bad_field(pn, "tau", p.tau, "a number in (0, 1)")
     if not (is_real(p.c, 0) and (p.c > 0 or p.kind == KIND_STATISTICAL
@@ -168,6 +177,8 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
         bad_field(name, "n_high", s.n_high, "an integer >= 0")
     if not is_int(s.n_restarts, 0, MAX_COUNT):
         bad_field(name, "n_restarts", s.n_restarts, "an integer >= 0")
+    if not is_int(s.n_drift, 0, MAX_COUNT):
+        bad_field(name, "n_drift", s.n_drift, "an integer >= 0")
     if not (s.k_pow == -1 or is_real(s.k_pow, 0)):
         bad_field(name, "k_pow", s.k_pow, "-1 or a finite number >= 0")
     # finite values (non-negative where they are scales, sums or counts)
@@ -189,7 +200,8 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
             and is_real(s.min_med, 0) and is_real(s.last_eta, 0)
             and is_real(s.eta_start, 0) and is_real(s.b0_cap, 0) and is_real(s.block, 0)
             and is_real(s.eta_pow, 0) and is_real(s.level, 0) and is_real(s.win_sumsq, 0)
-            and is_real(s.win_wsum, 0) and is_real(s.xmax, 0) and is_real(s.x_wsum, 0)):
+            and is_real(s.win_wsum, 0) and is_real(s.xmax, 0) and is_real(s.x_wsum, 0)
+            and is_real(s.dr_n, 0) and is_real(s.dr_cusum, 0)):
         for field, value in (("eta_geo", s.eta_geo), ("t_switch", s.t_switch),
                              ("d0", s.d0), ("b0", s.b0), ("cl", s.cl), ("cu", s.cu),
                              ("sumsq", s.sumsq), ("n_sumsq", s.n_sumsq), ("n_avg", s.n_avg),
@@ -197,7 +209,8 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
                              ("eta_start", s.eta_start), ("b0_cap", s.b0_cap),
                              ("block", s.block), ("eta_pow", s.eta_pow), ("level", s.level),
                              ("win_sumsq", s.win_sumsq), ("win_wsum", s.win_wsum),
-                             ("xmax", s.xmax), ("x_wsum", s.x_wsum)):
+                             ("xmax", s.xmax), ("x_wsum", s.x_wsum), ("dr_n", s.dr_n),
+                             ("dr_cusum", s.dr_cusum)):
             if not is_real(value, 0):
                 bad_field(name, field, value, "a finite number >= 0")
     # the window beside the records: room for what this call may append

@@ -18,9 +18,10 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
-                       OnlineIntervalRegressor, OnlineLeastSquaresRegressor, OnlineLowRankQuantileRegressor,
-                       OnlineQuantileRegressor, PerturbedLeaderPCA)
-from streamfit.schedules import StatisticalSchedule
+                       OnlineIntervalRegressor, OnlineLeastSquaresRegressor,
+                       OnlineLowRankQuantileRegressor, OnlineQuantileRegressor,
+                       PerturbedLeaderPCA)
+from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_spiked_stream
 
 
@@ -71,6 +72,26 @@ def _lowrank(form):
     return data
 
 
+@functools.lru_cache(maxsize=None)
+def _changing_stream(n, change, scale, d=5, seed=0):
+    # t_1.1 noise around 0 (where the estimators start), then every
+    # coefficient jumps to scale / sqrt(d) at row `change`
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.where(np.arange(n) < change, 0.0, X.sum(axis=1) * scale / np.sqrt(d))
+    return X, y + rng.standard_t(1.1, n)
+
+
+def _changing(n, change, scale):
+    # the drift test's alarm falls in the checks' last call, after the chunked
+    # (and pickled) rows < 211 in which its statistic built up: a detector
+    # state lost or changed between calls moves or loses the alarm
+    def data():
+        X, y = _changing_stream(n, change, scale)
+        return X.copy(), y.copy()
+    return data
+
+
 _STORAGE = {"check_chunking_invariance":
             "mode='storage' takes one full-gradient step per call, by design"}
 
@@ -90,6 +111,15 @@ CASES = {
                          dict(alpha=0.2, window=50, schedule=_short_schedule())),
     "interval-pid": Case("interval", OnlineIntervalRegressor,
                          dict(alpha=0.2, method="pid", window=50, schedule=_short_schedule())),
+    "quantile-drift": Case("quantile", OnlineQuantileRegressor, dict(
+        tau=0.3, schedule=ConstantSchedule(0.05), average=True, drift="restart"),
+        _changing(600, 50, 100.0)),
+    "quantile-drift-statistical": Case("quantile", OnlineQuantileRegressor, dict(
+        tau=0.3, schedule=_short_schedule(), average=True, drift="restart"),
+        _changing(1200, 600, 30.0)),
+    "least-squares-drift": Case("quantile", OnlineLeastSquaresRegressor, dict(
+        schedule=ConstantSchedule(0.01), average=True, drift="restart"),
+        _changing(600, 50, 100.0)),
     "fpl-fixed": Case("pca", PerturbedLeaderPCA, dict(n_components=2, random_state=0)),
     "fpl-random_walk": Case("pca", PerturbedLeaderPCA,
                             dict(n_components=2, noise="random_walk", random_state=0)),

@@ -243,7 +243,7 @@ def kernel_args(d=4, n=10, state=None, params=None, window=100, w=None):
 
 def test_records_are_checked_by_layout_and_name():
     assert _k.STATE_DTYPE.names[:3] == ("t", "n_updates", "n_seen")
-    assert _k.PARAMS_DTYPE.names[-2:] == ("restart", "t0")
+    assert _k.PARAMS_DTYPE.names[-2:] == ("drift_arm", "drift_clock")
     # a 3-double state was once written past its end: now refused
     with pytest.raises(ValueError, match=r"state must be a record array of shape \(1,\)"):
         _k.sgd_single(*kernel_args(state=np.zeros(3)))

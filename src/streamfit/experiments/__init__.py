@@ -12,9 +12,8 @@ The table functions the tests and benchmarks use (``stepsize_comparison``,
 :mod:`streamfit.experiments.pca`.
 """
 from . import (lowrank, pca_compare, pca_dropout, pca_goe, pca_noise, pca_real, pca_scaling,
-               qr_batch,
-               qr_batch_regret, qr_coverage, qr_efficiency, qr_fan, qr_least_squares,
-               qr_offline,
+               qr_batch, qr_batch_regret, qr_coverage, qr_drift, qr_efficiency, qr_fan,
+               qr_least_squares, qr_offline,
                qr_phase_one, qr_real, qr_regret, qr_remark3, qr_sensitivity, qr_stepsizes,
                qr_storage, pca_cost)
 from ._runner import open_runner
@@ -25,7 +24,8 @@ from .report import markdown_table, write_report
 #: every experiment of the report, in report order
 EXPERIMENTS = tuple(m.EXPERIMENT for m in (
     qr_remark3, qr_stepsizes, qr_phase_one, qr_offline, qr_efficiency, qr_least_squares,
-    qr_sensitivity, qr_regret, qr_batch, qr_batch_regret, qr_storage, qr_real, qr_fan, qr_coverage, lowrank,
+    qr_sensitivity, qr_regret, qr_batch, qr_batch_regret, qr_storage, qr_real, qr_fan,
+    qr_drift, qr_coverage, lowrank,
     pca_goe, pca_scaling, pca_noise, pca_compare, pca_cost, pca_real, pca_dropout))
 
 

@@ -40,8 +40,9 @@ from .pca import *  # noqa: F401,F403
 from .quantile import *  # noqa: F401,F403
 
 # (Versions: 2 added inference's plug-in intercepts and the warm-start clock t0
-# to the quantile records, 3 the plug-in intercept's x_wsum; a state pickled
-# under an older version is refused with a layout error.)
-API_VERSION = 3
+# to the quantile records, 3 the plug-in intercept's x_wsum, 4 the drift
+# test's fields; a state pickled under an older version is refused with a
+# layout error.)
+API_VERSION = 4
 
 __all__ = ["API_VERSION", *pca.__all__, *quantile.__all__]

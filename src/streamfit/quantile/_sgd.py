@@ -36,6 +36,15 @@ _SQRT_DBL_MIN = float(np.sqrt(np.finfo(float).tiny))
 _VERSIONS = itertools.count()
 _MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
 _MODE_NAMES = {v: k for k, v in _MODES.items()}
+# The drift test (csrc/_qr_drift.pxd): its CUSUM's alarm threshold (a mean
+# time to a false alarm of at least e^25 = 7e10 rows on a stationary
+# stream), the rows the average holds before the test runs, and whether an
+# alarm also restarts the statistical schedule's last-phase clock (one alarm
+# per change and a faster recovery: measured in csrc/_qr_drift.pxd).
+_DRIFT = (None, "restart")
+_DRIFT_H = 25.0
+_DRIFT_ARM = 100.0
+_DRIFT_CLOCK = 1.0
 _KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "InverseTimeSchedule",
                _k.KIND_STATISTICAL: "StatisticalSchedule", _k.KIND_ARRAY: "a user schedule"}
 # State fields of the statistical schedule, zeroed when it takes over mid-stream
@@ -65,6 +74,7 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     inference = False
     noncrossing = "rearrange"
     scale = None
+    drift = None
     _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
@@ -137,6 +147,15 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                              "(random scaling is for the averaged iterate of a stochastic-"
                              "gradient path; storage mode's steps use all data so far), got "
                              f"average={self.average!r}, mode={self.mode!r}")
+        if not (self.drift is None or (isinstance(self.drift, str) and self.drift in _DRIFT)):
+            raise ValueError(f"drift must be None or 'restart', got {self.drift!r}")
+        if self.drift is not None and (self.mode != "single" or taus is not None
+                                       or self.scale is not None or not self.average):
+            raise ValueError(f"drift={self.drift!r} restarts the Polyak-Ruppert average: it "
+                             f"needs average=True, and is implemented for one tau in mode "
+                             f"'single' with scale=None (the test runs in the single-sample "
+                             f"row loop), got average={self.average!r}, mode={self.mode!r}, "
+                             f"tau={self.tau!r}, scale={self.scale!r}")
         check_seed(getattr(self, "random_state", None))
         if self.scale not in (None, "online"):
             raise ValueError(f"scale must be None or 'online', got {self.scale!r}")
@@ -198,6 +217,11 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
         p["average"] = float(bool(self.average))
         p["fit_intercept"] = float(bool(self.fit_intercept))
         p["mode"] = _MODES[self.mode]
+        if self.drift is not None:
+            p["drift"] = 1.0
+            p["drift_h"] = _DRIFT_H
+            p["drift_arm"] = _DRIFT_ARM
+            p["drift_clock"] = _DRIFT_CLOCK
         da = d + bool(self.fit_intercept)
         values = schedule._kernel_params(self._loss, self.mode, da) \
             if isinstance(schedule, Schedule) else {"kind": _k.KIND_ARRAY}
@@ -239,6 +263,10 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
                 work.state[name] = 0.0
         if new["average"] and not old["average"]:
             work.state["n_avg"] = 0.0        # the average restarts
+        if new["drift"] != old["drift"]:
+            # the drift test starts afresh (its reference from the next row)
+            for name in ("dr_n", "dr_cusum"):
+                work.state[name] = 0.0
         work.follow(params, plan)
         work.track_inference(bool(self.inference))
 
@@ -693,6 +721,21 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
 
     @property
     @serialized
+    def drift_restart_rows_(self):
+        """Rows of the stream (0-based, counted over every call since the
+        first, as ``n_samples_seen_`` counts them) at which the drift test
+        (``drift="restart"``) raised an alarm and restarted the average, in
+        order; empty without an alarm (and with ``drift=None``)."""
+        rows = getattr(self._fitted(), "drift_rows", None)
+        return np.zeros(0, np.int64) if rows is None else rows.astype(np.int64)
+
+    @property
+    def n_drift_restarts_(self):
+        """Alarms of the drift test so far: ``len(drift_restart_rows_)``."""
+        return int(self.drift_restart_rows_.shape[0])
+
+    @property
+    @serialized
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
@@ -777,6 +820,8 @@ _COMMON_NOTES = """
       from another schedule (it then warms up afresh from the current
       iterate). A user schedule's ``stepsizes(start, count)`` is indexed by
       ``n_updates_``.
+    - ``drift`` takes effect at the next call; the test starts afresh
+      (``drift_restart_rows_`` keeps the alarms so far).
     - ``random_state`` has no effect (the updates are deterministic).
 
     **Interrupts, failures, threads.** The kernels check for signals about
@@ -889,6 +934,19 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         predictions at each x_t are projected onto the ordered cone (pool
         adjacent violators) before the residuals that give the sub-gradients
         are taken; takes effect at the next call.
+    drift : None or "restart"
+        "restart": a change test on the prequential check loss (is the
+        averaged iterate's loss on each row, before its update, worse than
+        the plain iterate's? a CUSUM of that bounded comparison) restarts the
+        Polyak-Ruppert average from the current iterate at an alarm (with
+        the statistical schedule once it has settled again, and its last
+        phase's clock with it), so that the average follows a change or a
+        drift of the coefficients instead of keeping the old regime. Needs
+        ``average=True``, mode "single", one tau and ``scale=None``. On a
+        stationary stream the mean time to a false alarm exceeds 7e10 rows
+        whatever the noise's tails, and without an alarm every result is
+        bit-identical to ``drift=None``'s (the default). See the user
+        guide's "Streams that change".
 
     Attributes
     ----------
@@ -898,6 +956,11 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     n_updates_ : int
     cumulative_loss_ : float
     schedule_state_ : dict
+    drift_restart_rows_ : ndarray of int64
+        Rows of the stream (0-based, over all calls) where the drift test
+        restarted the average (empty with ``drift=None``).
+    n_drift_restarts_ : int
+        Their number.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when fitted on a DataFrame with string column names.
@@ -958,13 +1021,23 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     (11, 2)
     >>> bool(np.all(ci[:, 0] < ci[:, 1]))
     True
+
+    A stream whose coefficients change: the average restarts at the change.
+
+    >>> X2, y2, beta2 = make_linear_stream(20000, 10, tau=0.75, random_state=1)
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, drift="restart")
+    >>> est = est.fit(np.vstack([X, X2]), np.r_[y, y2])
+    >>> est.n_drift_restarts_, bool(20000 <= est.drift_restart_rows_[0] < 21000)
+    (1, True)
+    >>> bool(np.linalg.norm(est.coef_ - beta2) < 0.02 * np.linalg.norm(beta2))
+    True
     """
 
     _loss = _k.LOSS_CHECK
 
     def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
                  average=False, fit_intercept=True, random_state=None, inference=False,
-                 noncrossing="rearrange", scale=None):
+                 noncrossing="rearrange", scale=None, drift=None):
         self.tau = tau
         self.mode = mode
         self.schedule = schedule
@@ -975,6 +1048,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.inference = inference
         self.noncrossing = noncrossing
         self.scale = scale
+        self.drift = drift
 
     @serialized
     def _random_scaling(self):
@@ -1105,12 +1179,17 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     schedule : str or schedule object
     average : bool
     fit_intercept : bool
+    drift : None or "restart"
+        As :class:`OnlineQuantileRegressor`'s (the test compares the average's
+        and the iterate's absolute residuals): "restart" restarts the average
+        when the stream changes; needs ``average=True``.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_samples_seen_, n_updates_, cumulative_loss_, schedule_state_, n_features_in_
+    drift_restart_rows_, n_drift_restarts_
 
     Notes
     -----
@@ -1124,11 +1203,17 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     >>> est = OnlineLeastSquaresRegressor().fit(X, y)
     >>> bool(np.linalg.norm(est.coef_ - beta) < 0.02 * np.linalg.norm(beta))
     True
+    >>> X2, y2, beta2 = make_linear_stream(20000, 10, noise="gaussian", random_state=1)
+    >>> est = OnlineLeastSquaresRegressor(average=True, drift="restart")
+    >>> est.fit(np.vstack([X, X2]), np.r_[y, y2]).n_drift_restarts_
+    1
     """
 
     _loss = _k.LOSS_SQUARED
 
-    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True):
+    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
+                 drift=None):
         self.schedule = schedule
         self.average = average
         self.fit_intercept = fit_intercept
+        self.drift = drift

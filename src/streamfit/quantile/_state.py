@@ -23,7 +23,8 @@ __all__ = ["Work", "Plan", "Outcome", "advance", "check_layout",
 
 # The fields of a Work object (the whole learnt state).
 FIELDS = ("w", "wbar", "state", "params", "window", "pending_X", "pending_y", "pending_w",
-          "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler", "plug_in")
+          "store_X", "store_y", "store_w", "store_n", "names", "rs", "scaler", "plug_in",
+          "drift_rows")
 
 
 def check_layout(state):
@@ -108,6 +109,7 @@ def check_loaded(work):
                              f"(the stored rows), got {store_n!r}")
         if work.scaler is not None:
             _loaded_array("scaler", work.scaler, (2 * d + 1,))
+        _check_drift_rows(work)
     da = d + bool(work.params["fit_intercept"][0])
     if work.rs is not None:
         _loaded_array("rs", work.rs, lead + (_k.rs_length(da),))
@@ -121,11 +123,24 @@ def check_loaded(work):
     work.plan = Plan(work.params)      # read off the records, not trusted from the file
 
 
+def _check_drift_rows(work):
+    # the drift test's alarm rows: one per alarm the state counts, increasing
+    # row indices of the rows seen
+    rows, st = work.drift_rows, work.state[0]
+    n = int(st["n_drift"]) if "n_drift" in (st.dtype.names or ()) else 0
+    _loaded_array("drift_rows", rows, (n,))
+    if n and not (np.all(rows == np.floor(rows)) and rows[0] >= 0
+                  and np.all(np.diff(rows) > 0) and rows[-1] < float(st["n_seen"])):
+        raise ValueError("the loaded state's 'drift_rows' must be increasing row indices of "
+                         "the rows seen (a corrupted or foreign pickle?)")
+
+
 class Plan:
     """What a call needs to know of a parameter record, read once: reading a
     record's field costs ~0.3 us, a noticeable part of a one-row call."""
 
-    __slots__ = ("mode", "kind", "stat", "average", "window_need", "plug_in")
+    __slots__ = ("mode", "kind", "stat", "average", "window_need", "plug_in", "drift",
+                 "drift_arm")
 
     # (inference is an estimator parameter, not a kernel one: Work.rs says
     # whether the random-scaling sums are kept)
@@ -141,6 +156,10 @@ class Plan:
         # an intercept; the kernels of the other modes keep the iterate's)
         self.plug_in = self.average and self.mode == _k.MODE_SINGLE and \
             bool(p["fit_intercept"]) and int(p["loss"]) == _k.LOSS_CHECK
+        # the drift test (single mode): an alarm needs drift_arm rows after
+        # the one before, which bounds the alarms of a call
+        self.drift = bool(p["drift"])
+        self.drift_arm = float(p["drift_arm"])
 
 
 def track_inference(work, on):
@@ -178,16 +197,19 @@ class Work:
     used) and the feature names (or None); ``plan`` is read off ``params``;
     ``rs`` the random-scaling sums of the average (None: not kept);
     ``plug_in`` the plug-in intercept's running means (None: not kept, or
-    kept in the tail of ``rs``)."""
+    kept in the tail of ``rs``); ``drift_rows`` the rows where the drift
+    test's alarms restarted the average (float64 row indices, one per alarm
+    the state counts; replaced, never written, by a call)."""
 
     __slots__ = FIELDS + ("plan",)
 
     def __setstate__(self, state):
         # pickles from before the random-scaling sums (or the scaler, or the
-        # plug-in intercept) existed
+        # plug-in intercept, or the drift test) existed
         self.rs = self.scaler = self.plug_in = None
+        self.drift_rows = _NO_ROWS
         items = state[1] if isinstance(state, tuple) else state
-        missing = set(FIELDS) - set(items) - {"rs", "scaler", "plug_in"}
+        missing = set(FIELDS) - set(items) - {"rs", "scaler", "plug_in", "drift_rows"}
         if missing or not set(items) <= set(FIELDS) | {"plan"}:
             raise ValueError(f"the loaded state has fields {sorted(items)}, expected "
                              f"{sorted(FIELDS)} (a corrupted or foreign pickle?)")
@@ -213,6 +235,7 @@ class Work:
         work.rs = None
         work.scaler = None
         work.plug_in = None
+        work.drift_rows = _NO_ROWS
         return work
 
     track_inference = track_inference      # (shared with MultiWork / Work)
@@ -245,6 +268,7 @@ class Work:
         work.rs = None if self.rs is None else self.rs.copy()
         work.scaler = None if self.scaler is None else self.scaler.copy()
         work.plug_in = None if self.plug_in is None else self.plug_in.copy()
+        work.drift_rows = self.drift_rows
         return work
 
     def follow(self, params, plan):
@@ -303,6 +327,8 @@ def _empty():
     return np.zeros(0)
 
 
+_NO_ROWS = np.zeros(0)      # no alarm of the drift test (never written: replaced)
+_NO_ROWS.flags.writeable = False
 _STEPPED = object()         # a storage step taken, then interrupted
 _EMPTY = _empty()           # never written: kernels take empty arrays as "none"
 _EMPTY.flags.writeable = False
@@ -352,9 +378,21 @@ def _advance_single(work, X, y, sw, schedule):
         # window left in it)
         work.grow_window(_window_size(work.params, 0, work.state))
     work.track_plug_in()
+    alarms = None
+    if work.plan.drift:
+        # room for every alarm the call can raise: the test restarts at an
+        # alarm and runs again only after drift_arm rows (of weight >= 1 each
+        # unless weighted)
+        per = max(work.plan.drift_arm, 1.0) if sw is None else \
+            max(work.plan.drift_arm / max(float(sw.max(initial=0.0)), 1e-300), 1.0)
+        alarms = np.zeros(int(min(X.shape[0], X.shape[0] / per + 2)))
+        before = int(work.state["n_drift"][0])
     code, done, exc, row = _k.sgd_single(X, y, _EMPTY if sw is None else sw, work.w,
                                          work.wbar, work.state, work.params, work.window, etas,
-                                         work.rs, work.scaler, work.plug_in)
+                                         work.rs, work.scaler, work.plug_in, alarms)
+    if alarms is not None and int(work.state["n_drift"][0]) > before:
+        work.drift_rows = np.concatenate(
+            [work.drift_rows, alarms[:int(work.state["n_drift"][0]) - before]])
     if code == OK:
         return Outcome(done)
     return Outcome(done, code, exc, _bad_row(row, X, y, sw, 0))
