@@ -292,6 +292,13 @@ def test_persisted_partitions_of_a_worker_are_one_stream(client):
         assert np.array_equal(fit.partition_coef_, coefs)
         assert np.array_equal(fit.partition_intercept_, intercepts)
         assert np.array_equal(fit.coef_, coef) and fit.intercept_ == intercept
+        if rounds == 1:
+            # in mode "single" the chain is the fit of the worker's rows joined
+            run = fit.partition_runs_[0]
+            whole = OnlineQuantileRegressor(0.5, average=True).fit(
+                np.concatenate([chunks[i][0] for i in run]),
+                np.concatenate([chunks[i][1] for i in run]))
+            assert np.array_equal(fit.partition_coef_[0], whole.coef_)
     # the order matters: the same chunks in another order are another fit
     other = chained([chunks[i] for i in (5, 4, 1, 0)], 0.5)
     assert not np.array_equal(other.coef_, chained([chunks[i] for i in (0, 1, 4, 5)],
