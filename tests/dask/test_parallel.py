@@ -229,10 +229,21 @@ def test_generated_partitions_are_shared_by_the_workers_and_never_moved(client):
         assert np.array_equal(fit.partition_coef_[s], est.coef_)
 
 
+def chained(parts, tau, **kwargs):
+    """The averaged fit of partitions as one stream, in memory: fit on the
+    first, partial_fit on the others."""
+    est = OnlineQuantileRegressor(tau, average=True, **kwargs.pop("params", {}))
+    est.fit(*parts[0], **kwargs)
+    for Xs, ys in parts[1:]:
+        est.partial_fit(Xs, ys)
+    return est
+
+
 def test_persisted_partitions_are_fitted_where_they_are_and_shared(client):
     # 8 partitions persisted on the workers in turn; then each copied to the
-    # other worker too: the fits still go where the data is, half on each
-    # (with every partition on both, the scheduler put all fits on one)
+    # other worker too: the fits still go where the data is, one task per
+    # worker over half of them (with every partition on both, the scheduler
+    # put all fits on one)
     X, y, where = pinned_stream(client, 8, 3000, 5, 3000, seed0=20)
     for replicate in (False, True):
         if replicate:
@@ -241,11 +252,74 @@ def test_persisted_partitions_are_fitted_where_they_are_and_shared(client):
             fit = parallel_quantile_fit(X, y, 0.5, client=client, min_partition_rows=100)
         assert fit.n_samples_seen_ == 24_000
         ran = task_workers(ts, "parallel_quantile_fit-")
+        assert sorted(ran.values()) == sorted(set(where)), ran      # one task per worker
+        assert fit.partition_sizes_.tolist() == [12_000, 12_000]
+        assert sorted(i for run in fit.partition_runs_ for i in run) == list(range(8))
         if not replicate:
-            assert [ran[k] for k in sorted(ran, key=lambda k: int(k.split("-")[3]))] == where
-        counts = {w: list(ran.values()).count(w) for w in set(where)}
-        assert sorted(counts.values()) == [4, 4], counts
+            assert fit.partition_runs_ == [(0, 2, 4, 6), (1, 3, 5, 7)]
+            by_first = {int(k.split("-")[3]): w for k, w in ran.items()}
+            assert [by_first[0], by_first[1]] == where[:2]
         assert all(k.startswith("parallel_quantile_fit-") for k in log.moved), log.moved
+
+
+def test_persisted_partitions_of_a_worker_are_one_stream(client):
+    # chunks of 1500 rows, two consecutive ones per worker in turn: worker A
+    # holds chunks 0, 1, 4, 5, B 2, 3, 6, 7. Each worker's chunks, in order,
+    # are one averaged fit (bit for bit the in-memory one), and the result is
+    # the rows-weighted mean of the two (exactly)
+    X, y, where = pinned_stream(client, 4, 3000, 5, 1500, seed0=40)
+    Xl, yl = client.compute([X, y], sync=True)
+    chunks = partitions(Xl, yl, sizes=(1500,) * 8)
+    for rounds in (1, 2):
+        fit = parallel_quantile_fit(X, y, 0.5, client=client, rounds=rounds,
+                                    min_partition_rows=100)
+        assert fit.partition_runs_ == [(0, 1, 4, 5), (2, 3, 6, 7)]
+        assert where[0] != where[2] and fit.partition_index_.tolist() == [0, 2]
+        init, history = {}, []
+        for r in range(rounds):
+            params = {"schedule": StatisticalSchedule(start="phase2", t0=r * 6000)} if r else {}
+            ests = [chained([chunks[i] for i in run], 0.5, params=params, **init)
+                    for run in fit.partition_runs_]
+            coefs = np.stack([e.coef_ for e in ests])
+            intercepts = np.array([e.intercept_ for e in ests])
+            w = np.array([6000, 6000]) / 12_000
+            coef = np.tensordot(w, coefs, axes=1)
+            intercept = float(np.tensordot(w, intercepts, axes=1))
+            history.append((coef, intercept))
+            init = {"coef_init": coef, "intercept_init": intercept}
+        for (c, b), (rc, rb) in zip(fit.history_, history, strict=True):
+            assert np.array_equal(c, rc) and b == rb
+        assert np.array_equal(fit.partition_coef_, coefs)
+        assert np.array_equal(fit.partition_intercept_, intercepts)
+        assert np.array_equal(fit.coef_, coef) and fit.intercept_ == intercept
+        if rounds == 1:
+            # in mode "single" the chain is the fit of the worker's rows joined
+            run = fit.partition_runs_[0]
+            whole = OnlineQuantileRegressor(0.5, average=True).fit(
+                np.concatenate([chunks[i][0] for i in run]),
+                np.concatenate([chunks[i][1] for i in run]))
+            assert np.array_equal(fit.partition_coef_[0], whole.coef_)
+    # the order matters: the same chunks in another order are another fit
+    other = chained([chunks[i] for i in (5, 4, 1, 0)], 0.5)
+    assert not np.array_equal(other.coef_, chained([chunks[i] for i in (0, 1, 4, 5)],
+                                                   0.5).coef_)
+
+
+def test_persisted_runs_in_batch_mode_step_per_block(client):
+    # in the block modes a partition after the first is fed in fit's blocks
+    # (max(2 (d + 1), 16) rows), not as one step
+    X, y, _ = pinned_stream(client, 2, 3000, 5, 1500, seed0=60)
+    Xl, yl = client.compute([X, y], sync=True)
+    fit = parallel_quantile_fit(X, y, 0.5, client=client, min_partition_rows=100,
+                                estimator_params={"mode": "batch"})
+    for s, run in enumerate(fit.partition_runs_):
+        parts = [(Xl[i * 1500:(i + 1) * 1500], yl[i * 1500:(i + 1) * 1500]) for i in run]
+        est = OnlineQuantileRegressor(0.5, average=True, mode="batch").fit(*parts[0])
+        for Xs, ys in parts[1:]:
+            for a in range(0, 1500, 16):
+                est.partial_fit(Xs[a:a + 16], ys[a:a + 16])
+        assert np.array_equal(fit.partition_coef_[s], est.coef_)
+        assert est.n_updates_ > 1500 // 16 + 50        # the second chunk took ~94 steps
 
 
 class _RecordThreads:

@@ -213,10 +213,16 @@ def test_consecutive_chunks_on_a_worker_are_fitted_by_one_task(client):
     X, y, where = pinned_stream(client, 3, 2000, 6, 250, seed0=40)
     with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
         est = stream_fit(OnlineQuantileRegressor(0.5, average=True), X, y, client=client)
-    steps = task_workers(ts, "stream_fit-")
+    ran = task_workers(ts, "stream_fit-")
+    # each run's chunks are put together as one value on their worker
+    # ("stream_fit-run-..."), which the step then takes there
+    steps = {k: w for k, w in ran.items() if not k.startswith("stream_fit-run-")}
+    bundles = {k: w for k, w in ran.items() if k.startswith("stream_fit-run-")}
     runs = [w for i, w in enumerate(where) if i == 0 or where[i - 1] != w]
     assert sorted(steps.values()) == sorted(runs), (steps, runs)
-    assert all(key.startswith("stream_fit-") for key in log.moved), log.moved
+    assert sorted(bundles.values()) == sorted(runs), (bundles, runs)
+    assert all(key.startswith("stream_fit-") and not key.startswith("stream_fit-run-")
+               for key in log.moved), log.moved
     Xl, yl = client.compute([X, y], sync=True)
     ref = in_memory(OnlineQuantileRegressor(0.5, average=True), row_chunks(6000, 250, Xl, yl))
     assert_same_state(est, ref)

@@ -174,7 +174,14 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
     futures = list(futures)
     if not futures:
         return
-    need = 1 if return_when == "FIRST_COMPLETED" else len(futures)
+    # futures already finished (a persisted collection's chunks) get no
+    # callback: each one costs a message to the client's event loop, and a
+    # run of a thousand held chunks was waited on like this at every step
+    running = [f for f in futures if not f.done()]
+    if return_when == "FIRST_COMPLETED":
+        need = 1 if len(running) == len(futures) else 0
+    else:
+        need = len(running)
     event = threading.Event()
     finished = []
     guard = threading.Lock()
@@ -185,9 +192,11 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
             if len(finished) >= need:
                 event.set()
 
-    for future in futures:
+    if need == 0:
+        event.set()
+    for future in running if need else ():
         future.add_done_callback(done)
-    del future
+    running = None
     lost_since = None
     idle_since = None
     while not event.wait(_POLL):
