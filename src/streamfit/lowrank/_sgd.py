@@ -9,11 +9,10 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_pinball_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import StreamEstimator, deferred_signals, serialized
+from .._base import StreamRegressor, deferred_signals, serialized
 from .._errors import ERR_INTERRUPTED, ERR_SCALE, OK, raise_for
 from .._kernels import _lowrank as _k
 from .._validation import _as_float64, _check_finite, check_scalar, check_vector
@@ -107,7 +106,7 @@ def _parse_X(X, shape, name="X"):
     return "dense", (arr,), arr.shape[0], arr.shape[1:]
 
 
-class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
+class OnlineLowRankQuantileRegressor(StreamRegressor):
     """Online low-rank matrix quantile regression (or least squares) by
     Riemannian sub-gradient descent on the manifold of rank-r matrices.
 
@@ -234,14 +233,7 @@ class OnlineLowRankQuantileRegressor(RegressorMixin, StreamEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.three_d_array = True
-        tags.input_tags.allow_nan = False
-        tags.target_tags.required = True
-        tags.target_tags.single_output = True
-        tags.regressor_tags.poor_score = True
         return tags
-
-    def __sklearn_is_fitted__(self):
-        return "_fit_" in self.__dict__
 
     # -- parameters -------------------------------------------------------------
     def _check_params(self, dims):

@@ -13,10 +13,9 @@ import math
 import numbers
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamEstimator, serialized
+from .._base import StreamRegressor, serialized
 from .._errors import ERR_INTERRUPTED, OK, raise_for
 from .._kernels import _conformal as _c
 from .._kernels import _quantile as _k
@@ -79,7 +78,7 @@ class _IntervalWork:
         return work
 
 
-class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
+class OnlineIntervalRegressor(StreamRegressor):
     """Prediction intervals with long-run coverage 1 - alpha on any stream: two
     online quantiles (tau = alpha / 2 and 1 - alpha / 2, one pass) calibrated
     online by adaptive conformal inference or conformal PID control.
@@ -212,19 +211,6 @@ class OnlineIntervalRegressor(RegressorMixin, StreamEstimator):
         self.fit_intercept = fit_intercept
 
     # -- scikit-learn -----------------------------------------------------------
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        tags.target_tags.required = True
-        tags.target_tags.single_output = True
-        # predict is the midpoint of a pair of quantiles learnt in one online
-        # pass: not the offline R^2 of 0.5 the checks ask of regressors
-        tags.regressor_tags.poor_score = True
-        return tags
-
-    def __sklearn_is_fitted__(self):
-        return "_fit_" in self.__dict__
-
     def _expected_failed_checks(self):
         """scikit-learn's checks this estimator fails by design (read by
         ``streamfit.utils.estimator_checks.expected_failed_checks``)."""

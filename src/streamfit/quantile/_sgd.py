@@ -13,11 +13,10 @@ import sys
 import warnings
 
 import numpy as np
-from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_pinball_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamEstimator, serialized
+from .._base import StreamRegressor, serialized
 from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK,
                        raise_for, raise_row_error)
 from .._kernels import _quantile as _k
@@ -63,7 +62,7 @@ def _caller_level():
     return level
 
 
-class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
+class _OnlineLinearSGD(StreamRegressor):
     """What the online linear estimators share: parameters, state, calls."""
 
     _loss = _k.LOSS_CHECK
@@ -78,19 +77,6 @@ class _OnlineLinearSGD(RegressorMixin, StreamEstimator):
     _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        tags.target_tags.required = True
-        tags.target_tags.single_output = True
-        # one pass of online updates over a few hundred rows does not reach
-        # the offline R^2 of 0.5 scikit-learn asks of regressors
-        tags.regressor_tags.poor_score = True
-        return tags
-
-    def __sklearn_is_fitted__(self):
-        return "_fit_" in self.__dict__
-
     def _expected_failed_checks(self):
         """scikit-learn's checks this configuration fails by design, with the
         reason (read by ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
