@@ -237,3 +237,22 @@ def test_corrupted_pickle_is_refused():
     est._fit_.srt = np.zeros(5)
     with pytest.raises(ValueError, match="srt"):
         pickle.loads(pickle.dumps(est))
+
+
+@pytest.mark.parametrize("edit", ["fill", "n", "n_covered", "srt"])
+def test_a_hand_edited_calibration_record_is_refused_on_load(edit):
+    """Values the kernel would take silently (a fractional fill, a negative
+    or too large count, an unsorted window) are refused when the pickle
+    loads, instead of turning into a wrong coverage_ or offset."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 3))
+    y = X @ [1.0, 2.0, 3.0] + rng.standard_normal(400)
+    est = OnlineIntervalRegressor(window=50).fit(X, y)
+    edited = pickle.loads(pickle.dumps(est))
+    if edit == "srt":
+        edited._fit_.srt[:] = edited._fit_.srt[::-1]
+    else:
+        edited._fit_.conf[edit] = {"fill": 30.5, "n": -1.0, "n_covered": 1e9}[edit]
+    with pytest.raises(ValueError, match="corrupted or foreign pickle"):
+        pickle.loads(pickle.dumps(edited))
+    pickle.loads(pickle.dumps(est)).partial_fit(X[:5], y[:5])      # the unedited one loads

@@ -69,6 +69,21 @@ class _IntervalWork:
                     and a.shape == ring.shape and a.size >= 1):
                 raise ValueError(f"the loaded state's {name!r} must be a float64 vector of "
                                  "the window's length (a corrupted or foreign pickle?)")
+        rec = conf[0]
+        counts = [float(rec[name]) for name in ("n", "n_covered", "n_base", "n_bounded")]
+        fill, head, cap = float(rec["fill"]), float(rec["head"]), ring.size
+        # the kernel bounds-checks fill and head itself; these are the values
+        # it would take silently and turn into a wrong coverage_ or offset
+        if not (all(0 <= c <= counts[0] and c == int(c) for c in counts)
+                and 0 <= fill <= cap and fill == int(fill)
+                and 0 <= head < cap and head == int(head)):
+            raise ValueError("the loaded state's counts (n, n_covered, n_base, n_bounded) "
+                             "must be whole numbers with none above n, and fill and head "
+                             "whole positions in the window (a corrupted or foreign pickle?)")
+        kept = srt[:int(fill)]
+        if not (np.isnan(kept).sum() == 0 and np.all(kept[1:] >= kept[:-1])):
+            raise ValueError("the loaded state's sorted score window 'srt' is not sorted "
+                             "(a corrupted or foreign pickle?)")
 
     def copy(self):
         work = _IntervalWork()
