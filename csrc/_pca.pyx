@@ -360,9 +360,11 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
     # regions each end waiting for every thread, and where another process
     # holds a core that wait is the OS's time slice (one core busy: 1.3-2.3x
     # the one-thread time at n = 1000). Each way's time per product of the
-    # solve (plus the update's two passes) is kept as a running mean; the
-    # faster way plays, the other one trial in 32 so that a change in load is
-    # seen. Results do not depend on the choice (fixed panels).
+    # solve (plus the update's two passes) is kept as a running mean, started
+    # from two trials each (the first four alternate: under load one trial's
+    # time is too noisy to choose by); then the faster way plays, the other one
+    # trial in 16 so that a change in load is seen. Results do not depend on
+    # the choice (fixed panels).
     cdef int full = c.threads, use = 1, best = 1
     cdef bint adapt = full > 1 and n >= PAR_MIN_N and T >= 4
     cdef double cost[2]
@@ -376,13 +378,11 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
             code = ERR_INTERRUPTED
             break
         if adapt:
-            if seen[1] == 0:
-                use = 1
-            elif seen[0] == 0:
-                use = 0
+            if seen[0] < 2 or seen[1] < 2:
+                use = 1 if seen[1] <= seen[0] else 0
             else:
                 best = 0 if cost[0] < cost[1] else 1
-                use = 1 - best if t % 32 == 31 else best
+                use = 1 - best if t % 16 == 15 else best
             c.threads = full if use else 1
             c.w.threads = c.threads
             p0 = c.st.topk.products
@@ -410,7 +410,10 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
         done[0] = t + 1
         if adapt:
             dt = (seconds() - t0) / <double> (c.st.topk.products - p0 + 2)
-            cost[use] = dt if seen[use] == 0 else 0.5 * (cost[use] + dt)
+            # the mean of the first two, then a running mean weighting the
+            # newest a quarter
+            cost[use] = (dt if seen[use] == 0 else 0.5 * (cost[use] + dt) if seen[use] == 1
+                         else 0.75 * cost[use] + 0.25 * dt)
             seen[use] += 1
         if code != OK:
             break
