@@ -457,8 +457,13 @@ class PerturbedLeaderPCA(_LeaderPCA):
     (``threadpool_limits(1, user_api="openmp")``). The rest of a trial (QR,
     small eigenproblems, the exact solves) calls LAPACK on the caller's
     thread, with the BLAS thread count the caller set: the library never
-    changes it. A process forked after its OpenMP threads started runs the
-    loop on one thread (libgomp's threads do not survive fork).
+    changes it. OpenBLAS's own threads keep spinning for about 0.1 s after a
+    call that used them (the first decision's LAPACK solve, a fallback, or any
+    BLAS call of the caller's) and take the cores the OpenMP team needs
+    meanwhile: trials in that window run at about n_jobs=1 speed. Calls that
+    mix the two freely can run under ``threadpool_limits(1, user_api="blas")``.
+    A process forked after its OpenMP threads started runs the loop on one
+    thread (libgomp's threads do not survive fork).
 
     **Reproducibility.** The same seed gives the same decisions bit for bit
     however the stream is split into calls, pickled and resumed, at every
