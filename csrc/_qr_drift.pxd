@@ -46,7 +46,8 @@
 # alarm per change and within 1.5x of a fresh fit 2,000-4,000 rows after
 # it; without it the average, restarted while the iterate still travels,
 # lags again (up to 8 alarms per change, up to 14,000 rows to recover).
-from _qr_schedule cimport SGDState, SGDParams, LOSS_CHECK, KIND_STATISTICAL, check_loss
+from _qr_schedule cimport (SGDState, SGDParams, LOSS_CHECK, KIND_STATISTICAL, check_loss,
+                           start_phase)
 
 cdef extern from *:
     """
@@ -108,5 +109,6 @@ cdef inline void drift_restart(SGDState *s, const SGDParams *p) noexcept nogil:
     s.win_sumsq = 0.0
     s.win_wsum = 0.0
     if p.drift_clock != 0 and s.phase >= 2:
-        s.t_switch = s.t        # larger steps again: the iterate travels faster
-        s.k_pow = -1.0
+        # the last phase's clock restarts: larger steps again, so that the
+        # iterate travels faster
+        start_phase(s, s.phase, s.eta_start, False)
