@@ -24,6 +24,14 @@ def timed(request):
     return not request.config.getoption("benchmark_disable")
 
 
+@pytest.fixture(scope="module")
+def sizes(request, timed):
+    """A suite's sizes: its module's TIMED, or its SMOKE under
+    --benchmark-disable (a suite whose sizes are not these two defines its
+    own fixture of this name)."""
+    return request.module.TIMED if timed else request.module.SMOKE
+
+
 @pytest.fixture(scope="session", autouse=True)
 def single_thread_blas():
     # Every contender here is single-threaded per sample; pinning BLAS to one

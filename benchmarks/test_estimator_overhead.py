@@ -49,11 +49,6 @@ SMOKE = {"rows": 20_000, "rounds": 3, "river_rows": 500}
 
 
 @pytest.fixture(scope="module")
-def sizes(timed):
-    return TIMED if timed else SMOKE
-
-
-@pytest.fixture(scope="module")
 def stream(sizes):
     X, y, beta = make_linear_stream(sizes["rows"] + 1000, D, random_state=0)
     return X, y

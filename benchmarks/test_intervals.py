@@ -45,11 +45,6 @@ CONTENDERS = {"pair": "plain pair (tau=[0.05, 0.95])", "aci": "ACI", "pid": "PID
 
 
 @pytest.fixture(scope="module")
-def sizes(timed):
-    return TIMED if timed else SMOKE
-
-
-@pytest.fixture(scope="module")
 def results():
     return {}
 

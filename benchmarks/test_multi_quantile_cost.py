@@ -74,11 +74,6 @@ INFERENCE = {"average": "average=True", "inference": "+ inference=True"}
 
 
 @pytest.fixture(scope="module")
-def sizes(timed):
-    return TIMED if timed else SMOKE
-
-
-@pytest.fixture(scope="module")
 def results():
     """(name, d) -> list of seconds per row, one per round; ("conf_int", d) ->
     list of seconds per conf_int() call; ("load", "start"/"end") -> load averages."""

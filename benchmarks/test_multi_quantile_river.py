@@ -68,11 +68,6 @@ RTOL_SAME = 1e-10       # same update in float64: only summation order differs
 
 
 @pytest.fixture(scope="module")
-def sizes(timed):
-    return TIMED if timed else SMOKE
-
-
-@pytest.fixture(scope="module")
 def results():
     """(name, d) -> list of seconds per row, one per round; ("accuracy", d) -> dict."""
     return {}

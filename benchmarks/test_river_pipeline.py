@@ -66,11 +66,6 @@ PHASES = {"preq": "prequential (predict_one + learn_one)", "predict": "predict_o
 
 
 @pytest.fixture(scope="module")
-def sizes(timed):
-    return TIMED if timed else SMOKE
-
-
-@pytest.fixture(scope="module")
 def results():
     """(phase_name, d) -> list of seconds per row, one per round; ("accuracy", d) -> dict."""
     return {}

@@ -60,11 +60,6 @@ SMOKE = {"rows": 3_000, "lr_rows": 500, "rounds": 1}
 
 
 @pytest.fixture(scope="module")
-def sizes(timed):
-    return TIMED if timed else SMOKE
-
-
-@pytest.fixture(scope="module")
 def results():
     """(name, d) -> list of CPU seconds per row, one per round."""
     return {("load", "start"): os.getloadavg()}
