@@ -360,12 +360,16 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
     # regions each end waiting for every thread, and where another process
     # holds a core that wait is the OS's time slice (one core busy: 1.3-2.3x
     # the one-thread time at n = 1000). Each way's time per product of the
-    # solve (plus the update's two passes) is kept as a running mean, started
-    # from two trials each (the first four alternate: under load one trial's
-    # time is too noisy to choose by); then the faster way plays, the other one
-    # trial in 16 so that a change in load is seen. Results do not depend on
-    # the choice (fixed panels).
-    cdef int full = c.threads, use = 1, best = 1
+    # solve (plus the update's two passes) is kept as a running mean: one
+    # trial each, then the faster way's second; a way 1.5x slower is not
+    # tried again soon (with a core busy a team trial can cost 2-3x, and each
+    # try is paid in full), a closer one gets its second trial too (under
+    # load one trial's time is too noisy to choose by). Then the faster way
+    # plays, the other one trial in 16 (in 64 if 1.5x slower) so that a
+    # change in load is seen. Results do not depend on the choice (fixed
+    # panels).
+    cdef int full = c.threads, use = 1, best = 1, period
+    cdef bint slow
     cdef bint adapt = full > 1 and n >= PAR_MIN_N and T >= 4
     cdef double cost[2]
     cdef long seen[2]
@@ -378,11 +382,20 @@ cdef int trials(Ctx *c, const double *X, const float *X32, const double *scale,
             code = ERR_INTERRUPTED
             break
         if adapt:
-            if seen[0] < 2 or seen[1] < 2:
-                use = 1 if seen[1] <= seen[0] else 0
+            if seen[0] == 0:
+                use = 0
+            elif seen[1] == 0:
+                use = 1
             else:
                 best = 0 if cost[0] < cost[1] else 1
-                use = 1 - best if t % 16 == 15 else best
+                slow = cost[1 - best] >= 1.5 * cost[best]
+                period = 64 if slow else 16
+                if seen[best] < 2:
+                    use = best
+                elif seen[1 - best] < 2 and not slow:
+                    use = 1 - best
+                else:
+                    use = 1 - best if t % period == period - 1 else best
             c.threads = full if use else 1
             c.w.threads = c.threads
             p0 = c.st.topk.products
