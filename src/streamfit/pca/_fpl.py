@@ -452,7 +452,9 @@ class PerturbedLeaderPCA(_LeaderPCA):
     parallel region). Every panel is written by one thread and computed the
     same way whichever thread takes it, so the decisions do not depend on
     the thread count or on the machine's load. Below n = 768 the loop stays
-    on one thread: there a second one costs more to wake than it saves. The
+    on one thread: there a second one costs more to wake than it saves. Above
+    it each call picks, trial by trial, between its threads and one by their
+    measured times (another process on a core makes one thread faster). The
     OpenMP runtime is the one threadpoolctl lists and limits
     (``threadpool_limits(1, user_api="openmp")``). The rest of a trial (QR,
     small eigenproblems, the exact solves) calls LAPACK on the caller's
