@@ -931,8 +931,10 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         ``average=True``, mode "single", one tau and ``scale=None``. On a
         stationary stream the mean time to a false alarm exceeds 7e10 rows
         whatever the noise's tails, and without an alarm every result is
-        bit-identical to ``drift=None``'s (the default). See the user
-        guide's "Streams that change".
+        bit-identical to ``drift=None``'s (the default); schedules that
+        average from the first row also restart the lagging average once or
+        twice in their first ~1,000 rows. See the user guide's "Streams that
+        change".
 
     Attributes
     ----------
