@@ -931,9 +931,12 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         ``average=True``, mode "single", one tau and ``scale=None``. On a
         stationary stream the mean time to a false alarm exceeds 7e10 rows
         whatever the noise's tails, and without an alarm every result is
-        bit-identical to ``drift=None``'s (the default); schedules that
-        average from the first row also restart the lagging average once or
-        twice in their first ~1,000 rows. See the user guide's "Streams that
+        bit-identical to ``drift=None``'s (the default). With
+        ``schedule="constant"`` the average is also restarted once or twice
+        in the first ~1,000 rows (it lags the travelling iterate there); with
+        "inverse_time" the test fires every few hundred rows on any stream
+        (the last iterate beats its average under O(1/t) steps): use the
+        statistical or constant schedule. See the user guide's "Streams that
         change".
 
     Attributes
