@@ -41,12 +41,29 @@ def test_bad_drift_value_names_drift_and_leaves_state(bad):
 
 @pytest.mark.parametrize("params", [dict(mode="batch"), dict(mode="storage"),
                                     dict(tau=[0.25, 0.75]), dict(average=False),
-                                    dict(scale="online")])
+                                    dict(scale="online"), dict(schedule="inverse_time")])
 def test_unsupported_configurations_name_drift(params):
     X, y, _, _ = abrupt_stream(200, 3, 100, 1.0, seed=0)
     est = OnlineQuantileRegressor(**{"average": True, "drift": "restart", **params})
     with pytest.raises(ValueError, match="drift='restart'"):
         est.fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [OnlineQuantileRegressor, OnlineLeastSquaresRegressor])
+def test_inverse_time_schedule_is_refused_before_any_row(cls):
+    # under O(1/t) steps the last iterate beats its average on any stream:
+    # the test would restart the average every few hundred rows
+    from streamfit.schedules import InverseTimeSchedule
+
+    X, y, _, _ = abrupt_stream(400, 3, 200, 1.0, seed=0)
+    est = cls(average=True).partial_fit(X[:200], y[:200])
+    before = pickle.dumps(est)
+    for schedule in ("inverse_time", InverseTimeSchedule()):
+        est.set_params(drift="restart", schedule=schedule)
+        with pytest.raises(ValueError, match="drift='restart'.*inverse_time"):
+            est.partial_fit(X[200:], y[200:])
+        est.set_params(drift=None, schedule="statistical")
+        assert pickle.dumps(est) == before
 
 
 @pytest.mark.parametrize("tau, noise", [(0.5, "t"), (0.1, "t"), (0.5, "gaussian")])
