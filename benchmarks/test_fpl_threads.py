@@ -28,8 +28,11 @@ as ratios to baselines timed in the same run.
   starts, so the ratio should be ~1 and no float64 copy of the block is made.
 
 * Krylov product: S @ B for FPL's block of 15 vectors in row panels, one
-  thread, the panels by _skinny.h's AVX-512 kernels against dgemm and dsymm
-  (n = 1000, 2000, 4000; skipped without AVX-512).
+  thread, by the _skinny.h kernels this build and CPU run (the table names
+  the SIMD paths), against dsymm (n = 1000, 2000, 4000).
+* One thread's bound: the n_jobs=1 trial against top-k eigh at n = 1000, its
+  Krylov products timed alone and set against dgemm's square-block rate,
+  and the ratio the trial would reach with its products at that rate.
     pytest benchmarks/test_fpl_threads.py -s               # timed (~1-2 minutes)
     pytest benchmarks/test_fpl_threads.py --benchmark-disable -q   # smoke: small n
 
@@ -296,3 +299,69 @@ def test_krylov_product_panels_against_dsymm(benchmark, timed, publish_table):
     benchmark.pedantic(run, rounds=1, iterations=1)
     record_ratios(benchmark, ratios)
     publish_table("\n".join(last), "krylov_product.txt")
+
+
+BOUND = {"timed": {"n": 1000, "trials": 60, "rounds": 7, "calls": 20},
+         "smoke": {"n": 150, "trials": 4, "rounds": 1, "calls": 1}}
+
+
+def test_fpl_one_thread_against_its_flop_bound(benchmark, timed, publish_table):
+    """How far one thread's trial is from what this core allows: FPL
+    (n_jobs=1, BLAS on 1 thread) against scipy's top-k ``eigh``, with the
+    trial's Krylov products timed alone (S @ block by _skinny.h's kernels,
+    S in cache) and set against dgemm's rate on square blocks (1000 x 1000,
+    the core's best in BLAS, on the instruction set OpenBLAS picked). 'at
+    dgemm's rate' is the trial with its products at that rate and the rest
+    as measured: the one-thread ratio the trial's arithmetic leaves room for.
+    Interleaved rounds, medians."""
+    from streamfit._kernels import _simd, _testing
+    cfg = BOUND["timed" if timed else "smoke"]
+    n, T, rounds, calls = cfg["n"], cfg["trials"], cfg["rounds"], cfg["calls"]
+    X = make_spiked_stream(3 + rounds * T, n, n_spikes=K, random_state=0)
+    est = warm(X, n_jobs=1)
+    b = est.block_.shape[0]
+    S = np.tril(est.perturbed_) + np.tril(est.perturbed_, -1).T
+    S_low = np.ascontiguousarray(np.tril(S))
+    B = np.random.default_rng(n).standard_normal((b, n))
+    G = np.random.default_rng(0).standard_normal((1000, 1000))
+    p0 = est.solver_stats_["products"]
+    times = {"trial": [], "eigh": [], "product": [], "dgemm": []}
+    for r in range(rounds):
+        for name in np.roll(list(times), r):
+            if name == "trial":
+                times[name].append(per_trial(est, X[3 + r * T:3 + (r + 1) * T]))
+                continue
+            start = time.perf_counter()
+            reps = calls if name == "product" else 1
+            for _ in range(reps):
+                if name == "eigh":
+                    scipy.linalg.eigh(S, subset_by_index=[n - K, n - 1], driver="evr")
+                elif name == "product":
+                    out = _testing.symm_product(S_low, B, 1)
+                else:
+                    G @ G
+            times[name].append((time.perf_counter() - start) / reps)
+    check_components(est, K, n)
+    np.testing.assert_allclose(out, B @ S, rtol=0, atol=1e-12 * np.abs(S).sum(1).max())
+    products = (est.solver_stats_["products"] - p0) / (rounds * T)
+    assert products > 0, "the trials ran no Krylov product"
+    med = {name: float(np.median(v)) for name, v in times.items()}
+    rate = 2.0 * 1000 ** 3 / med["dgemm"]
+    flops = 2.0 * n * n * b
+    in_products = products * med["product"]
+    bound = med["trial"] - in_products + products * flops / rate
+    lines = [f"FPL one thread (n_jobs=1, BLAS 1 thread), n = {n}, k = {K}, block {b}; "
+             f"SIMD paths {_simd.paths()}; medians of {rounds} rounds",
+             f"trial {1e3 * med['trial']:.3f} ms; eigh top-{K} {1e3 * med['eigh']:.2f} ms; "
+             f"eigh / trial {med['eigh'] / med['trial']:.1f}x",
+             f"Krylov products: {products:.2f} a trial, {1e3 * med['product']:.3f} ms each "
+             f"({flops / med['product'] / 1e9:.1f} GFLOP/s, {flops / med['product'] / rate:.0%} "
+             f"of dgemm's {rate / 1e9:.1f} GFLOP/s): {in_products / med['trial']:.0%} of the trial",
+             f"the trial with its products at dgemm's rate: {1e3 * bound:.3f} ms, eigh / that "
+             f"{med['eigh'] / bound:.1f}x"]
+    record_ratios(benchmark, {
+        "ratio_time_trial_over_eigh_1t": med["trial"] / med["eigh"],
+        "ratio_time_product_over_dgemm_rate": med["product"] / (flops / rate),
+        "ratio_time_bound_over_eigh_1t": bound / med["eigh"]})
+    benchmark.pedantic(est.partial_fit, args=(X[3:3 + T],), rounds=1, iterations=1)
+    publish_table("\n".join(lines), "fpl_bound.txt")
