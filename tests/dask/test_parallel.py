@@ -2,6 +2,7 @@
 estimate is the in-memory averaged fit of that partition, bit for bit; the
 combination is their size-weighted mean; the divide-and-conquer estimate is
 as accurate as the single averaged fit; bad input and worker errors."""
+import gc
 import os
 import time
 
@@ -374,18 +375,25 @@ def test_nothing_is_held_after_the_call(client, data):
     assert not still_held(client), still_held(client)
 
 
-def still_held(client, grace=5.0):
+def still_held(client, grace=15.0):
     """The futures still holding data (finished or pending) after a grace
     period: the futures' done-callbacks let go of them within milliseconds
-    (2 s was once too short at load 5), a reference cycle would hold them
-    until a garbage collection. (Erred and cancelled futures hold no data.)"""
+    (5 s was once too short under CI's load), a reference cycle would hold them
+    until a garbage collection, so none runs while we wait. (Erred and
+    cancelled futures hold no data.)"""
     def holding():
         return {key: state.status for key, state in list(client.futures.items())
                 if state.status in ("finished", "pending")}
     deadline = time.monotonic() + grace
-    while holding() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return holding()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while holding() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return holding()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _die_once(block, marker, block_info=None):
