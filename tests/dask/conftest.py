@@ -7,6 +7,7 @@ and importing streamfit in its workers costs seconds, and no test harms it
 own)."""
 import logging
 import sys
+import time
 
 import cloudpickle
 import numpy as np
@@ -123,6 +124,23 @@ class TransferLog:
         after = self.client.run(by_value(_transfer_log))
         self.moved = [key for worker, keys in after.items()
                       for key in keys[len(self.before.get(worker, ())):]]
+
+
+def copy_to_both_workers(client, futures, timeout=30.0):
+    """``client.replicate(futures, n=2)`` (the test cluster has two workers),
+    returning once every copy is in the sending workers' transfer logs: a
+    sender logs a transfer when the receiver acknowledges it, which can come
+    after replicate() returns (under load, the copies then showed up in the
+    next block's TransferLog)."""
+    keys = {str(f.key) for f in futures}
+    client.replicate(futures, n=2)
+    deadline = time.monotonic() + timeout
+    while True:
+        logged = {key for keys_ in client.run(by_value(_transfer_log)).values()
+                  for key in keys_}
+        if keys <= logged or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def generated_stream(parts, n, d, seed0):

@@ -20,9 +20,9 @@ from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit, stream_fi
 from streamfit.schedules import StatisticalSchedule  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
-from .conftest import (TransferLog, by_value, generated_stream, make_cluster,  # noqa: E402
-                       pinned_stream, reused_keys, slow_block, task_workers,
-                       worker_only_array)
+from .conftest import (TransferLog, by_value, copy_to_both_workers,  # noqa: E402
+                       generated_stream, make_cluster, pinned_stream, reused_keys,
+                       slow_block, task_workers, worker_only_array)
 
 SIZES = (3000, 1000, 2500, 1500)        # unequal: the weights matter
 N, D = sum(SIZES), 4
@@ -248,7 +248,7 @@ def test_persisted_partitions_are_fitted_where_they_are_and_shared(client):
     X, y, where = pinned_stream(client, 8, 3000, 5, 3000, seed0=20)
     for replicate in (False, True):
         if replicate:
-            client.replicate(distributed.futures_of([X, y]), n=2)
+            copy_to_both_workers(client, distributed.futures_of([X, y]))
         with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
             fit = parallel_quantile_fit(X, y, 0.5, client=client, min_partition_rows=100)
         assert fit.n_samples_seen_ == 24_000
@@ -367,23 +367,26 @@ def test_nothing_is_held_after_the_call(client, data):
     # wait must not leave futures (and their partitions) alive until a
     # garbage collection
     X, y, _ = data
+    # (the session's client may still hold an earlier test's futures, e.g. a
+    # failed test's, referenced from its traceback: only this test's count)
+    before = set(client.futures)
     Xd = da.from_array(X, chunks=(SIZES, D)).map_blocks(slow_block, dtype=float)
     parallel_quantile_fit(Xd, da.from_array(y, chunks=(SIZES,)), 0.7, client=client)
-    assert not still_held(client), still_held(client)
+    assert not still_held(client, before), still_held(client, before)
     stream_fit(OnlineQuantileRegressor(0.7), Xd, da.from_array(y, chunks=(SIZES,)),
                client=client)
-    assert not still_held(client), still_held(client)
+    assert not still_held(client, before), still_held(client, before)
 
 
-def still_held(client, grace=15.0):
-    """The futures still holding data (finished or pending) after a grace
-    period: the futures' done-callbacks let go of them within milliseconds
+def still_held(client, before=(), grace=15.0):
+    """The futures, other than those in `before`, still holding data (finished
+    or pending) after a grace period: the futures' done-callbacks let go of them within milliseconds
     (5 s was once too short under CI's load), a reference cycle would hold them
     until a garbage collection, so none runs while we wait. (Erred and
     cancelled futures hold no data.)"""
     def holding():
         return {key: state.status for key, state in list(client.futures.items())
-                if state.status in ("finished", "pending")}
+                if state.status in ("finished", "pending") and key not in before}
     deadline = time.monotonic() + grace
     enabled = gc.isenabled()
     gc.disable()
