@@ -33,3 +33,22 @@ def test_page_examples_run(page, tmp_path):
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
                           text=True, timeout=900)
     assert done.returncode == 0, f"{page.name}:\n{done.stderr[-3000:]}"
+
+
+FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", flags=re.S | re.M)
+
+
+def test_code_fits_the_page():
+    """A code line longer than 79 characters is cut off in the site's code boxes
+    (about 80 characters wide beside the page's table of contents): the reader
+    scrolls sideways. The pages' blocks, the gallery's scripts, the README's."""
+    if not DOCS.is_dir():
+        pytest.skip("docs/ not beside the tests")
+    sources = {p: "\n".join(FENCE.findall(p.read_text(encoding="utf-8")))
+               for p in [*PAGES, DOCS.parent / "README.md"] if p.exists()}
+    sources.update({p: p.read_text(encoding="utf-8")
+                    for p in sorted(DOCS.glob("examples/*.py"))})
+    assert len(sources) >= 10
+    long = [f"{p.name}: {line}" for p, text in sources.items()
+            for line in text.splitlines() if len(line) > 79]
+    assert not long, "\n".join(long)

@@ -42,19 +42,23 @@ assert (np.diff(lines, axis=1) >= 0).all()
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
 left.scatter(x[:2_000], y[:2_000], s=2, color="0.75")
 for j, tau in enumerate(taus):
-    left.plot(grid[:, 0], lines[:, j], lw=1.5, label=f"tau = {tau:.1f}" if j in (0, 4, 8) else None)
+    label = f"tau = {tau:.1f}" if j in (0, 4, 8) else None
+    left.plot(grid[:, 0], lines[:, j], lw=1.5, label=label)
     truth = 1 + 2 * grid[:, 0] + (0.2 + grid[:, 0]) * stats.norm.ppf(tau)
     left.plot(grid[:, 0], truth, "k--", lw=0.7)
 left.set(xlabel="x", ylabel="y", title="predict: nine quantiles, one pass")
 left.legend(loc="upper left")
 
 slopes = np.array(slopes)
-right.fill_between(checkpoints, slopes[:, 0], slopes[:, 1], alpha=0.3, label="95% interval")
+right.fill_between(checkpoints, slopes[:, 0], slopes[:, 1], alpha=0.3,
+                   label="95% interval")
 right.axhline(2.0, color="k", ls="--", lw=0.8, label="true slope")
 right.plot(checkpoints, slopes.mean(axis=1), lw=1)
-right.set(xscale="log", xlabel="rows read", ylabel="slope", title="conf_int along the stream")
+right.set(xscale="log", xlabel="rows read", ylabel="slope",
+          title="conf_int along the stream")
 right.legend()
 fig.tight_layout()
 plt.show()
 
-print("slope, 95% interval at the end:", median.coef_[0].round(3), slopes[-1].round(3))
+print("slope, 95% interval at the end:", median.coef_[0].round(3),
+      slopes[-1].round(3))
