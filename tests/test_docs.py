@@ -31,3 +31,17 @@ def test_every_public_class_has_an_example():
     for obj in public:
         if callable(obj):
             assert obj.__doc__ and ">>>" in obj.__doc__, obj.__name__
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples_fit_the_page(name):
+    """An example line longer than 79 characters is cut off in the site's code
+    boxes (and in a terminal's help()): the reader scrolls sideways."""
+    if name == "streamfit.river" or name.startswith("streamfit.river."):
+        pytest.importorskip("river", reason="river is not installed (an optional extra)")
+    module = importlib.import_module(name)
+    long = [f"{test.name}: {line}"
+            for test in doctest.DocTestFinder().find(module) if test.docstring
+            for line in map(str.strip, test.docstring.splitlines())
+            if line.startswith((">>>", "...")) and len(line) > 79]
+    assert not long, "\n".join(long)

@@ -124,11 +124,14 @@ def fit_groups(estimator, df, by, *, y=None, columns=None, n_buckets=None, clien
     >>> from streamfit import OnlineQuantileRegressor
     >>> from streamfit.dask import fit_groups
     >>> rng = np.random.default_rng(0)
-    >>> df = pd.DataFrame({"sensor": rng.integers(0, 3, 6000), "x": rng.standard_normal(6000)})
+    >>> df = pd.DataFrame({"sensor": rng.integers(0, 3, 6000),
+    ...                    "x": rng.standard_normal(6000)})
     >>> df["y"] = (df["sensor"] + 1) * df["x"] + 0.1 * rng.standard_normal(6000)
-    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \\
+    >>> with LocalCluster(n_workers=2, processes=False,
+    ...                   dashboard_address=":0") as cluster, \\
     ...         Client(cluster) as client:
-    ...     models = fit_groups(OnlineQuantileRegressor(0.5), dd.from_pandas(df, npartitions=4),
+    ...     models = fit_groups(OnlineQuantileRegressor(0.5),
+    ...                         dd.from_pandas(df, npartitions=4),
     ...                         "sensor", y="y", client=client)
     >>> list(models), [round(float(m.coef_[0]), 1) for m in models.values()]
     ([0, 1, 2], [1.0, 2.0, 3.0])

@@ -154,7 +154,8 @@ class ParallelQuantileFit:
     --------
     >>> import numpy as np
     >>> from streamfit.dask import ParallelQuantileFit
-    >>> fit = ParallelQuantileFit(0.5, [np.array([1.0, 2.0]), np.array([3.0, 4.0])],
+    >>> fit = ParallelQuantileFit(0.5, [np.array([1.0, 2.0]),
+    ...                                 np.array([3.0, 4.0])],
     ...                           [0.0, 1.0], [100, 300], [0, 1], [[0.01, 0.02]])
     >>> fit.coef_, fit.intercept_, fit.n_samples_seen_
     (array([2.5, 3.5]), 0.75, 400)
@@ -353,10 +354,12 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
     >>> from streamfit.dask import parallel_quantile_fit
     >>> from streamfit.simulate import make_linear_stream
     >>> X, y, beta = make_linear_stream(40_000, 5, tau=0.5, random_state=0)
-    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \\
+    >>> with LocalCluster(n_workers=2, processes=False,
+    ...                   dashboard_address=":0") as cluster, \\
     ...         Client(cluster) as client:
     ...     fit = parallel_quantile_fit(da.from_array(X, chunks=10_000),
-    ...                                 da.from_array(y, chunks=10_000), 0.5, client=client)
+    ...                                 da.from_array(y, chunks=10_000), 0.5,
+    ...                                 client=client)
     >>> fit.partition_sizes_, fit.coef_.shape
     (array([10000, 10000, 10000, 10000]), (5,))
     >>> bool(np.linalg.norm(fit.coef_ - beta) < 0.01 * np.linalg.norm(beta))

@@ -100,7 +100,8 @@ def best_gain(X, n_components, *, client=None, timeout=None):
     >>> from distributed import Client, LocalCluster
     >>> from streamfit.dask import best_gain
     >>> X = np.random.default_rng(0).standard_normal((3000, 6))
-    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \\
+    >>> with LocalCluster(n_workers=2, processes=False,
+    ...                   dashboard_address=":0") as cluster, \\
     ...         Client(cluster) as client:
     ...     gain = best_gain(da.from_array(X, chunks=1000), 2, client=client)
     >>> top = np.linalg.eigvalsh(X.T @ X)[-2:].sum()
@@ -131,10 +132,13 @@ def regret(estimator, X, *, client=None, timeout=None):
     >>> from streamfit import PerturbedLeaderPCA
     >>> from streamfit.dask import regret, stream_fit
     >>> from streamfit.simulate import make_spiked_stream
-    >>> X = da.from_array(make_spiked_stream(2000, 20, n_spikes=2, random_state=0), chunks=500)
-    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \\
+    >>> X = make_spiked_stream(2000, 20, n_spikes=2, random_state=0)
+    >>> X = da.from_array(X, chunks=500)
+    >>> with LocalCluster(n_workers=2, processes=False,
+    ...                   dashboard_address=":0") as cluster, \\
     ...         Client(cluster) as client:
-    ...     fpl = stream_fit(PerturbedLeaderPCA(2, random_state=0), X, client=client)
+    ...     fpl = stream_fit(PerturbedLeaderPCA(2, random_state=0), X,
+    ...                      client=client)
     ...     r = regret(fpl, X, client=client)
     >>> bool(np.isclose(r, fpl.regret_, rtol=1e-9))
     True

@@ -240,9 +240,11 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
     >>> from streamfit.dask import stream_fit
     >>> from streamfit.simulate import make_linear_stream
     >>> X, y, beta = make_linear_stream(4000, 5, tau=0.5, random_state=0)
-    >>> with LocalCluster(n_workers=2, processes=False, dashboard_address=":0") as cluster, \\
+    >>> with LocalCluster(n_workers=2, processes=False,
+    ...                   dashboard_address=":0") as cluster, \\
     ...         Client(cluster) as client:
-    ...     est = stream_fit(OnlineQuantileRegressor(0.5), da.from_array(X, chunks=1000),
+    ...     est = stream_fit(OnlineQuantileRegressor(0.5),
+    ...                      da.from_array(X, chunks=1000),
     ...                      da.from_array(y, chunks=1000), client=client)
     >>> same = OnlineQuantileRegressor(0.5)
     >>> for start in range(0, 4000, 1000):

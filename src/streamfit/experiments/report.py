@@ -138,8 +138,8 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
     ...     res = write_report([exp], out=out, progress=False,
     ...                        overrides={"pca-goe": {"sizes": (10, 40), "reps": 4,
     ...                                               "ks": (1, 2)}})
-    ...     sorted(os.listdir(out)), res["pca-goe"].status in ("reproduced", "partly",
-    ...                                                         "not reproduced")
+    ...     done = ("reproduced", "partly", "not reproduced")
+    ...     sorted(os.listdir(out)), res["pca-goe"].status in done
     (['figures', 'report-summary.json', 'report.md'], True)
     """
     from ._runner import SequentialRunner

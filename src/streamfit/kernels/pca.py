@@ -81,8 +81,10 @@ def goe(n, sigma=1.0, random_state=None, out=None):
     >>> N = goe(4, 2.0, rng)
     >>> bool(np.array_equal(N, N.T))
     True
-    >>> z = np.random.default_rng(0).standard_normal(10)   # the same 4 * 5 / 2 draws
-    >>> bool(N[0, 0] == 2.0 * z[0] and np.isclose(N[1, 0], 2.0 * z[1] / np.sqrt(2)))
+    >>> # the same 4 * 5 / 2 draws
+    >>> z = np.random.default_rng(0).standard_normal(10)
+    >>> bool(N[0, 0] == 2.0 * z[0]
+    ...      and np.isclose(N[1, 0], 2.0 * z[1] / np.sqrt(2)))
     True
     """
     n = _int(n, "n", 0)
@@ -196,7 +198,7 @@ class TopK:
     >>> A = rng.standard_normal((200, 200)); A = (A + A.T) / 2
     >>> topk = TopK(200, 3)
     >>> topk.update(matrix=A)
-    >>> values, vectors = topk.solve()                        # exact, the first time
+    >>> values, vectors = topk.solve()          # exact, the first time
     >>> bool(np.allclose(values, np.linalg.eigvalsh(A)[::-1][:3]))
     True
     >>> x = rng.standard_normal(200)
@@ -463,7 +465,8 @@ def project_capped_simplex(v, k, *, divergence="euclidean"):
     >>> from streamfit.kernels import project_capped_simplex
     >>> project_capped_simplex([0.2, 1.9, 0.5, 0.1], 2).round(3).tolist()
     [0.267, 1.0, 0.567, 0.167]
-    >>> project_capped_simplex([1.0, 8.0, 2.0, 1.0], 2, divergence="entropy").tolist()
+    >>> project_capped_simplex([1.0, 8.0, 2.0, 1.0], 2,
+    ...                        divergence="entropy").tolist()
     [0.25, 1.0, 0.5, 0.25]
     """
     v = _check_vector(v, "v")

@@ -214,7 +214,8 @@ class StatisticalScheduleState:
     ...     r = target - x @ w
     ...     eta = sched.step(r, x)                  # 0.0 during the warm-up
     ...     w -= eta * (float(r <= 0) - 0.5) * x
-    >>> sched.phase >= 1, bool(np.linalg.norm(w - beta) < 0.2 * np.linalg.norm(beta))
+    >>> close = np.linalg.norm(w - beta) < 0.2 * np.linalg.norm(beta)
+    >>> sched.phase >= 1, bool(close)
     (True, True)
     """
 
@@ -379,7 +380,8 @@ def sgd(X, y, state, stepsizes=None, *, schedule=None, loss="check", tau=0.5,
     >>> state = LinearState(10)
     >>> sched = StatisticalScheduleState(10, tau=0.25, average=True)
     >>> for start in range(0, 20000, 5000):          # four blocks of the stream
-    ...     _ = sgd(X[start:start + 5000], y[start:start + 5000], state, schedule=sched)
+    ...     rows = slice(start, start + 5000)
+    ...     _ = sgd(X[rows], y[rows], state, schedule=sched)
     >>> bool(np.linalg.norm(state.coef_avg - beta) < 0.02 * np.linalg.norm(beta))
     True
     """

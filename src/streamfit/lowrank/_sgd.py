@@ -200,8 +200,9 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
     >>> from streamfit.lowrank import OnlineLowRankQuantileRegressor
     >>> rng = np.random.default_rng(0)
     >>> M = rng.standard_normal((40, 2)) @ rng.standard_normal((2, 30))
-    >>> idx = np.column_stack([rng.integers(0, 40, 60000), rng.integers(0, 30, 60000)])
-    >>> y = M[idx[:, 0], idx[:, 1]] + 0.1 * rng.standard_t(1.1, 60000)
+    >>> rows, cols = rng.integers(0, 40, 60000), rng.integers(0, 30, 60000)
+    >>> idx = np.column_stack([rows, cols])
+    >>> y = M[rows, cols] + 0.1 * rng.standard_t(1.1, 60000)
     >>> est = OnlineLowRankQuantileRegressor(rank=2, shape=(40, 30))
     >>> for start in range(0, 60000, 10000):          # a stream, block by block
     ...     est = est.partial_fit(idx[start:start + 10000], y[start:start + 10000])

@@ -527,7 +527,7 @@ class MatrixGDPCA(_CappedSimplexPCA):
     >>> gd = MatrixGDPCA(2, random_state=0).partial_fit(X)
     >>> bool(gd.regret_ < gd.regret_bound())
     True
-    >>> P = gd.sample_projection()                   # a rank-2 projection drawn from W
+    >>> P = gd.sample_projection()         # a rank-2 projection drawn from W
     >>> bool(np.allclose(P @ P, P) and round(np.trace(P)) == 2)
     True
     """

@@ -133,10 +133,10 @@ class DropoutPCA(_OnlinePCA):
     >>> from streamfit.simulate import make_spiked_stream
     >>> X = make_spiked_stream(2000, 50, n_spikes=3, random_state=0)   # ||x|| = 1
     >>> est = DropoutPCA(3, random_state=0)
-    >>> est = est.partial_fit(X[:1000]).partial_fit(X[1000:])           # a stream in blocks
+    >>> est = est.partial_fit(X[:1000]).partial_fit(X[1000:])  # in blocks
     >>> est.components_.shape, est.n_trials_
     ((3, 50), 2000)
-    >>> bool(0 <= est.regret_ < 0.1 * est.best_gain_)                  # adapts like FTL
+    >>> bool(0 <= est.regret_ < 0.1 * est.best_gain_)   # adapts like FTL
     True
     >>> round(est.kept_fraction_, 1)
     0.5

@@ -90,7 +90,7 @@ def auto_sigma(n_features, n_components, *, instances="vector", scale=1.0, max_t
     Examples
     --------
     >>> from streamfit.pca import auto_sigma
-    >>> round(auto_sigma(100, 4), 4)                     # (1 / (4 sqrt(100 pi))) ** 0.5
+    >>> round(auto_sigma(100, 4), 4)       # (1 / (4 sqrt(100 pi))) ** 0.5
     0.1188
     >>> round(auto_sigma(100, 4, instances="dense"), 4)  # pi ** -0.25
     0.7511
@@ -111,7 +111,8 @@ def regret_bound(n_trials, n_features, n_components, sigma, *, instances="vector
     --------
     >>> from streamfit.pca import auto_sigma, regret_bound
     >>> s = auto_sigma(100, 4)
-    >>> round(regret_bound(10_000, 100, 4, s))     # 2 (4/pi)^(1/4) sqrt(k) n^(1/4) sqrt(T)
+    >>> # 2 (4/pi)^(1/4) sqrt(k) n^(1/4) sqrt(T)
+    >>> round(regret_bound(10_000, 100, 4, s))
     1344
     >>> regret_bound(10_000, 100, 4, 2 * s) > regret_bound(10_000, 100, 4, s)
     True
@@ -483,7 +484,7 @@ class PerturbedLeaderPCA(_LeaderPCA):
     >>> from streamfit.simulate import make_spiked_stream
     >>> X = make_spiked_stream(2000, 50, n_spikes=3, random_state=0)   # ||x|| = 1
     >>> fpl = PerturbedLeaderPCA(3, random_state=0)
-    >>> fpl = fpl.partial_fit(X[:1000]).partial_fit(X[1000:])           # a stream in blocks
+    >>> fpl = fpl.partial_fit(X[:1000]).partial_fit(X[1000:])  # in blocks
     >>> fpl.components_.shape, fpl.n_trials_
     ((3, 50), 2000)
     >>> bool(0 < fpl.regret_ < regret_bound(2000, 50, 3, fpl.sigma_))
@@ -557,7 +558,7 @@ class FollowTheLeaderPCA(_LeaderPCA):
     >>> from streamfit.simulate import make_ftl_adversary
     >>> X = make_ftl_adversary(3000, 10, n_components=2)
     >>> ftl = FollowTheLeaderPCA(2).partial_fit(X)
-    >>> round(ftl.regret_ / ftl.n_trials_, 2)       # k / n per trial: linear regret
+    >>> round(ftl.regret_ / ftl.n_trials_, 2)   # k / n a trial: linear regret
     0.2
     """
 

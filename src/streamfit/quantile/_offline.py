@@ -50,7 +50,8 @@ def offline_quantile_regression(X, y, tau=0.5, *, fit_intercept=False, method="h
     >>> coef, b = offline_quantile_regression(X, y, 0.5)
     >>> bool(np.linalg.norm(coef - beta) < 0.05 * np.linalg.norm(beta))
     True
-    >>> tiny, _ = offline_quantile_regression(X * 1e-12, y * 1e-12, 0.5)   # any scale
+    >>> # any scale
+    >>> tiny, _ = offline_quantile_regression(X * 1e-12, y * 1e-12, 0.5)
     >>> bool(np.allclose(tiny, coef, rtol=1e-6))
     True
     """

@@ -1005,15 +1005,17 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
     Features on very different scales, standardised on the fly:
 
-    >>> Xs = X * np.r_[1e4, np.ones(9)]             # one feature 10^4 x larger
-    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, scale="online").fit(Xs, y)
-    >>> err = np.linalg.norm(est.coef_ * np.r_[1e4, np.ones(9)] - beta) / np.linalg.norm(beta)
+    >>> scales = np.r_[1e4, np.ones(9)]             # one feature 10^4 x larger
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, scale="online")
+    >>> est = est.fit(X * scales, y)
+    >>> err = np.linalg.norm(est.coef_ * scales - beta) / np.linalg.norm(beta)
     >>> bool(err < 0.02)
     True
 
     Confidence intervals for the coefficients, updated online:
 
-    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, inference=True).fit(X, y)
+    >>> est = OnlineQuantileRegressor(tau=0.75, average=True, inference=True)
+    >>> est = est.fit(X, y)
     >>> ci = est.conf_int(alpha=0.05)                # rows: coef_ then intercept_
     >>> ci.shape
     (11, 2)
@@ -1197,11 +1199,13 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     >>> import numpy as np
     >>> from streamfit import OnlineLeastSquaresRegressor
     >>> from streamfit.simulate import make_linear_stream
-    >>> X, y, beta = make_linear_stream(20000, 10, noise="gaussian", random_state=0)
+    >>> X, y, beta = make_linear_stream(20000, 10, noise="gaussian",
+    ...                                 random_state=0)
     >>> est = OnlineLeastSquaresRegressor().fit(X, y)
     >>> bool(np.linalg.norm(est.coef_ - beta) < 0.02 * np.linalg.norm(beta))
     True
-    >>> X2, y2, beta2 = make_linear_stream(20000, 10, noise="gaussian", random_state=1)
+    >>> X2, y2, beta2 = make_linear_stream(20000, 10, noise="gaussian",
+    ...                                    random_state=1)
     >>> est = OnlineLeastSquaresRegressor(average=True, drift="restart")
     >>> est.fit(np.vstack([X, X2]), np.r_[y, y2]).n_drift_restarts_
     1

@@ -50,8 +50,10 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
     >>> rng = np.random.default_rng(0)
     >>> pca = PerturbedLeaderPCA(n_components=1, seed=0)
     >>> for _ in range(500):                 # most variance along feature "a"
-    ...     pca.learn_one({"a": 3 * rng.standard_normal(), "b": rng.standard_normal()})
-    >>> {k: round(abs(v), 1) for k, v in pca.transform_one({"a": 2.0, "b": 0.0}).items()}
+    ...     pca.learn_one({"a": 3 * rng.standard_normal(),
+    ...                    "b": rng.standard_normal()})
+    >>> z = pca.transform_one({"a": 2.0, "b": 0.0})
+    >>> {k: round(abs(v), 1) for k, v in z.items()}
     {0: 2.0}
     """
 

@@ -69,15 +69,17 @@ its own input validation) passes as well:
 ...     def partial_fit(self, X, y):
 ...         X, y = np.asarray(X), np.asarray(y)
 ...         if X.dtype.kind not in "biuf" or X.ndim != 2:
-...             raise TypeError("X must be a 2-dimensional array of real numbers")
+...             raise TypeError("X must be a 2-dimensional array of reals")
 ...         if y.dtype.kind not in "biuf" or y.shape != (len(X),):
-...             raise ValueError(f"y must hold {len(X)} real numbers, one a row of X")
+...             raise ValueError(f"y must hold {len(X)} reals, one a row of X")
 ...         if hasattr(self, "state_") and X.shape[1] != self.state_.coef.size:
 ...             raise ValueError(f"X has {X.shape[1]} features, expected "
 ...                              f"{self.state_.coef.size}")
-...         # sgd rejects NaN/inf (naming X or y) and then leaves the state alone
-...         state = self.state_ if hasattr(self, "state_") else LinearState(X.shape[1])
-...         sgd(X.astype(float), y.astype(float), state, np.full(len(X), self.eta))
+...         # sgd rejects NaN/inf (naming X or y), leaving the state alone
+...         state = (self.state_ if hasattr(self, "state_")
+...                  else LinearState(X.shape[1]))
+...         steps = np.full(len(X), self.eta)
+...         sgd(X.astype(float), y.astype(float), state, steps)
 ...         self.state_ = state
 ...         return self
 ...     @property
@@ -87,7 +89,8 @@ its own input validation) passes as well:
 ...     def n_samples_seen_(self):
 ...         return self.state_.n_seen
 >>> # pickle finds a class by its module: one defined here cannot be pickled
->>> check_estimator(MedianSGD(), skip={"check_pickle_resume": "defined in a doctest"})
+>>> check_estimator(MedianSGD(),
+...                 skip={"check_pickle_resume": "defined in a doctest"})
 
 The checks are per-estimator pytest tests with :func:`parametrize_with_checks`
 (in a test module)::
@@ -325,7 +328,8 @@ def check_chunking_invariance(estimator, X=None, y=None):
     --------
     >>> from streamfit import OnlineQuantileRegressor
     >>> from streamfit.utils.estimator_checks import check_chunking_invariance
-    >>> check_chunking_invariance(OnlineQuantileRegressor(mode="batch", batch_size=16))
+    >>> est = OnlineQuantileRegressor(mode="batch", batch_size=16)
+    >>> check_chunking_invariance(est)
     """
     end = _BOUNDS[-1]
     one = _feed(_fresh(estimator), X, y, 0, end)
