@@ -202,7 +202,8 @@ class QuantileRegressor(_LinearRegressor):
     >>> w = np.array([model.weights[k] for k in "abc"])
     >>> bool(np.linalg.norm(w - beta) < 0.01 * np.linalg.norm(beta))
     True
-    >>> isinstance(model.predict_one({"a": 1.0, "b": 0.0}), float)  # "c": 0
+    >>> # "c" reads as 0
+    >>> isinstance(model.predict_one({"a": 1.0, "b": 0.0}), float)
     True
 
     In a pipeline, with river's scaler in front:

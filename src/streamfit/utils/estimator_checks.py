@@ -69,9 +69,11 @@ its own input validation) passes as well:
 ...     def partial_fit(self, X, y):
 ...         X, y = np.asarray(X), np.asarray(y)
 ...         if X.dtype.kind not in "biuf" or X.ndim != 2:
-...             raise TypeError("X must be a 2-dimensional array of reals")
+...             raise TypeError("X must be a 2-dimensional array of real "
+...                             "numbers")
 ...         if y.dtype.kind not in "biuf" or y.shape != (len(X),):
-...             raise ValueError(f"y must hold {len(X)} reals, one a row of X")
+...             raise ValueError(f"y must hold {len(X)} real numbers, "
+...                              "one a row of X")
 ...         if hasattr(self, "state_") and X.shape[1] != self.state_.coef.size:
 ...             raise ValueError(f"X has {X.shape[1]} features, expected "
 ...                              f"{self.state_.coef.size}")
