@@ -28,7 +28,8 @@ def main():
     X, y, beta = make_linear_stream(200_000, 20, tau=0.5, random_state=0)
     # 8 partitions
     Xd, yd = da.from_array(X, chunks=25_000), da.from_array(y, chunks=25_000)
-    single = OnlineQuantileRegressor(0.5, average=True).fit(X, y)  # in-process
+    # the same stream, fitted in one process
+    single = OnlineQuantileRegressor(0.5, average=True).fit(X, y)
     errors = {"one process": relative_error(single.coef_, beta)}
     with LocalCluster(n_workers=2, threads_per_worker=1,
                       dashboard_address=":0") as cluster, \

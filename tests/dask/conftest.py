@@ -138,8 +138,9 @@ def copy_to_both_workers(client, futures, timeout=30.0):
     while True:
         logged = {key for keys_ in client.run(by_value(_transfer_log)).values()
                   for key in keys_}
-        if keys <= logged or time.monotonic() > deadline:
+        if keys <= logged:
             return
+        assert time.monotonic() < deadline, f"copies never logged: {sorted(keys - logged)}"
         time.sleep(0.05)
 
 

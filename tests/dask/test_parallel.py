@@ -380,10 +380,10 @@ def test_nothing_is_held_after_the_call(client, data):
 
 def still_held(client, before=(), grace=15.0):
     """The futures, other than those in `before`, still holding data (finished
-    or pending) after a grace period: the futures' done-callbacks let go of them within milliseconds
-    (5 s was once too short under CI's load), a reference cycle would hold them
-    until a garbage collection, so none runs while we wait. (Erred and
-    cancelled futures hold no data.)"""
+    or pending) after a grace period: the futures' done-callbacks let go of
+    them within milliseconds (5 s was once too short under CI's load), a
+    reference cycle would hold them until a garbage collection, so none runs
+    while we wait. (Erred and cancelled futures hold no data.)"""
     def holding():
         return {key: state.status for key, state in list(client.futures.items())
                 if state.status in ("finished", "pending") and key not in before}
