@@ -12,11 +12,15 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(streamfit.__path__, "stre
                  if "._kernels" not in m.name and not m.name.endswith("__main__"))
 
 
-@pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples(name):
+def _import(name):
     if name == "streamfit.river" or name.startswith("streamfit.river."):
         pytest.importorskip("river", reason="river is not installed (an optional extra)")
-    module = importlib.import_module(name)
+    return importlib.import_module(name)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = _import(name)
     result = doctest.testmod(module, extraglobs={"np": np}, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
 
@@ -37,11 +41,8 @@ def test_every_public_class_has_an_example():
 def test_examples_fit_the_page(name):
     """An example line longer than 79 characters is cut off in the site's code
     boxes (and in a terminal's help()): the reader scrolls sideways."""
-    if name == "streamfit.river" or name.startswith("streamfit.river."):
-        pytest.importorskip("river", reason="river is not installed (an optional extra)")
-    module = importlib.import_module(name)
     long = [f"{test.name}: {line}"
-            for test in doctest.DocTestFinder().find(module) if test.docstring
+            for test in doctest.DocTestFinder().find(_import(name)) if test.docstring
             for line in map(str.strip, test.docstring.splitlines())
             if line.startswith((">>>", "...")) and len(line) > 79]
     assert not long, "\n".join(long)
