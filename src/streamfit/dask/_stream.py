@@ -203,7 +203,8 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         already held there. A step is one chunk, or a run of consecutive
         chunks of about 32 MB in all made from scratch on one worker.
     timeout : float, default 10
-        Seconds to connect to a scheduler, and to wait for a lost connection
+        Seconds to connect to a scheduler (the whole handshake), for the
+        scheduler to answer each request, and to wait for a lost connection
         to come back before giving up.
 
     Returns
@@ -213,6 +214,22 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         once every chunk has been fitted. If a chunk fails (bad rows, a
         worker error, a lost scheduler), the error is raised here, with a
         note naming the chunk, and the estimator is left exactly as it was.
+
+    Raises
+    ------
+    WorkerLost
+        A worker holding the state or a chunk that a step is pinned to died
+        or was retired mid-run (see Notes); a RuntimeError.
+    SchedulerTimeout
+        The scheduler did not answer within ``timeout`` (at the handshake
+        or mid-run: stopped, overloaded, or not a Dask scheduler); a
+        TimeoutError (and a ConnectionError) naming its address.
+    ConnectionError
+        The connection to the scheduler was lost for ``timeout`` seconds.
+    RuntimeError
+        The estimator changed while the chunks were fitted (another call
+        fitted it or set its parameters): the cluster's result is not
+        applied, and that call's update is kept.
 
     Notes
     -----
@@ -224,12 +241,20 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
     pickled, sent to the next worker, a scheduler round trip); a chunk
     within a step costs only its ``partial_fit`` call, so small chunks are
     cheap where consecutive chunks lie on one worker, and each switch of
-    worker costs a step. A worker that dies mid-run makes Dask re-run the
-    lost tasks (from the same states: the result is the same) or, after
-    ``distributed.scheduler.allowed-failures`` deaths, raise
-    ``distributed.KilledWorker``; ``client.restart()`` during the call
-    raises a RuntimeError. BLAS and OpenMP threads in a step are limited to
-    the worker's share of its host's cores.
+    worker costs a step. Dask cannot re-run a step on another worker: its
+    state and chunk are on the worker it is pinned to. So a worker that
+    dies mid-run (or is retired) ends the call with :class:`WorkerLost`,
+    naming it, and the estimator is left as it was: re-run the call. Only a
+    chunk still being made on the dying worker, that no step needs yet, is
+    made again by Dask elsewhere, and the result is then the same.
+    ``client.restart()`` during the call raises a RuntimeError. BLAS and
+    OpenMP threads in a step are limited to the worker's share of its
+    host's cores.
+
+    The estimator is locked (its other calls wait) only while its state is
+    taken and while the result is committed, never while the cluster works
+    or the network is waited on: its fitted attributes stay readable
+    meanwhile.
 
     Examples
     --------
@@ -271,10 +296,22 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         row_blocks(X[[y_column]])
     method = "partial_fit_dense" if getattr(X, "ndim", 2) == 3 else "partial_fit"
 
-    def fit_on_the_cluster():
-        state = snapshot(estimator)
-        with connect(client, timeout) as c:
-            fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
-        return adopt(estimator, fitted)
+    # The estimator is locked only to take its state and to commit the
+    # result, never while the cluster works (or does not answer): its
+    # attributes stay readable, and other calls run, meanwhile. A call that
+    # changed it in between makes the commit refuse, so neither is lost.
+    state = caller_lock(estimator, snapshot, estimator)
+    with connect(client, timeout) as c:
+        fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
+    return caller_lock(estimator, _commit, estimator, state, fitted)
 
-    return caller_lock(estimator, fit_on_the_cluster)
+
+def _commit(estimator, before, fitted):
+    """Publish the cluster's result (the caller holds the estimator's lock),
+    unless the estimator changed since its state was taken."""
+    if snapshot(estimator) != before:
+        raise RuntimeError(f"stream_fit: the {type(estimator).__name__} changed while its "
+                           f"chunks were fitted on the cluster (another call fitted it or "
+                           f"set its parameters); the cluster's result was not applied, so "
+                           f"that neither is lost: re-run stream_fit from its current state")
+    return adopt(estimator, fitted)
