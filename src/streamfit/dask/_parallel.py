@@ -339,7 +339,8 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
         Smaller non-empty partitions are an error (their estimates would
         weigh noise into the mean); empty ones are skipped.
     timeout : float, default 10
-        Seconds to connect to a scheduler or to wait for a lost connection.
+        Seconds to connect to a scheduler (the whole handshake), for the
+        scheduler to answer each request, or to wait for a lost connection.
 
     Returns
     -------
