@@ -20,8 +20,9 @@ started by spawning, so a script that relies on that default must guard its
 entry point with ``if __name__ == "__main__":``. No wait can hang: a lost
 scheduler, a cluster without workers or a worker that leaves while holding
 this call's data gives an error within about ``timeout`` seconds: a
-scheduler that stops answering raises :class:`SchedulerTimeout`, a worker
-that dies holding a chain's state or chunk :class:`WorkerLost` (re-run the
+scheduler that stops answering raises
+:class:`~streamfit.dask.SchedulerTimeout`, a worker that dies holding a
+chain's state or chunk :class:`~streamfit.dask.WorkerLost` (re-run the
 call; nothing was changed).
 
 Every task that reads a chunk runs on the worker that holds the chunk

@@ -80,10 +80,11 @@ def scheduler_address(client):
 def ask(client, handler, **kwargs):
     """The scheduler's answer to one request -- its handler's name
     (``"ncores"``, ``"who_has"``, ``"identity"``) and arguments -- within the
-    call's timeout, or :class:`SchedulerTimeout`. ``Client.nthreads()``,
-    ``who_has()`` and ``scheduler_info()`` wait for the answer without
-    bound; this asks through the same connection pool with a deadline (a
-    request cut by it is cancelled, and its connection closed, by the pool)."""
+    call's timeout, or :class:`~streamfit.dask.SchedulerTimeout`.
+    ``Client.nthreads()``, ``who_has()`` and ``scheduler_info()`` wait for
+    the answer without bound; this asks through the same connection pool
+    with a deadline (a request cut by it is cancelled, and its connection
+    closed, by the pool)."""
     timeout = _CALL_TIMEOUT.get()
 
     async def request():
@@ -288,7 +289,8 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
     Every ``_POLL`` seconds of waiting it checks the cluster: a connection to
     the scheduler lost, or no worker at all, for ``timeout`` seconds raises
     ConnectionError or RuntimeError; a worker among ``pins()`` (the workers
-    that pending tasks are pinned to) gone raises :class:`WorkerLost` at once
+    that pending tasks are pinned to) gone raises
+    :class:`~streamfit.dask.WorkerLost` at once
     (those tasks would wait for it forever); cancelled futures raise
     RuntimeError (ConnectionError when the scheduler connection was lost).
     Messages name ``what`` (the call and the chunk it was at).

@@ -243,7 +243,8 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
     cheap where consecutive chunks lie on one worker, and each switch of
     worker costs a step. Dask cannot re-run a step on another worker: its
     state and chunk are on the worker it is pinned to. So a worker that
-    dies mid-run (or is retired) ends the call with :class:`WorkerLost`,
+    dies mid-run (or is retired) ends the call with
+    :class:`~streamfit.dask.WorkerLost`,
     naming it, and the estimator is left as it was: re-run the call. Only a
     chunk still being made on the dying worker, that no step needs yet, is
     made again by Dask elsewhere, and the result is then the same.
