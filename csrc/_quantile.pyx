@@ -578,12 +578,14 @@ cdef class LinearSGD:
         # state over (sections new to the layout start at zero), and the work
         # space. Layout is not state: a failed call may leave a larger one.
         cdef Py_ssize_t m = self.m, d = self.d, ld = self.ld, q, rlen = self.rlen
-        cdef Py_ssize_t o_W = m * NS
+        # (sections start on 64-byte boundaries: the iterates' rows, ld apart,
+        # then load and store whole vectors in the fused multi-quantile pass)
+        cdef Py_ssize_t o_W = _up8(m * NS)
         cdef Py_ssize_t o_Wbar = o_W + m * ld
         cdef Py_ssize_t o_win = o_Wbar + m * ld
-        cdef Py_ssize_t o_rs = o_win + m * wcap
-        cdef Py_ssize_t o_plug = o_rs + (m * rlen if has_rs else 0)
-        cdef Py_ssize_t o_sc = o_plug + (m * 2 * d if has_plug else 0)
+        cdef Py_ssize_t o_rs = _up8(o_win + m * wcap)
+        cdef Py_ssize_t o_plug = _up8(o_rs + (m * rlen if has_rs else 0))
+        cdef Py_ssize_t o_sc = _up8(o_plug + (m * 2 * d if has_plug else 0))
         cdef Py_ssize_t size = o_sc + (2 * d + 1 if has_sc else 0)
         cdef void *raw0 = malloc(size * sizeof(double) + 64)
         cdef void *raw1 = malloc(size * sizeof(double) + 64)
@@ -1945,6 +1947,10 @@ cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ss
         if m > 1:
             _sort_small(out + i * m, m)
     return bad
+
+
+cdef inline Py_ssize_t _up8(Py_ssize_t n) noexcept nogil:
+    return (n + 7) & ~(<Py_ssize_t> 7)
 
 
 cdef inline void _sort_small(double *a, Py_ssize_t m) noexcept nogil:

@@ -139,6 +139,15 @@ class _OnlineLinearSGD(StreamRegressor):
         self
         """
         state = self.__dict__.get("_state")
+        if type(X) is np.ndarray and type(y) is np.ndarray and state is not None and \
+                X.ndim == 2 and X.shape[0] == 1 and y.shape == (1,) and \
+                X.shape[1] == state.n_features and sample_weight is None and \
+                coef_init is None and intercept_init is None and self.mode == "single" and \
+                state.feature_names is None and state.source == self._key():
+            # one row of an event loop: learn_one's path, the checks it needs
+            # done above (its own check of the row and target follow)
+            state.learn_one(X[0], y[0])
+            return self
         names = None if type(X) is np.ndarray else feature_names(X)
         if state is not None and (names is not None or state.feature_names is not None):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
