@@ -50,6 +50,8 @@ from _qr_inference cimport rs_len, rs_core
 from _qr_plug_in cimport plug_in_means
 from _qr_scaler cimport feature_sd
 from _records cimport check_sgd_records
+from _linear_api cimport LinearAPI, LINEAR_API_NAME
+from cpython.pycapsule cimport PyCapsule_New
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet
 from _dense cimport sf_dot
 
@@ -860,14 +862,7 @@ cdef class LinearSGD:
 
     cdef int _learn_one(self, object x, object y, object weight) except -1:
         cdef const double *xp
-        cdef double yv, wv, eta_user = 0.0
-        cdef Lin c
-        cdef Poll pl
-        cdef Py_ssize_t done = 0, row = -1, split = self.o_win
-        cdef int code, k = self._live
-        cdef double alarm = 0.0
-        cdef double *blk = self._blk[k]
-        cdef double *etas = NULL
+        cdef double yv, wv
         if self.mode != MODE_SINGLE:
             return self._learn_block(self._as_block(x, "x"), np.array([_real(y, "y")]),
                                      None if weight == 1.0 else np.array([self._weight(weight)]),
@@ -875,11 +870,24 @@ cdef class LinearSGD:
         xp = self._take_row(x, "x")
         yv = _real(y, "y")
         wv = 1.0 if type(weight) is float and <double> weight == 1.0 else self._weight(weight)
+        return self._learn_row(xp, yv, wv, x)
+
+    cdef int _learn_row(self, const double *xp, double yv, double wv, object x) except -1:
+        # One row of single mode at xp (n_features values), in place, with the
+        # GIL held; x (or None) names what the caller passed, for errors.
+        cdef double eta_user = 0.0
+        cdef Lin c
+        cdef Poll pl
+        cdef Py_ssize_t done = 0, row = -1
+        cdef int code, k = self._live
+        cdef double alarm = 0.0
+        cdef double *blk = self._blk[k]
+        cdef double *etas = NULL
+        if not (wv >= 0 and wv <= DBL_MAX):
+            raise ValueError(f"weight must be finite and >= 0, got {wv!r}")
         if self.P[0].kind == KIND_ARRAY and wv != 0:
             eta_user = user_stepsizes(self._schedule, int(self._S(k).n_updates), 1)[0]
             etas = &eta_user
-        if self.P[0].drift != 0:
-            split = self._size      # (a rare configuration: the whole block)
         # the sections a row can move: records, iterates, averages | sums,
         # plug-in means, scaler (the window only grows past its fill)
         memcpy(self._snap, blk, self.o_win * sizeof(double))
@@ -2148,3 +2156,66 @@ def _keys_of(index, d, plain):
         raise TypeError("feature keys other than str, int or float cannot be saved as plain "
                         "data (pickle instead)")
     return keys
+
+
+# -- the C API (streamfit.cython.linear): the state object's one-row and block
+# calls on raw rows, for a compiled caller's own loop. Each takes the object's
+# lock as its Python methods do.
+
+cdef int _api_learn_one(object state, const double *x, double y, double weight) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    lock_enter(&s._lock, "LinearSGD")
+    try:
+        if s.mode != MODE_SINGLE:
+            s._learn_block(np.asarray(<const double[:1, :s.d]> x).copy(), np.array([y]),
+                           None if weight == 1.0 else np.array([weight]), None)
+        else:
+            s._learn_row(x, y, weight, None)
+    finally:
+        lock_leave(&s._lock)
+    return 0
+
+
+cdef int _api_predict_one(object state, const double *x, double *out) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    cdef Py_ssize_t q
+    lock_enter(&s._lock, "LinearSGD")
+    try:
+        for q in range(s.m):
+            if s.has_sc and not s._averaged(0):
+                out[q] = s._predict_scaled(x)
+            else:
+                out[q] = sf_dot(s.d, x, s._coef_ptr(q)) + s._intercept_of(q)
+        if s.m > 1:
+            _sort_small(out, s.m)
+    finally:
+        lock_leave(&s._lock)
+    return 0
+
+
+cdef int _api_learn(object state, const double *X, const double *y, const double *w,
+                    Py_ssize_t n) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    if n <= 0:
+        return 0
+    Xa = np.asarray(<const double[:n, :s.d]> X)
+    ya = np.asarray(<const double[:n]> y)
+    wa = None if w == NULL else np.asarray(<const double[:n]> w)
+    s.learn(Xa, ya, wa)
+    return 0
+
+
+cdef int _api_shape(object state, Py_ssize_t *n_features, Py_ssize_t *n_quantiles) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    n_features[0] = s.d
+    n_quantiles[0] = s.m
+    return 0
+
+
+cdef LinearAPI _c_api
+_c_api.version = 1
+_c_api.learn_one = _api_learn_one
+_c_api.predict_one = _api_predict_one
+_c_api.learn = _api_learn
+_c_api.shape = _api_shape
+_C_API = PyCapsule_New(&_c_api, LINEAR_API_NAME, NULL)
