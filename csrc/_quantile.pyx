@@ -718,6 +718,8 @@ cdef class LinearSGD:
             v = <object> val
             if PyFloat_Check(v):
                 out[j] = PyFloat_AS_DOUBLE(v)
+            elif PyBool_Check(v) or isinstance(v, np.bool_):
+                out[j] = 1.0 if v else 0.0      # (a flag feature counts as 0/1)
             else:
                 try:
                     out[j] = _real(v, f"x[{(<object> key)!r}]")
