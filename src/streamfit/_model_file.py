@@ -13,18 +13,26 @@ through the estimator's own checks of a loaded state (the same as
 unpickling's). Pickle stays for the Python ecosystem (joblib, Dask): it runs
 whatever code a file holds, so unpickle only what you trust.
 
-The estimators' side is two hooks:
+The estimators' side is their state object (issue 39's convention: the
+whole learnt state is one compiled object in ``estimator.__dict__["_state"]``):
 
-- ``estimator._get_state_dict()`` -> None (not fitted) or a dict of its
-  learnt state: str keys; values str / int / float / bool / None, float64
-  or int64 numpy arrays, or dicts of the same (nested state objects);
-- ``estimator._set_state_dict(state)`` on a fresh estimator made from the
-  saved parameters: checks every field (type, dtype, shape, range,
-  finiteness, consistency with the parameters) and raises ValueError naming
-  the field for anything off, else installs the state.
+- saving writes ``state.to_state()``, a dict of str / int / float / bool /
+  None, lists, dicts and float64/int64 arrays, and the object's class name;
+- loading looks that name up in :data:`STATE_OBJECTS` (fixed names of
+  streamfit's own classes, and only the one :data:`ESTIMATOR_STATES` gives
+  for the file's estimator), rebuilds it with ``Class.from_state(dict)`` --
+  the checker unpickling uses: every field's type, dtype, shape, range,
+  finiteness and consistency, ValueError naming the field --, applies the
+  saved parameters to it as a call after ``set_params`` would (a parameter
+  the learnt state cannot take, such as another ``tau``, is refused naming
+  it), and publishes it by one assignment.
 
-Estimators whose state objects do not have them yet are adapted here
-(``_ADAPTERS``); an estimator with neither cannot be saved (TypeError).
+One path serves every family: a state object on another branch (PCA,
+low-rank) is saved and loaded by it as soon as its estimator holds it.
+Estimators of this version whose state is not a state object yet use the
+interim hooks ``_get_state_dict`` / ``_set_state_dict``, adapted here for
+FollowTheLeaderPCA (``_model_file_adapters``); any other cannot be saved
+fitted (TypeError: pickle it, for trusted use only).
 """
 from __future__ import annotations
 
@@ -54,6 +62,24 @@ ESTIMATORS = ("PerturbedLeaderPCA", "FollowTheLeaderPCA", "DropoutPCA", "MatrixE
               "OnlineIntervalRegressor", "OnlineLowRankQuantileRegressor")
 SCHEDULES = ("StatisticalSchedule", "ConstantSchedule", "InverseTimeSchedule")
 
+# The state objects a file may name (class -> its compiled module: fixed
+# strings, the file's name is only a key here), and the one each estimator
+# holds. A module that this build lacks (a family not merged yet) makes its
+# name unknown, refused like any other.
+STATE_OBJECTS = {"LinearSGD": "streamfit._kernels._quantile",
+                 "IntervalState": "streamfit._kernels._conformal",
+                 "LeaderState": "streamfit._kernels._pca",
+                 "CappedState": "streamfit._kernels._capped",
+                 "DropoutState": "streamfit._kernels._dropout",
+                 "LowRankState": "streamfit._kernels._lowrank"}
+ESTIMATOR_STATES = {"OnlineQuantileRegressor": "LinearSGD",
+                    "OnlineLeastSquaresRegressor": "LinearSGD",
+                    "OnlineIntervalRegressor": "IntervalState",
+                    "PerturbedLeaderPCA": "LeaderState", "FollowTheLeaderPCA": "LeaderState",
+                    "DropoutPCA": "DropoutState", "MatrixEGPCA": "CappedState",
+                    "MatrixGDPCA": "CappedState",
+                    "OnlineLowRankQuantileRegressor": "LowRankState"}
+
 # Limits of what a file may declare, checked before anything is read or
 # allocated: the manifest holds parameters and scalars only (arrays are
 # members), so 1 MiB is generous; a state has a few dozen arrays.
@@ -65,7 +91,8 @@ MAX_NDIM = 8
 _ARRAY_MEMBER = re.compile(r"arrays/(0|[1-9][0-9]{0,5})\.npy\Z")
 _DTYPES = {"<f8": np.float64, "<i8": np.int64}      # as written: little-endian
 _TAGS = ("$float", "$array", "$tuple", "$schedule")
-_TOP = {"format", "format_version", "streamfit_version", "estimator", "params", "state"}
+_TOP = {"format", "format_version", "streamfit_version", "estimator", "params", "state",
+        "state_object"}
 _LOCAL_HEADER = 30          # bytes of a zip local file header before its name and extra
 # what zipfile raises on a damaged archive (besides BadZipFile: an edited
 # version field, a header cut short, an impossible offset)
@@ -136,7 +163,54 @@ class _Writer:
                         f"objects{hint}; use pickle or joblib, for trusted use only")
 
 
+def _state_class(name):
+    """streamfit's state object class called ``name`` (a key of
+    STATE_OBJECTS), or None if this build has none of that name."""
+    import importlib
+
+    module = STATE_OBJECTS.get(name) if isinstance(name, str) else None
+    if module is None:
+        return None
+    try:
+        cls = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+    if not (isinstance(cls, type) and cls.__name__ == name and
+            callable(getattr(cls, "from_state", None))):
+        return None
+    return cls
+
+
+def _state_object(estimator):
+    """The estimator's state object (issue 39), or None if it has none."""
+    obj = vars(estimator).get("_state") if hasattr(estimator, "__dict__") else None
+    if obj is None or not callable(getattr(obj, "to_state", None)):
+        return None
+    return obj
+
+
 def _state_of(estimator):
+    """(state object class name or None, state dict or None) to save."""
+    obj = _state_object(estimator)
+    if obj is not None:
+        name = type(estimator).__name__
+        kind = type(obj).__name__
+        if ESTIMATOR_STATES.get(name) != kind or _state_class(kind) is not type(obj):
+            raise TypeError(f"{name} holds a {type(obj).__module__}.{type(obj).__qualname__}, "
+                            f"not the {ESTIMATOR_STATES.get(name)} the safe format stores for "
+                            f"it; use pickle or joblib, for trusted use only")
+        try:
+            state = obj.to_state()
+        except TypeError as exc:
+            raise TypeError(f"{name}'s state cannot be stored safely: {exc}") from None
+        if not isinstance(state, dict):
+            raise TypeError(f"{kind}.to_state() returned a {type(state).__name__}, expected "
+                            f"a dict")
+        return kind, state
+    return None, _legacy_state_of(estimator)
+
+
+def _legacy_state_of(estimator):
     getter = getattr(estimator, "_get_state_dict", None)
     if getter is None and type(estimator) in _adapters():
         getter = _adapters()[type(estimator)][0].__get__(estimator)
@@ -190,14 +264,16 @@ def save(estimator, file):
     >>> import io
     >>> import numpy as np
     >>> import streamfit
-    >>> from streamfit import FollowTheLeaderPCA
-    >>> X = np.random.default_rng(0).standard_normal((100, 5))
-    >>> ftl = FollowTheLeaderPCA(2).partial_fit(X[:50])
+    >>> from streamfit import OnlineQuantileRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((400, 3))
+    >>> y = X.sum(1) + rng.standard_normal(400)
+    >>> est = OnlineQuantileRegressor(0.9).partial_fit(X[:200], y[:200])
     >>> buffer = io.BytesIO()
-    >>> streamfit.save(ftl, buffer)
+    >>> streamfit.save(est, buffer)
     >>> loaded = streamfit.load(io.BytesIO(buffer.getvalue()))
-    >>> a = ftl.partial_fit(X[50:]).components_
-    >>> b = loaded.partial_fit(X[50:]).components_
+    >>> a = est.partial_fit(X[200:], y[200:]).coef_
+    >>> b = loaded.partial_fit(X[200:], y[200:]).coef_
     >>> bool(np.array_equal(a, b))
     True
     """
@@ -220,9 +296,10 @@ def save(estimator, file):
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "streamfit_version": _version(), "estimator": name,
         "params": writer.encode(params, "params", True),
-        "state": None,
+        "state": None, "state_object": None,
     }
-    state = _state_of(estimator)
+    kind, state = _state_of(estimator)
+    manifest["state_object"] = kind
     if state is not None:
         if not isinstance(state, dict):
             raise TypeError(f"{name}._get_state_dict() returned a {type(state).__name__}, "
@@ -593,6 +670,12 @@ def _load(reader):
     unused = sorted(set(reader.infos) - reader.used - {MANIFEST})
     if unused:
         raise reader.refuse(f"holds arrays no value refers to: {unused[:5]}")
+    kind = manifest["state_object"]
+    if kind is not None:
+        if state is None:
+            raise reader.refuse(f"state_object is {_short(kind)} but state is null")
+        _install(reader, estimator, kind, state)
+        return estimator
     if state is None:
         return estimator
     setter = getattr(estimator, "_set_state_dict", None)
@@ -606,6 +689,49 @@ def _load(reader):
     except (TypeError, ValueError) as exc:
         raise reader.refuse(f"state: {exc}") from None
     return estimator
+
+
+# what a state object's checker may raise on a hostile dict, besides its
+# ValueError naming the field (a check that indexes before it tests): all
+# refused the same way
+_STATE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
+
+
+def _install(reader, estimator, kind, state):
+    """Rebuild the state object ``kind`` from ``state`` (every field checked
+    by its own from_state), apply the estimator's parameters to it, and
+    publish it by one assignment."""
+    name = type(estimator).__name__
+    expected = ESTIMATOR_STATES.get(name)
+    if kind != expected:
+        raise reader.refuse(f"state_object is {_short(kind)}; {name} holds a {expected}")
+    cls = _state_class(kind)
+    if cls is None:
+        raise reader.refuse(f"state_object is {kind}, which this build of streamfit does not "
+                            f"have (a file from a newer streamfit?)")
+    declared = getattr(type(estimator), "_STATE_TYPE", cls)
+    if declared is not cls:         # pragma: no cover - the tables follow the estimators
+        raise reader.refuse(f"internal error: {name} holds a {declared.__name__}, the table "
+                            f"says {kind}")
+    try:
+        obj = cls.from_state(state)
+    except _STATE_ERRORS as exc:
+        raise reader.refuse(f"state: {exc}") from None
+    if type(obj) is not cls:        # pragma: no cover - from_state builds its own class
+        raise reader.refuse(f"state: {kind}.from_state built a {type(obj).__name__}")
+    # The saved parameters, applied as a call after set_params applies them:
+    # equal ones (a file save() wrote) change nothing; others take effect as
+    # documented, or are refused naming the setting the learnt state cannot
+    # take (tau, mode, loss, ...), so that the estimator never holds a state
+    # its parameters contradict.
+    settings, key = getattr(estimator, "_settings", None), getattr(estimator, "_key", None)
+    if callable(settings) and callable(key) and callable(getattr(obj, "configure", None)):
+        try:
+            obj.configure(**settings())
+        except _STATE_ERRORS as exc:
+            raise reader.refuse(f"params do not fit the state: {exc}") from None
+        obj.source = key()
+    vars(estimator)["_state"] = obj
 
 
 # -- estimators whose state objects have no hooks yet ----------------------------------------

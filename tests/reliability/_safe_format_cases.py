@@ -1,8 +1,10 @@
 """Hostile model files for streamfit.load, run in child processes by
 test_safe_format.py (a crash or a hang is recorded, not suffered).
 
-Every file here is made from a valid one (a FollowTheLeaderPCA fitted on a
-fixed stream) by one attack. :func:`attack` loads it and returns what
+Every file here is made from a valid one by one attack: a FollowTheLeaderPCA
+fitted on a fixed stream (its interim hooks), or an OnlineQuantileRegressor
+(attacks named "qr: ...": a state object, LinearSGD, saved by to_state and
+loaded by from_state). :func:`attack` loads it and returns what
 happened: refused (the exception's type and message) or loaded (then the
 estimator is used: a state that passed the checks must work), and the peak
 of memory traced during the load, which must stay far below any declared
@@ -34,6 +36,24 @@ def valid_file():
     ftl = streamfit.FollowTheLeaderPCA(2).partial_fit(_rows()[:100])
     out = io.BytesIO()
     streamfit.save(ftl, out)
+    return out.getvalue()
+
+
+def _target(rows):
+    return rows @ np.arange(1.0, 7.0) + 3.0
+
+
+@functools.lru_cache(maxsize=None)
+def valid_qr_file():
+    import streamfit
+
+    # batch mode with rows pending (a partial batch), averaged: most of
+    # LinearSGD's sections are in the file
+    rows = _rows()[:100]
+    qr = streamfit.OnlineQuantileRegressor(0.3, mode="batch", batch_size=16,
+                                           average=True).partial_fit(rows, _target(rows))
+    out = io.BytesIO()
+    streamfit.save(qr, out)
     return out.getvalue()
 
 
@@ -88,6 +108,11 @@ def npy_header(descr, shape, fortran=False, payload=b""):
 def array_name(data, field):
     """The member holding state['arrays'][field]."""
     return manifest_of(data)["state"]["arrays"][field]["$array"]
+
+
+def state_array(data, field):
+    """The member holding a state object's state[field] (qr files)."""
+    return manifest_of(data)["state"][field]["$array"]
 
 
 def _cd_records(data):
@@ -296,7 +321,67 @@ def _attacks():
         v, lambda m: m["state"].update(instances_="shell"))
     A["state version 2"] = lambda: edit_manifest(v, lambda m: m["state"].update(version=2))
     A["state is a list"] = lambda: edit_manifest(v, lambda m: m.update(state=[1, 2]))
+    A.update(_qr_attacks())
     return A
+
+
+def _qr_attacks():
+    """A state object's file (LinearSGD): the class it names, and fields
+    its from_state checks."""
+    q = valid_qr_file()
+    coef, records = state_array(q, "coef"), state_array(q, "records")
+    A = {}
+
+    def edit(f):
+        return lambda: edit_manifest(q, f)
+
+    def settings(**changes):
+        return edit(lambda m: m["state"]["settings"].update(changes))
+
+    # the class: only the one a QR holds, looked up in streamfit's table
+    A["qr: state_object os.system"] = edit(lambda m: m.update(state_object="os.system"))
+    A["qr: state_object a dotted path"] = edit(
+        lambda m: m.update(state_object="streamfit._kernels._quantile.LinearSGD"))
+    A["qr: state_object builtins.eval"] = edit(lambda m: m.update(state_object="eval"))
+    A["qr: state_object another family's"] = edit(lambda m: m.update(state_object="IntervalState"))
+    A["qr: state_object a list"] = edit(lambda m: m.update(state_object=["LinearSGD"]))
+    A["qr: state_object with state null"] = edit(lambda m: m.update(state=None))
+    A["qr: state_object dropped"] = edit(lambda m: m.update(state_object=None))
+    # pickles and objects where arrays belong
+    A["qr: pickled member as coef"] = lambda: with_member(q, coef, _pickle_payload())
+    A["qr: object array as coef"] = lambda: with_member(q, coef, _object_array_payload())
+    A["qr: a schedule object by name"] = settings(
+        schedule={"class": "FunctionSchedule", "params": {"func": "os.system"}})
+    A["qr: a schedule of another module"] = settings(
+        schedule={"class": "subprocess.Popen", "params": {}})
+    A["qr: a schedule with an unknown parameter"] = settings(
+        schedule={"class": "ConstantSchedule", "params": {"eta": 0.1, "code": "x"}})
+    # the fields from_state checks
+    A["qr: state format 2"] = edit(lambda m: m["state"].update(format=2))
+    A["qr: state field added"] = edit(lambda m: m["state"].update(evil=1))
+    A["qr: state field missing"] = edit(lambda m: m["state"].pop("refuse_new"))
+    A["qr: settings tau 2"] = settings(tau=2.0)
+    A["qr: settings mode unknown"] = settings(mode="exec")
+    A["qr: settings n_features 7"] = settings(n_features=7)
+    A["qr: coef NaN"] = lambda: with_member(q, coef, npy(np.full((1, 6), np.nan)))
+    A["qr: coef wrong shape"] = lambda: with_member(q, coef, npy(np.zeros((1, 5))))
+    A["qr: coef int64"] = lambda: with_member(q, coef, npy(np.zeros((1, 6), dtype=np.int64)))
+    A["qr: records wrong shape"] = lambda: with_member(q, records, npy(np.zeros((1, 3))))
+    A["qr: pending rows in single mode"] = lambda: _qr_with(mode="single")
+    # parameters the learnt state cannot take (another tau, mode)
+    A["qr: params tau 0.9"] = edit(lambda m: m["params"].update(tau=0.9))
+    A["qr: params mode storage"] = edit(lambda m: m["params"].update(mode="storage"))
+    return A
+
+
+def _qr_with(**settings):
+    """The qr file with its state's settings changed (the rows it holds
+    kept): a state inconsistent with its own settings."""
+    q = valid_qr_file()
+    m = manifest_of(q)
+    m["state"]["settings"].update(settings)
+    m["params"].update(settings)
+    return with_manifest(q, m)
 
 
 def _sibling(name):
@@ -357,10 +442,14 @@ def _load_traced(data):
 
 
 def _use(est):
-    # a loaded state must work: the next trials run and transform answers
+    # a loaded state must work: the next rows are learnt and the estimator
+    # answers
     rows = _rows()
-    est.partial_fit(rows[100:])
-    return bool(np.isfinite(est.transform(rows[:5])).all())
+    if hasattr(est, "transform"):
+        est.partial_fit(rows[100:])
+        return bool(np.isfinite(est.transform(rows[:5])).all())
+    est.partial_fit(rows[100:], _target(rows[100:]))
+    return bool(np.isfinite(est.predict(rows[:5])).all())
 
 
 def attack(name):
@@ -382,10 +471,11 @@ def attack(name):
 
 def random_edit(seed):
     """One random edit of a valid file (bytes changed, cut or inserted
-    anywhere): refused with a ValueError, or loaded and usable."""
+    anywhere; odd seeds the qr file): refused with a ValueError, or loaded
+    and usable."""
     rng = np.random.default_rng(seed)
-    data = bytearray(valid_file())
-    kind = ("flip", "cut", "insert", "zero")[seed % 4]
+    data = bytearray(valid_qr_file() if seed % 2 else valid_file())
+    kind = ("flip", "cut", "insert", "zero")[seed // 2 % 4]
     at = int(rng.integers(0, len(data)))
     if kind == "flip":
         for _ in range(int(rng.integers(1, 4))):
