@@ -576,3 +576,44 @@ def test_result_pickles_and_resumes(client, regression):
     ref = in_memory(OnlineQuantileRegressor(0.3),
                     row_chunks(600, CHUNK, X[:600], y[:600]) + [(X[600:], y[600:])])
     assert_same_state(again, ref)
+
+
+def test_commit_publishes_a_new_state_object(regression):
+    """stream_fit takes the state by a copy of the state object and commits
+    by one assignment of the fitted one (no Python lock, no handler swaps):
+    the estimator's old state object is left as it was, and a call that
+    changed the estimator in between (rows or parameters) makes the commit
+    refuse with that call's update kept."""
+    from streamfit.dask._state import commit, take_state
+
+    X, y = regression
+    est = OnlineQuantileRegressor(0.3).partial_fit(X[:100], y[:100])
+    old = est._state
+    before = take_state(est)
+
+    def fitted_on(rows):
+        model = pickle.loads(before)
+        return pickle.dumps(model.partial_fit(X[rows], y[rows]))
+
+    assert commit(est, before, fitted_on(slice(100, 200))) is est
+    assert est._state is not old and old.n_samples_seen == 100
+    assert est.n_samples_seen_ == 200 and "_lock" not in vars(est)
+    assert_same_state(est, OnlineQuantileRegressor(0.3).partial_fit(X[:100], y[:100])
+                      .partial_fit(X[100:200], y[100:200]))
+
+    before = take_state(est)
+    est.partial_fit(X[200:210], y[200:210])           # rows meanwhile
+    with pytest.raises(RuntimeError, match="changed while its chunks were fitted"):
+        commit(est, before, fitted_on(slice(200, 300)))
+    assert est.n_samples_seen_ == 210
+    before = take_state(est)
+    est.set_params(average=True)                      # parameters meanwhile
+    with pytest.raises(RuntimeError, match="changed while its chunks were fitted"):
+        commit(est, before, fitted_on(slice(210, 300)))
+    assert est.n_samples_seen_ == 210 and est.average
+
+    # an estimator fitted from scratch on the cluster gets its first state
+    fresh = OnlineQuantileRegressor(0.3)
+    before = take_state(fresh)
+    commit(fresh, before, fitted_on(slice(0, 50)))
+    assert fresh.n_samples_seen_ == 50

@@ -122,11 +122,13 @@ class _BoundedClient(Client):
         try:
             return await asyncio.wait_for(super()._ensure_connected(timeout=timeout), timeout)
         except _TIMEOUTS:
+            # (distributed also retries a refused connection until its
+            # timeout: on a loaded machine this bound may expire first)
             raise SchedulerTimeout(f"client: no Dask scheduler answered at "
-                                   f"{self.scheduler.address} within {timeout:g} s (the "
-                                   f"address accepted a connection but never answered: a "
-                                   f"stopped or overloaded scheduler, or not a Dask "
-                                   f"scheduler)") from None
+                                   f"{self.scheduler.address!r} within {timeout:g} s "
+                                   f"(nothing listens there, or it accepted the connection "
+                                   f"but never answered: a stopped or overloaded scheduler, "
+                                   f"or not a Dask scheduler)") from None
 
 
 def check_timeout(timeout):

@@ -9,7 +9,7 @@ import uuid
 from ._blocks import is_frame, resident_blocks, row_blocks, submit_block
 from ._chains import drive_chains
 from ._client import connect
-from ._state import add_note, adopt, caller_lock, snapshot
+from ._state import add_note, commit, take_state
 from ._threads import host_threads, limited, share
 
 __all__ = ["stream_fit"]
@@ -252,10 +252,14 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
     OpenMP threads in a step are limited to the worker's share of its
     host's cores.
 
-    The estimator is locked (its other calls wait) only while its state is
-    taken and while the result is committed, never while the cluster works
-    or the network is waited on: its fitted attributes stay readable
-    meanwhile.
+    Nothing is locked while the cluster works or the network is waited on:
+    the estimator's state is taken as a copy of its state object (between
+    two of its calls) and the result is published by one assignment of the
+    fitted state object, so its fitted attributes stay readable, and its
+    calls run, meanwhile. If another call changed the estimator in between,
+    the commit raises RuntimeError and applies nothing (that call's update
+    stays). Feed one estimator from one place: a call already under way at
+    the instant of the commit could still lose its rows, as with ``fit``.
 
     Examples
     --------
@@ -297,22 +301,13 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         row_blocks(X[[y_column]])
     method = "partial_fit_dense" if getattr(X, "ndim", 2) == 3 else "partial_fit"
 
-    # The estimator is locked only to take its state and to commit the
-    # result, never while the cluster works (or does not answer): its
-    # attributes stay readable, and other calls run, meanwhile. A call that
-    # changed it in between makes the commit refuse, so neither is lost.
-    state = caller_lock(estimator, snapshot, estimator)
+    # The estimator's state is taken (a copy of its state object, between two
+    # of its calls) and the result committed (one assignment of the fitted
+    # state object); nothing is locked while the cluster works (or does not
+    # answer): its attributes stay readable, and other calls run, meanwhile.
+    # A call that changed it in between makes the commit refuse, so neither
+    # is lost.
+    state = take_state(estimator)
     with connect(client, timeout) as c:
         fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
-    return caller_lock(estimator, _commit, estimator, state, fitted)
-
-
-def _commit(estimator, before, fitted):
-    """Publish the cluster's result (the caller holds the estimator's lock),
-    unless the estimator changed since its state was taken."""
-    if snapshot(estimator) != before:
-        raise RuntimeError(f"stream_fit: the {type(estimator).__name__} changed while its "
-                           f"chunks were fitted on the cluster (another call fitted it or "
-                           f"set its parameters); the cluster's result was not applied, so "
-                           f"that neither is lost: re-run stream_fit from its current state")
-    return adopt(estimator, fitted)
+    return commit(estimator, state, fitted)
