@@ -25,7 +25,8 @@ whole learnt state is one compiled object in ``estimator.__dict__["_state"]``):
   finiteness and consistency, ValueError naming the field --, applies the
   saved parameters to it as a call after ``set_params`` would (a parameter
   the learnt state cannot take, such as another ``tau``, is refused naming
-  it), and publishes it by one assignment.
+  it), and hands it to the estimator's ``__setstate__``, as unpickling does
+  (its checks of a loaded state, and what it does after loading).
 
 One path serves every family: a state object on another branch (PCA,
 low-rank) is saved and loaded by it as soon as its estimator holds it.
@@ -700,7 +701,7 @@ _STATE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
 def _install(reader, estimator, kind, state):
     """Rebuild the state object ``kind`` from ``state`` (every field checked
     by its own from_state), apply the estimator's parameters to it, and
-    publish it by one assignment."""
+    install it as unpickling does."""
     name = type(estimator).__name__
     expected = ESTIMATOR_STATES.get(name)
     if kind != expected:
@@ -731,7 +732,15 @@ def _install(reader, estimator, kind, state):
         except _STATE_ERRORS as exc:
             raise reader.refuse(f"params do not fit the state: {exc}") from None
         obj.source = key()
-    vars(estimator)["_state"] = obj
+    # published as unpickling publishes it: the estimator's own __setstate__,
+    # with its checks of a loaded state and what it does after (the PCA
+    # estimators link the state's generator to random_state)
+    pickled = dict(vars(estimator))
+    pickled["_state"] = obj
+    try:
+        estimator.__setstate__(pickled)
+    except (TypeError, ValueError) as exc:
+        raise reader.refuse(f"state: {exc}") from None
 
 
 # -- estimators whose state objects have no hooks yet ----------------------------------------

@@ -180,7 +180,8 @@ def _object_array_payload():
 # -- the attacks ---------------------------------------------------------------------------
 def _attacks():
     v = valid_file()
-    perturbed = array_name(v, "perturbed_")
+    arrays = sorted(n for n, _ in members(v) if n != "manifest.json")
+    perturbed = array_name(v, "perturbed_") if LEGACY else arrays[0]
     A = {}
 
     # the file as a whole
@@ -288,14 +289,31 @@ def _attacks():
                                                    "params": {}}))
     A["$float 1e308"] = lambda: edit_manifest(v, lambda m: m["params"].update(
         tol={"$float": "1e308"}))
+    # (a state object's file: its state dict holds the arrays by name)
+    q = valid_qr_file()
     A["$array to a missing member"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["arrays"].update(noise_={"$array": "arrays/77.npy"}))
+        q, lambda m: m["state"].update(coef={"$array": "arrays/77.npy"}))
     A["$array to the manifest"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["arrays"].update(noise_={"$array": "manifest.json"}))
+        q, lambda m: m["state"].update(coef={"$array": "manifest.json"}))
     A["$array twice"] = lambda: rebuild(
-        [(n, p) for n, p in members(edit_manifest(v, lambda m: m["state"]["arrays"].update(
-            noise_=m["state"]["arrays"]["perturbed_"])))
-         if n != manifest_of(v)["state"]["arrays"]["noise_"]["$array"]])
+        [(n, p) for n, p in members(edit_manifest(q, lambda m: m["state"].update(
+            coef_avg=m["state"]["coef"])))
+         if n != manifest_of(q)["state"]["coef_avg"]["$array"]])
+    A["state is a list"] = lambda: edit_manifest(v, lambda m: m.update(state=[1, 2]))
+    if LEGACY:
+        A.update(_legacy_state_attacks(v, perturbed))
+    A.update(_qr_attacks())
+    return A
+
+
+# FollowTheLeaderPCA's file through its interim hooks (until its state object
+# lands: then its file names LeaderState, and these attacks are the qr ones'
+# counterparts)
+LEGACY_ATTACKS = ("state n_features_in_ 7", "state array NaN")
+
+
+def _legacy_state_attacks(v, perturbed):
+    A = {}
     # the state: what the estimator's loader checks
     A["state n_features_in_ 7"] = lambda: edit_manifest(
         v, lambda m: m["state"].update(n_features_in_=7))
@@ -320,8 +338,6 @@ def _attacks():
     A["state instances_ edited"] = lambda: edit_manifest(
         v, lambda m: m["state"].update(instances_="shell"))
     A["state version 2"] = lambda: edit_manifest(v, lambda m: m["state"].update(version=2))
-    A["state is a list"] = lambda: edit_manifest(v, lambda m: m.update(state=[1, 2]))
-    A.update(_qr_attacks())
     return A
 
 
@@ -422,9 +438,18 @@ def _flip_in_member(v, name):
 
 
 ATTACKS = None
+LEGACY = None
+
+
+def _legacy():
+    global LEGACY
+    if LEGACY is None:
+        LEGACY = manifest_of(valid_file())["state_object"] is None
+    return LEGACY
 
 
 def names():
+    _legacy()
     return list(_attacks())
 
 
@@ -456,6 +481,7 @@ def attack(name):
     """Build the named hostile file, load it; the outcome as a dict."""
     global ATTACKS
     if ATTACKS is None:
+        _legacy()
         ATTACKS = _attacks()
     data = ATTACKS[name]()
     est, exc, peak = _load_traced(data)
