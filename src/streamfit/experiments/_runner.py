@@ -64,6 +64,13 @@ class SequentialRunner:
     def submit(self, tasks):
         return list(tasks)
 
+    def ready(self, pending):
+        """Whether gather() would not wait: here tasks run when gathered."""
+        return True
+
+    def wait_any(self, pending):  # pragma: no cover - ready() is always True here
+        return None
+
     def gather(self, pending, desc="", progress=False):
         """(results in task order, total seconds spent in the tasks)."""
         out = []
@@ -96,6 +103,17 @@ class DaskRunner:
                                    key=f"streamfit-{getattr(task.func, '__name__', 'task')}-"
                                        f"{tag}-{i}")
                 for i, task in enumerate(tasks)]
+
+    def ready(self, pending):
+        """Whether every future of ``pending`` has finished (or failed)."""
+        return all(f.done() for f in pending)
+
+    def wait_any(self, pending):
+        """Wait until one of ``pending`` finishes (bounded like gather)."""
+        from ..dask._client import settle
+
+        settle(self.client, [f for f in pending if not f.done()], "the report's tasks",
+               self.timeout, return_when="FIRST_COMPLETED")
 
     def gather(self, pending, desc="", progress=False):
         from ..dask._client import settle
