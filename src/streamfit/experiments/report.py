@@ -354,8 +354,10 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
                             ((name, alone, solo) for name in solo))
     for name, run, where in order:
         exp, params, n_tasks, pending = where[name]
+        cpu = 0.0
         try:
             results, seconds = run.gather(pending, desc=exp.name, progress=progress)
+            cpu = run.last_cpu
             outcome = exp.analyse(params, results)
         except ImportError as exc:
             # an optional package (e.g. statsmodels for its data sets) is missing:
@@ -366,11 +368,14 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
         for stem, fig in outcome.figures.items():
             _save_figure(fig, os.path.join(out, "figures", f"{stem}.png"))
         outcomes[name] = outcome
+        entry = _entry(exp, outcome, seconds, stamp)
+        entry["task_cpu_seconds"] = round(float(cpu), 1)
         done[name] = (_section(exp, params, outcome, list(outcome.figures), n_tasks, seconds,
-                               stamp), _entry(exp, outcome, seconds, stamp))
+                               stamp), entry)
         if echo:
             echo(f"[{len(done)}/{len(experiments)}] {name}: {outcome.status} -- "
-                 f"{seconds:.0f} s of task time{' (timed alone)' if exp.solo else ''}, "
+                 f"{seconds:.0f} s of task time ({cpu:.0f} s CPU)"
+                 f"{' (timed alone)' if exp.solo else ''}, "
                  f"{time.perf_counter() - start:.0f} s since the start")
     elapsed = time.perf_counter() - start
     runs = runs + [{"command": command or "python -m streamfit", "generated": stamp,
