@@ -136,6 +136,15 @@ def test_a_real_sigint_at_any_moment_leaves_a_whole_report(tmp_path, delay):
     assert set(_sections(md)) == set(CHEAP)
 
 
+def test_report_files_get_the_permissions_of_an_ordinary_write(tmp_path):
+    """Written through temporary files (0600 as made), yet readable as any
+    file the user writes: the umask decides, as for open()."""
+    _write(tmp_path, names=("pca-goe",))
+    expected = 0o666 & ~report_module._UMASK
+    for rel in _files(tmp_path):
+        assert os.stat(tmp_path / rel).st_mode & 0o777 == expected, rel
+
+
 # -- --only updates an existing report, never shrinks it -----------------------------------
 
 def _sections(md):

@@ -208,15 +208,29 @@ def _entry(exp, outcome, seconds, stamp):
 
 # -- files: written whole or not at all ----------------------------------------------------
 
+def _current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: read once, at import (os.umask can only be read by setting it)
+_UMASK = _current_umask()
+
+
 @contextlib.contextmanager
 def _replacing(path, mode="w"):
     """Open a temporary file beside ``path``; on success it replaces ``path``
     (os.replace: atomic on one file system); on any error or interrupt it is
-    removed and ``path`` is untouched."""
+    removed and ``path`` is untouched. The file gets the permissions an
+    ordinary open() would give it (mkstemp's are 0600: a report nobody else
+    could read)."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
                                dir=folder)
     try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o666 & ~_UMASK)
         with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as fh:
             yield fh
         os.replace(tmp, path)
@@ -323,9 +337,7 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
     >>> from streamfit.experiments import get_experiment, write_report
     >>> exp = get_experiment("pca-goe")
     >>> with tempfile.TemporaryDirectory() as out:
-    ...     res = write_report([exp], out=out, progress=False,
-    ...                        overrides={"pca-goe": {"sizes": (10, 40), "reps": 4,
-    ...                                               "ks": (1, 2)}})
+    ...     res = write_report([exp], out=out, progress=False)   # a few seconds
     ...     sorted(os.listdir(out)), res["pca-goe"].status
     (['figures', 'findings.md', 'report-summary.json', 'report.md'], 'contradicted')
     """
@@ -338,6 +350,7 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
     keep, runs = _merge_plan(out, set(names), preset)
     stamp = datetime.datetime.now().strftime('%Y-%m-%d %H:%M')
     start = time.perf_counter()
+    load0 = _load()
     plan, solo = {}, {}
     alone = SequentialRunner()
     for exp in experiments:
@@ -378,11 +391,42 @@ def write_report(experiments, *, preset="quick", out="streamfit-report", runner=
                  f"{' (timed alone)' if exp.solo else ''}, "
                  f"{time.perf_counter() - start:.0f} s since the start")
     elapsed = time.perf_counter() - start
+    # what the run cost, told truly: the wall time, and (on a machine shared with
+    # other work, where the wall time says little) the tasks' own time and CPU
+    # time, with the load average the run met
     runs = runs + [{"command": command or "python -m streamfit", "generated": stamp,
                     "seconds": round(elapsed), "runner": runner.description,
-                    "experiments": names}]
+                    "experiments": names,
+                    "task_seconds": round(sum(e["task_seconds"] for _, e in done.values())),
+                    "task_cpu_seconds": round(sum(e["task_cpu_seconds"]
+                                                  for _, e in done.values())),
+                    "load": [load0, _load()], "cores": os.cpu_count()}]
     _write_folder(out, preset, keep, done, runs)
     return outcomes
+
+
+def _load():
+    """The 1-minute load average (None where the system has none)."""
+    try:
+        return round(os.getloadavg()[0], 1)
+    except (AttributeError, OSError):
+        return None
+
+
+def _run_cost(run):
+    """'in W s wall on RUNNER; its tasks took T s (C s CPU), load average A at
+    the start and B at the end on N cores' from a run record (records of
+    earlier versions lack the parts after the runner)."""
+    text = f"in {run['seconds']} s wall on {run['runner']}"
+    if "task_cpu_seconds" in run:
+        text += (f"; its tasks took {run['task_seconds']} s ({run['task_cpu_seconds']} s "
+                 "CPU)")
+    load = run.get("load") or [None, None]
+    if None not in load:
+        text += f", load average {load[0]:g} at the start and {load[1]:g} at the end"
+        if run.get("cores"):
+            text += f" on {run['cores']} cores"
+    return text
 
 
 def _finished(runner, plan):
@@ -479,7 +523,7 @@ def _header(summary, order):
     runs = summary["runs"]
     last = runs[-1]
     made = (f"Generated {last['generated']} by `{last['command']}` ({summary['preset']} "
-            f"preset) in {last['seconds']} s on {last['runner']}")
+            f"preset) {_run_cost(last)}")
     if len(runs) > 1:
         made += ("; sections of earlier runs kept: " + "; ".join(
             f"`{r['command']}` ({r['generated']}, {r['seconds']} s)" for r in runs[:-1]))
@@ -518,9 +562,12 @@ def _header(summary, order):
         if e["kind"] == BEYOND:
             lines.append(f"| [`{name}`](#{name}) | {SHORT.get(e['paper'], e['paper'])} | "
                          f"{_md(e['title'])} | **{e['status']}** |")
-    times = [(n, entries[n].get("task_seconds", 0.0)) for n in order]
-    lines += ["", "Time per experiment (seconds of task time, one BLAS thread a task): "
-              + ", ".join(f"`{n}` {s:.0f}" for n, s in times) + "."]
+    times = [(n, entries[n].get("task_seconds", 0.0), entries[n].get("task_cpu_seconds"))
+             for n in order]
+    lines += ["", "Time per experiment (seconds of task time, and of CPU time where recorded, "
+              "one BLAS thread a task): " + ", ".join(
+                  f"`{n}` {s:.0f}" + ("" if c is None else f" ({c:.0f} CPU)")
+                  for n, s, c in times) + "."]
     return "\n".join(lines)
 
 
