@@ -12,8 +12,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from streamfit import OnlineLowRankQuantileRegressor
+from streamfit.quantile import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit._kernels import _lowrank as _lr
-from streamfit._kernels import _quantile as _q
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 
 Est = OnlineLowRankQuantileRegressor
@@ -142,38 +142,38 @@ def test_rank_grows_one_step_at_a_time_from_zero_for_rank_one_samples():
 @pytest.mark.parametrize("loss", ["quantile", "squared"])
 def test_statistical_schedule_is_the_vector_familys(loss):
     """The kernel's stepsizes are those of the vector family's single-sample
-    schedule (_quantile.schedule_step) with d = d_eff and ||x||^2 =
-    d_eff ||X||^2 / (d1 d2), fed the same residuals."""
+    schedule with d = d_eff and ||x||^2 = d_eff ||X||^2 / (d1 d2), fed the
+    same residuals: a vector estimator on d_eff features, each row
+    (sqrt(d_eff ||X_t||^2 / (d1 d2)), 0, ..., 0) with the target that makes
+    its residual the low-rank one's."""
     d1, d2, r = 10, 8, 2
     X, y, _ = stream("dense", 600, d1, d2, r, seed=5)
     # decay 0.5: a phase one short enough to end within the 600 samples
     sched = StatisticalSchedule(n_warmup=20, window=40, decay=0.5)
     est = Est(rank=r, tau=0.4, loss=loss, schedule=sched)
     deff = r * (d1 + d2 - r)
-    code_loss = {"quantile": _q.LOSS_CHECK, "squared": _q.LOSS_SQUARED}[loss]
-    p = _q.new_params()
-    for key, value in sched._kernel_params(code_loss, "single", deff).items():
-        p[key] = value
-    p["tau"], p["loss"] = 0.4, code_loss
-    s = _q.new_state()
-    w = np.zeros(41)
-    etas, phases = [], []
+    vec = (OnlineQuantileRegressor(0.4, schedule=sched, fit_intercept=False)
+           if loss == "quantile" else
+           OnlineLeastSquaresRegressor(schedule=sched, fit_intercept=False))
+    phases, n_steps = [], 0
     for t in range(600):
         M_before = est.coef_ if t else np.zeros((d1, d2))
         res = y[t] - np.sum(X[t] * M_before)
         x = np.zeros(deff)
         x[0] = np.sqrt(np.sum(X[t] ** 2) * deff / (d1 * d2))
-        code, eta, update = _q.schedule_step(s, p, w, x, res, 1.0)
-        assert code == 0
+        w = vec.coef_ if t else np.zeros(deff)
+        vec.learn_one(x, res + x @ w)        # its residual: res (to rounding)
         est.partial_fit(X[t:t + 1], y[t:t + 1])
-        if update:
-            etas.append(eta)
+        assert est.n_updates_ == vec.n_updates_
+        if est.n_updates_ > n_steps:
+            n_steps = est.n_updates_
             # (the residuals agree to rounding: <X, M> is summed differently)
-            assert est.schedule_state_["stepsize"] == pytest.approx(eta, rel=1e-9)
+            assert est.schedule_state_["stepsize"] == pytest.approx(
+                vec.schedule_state_["stepsize"], rel=1e-9)
         phases.append(est.schedule_state_["phase"])
-        assert (phases[-1], est.schedule_state_["t_switch"]) == (s["phase"][0],
-                                                                 s["t_switch"][0])
-    assert est.n_updates_ == len(etas) == 580
+        assert (phases[-1], est.schedule_state_["t_switch"]) == (
+            vec.schedule_state_["phase"], vec.schedule_state_["t_switch"])
+    assert est.n_updates_ == 580
     assert 2 in phases         # phase one ended within the run
 
 
