@@ -121,6 +121,12 @@ def test_paper_items_and_measurements_are_counted_apart(tmp_path):
            "1 not reproduced.**" in md
     assert "**Beyond the papers: 3 measurements -- 1 with every criterion held, 1 with some " \
            "criteria held, 1 with none held.**" in md
+    # the header says what the run took: wall, the tasks' time and CPU time, the load
+    assert re.search(r"^Generated .* in \d+ s wall on sequential, in this process; its tasks "
+                     r"took \d+ s \(\d+ s CPU\)(, load average [\d.]+ at the start and "
+                     r"[\d.]+ at the end on \d+ cores)?;", md, flags=re.M), md[:600]
+    summary = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert set(summary["runs"][-1]) >= {"seconds", "task_seconds", "task_cpu_seconds", "load"}
     # a failed criterion says what it required; evidence against a claim is noted
     assert "✗ c refuted (*required: inside [0, 1]; the data speak against it*)" in md
     assert "**Evidence against the paper's claim:** c refuted." in md
