@@ -12,7 +12,7 @@ from ..quantile import OnlineQuantileRegressor
 from . import _plot
 from ._qr_common import checkpoints, noise_facts, paper_stream, run_path
 from ._runner import Task
-from ._stats import check_inside, loglog_slope, median
+from ._stats import check_below, check_inside, loglog_slope, median
 from ._types import SANITY, Check, Experiment, Outcome
 
 
@@ -65,11 +65,12 @@ def _analyse(p, results):
              "median Z = err^2 T / (b0^2 d)": [median(z[d]) for d in dims],
              "final rel. err": [median([r["err"][-1] for r in res[d]]) for d in dims]}
     checks = [
-        check_inside(s_t1, 0.8, 1.2, "Theorem 1: phase one ends after t1 = O(d log(...)) "
-                     "samples (the log factor fixed by the SNR): log-log slope of t1 against d",
-                     n_of="replications", fmt="+.2f",
-                     requires="the whole 95% interval inside [0.8, 1.2] (t1 in proportion "
-                              "to d; a d log d or d^2 phase fails)"),
+        check_below(s_t1, 1.2, "Theorem 1: phase one ends after t1 = O(d log(...)) "
+                    "samples (the log factor fixed by the SNR), an upper bound: log-log "
+                    "slope of t1 against d", n_of="replications", fmt="+.2f",
+                    requires="the whole 95% interval below 1.2 (t1 at most in proportion "
+                             "to d; a d log d or d^2 phase fails; a slope below 1 is "
+                             "within the bound)"),
         check_inside(s_z, -0.2, 0.2, "Corollary 2: the final error^2 is C3 (d/T) b0^2 at T "
                      "a fixed multiple of d: log-log slope of err^2 T / (b0^2 d) against d",
                      n_of="replications", fmt="+.2f",
