@@ -319,3 +319,25 @@ def test_pickle_stays_for_trusted_use():
     ftl = FollowTheLeaderPCA(2).partial_fit(_rows(30))
     again = pickle.loads(pickle.dumps(ftl))
     np.testing.assert_array_equal(again.components_, ftl.components_)
+
+
+def test_the_low_rank_state_object_continues_bit_for_bit():
+    # the generic path on a second family: OnlineLowRankQuantileRegressor's
+    # LowRankState, saved by to_state and loaded by from_state
+    from streamfit import OnlineLowRankQuantileRegressor
+
+    rng = np.random.default_rng(0)
+    M = rng.standard_normal((12, 2)) @ rng.standard_normal((2, 9))
+    idx = np.column_stack([rng.integers(0, 12, 6000), rng.integers(0, 9, 6000)])
+    y = M[idx[:, 0], idx[:, 1]] + 0.1 * rng.standard_t(2, 6000)
+    for split in (1, 2345):
+        est = OnlineLowRankQuantileRegressor(rank=2, shape=(12, 9)).partial_fit(idx[:split],
+                                                                                y[:split])
+        loaded = _roundtrip(est)
+        assert type(loaded._state) is type(est._state)
+        assert _learnt(loaded) == _learnt(est)
+        est.partial_fit(idx[split:], y[split:])
+        loaded.partial_fit(idx[split:], y[split:])
+        assert _learnt(loaded) == _learnt(est)
+        np.testing.assert_array_equal(loaded.coef_, est.coef_)
+        assert loaded.n_samples_seen_ == est.n_samples_seen_ == 6000
