@@ -777,6 +777,7 @@ cdef class CappedState:
     cdef double *buf
     cdef int *sel
     cdef bint has_eig, has_r1
+    cdef bint _interrupted      # the last call stopped on a signal, trials kept
 
     def __cinit__(self, *args, **kwargs):
         lock_init(&self._lock)
@@ -987,6 +988,7 @@ cdef class CappedState:
         cdef Ctx c
         cdef Poll pl
         cdef _Set live = self._live(), spare = self._b if self.cur == 0 else self._a
+        self._interrupted = False
         with nogil:
             if self.kind == INSTANCE_DENSE:
                 res = dense_block_check(self.n, X, T, &top, &at, &asym)
@@ -1016,6 +1018,7 @@ cdef class CappedState:
                 f"estimator was left as it was before this call")
         self.cur = 1 - self.cur         # commit: one store
         if code == ERR_INTERRUPTED:
+            self._interrupted = True
             exc = pending_exception()
             _note(exc, self._name(), done, T, spare.st.t)
             raise exc
@@ -1181,11 +1184,22 @@ cdef class CappedState:
         cdef Counters s = self._counters()
         return {"full": s.full, "rank_one": s.rank_one, "rank_one_failed": s.rank_one_failed,
                 "mean_block": float(s.block_sum) / s.rank_one if s.rank_one else 0.0,
-                "eig_fallbacks": s.eig_fallbacks, "rebuilds": s.rebuilds}
+                "eig_fallbacks": s.eig_fallbacks}
+
+    @property
+    def rebuilds_(self):
+        """GD updates that rebuilt W from its support instead of correcting it."""
+        return self._counters().rebuilds
 
     @property
     def started(self):
         return True
+
+    @property
+    def interrupted(self):
+        """Whether the last call was stopped by a signal (holding the trials
+        played before it), rather than refused, failed or ended."""
+        return bool(self._interrupted)
 
     @property
     def torn(self):
@@ -1350,4 +1364,6 @@ def _rebuild(version, state):
 def _plant(CappedState state, str name, Py_ssize_t i, double value):
     """Tests: set entry i (flat) of the live set's array `name` (M, d, U) to a
     value no input can put there, to run the eigen-solver chain's failure."""
-    getattr(state._live(), name).reshape(-1)[i] = value
+    cdef _Set live = state._live()
+    arrays = {"M": live.M, "U": live.U, "w": live.w, "d": live.d, "C": live.C, "Wd": live.Wd}
+    arrays[name].reshape(-1)[i] = value

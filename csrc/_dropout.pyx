@@ -36,6 +36,7 @@ from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_o
 from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
 
 import numbers
+import sys
 
 from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
                                          refuse_version, check_orthonormal, SEED_KINDS)
@@ -214,6 +215,7 @@ cdef class DropoutState:
     cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
     cdef TopKWork w
     cdef bint has_work
+    cdef bint _interrupted      # the last call stopped on a signal, trials kept
     cdef long long best_t
     cdef double best
 
@@ -303,6 +305,7 @@ cdef class DropoutState:
 
     cdef int _enter(self) except -1:
         lock_enter(&self._lock, "DropoutState")
+        self._interrupted = False
         if self._lock.forked_mid_call:
             lock_leave(&self._lock)
             raise RuntimeError(
@@ -431,6 +434,7 @@ cdef class DropoutState:
         with nogil:
             code = trials(&c, X, T, &done, &pl)
         if code == ERR_INTERRUPTED:
+            self._interrupted = True
             exc = pending_exception()
             _note(exc, "DropoutPCA", done, T, self.st.t)
             raise exc
@@ -474,6 +478,8 @@ cdef class DropoutState:
                 n_kept = int(kept.sum())
             except BaseException:
                 self._bitgen.state = saved
+                self._interrupted = i > 0 or not isinstance(
+                    sys.exc_info()[1], (ValueError, TypeError, np.linalg.LinAlgError))
                 raise
             # commit (C stores only)
             self._H = H
@@ -547,6 +553,12 @@ cdef class DropoutState:
     @property
     def started(self):
         return True
+
+    @property
+    def interrupted(self):
+        """Whether the last call was stopped by a signal (holding the trials
+        played before it), rather than refused or ended."""
+        return bool(self._interrupted)
 
     @property
     def torn(self):

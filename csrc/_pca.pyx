@@ -531,6 +531,7 @@ cdef class LeaderState:
     cdef object _sigma, _solver_name, _n_jobs
     # the state
     cdef bint started
+    cdef bint _interrupted      # the last call stopped on a signal, trials kept
     cdef PCAState st
     cdef object _S, _N, _C, _rows, _V
     cdef object _bitgen
@@ -882,6 +883,7 @@ cdef class LeaderState:
         cdef Py_ssize_t done = 0
         self._start()
         self.best_t = -1
+        self._interrupted = False
         if T == 0:
             return
         c = self._ctx()
@@ -895,6 +897,7 @@ cdef class LeaderState:
         else:
             code = trials(&c, X, X32, T, &done, &pl)
         if code == ERR_INTERRUPTED:
+            self._interrupted = True
             exc = pending_exception()
             _note(exc, "LeaderState", done, T, self.st.t)
             raise exc
@@ -953,6 +956,17 @@ cdef class LeaderState:
             return self._V.copy()
         finally:
             lock_leave(&self._lock)
+
+    @property
+    def started(self):
+        """Whether the first decision was made (a call or a read made it)."""
+        return bool(self.started)
+
+    @property
+    def interrupted(self):
+        """Whether the last call was stopped by a signal (holding the trials
+        played before it), rather than refused or ended."""
+        return bool(self._interrupted)
 
     @property
     def n_trials_(self):
@@ -1314,9 +1328,11 @@ def _row(x, n):
     cdef double[::1] out
     cdef Py_ssize_t i, m
     if isinstance(x, np.ndarray):
-        if x.ndim != 1 or x.dtype.kind not in "biuf":
-            raise TypeError(f"x must be a 1-D array or a sequence of real numbers, got "
-                            f"{_what(x)}")
+        if x.dtype.kind not in "biuf":
+            raise TypeError(f"x must hold real numbers, got {_what(x)}")
+        if x.ndim != 1:
+            raise ValueError(f"x must be 1-dimensional (one row of {n} values), got an "
+                             f"array of shape {x.shape}")
         return np.ascontiguousarray(x, dtype=np.float64)
     if isinstance(x, (str, bytes)) or not hasattr(x, "__len__"):
         raise TypeError(f"x must be a 1-D array or a sequence of real numbers, got "

@@ -117,9 +117,8 @@ class _CappedSimplexPCA(_OnlinePCA):
         rank-one update of the decomposition), ``rank_one_failed`` (rank-one
         steps whose secular solver failed and were redone in full),
         ``mean_block`` (the mean size K of the block the rank-one steps left
-        after deflation: their cost is O(n K^2)), ``eig_fallbacks`` (full
-        decompositions that needed a routine after dsyevd) and ``rebuilds``
-        (GD updates that rebuilt W from its support)."""
+        after deflation: their cost is O(n K^2)) and ``eig_fallbacks`` (full
+        decompositions that needed a routine after dsyevd)."""
         return self._fitted().update_stats_
 
     @property

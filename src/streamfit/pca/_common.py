@@ -187,15 +187,16 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return state
 
     def _start(self, kind, n, X_in, play, publish_partial=True):
-        """A fresh state for a first call (or fit), played; published once it
-        holds a decision (``publish_partial``: even if a signal then stops the
-        call; else only whole)."""
+        """A fresh state for a first call (or fit), played and published;
+        with ``publish_partial`` also when a signal stopped its trials (it
+        then holds whole ones), never when it refused or failed."""
         names = _get_feature_names(X_in) if X_in is not None else None
         state = self._new_state(n, kind, None if names is None else list(names))
         try:
             play(state)
         except BaseException:
-            if publish_partial and state.started:
+            # a signal that stopped the trials: the state holds whole ones
+            if publish_partial and state.started and state.interrupted:
                 self._state = state
             raise
         self._state = state
@@ -482,8 +483,10 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             raise ValueError(f"{type(self).__name__} pickle: its state is a "
                              f"{type(fitted).__name__}, expected a "
                              f"{self._STATE_TYPE.__name__} (a corrupted or foreign pickle?)")
-        unknown = sorted(set(state) - set(self._get_param_names()) - {"_state",
-                                                                      "_sklearn_version"})
+        # (a class setting a test overrode on the instance, _full_every say,
+        # travels with it)
+        unknown = sorted(name for name in set(state) - set(self._get_param_names())
+                         - {"_state", "_sklearn_version"} if not hasattr(type(self), name))
         if unknown:
             raise ValueError(f"{type(self).__name__} pickle: unknown attributes {unknown} (a "
                              f"corrupted or foreign pickle?)")
