@@ -380,3 +380,38 @@ def dict_row(dict x, tuple columns, double[::1] out, str what="x"):
                              f"model is unchanged (a missing feature reads as 0: leave the "
                              f"key out rather than passing NaN)")
         out[j] = v
+
+
+# --- a fresh estimator's first call --------------------------------------------------
+
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
+
+sf_owner_init()
+
+
+cdef class FirstCall:
+    """The gate of an estimator's first call: until it has a state object
+    (whose own lock then serialises its calls) there is nothing to hold, so
+    two threads' first calls would each make one and one's trials would be
+    lost. The estimator makes one FirstCall with dict.setdefault (atomic) and
+    runs its first call through :meth:`run`: the lock taken and given back in
+    compiled code (a second thread waits with the GIL released, signals
+    serviced), remade after a fork."""
+    cdef CallLock _lock
+
+    def __cinit__(self):
+        lock_init(&self._lock)
+
+    def __dealloc__(self):
+        lock_free(&self._lock)
+
+    def run(self, func, *args):
+        """func(*args) holding the gate."""
+        lock_enter(&self._lock, "the estimator's first call")
+        try:
+            return func(*args)
+        finally:
+            lock_leave(&self._lock)
+
+    def __reduce__(self):
+        return (FirstCall, ())

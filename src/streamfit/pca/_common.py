@@ -24,6 +24,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import _get_feature_names, check_is_fitted, validate_data
 
+from .._kernels._pca_api import FirstCall
 from .._validation import _as_float64, _check_finite, _check_real_array
 
 
@@ -186,6 +187,19 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self._settings(state)
         return state
 
+    def _first(self, kind, n, X_in, play):
+        """A first call: through the estimator's gate, so that two threads'
+        first calls make one state (the second continues from the first's).
+        Returns the state to continue with, or None when this call made it."""
+        gate = self.__dict__.setdefault("_gate", FirstCall())
+        return gate.run(self._first_inside, kind, n, X_in, play)
+
+    def _first_inside(self, kind, n, X_in, play):
+        state = self.__dict__.get("_state")
+        if state is None:
+            self._start(kind, n, X_in, play)
+        return state
+
     def _start(self, kind, n, X_in, play, publish_partial=True):
         """A fresh state for a first call (or fit), played and published;
         with ``publish_partial`` also when a signal stopped its trials (it
@@ -224,8 +238,9 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         """
         X_in = X
         X = self._vectors(X, float32=self._FLOAT32_ROWS)
-        if "_state" not in self.__dict__:
-            return self._start("vector", X.shape[1], X_in, lambda s: s.learn(X))
+        if "_state" not in self.__dict__ and \
+                self._first("vector", X.shape[1], X_in, lambda s: s.learn(X)) is None:
+            return self
         state = self._continue("vector", X.shape[1], X_in)
         if X.shape[0] == 1 and X.dtype == np.float64:
             state.learn_one(X[0])
@@ -280,8 +295,9 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self
         """
         Xs = self._dense(Xs, check_psd)
-        if "_state" not in self.__dict__:
-            return self._start("dense", Xs.shape[1], None, lambda s: s.learn_dense(Xs))
+        if "_state" not in self.__dict__ and \
+                self._first("dense", Xs.shape[1], None, lambda s: s.learn_dense(Xs)) is None:
+            return self
         self._continue("dense", Xs.shape[1]).learn_dense(Xs)
         return self
 
@@ -461,9 +477,15 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         # an independent estimator: the state object copied, never shared
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
+        new.__dict__.pop("_gate", None)
         if "_state" in new.__dict__:
             new._state = self._state.copy()
         return new
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_gate", None)        # a first call's gate: not state
+        return state
 
     def __setstate__(self, state):
         if not isinstance(state, dict):
