@@ -22,7 +22,9 @@ size (a few us a call) and, before a warm-started solve, its block's rows
 orthonormal (O(b^2 n), below one Krylov iteration's O(n^2 b)).
 
 Threads. The state objects (:class:`LinearState`,
-:class:`StatisticalScheduleState`, :class:`TopK`) take one call at a time:
+:class:`StatisticalScheduleState`, :class:`TopK`, and the PCA families'
+:class:`LeaderState`, :class:`CappedState`, :class:`DropoutState`) take one
+call at a time:
 calls from several threads on one object wait for each other (a lock per
 object, taken and given back in compiled code, so that Ctrl-C cannot leave it
 held), and none is lost or mixed with another; :func:`sgd` holds its
@@ -41,8 +43,9 @@ from .quantile import *  # noqa: F401,F403
 
 # (Versions: 2 added inference's plug-in intercepts and the warm-start clock t0
 # to the quantile records, 3 the plug-in intercept's x_wsum, 4 the drift
-# test's fields; a state pickled under an older version is refused with a
-# layout error.)
-API_VERSION = 4
+# test's fields, 5 the state objects (the PCA families' LeaderState,
+# CappedState, DropoutState); a state pickled under an older version is
+# refused with a layout error.)
+API_VERSION = 5
 
 __all__ = ["API_VERSION", *pca.__all__, *quantile.__all__]
