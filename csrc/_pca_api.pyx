@@ -372,9 +372,9 @@ def dict_row(dict x, tuple columns, double[::1] out, str what="x"):
                                  f"for float64 ({value!r:.40}); the model is unchanged") \
                     from None
         else:
-            raise TypeError(f"{what}: the value of feature {columns[j]!r} is not a real "
-                            f"number ({type(value).__name__} {value!r:.40}); the model is "
-                            f"unchanged")
+            raise TypeError(f"{what}: the values of features [{columns[j]!r}] are not "
+                            f"numbers (a {type(value).__name__}: {value!r:.40}); the model "
+                            f"is unchanged")
         if not isfinite(v):
             raise ValueError(f"{what}: feature {columns[j]!r} holds NaN or infinity; the "
                              f"model is unchanged (a missing feature reads as 0: leave the "
