@@ -93,8 +93,10 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     @staticmethod
     def _vectors(X, name="X", float32=False):
         # float32=True: float32 rows stay float32 (C-contiguous) for a state
-        # that reads them as such; everything else becomes float64
-        X = _check_real_array(X, name)
+        # that reads them as such; everything else becomes float64. (A plain
+        # array of numbers needs no look at what it holds.)
+        if not (type(X) is np.ndarray and X.dtype.kind in "biuf"):
+            X = _check_real_array(X, name)
         X = np.ascontiguousarray(X, dtype=np.float32 if float32 and X.dtype == np.float32
                                  else np.float64)
         if X.ndim != 2:
