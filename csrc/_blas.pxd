@@ -2,9 +2,10 @@
 # names a BLAS routine. scipy's .pxd signatures take non-const pointers, so the
 # casts live here, once.
 from scipy.linalg.cython_blas cimport (ddot, daxpy, dgemv, dgemm, dsymm, dsyr, dsyrk,
-                                       dnrm2, dtrsm, drot)
+                                       dnrm2, dtrsm, drot, dsyr2k, dswap)
 from scipy.linalg.cython_lapack cimport (dgeqrf, dorgqr, dsyev, dsyevr, dsyevd, dtrcon,
-                                         dlaed4, dgesvd)
+                                         dlaed4, dgesvd, dlatrd, dsytd2, dsytrd, dstebz,
+                                         dstein, dormtr, dlansy, dlamch)
 
 # scipy's ILP64 switch (blas_int) becomes a one-line change here.
 ctypedef int blas_int
@@ -234,3 +235,93 @@ cdef inline blas_int gesvd_thin(blas_int m, blas_int n, double *A, blas_int lda,
     cdef blas_int info = 0
     dgesvd(&job, &job, &m, &n, A, &lda, s, U, &ldu, VT, &ldvt, work, &lwork, &info)
     return info
+
+
+# --- dsyevr's stages, one by one (csrc/_evr_polled.pxd runs them so that a
+# long solve can stop between the panels of its tridiagonal reduction) ------
+
+cdef inline blas_int sytrd_block(blas_int n) noexcept nogil:
+    # dsytrd's block size (its workspace query returns n * nb)
+    cdef char uplo = b'U'
+    cdef double wq = 0.0
+    cdef blas_int lwork = -1, info = 0
+    dsytrd(&uplo, &n, NULL, &n, NULL, NULL, NULL, &wq, &lwork, &info)
+    return <blas_int> wq // n if info == 0 and n > 0 else 1
+
+
+cdef inline double lansy_max_upper(blas_int n, const double *A, blas_int lda,
+                                   double *work) noexcept nogil:
+    cdef char norm = b'M'
+    cdef char uplo = b'U'
+    return dlansy(&norm, &uplo, &n, <double *> A, &lda, work)
+
+
+cdef inline double lamch(char what) noexcept nogil:
+    return dlamch(&what)
+
+
+cdef inline void latrd_upper(blas_int n, blas_int nb, double *A, blas_int lda, double *e,
+                             double *tau, double *W, blas_int ldw) noexcept nogil:
+    cdef char uplo = b'U'
+    dlatrd(&uplo, &n, &nb, A, &lda, e, tau, W, &ldw)
+
+
+cdef inline void syr2k_upper(blas_int n, blas_int k, double alpha, const double *A,
+                             blas_int lda, const double *B, blas_int ldb, double beta,
+                             double *C, blas_int ldc) noexcept nogil:
+    # C = alpha (A B^T + B A^T) + beta C on the upper triangle
+    cdef char uplo = b'U'
+    cdef char trans = b'N'
+    dsyr2k(&uplo, &trans, &n, &k, &alpha, <double *> A, &lda, <double *> B, &ldb, &beta,
+           C, &ldc)
+
+
+cdef inline blas_int sytd2_upper(blas_int n, double *A, blas_int lda, double *d, double *e,
+                                 double *tau) noexcept nogil:
+    cdef char uplo = b'U'
+    cdef blas_int info = 0
+    dsytd2(&uplo, &n, A, &lda, d, e, tau, &info)
+    return info
+
+
+cdef inline blas_int stebz_index(blas_int n, blas_int il, blas_int iu, const double *d,
+                                 const double *e, blas_int *m, blas_int *nsplit, double *w,
+                                 blas_int *iblock, blas_int *isplit, double *work,
+                                 blas_int *iwork) noexcept nogil:
+    # eigenvalues il..iu of the tridiagonal (d, e) by bisection, ordered by block
+    cdef char rng = b'I'
+    cdef char order = b'B'
+    cdef double vl = 0.0, vu = 0.0, abstol = 0.0
+    cdef blas_int info = 0
+    dstebz(&rng, &order, &n, &vl, &vu, &il, &iu, &abstol, <double *> d, <double *> e, m,
+           nsplit, w, iblock, isplit, work, iwork, &info)
+    return info
+
+
+cdef inline blas_int stein(blas_int n, const double *d, const double *e, blas_int m,
+                           const double *w, const blas_int *iblock, const blas_int *isplit,
+                           double *Z, blas_int ldz, double *work, blas_int *iwork,
+                           blas_int *ifail) noexcept nogil:
+    # the eigenvectors of the tridiagonal for the eigenvalues w, by inverse iteration
+    cdef blas_int info = 0
+    dstein(&n, <double *> d, <double *> e, &m, <double *> w, <blas_int *> iblock,
+           <blas_int *> isplit, Z, &ldz, work, iwork, ifail, &info)
+    return info
+
+
+cdef inline blas_int ormtr_upper(blas_int n, blas_int m, const double *A, blas_int lda,
+                                 const double *tau, double *C, blas_int ldc, double *work,
+                                 blas_int lwork) noexcept nogil:
+    # C = Q C, Q from dsytrd's reflectors (upper)
+    cdef char side = b'L'
+    cdef char uplo = b'U'
+    cdef char trans = b'N'
+    cdef blas_int info = 0
+    dormtr(&side, &uplo, &trans, &n, &m, <double *> A, &lda, <double *> tau, C, &ldc, work,
+           &lwork, &info)
+    return info
+
+
+cdef inline void swap_columns(blas_int n, double *x, double *y) noexcept nogil:
+    cdef blas_int one = 1
+    dswap(&n, x, &one, y, &one)

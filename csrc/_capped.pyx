@@ -3,7 +3,7 @@
 # their Bregman projections ("capping"), the Warmuth-Kuzmin mixture
 # decomposition and a systematic sampler. The trial loop -- expected and
 # sampled gain, update, eigendecomposition, projection -- runs here without
-# the GIL; Python validates and owns the state arrays.
+# the GIL.
 #
 # Two ways to the eigendecomposition after an update (the projections act on
 # eigenvalues only, so the eigenvectors are those of the updated matrix):
@@ -26,9 +26,13 @@
 # row-major lower triangle valid (BLAS's column-major 'U'); eigenvectors are
 # C-order rows (dsyevd's columns), ascending with their eigenvalues.
 #
-# The boundary: state and parameters cross as NumPy records of CappedState
-# and CappedParams (STATE_DTYPE, PARAMS_DTYPE, made from them); every def
-# entry checks them and the shapes of the arrays they describe.
+# The state object, CappedState, owns two sets of state arrays (and a bit
+# generator in each): a block or one-row call copies the live set into the
+# other, plays its trials there, and commits by making that set the live one
+# -- a single store, so a fork at any moment leaves the child a whole state,
+# and a failed call (an eigendecomposition every routine refuses) leaves the
+# live set untouched. The copy is O(n^2) a call against a trial's O(n^3)
+# (O(n K^2) for a rank-one update).
 from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY, isfinite
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
@@ -40,11 +44,19 @@ from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, 
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
                       ERR_INTERRUPTED, pending_exception, bad_field, is_real)
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
-from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
 from _rank1 cimport Rank1Work, rank1_work_init, rank1_work_free, rank1_update
+from _dense cimport sf_dot
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
+from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
 
-from streamfit._kernels._common import check_struct
+import numbers
+
+from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
+                                         refuse_version, SEED_KINDS)
+from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
+                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
 
 cpdef enum:
     ALGO_MEG = 0
@@ -55,7 +67,7 @@ cpdef enum:
     INSTANCE_DENSE = 1
 
 
-ctypedef struct CappedState:
+ctypedef struct Counters:
     long long t             # trials played so far
     long long restarts      # MEG doubling-trick restarts (epochs)
     long long rebuilds      # GD updates that rebuilt W from its support, not corrected it
@@ -75,18 +87,6 @@ ctypedef struct CappedState:
     double segment          # MEG "auto": the scale Lambda this run of the epoch is tuned to
 
 
-ctypedef struct CappedParams:
-    int algo                # ALGO_*
-    int kind                # INSTANCE_*
-    int eta_auto            # the documented "auto" schedule (else eta_value)
-    int k
-    int eig_first           # the eigen-solver chain's first routine (1: dsyevd; tests force others)
-    double eta_value
-    long long full_every    # vector instances: a full decomposition every full_every-th
-                            # update, rank-one updates in between; 0: every update full,
-                            # M stored (dense instances always)
-
-
 cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
 
@@ -95,12 +95,6 @@ def _interrupt_at(long long polls, int signum):
     `polls` (one poll before each trial of a call, counted across calls);
     polls < 0 disarms."""
     arm_hook(&_hook, polls, signum)
-
-
-cdef CappedState _state_proto
-cdef CappedParams _params_proto
-STATE_DTYPE = np.asarray(<CappedState[:1]> &_state_proto).dtype
-PARAMS_DTYPE = np.asarray(<CappedParams[:1]> &_params_proto).dtype
 
 
 # --- projections, sampling: entries over _simplex.pxd -------------------------
@@ -363,7 +357,7 @@ cdef struct Ctx:
                     # through exp; GD: w)
     double *C       # sum of the instances (lower triangle)
     double *Wd      # dense MEG: W_t itself, for tr(W_t X_t)
-    CappedState *st
+    Counters *st
     bitgen_t *rng
     double *buf     # the allocation below
     double *B       # n x n (stored M): scaled eigenvector rows for dsyrk
@@ -373,8 +367,8 @@ cdef struct Ctx:
     double *Y       # k x n: the sampled rows (dense)
     double *Z       # k x n: X @ Y^T (dense)
     int *sel        # k
-    EigWork eig     # the eigen-solver chain, dsyevd first
-    Rank1Work r1    # the rank-one update's work space (M not stored)
+    EigWork *eig    # the eigen-solver chain, dsyevd first
+    Rank1Work *r1   # the rank-one update's work space (M not stored)
 
 
 cdef inline double trace_lower(const double *A, const double *X, int n) noexcept nogil:
@@ -451,7 +445,7 @@ cdef int update_stored(Ctx *c, double eta, const double *x, int dense) noexcept 
     # dsyevd first (the fastest full solver measured), then the rest of the
     # chain, which does not fail on a finite matrix
     c.eig.fallbacks = 0
-    if eig_all(&c.eig, c.eig_first, n, c.M, n, c.mu, c.U) != OK:
+    if eig_all(c.eig, c.eig_first, n, c.M, n, c.mu, c.U) != OK:
         return ERR_LAPACK
     c.st.eig_fallbacks += <long long> c.eig.fallbacks
     c.st.full += 1
@@ -541,7 +535,7 @@ cdef int decompose_afresh(Ctx *c, double eta, const double *x) noexcept nogil:
         syrk_upper(n, r, <double> sign, rows, 1.0, A)
     syr_upper(n, eta, x, A, n)
     c.eig.fallbacks = 0
-    if eig_all(&c.eig, c.eig_first, n, A, n, c.mu, c.U) != OK:
+    if eig_all(c.eig, c.eig_first, n, A, n, c.mu, c.U) != OK:
         return ERR_LAPACK
     c.st.eig_fallbacks += <long long> c.eig.fallbacks
     c.st.full += 1
@@ -558,7 +552,7 @@ cdef int update_spectral(Ctx *c, double eta, const double *x) noexcept nogil:
     if c.st.since_full + 1 >= c.full_every:
         code = decompose_afresh(c, eta, x)
     else:
-        code = rank1_update(&c.r1, c.n, c.U, c.d, x, eta, c.mu, &K)
+        code = rank1_update(c.r1, c.n, c.U, c.d, x, eta, c.mu, &K)
         if code == OK:
             # the new rows are in the work's buffer: the two trade places
             tmp = c.U
@@ -583,26 +577,33 @@ cdef int update(Ctx *c, double eta, const double *x, int dense) noexcept nogil:
     return update_spectral(c, eta, x)
 
 
-cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob,
-                Py_ssize_t T, Py_ssize_t *done, Poll *pl) noexcept nogil:
+cdef int trials(Ctx *c, const double *X, Py_ssize_t T, Py_ssize_t *done,
+                Poll *pl) noexcept nogil:
     # Play T trials; stops early only between two trials (a signal), or within
-    # one whose eigendecomposition failed (ERR_LAPACK: the caller's copies
-    # are then half-updated and discarded)
+    # one whose eigendecomposition failed (ERR_LAPACK: the state set played
+    # on is then half-updated and dropped). Each instance's sizes (vector:
+    # ||x||^2 for both; dense: a bound on ||X||_2 and ||X||_F) are computed as
+    # its trial starts, as the caller's check computed them.
     cdef int n = c.n, k = c.k, i, j, code
     cdef int dense = c.kind == INSTANCE_DENSE
     cdef Py_ssize_t t
     cdef const double *x
-    cdef double g, realized, eta, mant
+    cdef double g, realized, eta, mant, scale, frob
     # a trial's work in _work_poll.pxd's units (~1 ns), an upper bound: a
     # full eigendecomposition's O(n^3) (rank-one updates cost O(n^2))
     cdef double work = <double> n * n * n + 2e4
     cdef int e
     cdef bint meg_auto
-    cdef CappedState *st = c.st
+    cdef Counters *st = c.st
     for t in range(T):
         if poll_stop(pl, work):
             return ERR_INTERRUPTED
         x = X + t * n * (n if dense else 1)
+        if dense:
+            dense_sizes(n, x, &scale, &frob)
+        else:
+            scale = sumsq(n, x)
+            frob = scale
         # play: expected gain tr(W_t X_t), and the gain of P_t sampled with u_t
         systematic_pick(c.w, n, k, st.u, c.sel)
         g = 0.0
@@ -623,10 +624,10 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
         st.t += 1
         st.gain += g
         st.realized += realized
-        if scale[t] > st.scale:
-            st.scale = scale[t]
-        if frob[t] > st.max_frob:
-            st.max_frob = frob[t]
+        if scale > st.scale:
+            st.scale = scale
+        if frob > st.max_frob:
+            st.max_frob = frob
         # next decision
         mant = frexp(<double> st.t + 1.0, &e)
         meg_auto = c.algo == ALGO_MEG and c.eta_auto
@@ -637,10 +638,10 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
             st.since_full = 0
             st.restarts += 1
             st.segment = st.scale
-        elif frob[t] > 0.0:
+        elif frob > 0.0:
             if meg_auto and st.segment == 0.0:
-                st.segment = scale[t]
-            if meg_auto and scale[t] > 2.0 * st.segment:
+                st.segment = scale
+            if meg_auto and scale > 2.0 * st.segment:
                 # a rate tuned to Lambda no longer bounds eta X: start this
                 # epoch afresh at the new scale (no update with X_t, which the
                 # old run played); the scales of such restarts more than
@@ -648,7 +649,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
                 reset(c)
                 st.since_full = 0
                 st.scale_restarts += 1
-                st.segment = scale[t]
+                st.segment = scale
             else:
                 eta = next_eta(c)
                 code = update(c, eta, x, dense)
@@ -661,155 +662,708 @@ cdef int trials(Ctx *c, const double *X, const double *scale, const double *frob
     return OK
 
 
-cdef int check_capped_state(const CappedState *st) except -1:
-    # the counters and running values as the trial loop relies on them: a
-    # record edited by hand or unpickled from an edited file is refused
-    # (ValueError naming the field), never used
-    for field, count in (("t", st.t), ("restarts", st.restarts), ("rebuilds", st.rebuilds),
-                         ("scale_restarts", st.scale_restarts),
-                         ("eig_fallbacks", st.eig_fallbacks), ("full", st.full),
-                         ("rank_one", st.rank_one), ("rank_one_failed", st.rank_one_failed),
-                         ("since_full", st.since_full), ("block_sum", st.block_sum)):
-        if count < 0:
-            bad_field("state", field, count, "a count >= 0")
-    for field, value in (("eta", st.eta), ("scale", st.scale), ("max_frob", st.max_frob),
-                         ("segment", st.segment)):
-        if not is_real(value, 0):
-            bad_field("state", field, value, "a finite number >= 0")
-    for field, value in (("gain", st.gain), ("realized", st.realized)):
-        if not isfinite(value):
-            bad_field("state", field, value, "a finite number")
-    if not (st.u >= 0 and st.u < 1):
-        bad_field("state", "u", st.u, "a uniform draw in [0, 1)")
-    return 0
+# --- the state object ------------------------------------------------------------------
+
+ALGOS = ("meg", "gd")
+INSTANCES = ("vector", "dense")
+FORMAT_VERSION = 1
+# n x n float64 state, several copies in each of two sets: 2^15 is 8 GB each
+MAX_FEATURES = 1 << 15
+
+sf_owner_init()
 
 
-cdef int setup(Ctx *c, const CappedParams *p, double[:, ::1] M, double[:, ::1] U,
-               double[::1] w, double[::1] d, double[:, ::1] C,
-               double[:, ::1] Wd) except? -1:
-    # the context over the caller's arrays, after checking their shapes
-    cdef int n = U.shape[0]
-    cdef bint stored
-    memset(c, 0, sizeof(Ctx))
-    if n < 1 or U.shape[1] != n or w.shape[0] != n or d.shape[0] != n:
-        raise ValueError(f"U must be n x n and w, d of length n, got U "
-                         f"({U.shape[0]}, {U.shape[1]}), w ({w.shape[0]},), d ({d.shape[0]},)")
-    if not (p.algo == ALGO_MEG or p.algo == ALGO_GD) or not (
-            p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not 1 <= p.k <= n or (
-            not 0 <= p.eig_first <= 3) or p.full_every < 0:
-        raise ValueError(f"params: unknown algorithm or instance kind, k = {p.k} "
-                         f"outside [1, {n}], or full_every = {p.full_every} < 0")
-    if not (p.eta_auto == 0 or p.eta_auto == 1):
-        bad_field("params", "eta_auto", p.eta_auto, "0 or 1")
-    if not (is_real(p.eta_value, 0) and (p.eta_value > 0 or p.eta_auto)):
-        bad_field("params", "eta_value", p.eta_value, "a finite learning rate > 0")
-    stored = p.kind == INSTANCE_DENSE or p.full_every == 0
-    if stored and (M.shape[0] != n or M.shape[1] != n):
-        raise ValueError(f"M must be n x n (dense instances, or full_every = 0), got "
-                         f"({M.shape[0]}, {M.shape[1]})")
-    if not stored and (M.shape[0] != 0 or M.shape[1] != 0):
-        raise ValueError(f"M must be empty (0, 0) for vector instances with rank-one "
-                         f"updates (full_every >= 1), got ({M.shape[0]}, {M.shape[1]})")
-    if (C.shape[0] != n or C.shape[1] != n) and C.shape[0] != 0:
-        raise ValueError(f"C must be n x n (or empty), got ({C.shape[0]}, {C.shape[1]})")
-    if (Wd.shape[0] != 0 or p.kind == INSTANCE_DENSE and p.algo == ALGO_MEG) and (
-            Wd.shape[0] != n or Wd.shape[1] != n):
-        raise ValueError(f"Wd must be n x n for dense MEG (else empty), got "
-                         f"({Wd.shape[0]}, {Wd.shape[1]})")
-    c.n = n
-    c.algo = p.algo
-    c.kind = p.kind
-    c.eta_auto = p.eta_auto
-    c.eta_value = p.eta_value
-    c.eig_first = p.eig_first
-    c.k = p.k
-    c.stored = stored
-    c.full_every = p.full_every
-    c.M = &M[0, 0] if stored else NULL
-    c.U = &U[0, 0]
-    c.Ucaller = c.U
-    c.w = &w[0]
-    c.d = &d[0]
-    c.C = &C[0, 0] if C.shape[0] > 0 else NULL
-    c.Wd = &Wd[0, 0] if Wd.shape[0] > 0 else NULL
-    return OK
+cdef class _Set:
+    # one set of state arrays and the bit generator that moves with them
+    cdef object M, U, w, d, C, Wd, bitgen
+    cdef Counters st
+
+    cdef _Set clone_into(self, _Set other):
+        # other = a copy of self (arrays copied in place, no allocation)
+        np.copyto(other.M, self.M)
+        np.copyto(other.U, self.U)
+        np.copyto(other.w, self.w)
+        np.copyto(other.d, self.d)
+        np.copyto(other.C, self.C)
+        np.copyto(other.Wd, self.Wd)
+        other.bitgen.state = self.bitgen.state
+        other.st = self.st
+        return other
 
 
-def run(const double[:, ::1] X, const double[::1] scale, const double[::1] frob,
-        CappedState[::1] state, const CappedParams[::1] params, double[:, ::1] M,
-        double[:, ::1] U, double[::1] w, double[::1] d, double[:, ::1] C,
-        double[:, ::1] Wd, object capsule):
-    """Play the trials of X: rows (vector instances) or, with params' kind
-    dense, X of shape (T, n*n) holding full symmetric matrices; scale and
-    frob are per trial the eigenvalue bound and ||X_t||_F. The state arrays
-    are updated in place (the caller passes copies): M the kernel's matrix
-    (MEG log W, GD W; n x n when stored, else (0, 0)), U, d its eigenvectors
-    (rows) and eigenvalues, w W's eigenvalues, C the instances' sum, Wd dense
-    MEG's W.
+cdef _Set _new_set(int n, bint stored, bint dense_meg, bitgen):
+    cdef _Set s = _Set.__new__(_Set)
+    cdef object square = (n, n), empty = (0, 0)
+    s.M = np.zeros(square if stored else empty)
+    s.U = np.zeros((n, n))
+    s.w = np.zeros(n)
+    s.d = np.zeros(n)
+    s.C = np.zeros((n, n))
+    s.Wd = np.zeros(square if dense_meg else empty)
+    s.bitgen = bitgen
+    memset(&s.st, 0, sizeof(Counters))
+    return s
 
-    Returns (code, done, exc): OK after all trials; ERR_INTERRUPTED after
-    `done` whole trials (the arrays describe exactly those, the generator
-    has moved on by one uniform each), with `exc` the exception a signal
-    handler raised; ERR_NOMEM before any change; ERR_LAPACK if an
-    eigendecomposition failed in trial done + 1 (the arrays are half-updated:
-    discard them). The caller holds the bit generator's lock."""
-    check_struct(state.base, STATE_DTYPE, "state")
-    check_struct(params.base, PARAMS_DTYPE, "params")
-    cdef Ctx c
-    cdef int n, code
-    cdef size_t square
-    cdef Py_ssize_t T = X.shape[0], done = 0
-    cdef Poll pl
-    setup(&c, &params[0], M, U, w, d, C, Wd)
-    check_capped_state(&state[0])
-    n = c.n
-    if c.C == NULL:
-        raise ValueError("C must be n x n")
-    if X.shape[1] != (n * n if c.kind == INSTANCE_DENSE else n):
-        raise ValueError(f"X has {X.shape[1]} columns, expected "
-                         f"{n * n if c.kind == INSTANCE_DENSE else n}")
-    if scale.shape[0] != T or frob.shape[0] != T:
-        raise ValueError(f"scale and frob must have {T} entries")
-    if T == 0:
-        return OK, 0, None
-    c.st = &state[0]
-    c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    # the n x n rows for dsyrk only when M is stored; the rank-one updates
-    # have their own work space (which the full decompositions borrow)
-    square = <size_t> n * n if c.stored else 0
-    c.buf = <double *> malloc((square + 3 * <size_t> n + 2 * <size_t> c.k * n)
-                              * sizeof(double))
-    c.sel = <int *> malloc(c.k * sizeof(int))
-    try:
-        if c.buf == NULL or c.sel == NULL or eig_work_init(&c.eig, n, n,
-                                                           c.eig_first == EIG_EVD) != OK:
-            return ERR_NOMEM, 0, None
-        if not c.stored and rank1_work_init(&c.r1, n) != OK:
-            return ERR_NOMEM, 0, None
-        c.B = c.buf if c.stored else NULL
-        c.z = c.buf + square
+
+cdef inline double *_p(a):
+    cdef double[::1] flat
+    if a.size == 0:
+        return NULL
+    flat = a.reshape(-1)
+    return &flat[0]
+
+
+cdef class CappedState:
+    """The state of Matrix Exponentiated Gradient or matrix Gradient Descent
+    over the capped simplex, and its trial loop.
+
+    One object owns a run: the parameter W (MEG: log W; vector instances keep
+    only its eigendecomposition U, d and W's eigenvalues w), the instances'
+    sum, the counters, the uniform that samples the next projection, its own
+    bit generators (the trials' and :meth:`sample_projection`'s, seeded from
+    ``random_state``, whose generator is copied, never drawn from) and the
+    work space of its eigendecompositions. :class:`streamfit.MatrixEGPCA` and
+    :class:`streamfit.MatrixGDPCA` are this object and scikit-learn's
+    conventions around it.
+
+    Parameters
+    ----------
+    n : int >= 1
+    k : int in [1, n]
+    algo : {"meg", "gd"}
+    instances : {"vector", "dense"}, default "vector"
+    eta : "auto" or float > 0, default "auto"
+        As the estimators' ``eta``.
+    random_state : None, int, SeedSequence or numpy Generator
+    feature_names : sequence of str or None
+    full_every : int >= 0, default 1000
+        Vector instances: a full decomposition every full_every-th update,
+        rank-one updates in between; 0: every update decomposed afresh with
+        the matrix stored (as dense instances always do).
+
+    Notes
+    -----
+    A call plays its trials on a copy of the live state and commits them by
+    making the copy live (one store: a fork at any moment leaves a whole
+    state). A signal handler that raises stops it before a trial, committing
+    the trials played; an eigendecomposition every routine refuses (only a
+    non-finite parameter does that) leaves the state as it was.
+
+    Examples
+    --------
+    >>> from streamfit.kernels import CappedState
+    >>> from streamfit.simulate import make_spiked_stream
+    >>> X = make_spiked_stream(300, 12, n_spikes=2, random_state=0)
+    >>> state = CappedState(12, 2, algo="gd", random_state=0)
+    >>> for x in X:
+    ...     state.learn_one(x)
+    >>> w = state.parameter_eigenvalues_
+    >>> state.n_trials_, bool(abs(w.sum() - 2) < 1e-10 and w.max() <= 1)
+    (300, True)
+    """
+    cdef CallLock _lock
+    cdef readonly int n, k
+    cdef int algo, kind, eta_auto, eig_first, stored
+    cdef long long full_every
+    cdef double eta_value
+    cdef object _eta
+    cdef _Set _a, _b
+    cdef int cur                # which set is live: 0 (_a) or 1 (_b)
+    cdef object _sample         # sample_projection's Generator
+    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    # work space, allocated once
+    cdef EigWork eig
+    cdef Rank1Work r1
+    cdef double *buf
+    cdef int *sel
+    cdef bint has_eig, has_r1
+    cdef bint _interrupted      # the last call stopped on a signal, trials kept
+
+    def __cinit__(self, *args, **kwargs):
+        lock_init(&self._lock)
+        self.buf = NULL
+        self.sel = NULL
+        self.has_eig = False
+        self.has_r1 = False
+
+    def __dealloc__(self):
+        free(self.buf)
+        free(self.sel)
+        if self.has_eig:
+            eig_work_free(&self.eig)
+        if self.has_r1:
+            rank1_work_free(&self.r1)
+        lock_free(&self._lock)
+
+    def __init__(self, n, k, *, algo="meg", instances="vector", eta="auto", random_state=None,
+                 feature_names=None, full_every=1000, eig_first=1):
+        if algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
+        self.algo = ALGOS.index(algo)
+        n = _integer(n, "n", 1, 1 << 62)
+        k = _integer(k, "n_components", 1, n, f"n_components must be in [1, n_features] = "
+                                               f"[1, {n}] (n_features = {n}), got {k!r}")
+        if n > MAX_FEATURES:
+            raise ValueError(f"n_features = {n} is too large for {self._name()}: it keeps "
+                             f"several n x n float64 matrices (at most {MAX_FEATURES} "
+                             f"features)")
+        if instances not in INSTANCES:
+            raise ValueError(f"instances must be one of {INSTANCES}, got {instances!r}")
+        self.n, self.k = n, k
+        self.kind = INSTANCES.index(instances)
+        self._set_eta(eta)
+        self.eig_first = _integer(eig_first, "eig_first", 0, 3)
+        self.full_every = _integer(full_every, "full_every", 0, 1 << 62)
+        self.stored = self.kind == INSTANCE_DENSE or self.full_every == 0
+        bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
+        self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") else None
+        self._feature_names = _names(feature_names, n)
+        dense_meg = self.kind == INSTANCE_DENSE and self.algo == ALGO_MEG
+        self._a = _new_set(n, self.stored, dense_meg, bitgen)
+        self._b = _new_set(n, self.stored, dense_meg, type(bitgen)())
+        self.cur = 0
+        self._allocate()
+        # the first decision: W = (k/n) I, the first trial's uniform, and the
+        # sampler's own stream (auditing W never changes the projections played)
+        cdef Ctx c = self._ctx(self._a)
+        reset(&c)
+        gen = np.random.Generator(bitgen)
+        self._a.st.u = gen.random()
+        self._sample = np.random.default_rng(int(gen.integers(2 ** 63)))
+
+    cdef str _name(self):
+        return "MatrixEGPCA" if self.algo == ALGO_MEG else "MatrixGDPCA"
+
+    cdef _set_eta(self, eta):
+        if isinstance(eta, str):
+            if eta != "auto":
+                raise ValueError(f"eta must be 'auto' or a positive float, got {eta!r}")
+            self.eta_auto, self.eta_value, self._eta = 1, 0.0, "auto"
+        else:
+            self.eta_value = _positive(eta, "eta")
+            self.eta_auto, self._eta = 0, eta
+
+    cdef _allocate(self):
+        cdef int n = self.n
+        cdef size_t square = <size_t> n * n if self.stored else 0
+        # the n x n rows for dsyrk only when M is stored; the rank-one updates
+        # have their own work space (which the full decompositions borrow)
+        self.buf = <double *> malloc((square + 3 * <size_t> n + 2 * <size_t> self.k * n)
+                                     * sizeof(double))
+        self.sel = <int *> malloc(self.k * sizeof(int))
+        if self.buf == NULL or self.sel == NULL:
+            raise MemoryError(f"{self._name()}: no memory for the work space (n = {n})")
+        if eig_work_init(&self.eig, n, n, self.eig_first == EIG_EVD) != OK:
+            eig_work_free(&self.eig)
+            raise MemoryError(f"{self._name()}: no memory for the eigen-solver (n = {n})")
+        self.has_eig = True
+        if not self.stored:
+            if rank1_work_init(&self.r1, n) != OK:
+                raise MemoryError(f"{self._name()}: no memory for the rank-one updates")
+            self.has_r1 = True
+
+    cdef Ctx _ctx(self, _Set s):
+        cdef Ctx c
+        cdef int n = self.n
+        memset(&c, 0, sizeof(Ctx))
+        c.n, c.k, c.algo, c.kind = n, self.k, self.algo, self.kind
+        c.eta_auto, c.eta_value, c.eig_first = self.eta_auto, self.eta_value, self.eig_first
+        c.stored, c.full_every = self.stored, self.full_every
+        c.M = _p(s.M)
+        c.U = _p(s.U)
+        c.Ucaller = c.U
+        c.w = _p(s.w)
+        c.d = _p(s.d)
+        c.C = _p(s.C)
+        c.Wd = _p(s.Wd)
+        c.st = &s.st
+        c.rng = <bitgen_t *> PyCapsule_GetPointer(s.bitgen.capsule, "BitGenerator")
+        c.buf = self.buf
+        c.B = self.buf if self.stored else NULL
+        c.z = self.buf + (<size_t> n * n if self.stored else 0)
         c.mu = c.z + n
         c.s = c.mu + n
         c.Y = c.s + n
-        c.Z = c.Y + c.k * n
-        poll_init(&pl, &_hook)
+        c.Z = c.Y + self.k * n
+        c.sel = self.sel
+        c.eig = &self.eig
+        c.r1 = &self.r1
+        return c
+
+    cdef _Set _live(self):
+        return self._a if self.cur == 0 else self._b
+
+    cdef int _enter(self) except -1:
+        lock_enter(&self._lock, "CappedState")
+        return 0
+
+    # -- settings ------------------------------------------------------------------------
+    def configure(self, *, full_every=None):
+        """Vector instances: change the period of full decompositions (a
+        period >= 1 for another: from the next update; between 0, which keeps
+        the matrix, and >= 1, which keeps only its eigendecomposition, no)."""
+        self._enter()
+        try:
+            if full_every is None:
+                return
+            value = _integer(full_every, "full_every", 0, 1 << 62)
+            if self.kind == INSTANCE_VECTOR and (value == 0) != (self.full_every == 0):
+                raise ValueError("_full_every changed since the first call (0 keeps the "
+                                 "matrix, >= 1 only its eigendecomposition); fit() starts "
+                                 "afresh")
+            if self.kind == INSTANCE_VECTOR:
+                self.full_every = value
+        finally:
+            lock_leave(&self._lock)
+
+    # -- the calls -----------------------------------------------------------------------
+    def learn(self, X):
+        """Play one trial per row of X (vector instances), C-contiguous
+        float64 of shape (T, n): gain tr(W_t x_t x_t^T) in expectation (and
+        that of the sampled projection), then the update."""
+        cdef const double[:, ::1] A
+        self._enter()
+        try:
+            self._kind(INSTANCE_VECTOR, "X")
+            if not (isinstance(X, np.ndarray) and X.dtype == np.float64):
+                raise TypeError(f"X must be a C-contiguous float64 array of shape "
+                                f"(T, {self.n}), got {_what(X)}")
+            A = _rows2d(X, self.n, "X")
+            return self._block(&A[0, 0] if A.shape[0] else NULL, A.shape[0], "X", True)
+        finally:
+            lock_leave(&self._lock)
+
+    def learn_one(self, x):
+        """Play one trial with the row x (a 1-D float64 array, or a sequence
+        of n real numbers): :meth:`learn` on ``x[None]``, bit for bit."""
+        cdef const double[::1] r
+        self._enter()
+        try:
+            self._kind(INSTANCE_VECTOR, "x")
+            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
+                    x.flags.c_contiguous:
+                r = x
+            else:
+                r = _row(x, self.n)
+            if r.shape[0] != self.n:
+                raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is "
+                                 f"expecting {self.n} features as input")
+            self._block(&r[0], 1, "x", False)
+        finally:
+            lock_leave(&self._lock)
+
+    def learn_dense(self, Xs):
+        """Play one trial per matrix of Xs, C-contiguous float64 of shape
+        (T, n, n), symmetric (checked) PSD (the caller's to check)."""
+        cdef const double[:, :, ::1] A
+        self._enter()
+        try:
+            self._kind(INSTANCE_DENSE, "Xs")
+            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
+                    and Xs.flags.c_contiguous):
+                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
+                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
+            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
+                raise ValueError(f"Xs has {Xs.shape[1]} features, but {self._name()} is "
+                                 f"expecting {self.n} features as input")
+            A = Xs
+            return self._block(&A[0, 0, 0] if A.shape[0] else NULL, A.shape[0], "Xs", True)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef _kind(self, int kind, str name):
+        if kind != self.kind:
+            have = INSTANCES[self.kind]
+            raise ValueError(f"{name} holds {INSTANCES[kind]} instances, but this "
+                             f"{self._name()} was fitted with {have} instances "
+                             f"({'partial_fit' if have == 'vector' else 'partial_fit_dense'}); "
+                             f"use one estimator per instance type")
+
+    cdef _block(self, const double *X, Py_ssize_t T, str name, bint block):
+        # (the lock held) check every instance, then play them on the spare
+        # set and commit it
+        cdef int res, code = OK
+        cdef Py_ssize_t at = 0, done = 0
+        cdef double top = 0.0, asym = 0.0
+        cdef Ctx c
+        cdef Poll pl
+        cdef _Set live = self._live(), spare = self._b if self.cur == 0 else self._a
+        self._interrupted = False
         with nogil:
-            code = trials(&c, &X[0, 0], &scale[0], &frob[0], T, &done, &pl)
+            if self.kind == INSTANCE_DENSE:
+                res = dense_block_check(self.n, X, T, &top, &at, &asym)
+            else:
+                res = vector_block_check(self.n, X, NULL, T, &top, &at)
+        if res != SIZE_OK:
+            _size_error(res, name, at, T, asym)
+        self._check_range(name, top, T, live)
+        if T == 0:
+            return
+        live.clone_into(spare)
+        c = self._ctx(spare)
+        if block:
+            poll_init(&pl, &_hook)
+        else:
+            poll_quiet(&pl, &_hook)
+        with nogil:
+            code = trials(&c, X, T, &done, &pl)
             if c.U != c.Ucaller:
-                memcpy(c.Ucaller, c.U, <size_t> n * n * sizeof(double))
-        return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
-    finally:
-        free(c.buf); free(c.sel)
-        eig_work_free(&c.eig)
-        rank1_work_free(&c.r1)
+                # the last rank-one update left the rows in the work's buffer
+                memcpy(c.Ucaller, c.U, <size_t> self.n * self.n * sizeof(double))
+                self.r1.Unew = c.U
+        if code == ERR_LAPACK:
+            raise np.linalg.LinAlgError(
+                f"{self._name()}: every LAPACK routine of the eigen-solver chain failed "
+                f"(dsyevd, dsyevr, dsyev, Jacobi) in trial {done + 1} of the call; the "
+                f"estimator was left as it was before this call")
+        self.cur = 1 - self.cur         # commit: one store
+        if code == ERR_INTERRUPTED:
+            self._interrupted = True
+            exc = pending_exception()
+            _note(exc, self._name(), done, T, spare.st.t)
+            raise exc
+
+    cdef _check_range(self, str name, double top, Py_ssize_t T, _Set live):
+        cdef double t = <double> live.st.t, big = top
+        if live.st.scale > big:
+            big = live.st.scale
+        if T and big > 1e300 / (4.0 * (t + T)):
+            raise ValueError(f"{name} is too large for float64 arithmetic: the cumulative "
+                             f"matrix would overflow; rescale the data")
+        if not self.eta_auto and top > 0 and self.eta_value > 1e300 / top:
+            raise ValueError(f"eta = {self._eta!r} is too large for this data: eta times the "
+                             f"instances' scale overflows float64")
+
+    # -- reading the state ----------------------------------------------------------------
+    cdef object _sample_rows(self, _Set s, double u):
+        cdef int[:, ::1] out = np.empty((1, self.k), dtype=np.intc)
+        cdef double[::1] w = s.w
+        with nogil:
+            systematic_pick(&w[0], self.n, self.k, u, &out[0, 0])
+        picked = np.asarray(out)[0]
+        # largest weight first
+        idx = picked[np.argsort(-s.w[picked], kind="stable")]
+        return s.U[idx]
+
+    @property
+    def components_(self):
+        """(k, n) orthonormal rows: the projection the next trial plays,
+        sampled from W with the trial's own uniform."""
+        self._enter()
+        try:
+            return self._sample_rows(self._live(), self._live().st.u)
+        finally:
+            lock_leave(&self._lock)
+
+    def transform_one(self, x):
+        """The coordinates of the row x on components_ (k,)."""
+        cdef const double[::1] r
+        if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
+                x.flags.c_contiguous:
+            r = x
+        else:
+            r = _row(x, self.n)
+        if r.shape[0] != self.n:
+            raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is expecting "
+                             f"{self.n} features as input")
+        return self.components_ @ np.asarray(r)
+
+    def sample_projection_rows(self):
+        """k orthonormal rows of a rank-k projection drawn from W with the
+        sampler's own stream (it moves on by one uniform)."""
+        self._enter()
+        try:
+            return self._sample_rows(self._live(), self._sample.random())
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def parameter_eigenvalues_(self):
+        """W's eigenvalues, ascending (a copy)."""
+        self._enter()
+        try:
+            return self._live().w.copy()
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def eigenvectors_(self):
+        """W's eigenvectors as rows, ascending with parameter_eigenvalues_ (a copy)."""
+        self._enter()
+        try:
+            return self._live().U.copy()
+        finally:
+            lock_leave(&self._lock)
+
+    def parameter_matrix(self):
+        """W (n x n)."""
+        self._enter()
+        try:
+            s = self._live()
+            return (s.U.T * s.w) @ s.U
+        finally:
+            lock_leave(&self._lock)
+
+    def cumulative_matrix(self):
+        """sum_t X_t (full, symmetric)."""
+        self._enter()
+        try:
+            return _symmetric(self._live().C)
+        finally:
+            lock_leave(&self._lock)
+
+    def captured(self, X):
+        """sum_i x_i^T W x_i over the rows of X (float64, n columns)."""
+        self._enter()
+        try:
+            s = self._live()
+            Z = X @ s.U.T
+            return float(np.einsum("ij,j,ij->", Z, s.w, Z))
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def best_gain_(self):
+        """lambda_{1:k}(sum_t X_t)."""
+        from streamfit._kernels._linalg import eigh_top
+        self._enter()
+        try:
+            s = self._live()
+            if s.st.t == 0:
+                return 0.0
+            code, w, _, _, _ = eigh_top(_symmetric(s.C), self.k, False)
+            if code != OK:
+                raise np.linalg.LinAlgError("best_gain_: every LAPACK routine of the "
+                                            "eigen-solver chain failed")
+            return float(w.sum())
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def regret_(self):
+        return self.best_gain_ - self.cumulative_gain_
+
+    cdef Counters _counters(self):
+        lock_enter(&self._lock, "CappedState")
+        try:
+            return self._live().st
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def n_trials_(self):
+        return self._counters().t
+
+    @property
+    def cumulative_gain_(self):
+        return self._counters().gain
+
+    @property
+    def realized_gain_(self):
+        return self._counters().realized
+
+    @property
+    def eta_(self):
+        return self._counters().eta
+
+    @property
+    def scale_(self):
+        return self._counters().scale
+
+    @property
+    def max_frob_(self):
+        return self._counters().max_frob
+
+    @property
+    def n_restarts_(self):
+        cdef Counters s = self._counters()
+        return s.restarts + s.scale_restarts
+
+    @property
+    def update_stats_(self):
+        cdef Counters s = self._counters()
+        return {"full": s.full, "rank_one": s.rank_one, "rank_one_failed": s.rank_one_failed,
+                "mean_block": float(s.block_sum) / s.rank_one if s.rank_one else 0.0,
+                "eig_fallbacks": s.eig_fallbacks}
+
+    @property
+    def rebuilds_(self):
+        """GD updates that rebuilt W from its support instead of correcting it."""
+        return self._counters().rebuilds
+
+    @property
+    def started(self):
+        return True
+
+    @property
+    def interrupted(self):
+        """Whether the last call was stopped by a signal (holding the trials
+        played before it), rather than refused, failed or ended."""
+        return bool(self._interrupted)
+
+    @property
+    def torn(self):
+        return False            # commits are one store: a fork never tears the state
+
+    @property
+    def instances(self):
+        return INSTANCES[self.kind]
+
+    @property
+    def algo(self):
+        return ALGOS[self.algo]
+
+    @property
+    def eta(self):
+        """The learning rate as set: "auto" or the number."""
+        return self._eta
+
+    @property
+    def matrix_stored(self):
+        """Whether the parameter's matrix is kept (dense instances, or
+        full_every = 0), not only its eigendecomposition."""
+        return bool(self.stored)
+
+    @property
+    def feature_names(self):
+        return self._feature_names
+
+    def same_random_state(self, random_state):
+        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+
+    def _link_random_state(self, random_state):
+        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
+            self._seed_ref = random_state
+
+    def random_state_repr(self):
+        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+
+    # -- copies and pickling -------------------------------------------------------------
+    def copy(self):
+        """An independent copy (arrays, counters, bit generators)."""
+        return CappedState.from_state(self.to_state())
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):
+        return (_rebuild, (FORMAT_VERSION, self.to_state()))
+
+    def to_state(self):
+        """The whole state as a dict of plain values (what pickling and the
+        safe model format store), read back by :meth:`from_state`."""
+        cdef Counters s
+        self._enter()
+        try:
+            live = self._live()
+            s = live.st
+            return {
+                "n": self.n, "k": self.k, "algo": ALGOS[self.algo],
+                "instances": INSTANCES[self.kind],
+                "eta": self._eta if isinstance(self._eta, str) else float(self._eta),
+                "eig_first": self.eig_first, "full_every": self.full_every,
+                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "feature_names": None if self._feature_names is None
+                else list(self._feature_names),
+                "rng": bit_generator_text(live.bitgen),
+                "sample_rng": bit_generator_text(self._sample.bit_generator),
+                "t": s.t, "restarts": s.restarts, "rebuilds": s.rebuilds,
+                "scale_restarts": s.scale_restarts, "eig_fallbacks": s.eig_fallbacks,
+                "full": s.full, "rank_one": s.rank_one, "rank_one_failed": s.rank_one_failed,
+                "since_full": s.since_full, "block_sum": s.block_sum, "eta_last": s.eta,
+                "scale": s.scale, "max_frob": s.max_frob, "gain": s.gain,
+                "realized": s.realized, "u": s.u, "segment": s.segment,
+                "M": live.M.copy(), "U": live.U.copy(), "w": live.w.copy(),
+                "d": live.d.copy(), "C": live.C.copy(), "Wd": live.Wd.copy(),
+            }
+        finally:
+            lock_leave(&self._lock)
+
+    @staticmethod
+    def from_state(state):
+        """A CappedState from :meth:`to_state`'s dict, every field checked: a
+        ValueError naming the field for anything off."""
+        cdef CappedState self = CappedState.__new__(CappedState)
+        cdef Counters *s
+        r = StateReader(state, "CappedState")
+        n = r.integer("n", 1, MAX_FEATURES)
+        k = r.integer("k", 1, n)
+        self.n, self.k = n, k
+        self.algo = ALGOS.index(r.choice("algo", ALGOS))
+        self.kind = INSTANCES.index(r.choice("instances", INSTANCES))
+        eta = r.get("eta")
+        try:
+            self._set_eta(eta)
+        except (TypeError, ValueError) as exc:
+            raise r.error("eta", f"is refused: {exc}") from None
+        self.eig_first = r.integer("eig_first", 0, 3)
+        self.full_every = r.integer("full_every")
+        self.stored = self.kind == INSTANCE_DENSE or self.full_every == 0
+        kind = r.choice("seed_kind", SEED_KINDS)
+        seed = r.get("seed")
+        if kind == "int":
+            seed = r.integer("seed", 0, 2 ** 128)
+        elif seed is not None:
+            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
+        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._feature_names = r.names("feature_names", n)
+        bitgen = r.bit_generator("rng")
+        self._sample = np.random.Generator(r.bit_generator("sample_rng"))
+        dense_meg = self.kind == INSTANCE_DENSE and self.algo == ALGO_MEG
+        live = _new_set(n, self.stored, dense_meg, bitgen)
+        s = &live.st
+        s.t = r.integer("t", 0, 2 ** 53)
+        s.restarts = r.integer("restarts")
+        s.rebuilds = r.integer("rebuilds")
+        s.scale_restarts = r.integer("scale_restarts")
+        s.eig_fallbacks = r.integer("eig_fallbacks")
+        s.full = r.integer("full")
+        s.rank_one = r.integer("rank_one")
+        s.rank_one_failed = r.integer("rank_one_failed")
+        s.since_full = r.integer("since_full")
+        s.block_sum = r.integer("block_sum")
+        s.eta = r.real("eta_last", 0)
+        s.scale = r.real("scale", 0)
+        s.max_frob = r.real("max_frob", 0)
+        s.gain = r.real("gain")
+        s.realized = r.real("realized")
+        s.u = r.real("u", 0)
+        if not s.u < 1:
+            raise r.error("u", f"is {s.u!r}, expected a uniform draw in [0, 1)")
+        s.segment = r.real("segment", 0)
+        square = (n, n)
+        live.M = r.array("M", square if self.stored else (0, 0))
+        live.U = r.array("U", square)
+        live.w = r.array("w", (n,))
+        live.d = r.array("d", (n,))
+        live.C = r.array("C", square)
+        live.Wd = r.array("Wd", square if dense_meg else (0, 0))
+        r.done()
+        if s.t > 0 and np.abs(live.U.T @ live.U - np.eye(n)).max() > 1e-6:
+            raise r.error("U", "columns are not orthonormal")
+        if (live.w < -1e-9).any() or (live.w > 1 + 1e-9).any() or \
+                abs(float(live.w.sum()) - k) > 1e-6 * k:
+            raise r.error("w", "is not in the capped simplex (0 <= w <= 1, sum k)")
+        self._a = live
+        self._b = _new_set(n, self.stored, dense_meg, type(bitgen)())
+        self.cur = 0
+        self._allocate()
+        return self
 
 
-def reset_state(const CappedParams[::1] params, double[:, ::1] M, double[:, ::1] U,
-                double[::1] w, double[::1] d, double[:, ::1] Wd):
-    """W = (k/n) I in the kernel's representation (MEG: log W): M (when
-    stored), U = I, w = k/n, d = M's eigenvalues."""
-    check_struct(params.base, PARAMS_DTYPE, "params")
-    cdef Ctx c
-    cdef double[:, ::1] C = np.zeros((0, 0))
-    setup(&c, &params[0], M, U, w, d, C, Wd)
-    reset(&c)
+def _rebuild(version, state):
+    """Unpickling: a CappedState from its format version and state dict."""
+    if version != FORMAT_VERSION:
+        raise refuse_version("CappedState", version, FORMAT_VERSION)
+    return CappedState.from_state(state)
+
+
+def _plant(CappedState state, str name, Py_ssize_t i, double value):
+    """Tests: set entry i (flat) of the live set's array `name` (M, d, U) to a
+    value no input can put there, to run the eigen-solver chain's failure."""
+    cdef _Set live = state._live()
+    arrays = {"M": live.M, "U": live.U, "w": live.w, "d": live.d, "C": live.C, "Wd": live.Wd}
+    arrays[name].reshape(-1)[i] = value

@@ -1,17 +1,20 @@
 # Online PCA by Follow the Leader with dropout perturbations (van Erven,
 # Kotlowski & Warmuth, COLT 2014), lazy form: each instance gets one Bernoulli
 # weight b_t ~ B(p) when it arrives, and the leader is the top-k of the kept
-# sum S = sum_{s<t} b_s X_s. The whole trial loop -- play, gain, draw, update,
-# warm-started top-k -- runs here without the GIL, updating the caller's state
-# arrays in place and stopping, on a signal, only between whole trials.
+# sum S = sum_{s<t} b_s X_s. One state object, DropoutState, owns the kept sum,
+# the sum of every instance, the block of leader estimates, the counters, its
+# bit generator and the solver's work space; its trial loop -- play, gain,
+# draw, update, warm-started top-k -- runs without the GIL, updating the state
+# in place (as _pca.pyx's, for the same reasons: nothing in a trial can fail,
+# a signal stops a call only between trials, a fork mid-call marks the
+# child's copy torn) and stopping, on a signal, only between whole trials.
+# "fresh" resampling, the paper's reference form, redraws every kept weight
+# each trial and solves exactly: O(t n^2) a trial, played in numpy.
 #
 # Layout as in _pca.pyx: symmetric n x n matrices (S, C, a dense instance) are
 # C-order with the row-major lower triangle valid (BLAS's column-major upper);
 # the block V is a C-order (b, n) array of orthonormal rows.
 #
-# The boundary: state and parameters cross as NumPy records of the structs
-# below (STATE_DTYPE, PARAMS_DTYPE); every def entry checks them and the shapes
-# of the arrays they describe.
 from libc.math cimport sqrt, isfinite
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
@@ -21,15 +24,24 @@ import numpy as np
 from _blas cimport blas_int
 from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
                       pending_exception, bad_field, is_real)
-from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_stop
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
 from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_solve,
                     leader_flush, leader_gain, leader_dense_hint, rank_one_rows,
                     rows_dot_plain)
 from _symm_par cimport symm_product
 
-from _dense cimport sf_row_update
+from _dense cimport sf_row_update, sf_dot
+from _blas cimport syrk_upper
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
+from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
 
-from streamfit._kernels._common import check_struct
+import numbers
+import sys
+
+from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
+                                         refuse_version, check_orthonormal, SEED_KINDS)
+from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
+                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -40,24 +52,13 @@ cpdef enum:
     SOLVER_KRYLOV = 1       # warm-started block Krylov, the chain as fallback
 
 
-ctypedef struct DropoutState:
+ctypedef struct Counters:
     long long t         # trials played so far
     long long kept      # instances kept in S (b_s = 1) so far
     long long pending   # rows of `rows` not yet added to C (vector instances)
     double scale        # vector: max ||x||^2; dense: max of an upper bound on ||X||_2
     double gain         # cumulative gain
     TopKState topk      # the top-k solver's counters and back-off
-
-
-ctypedef struct DropoutParams:
-    int kind            # INSTANCE_*
-    int solver          # SOLVER_*
-    int k               # rank of the decisions
-    int b               # block size of the top-k solver (k <= b <= n)
-    int maxiter         # Krylov iterations before a solve goes to LAPACK
-    int eig_first       # the eigen-solver chain's first routine (tests force later ones)
-    double p            # the probability of keeping an instance
-    double tol          # gap tolerance, as a fraction of sqrt(k) L / (2 sqrt(t))
 
 
 cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
@@ -70,12 +71,6 @@ def _interrupt_at(long long polls, int signum):
     arm_hook(&_hook, polls, signum)
 
 
-cdef DropoutState _state_proto
-cdef DropoutParams _params_proto
-STATE_DTYPE = np.asarray(<DropoutState[:1]> &_state_proto).dtype
-PARAMS_DTYPE = np.asarray(<DropoutParams[:1]> &_params_proto).dtype
-
-
 cdef struct Ctx:
     int n, k, b, kind, solver, nrows
     double p, tol
@@ -83,10 +78,10 @@ cdef struct Ctx:
     double *C           # every instance's sum (the regret's comparator)
     double *rows        # vector instances not yet in C (nrows of room)
     double *V
-    DropoutState *st
+    Counters *st
     bitgen_t *rng
     double *row         # n scratch
-    TopKWork w
+    TopKWork *w
 
 
 cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
@@ -96,13 +91,15 @@ cdef inline double tolerance(Ctx *c, double t_next) noexcept nogil:
     return c.tol * r * c.st.scale / (2.0 * sqrt(t_next))
 
 
-cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
-                Py_ssize_t *done, Poll *pl) noexcept nogil:
-    # Play T trials; stops early only before a trial, on a signal
+cdef int trials(Ctx *c, const double *X, Py_ssize_t T, Py_ssize_t *done,
+                Poll *pl) noexcept nogil:
+    # Play T trials; stops early only before a trial, on a signal. Each
+    # instance's size (||x||^2; a dense one's bound on ||X||_2) is computed as
+    # its trial starts, as the caller's check computed it.
     cdef int n = c.n, k = c.k, code = OK
     cdef Py_ssize_t t, i, step = n * (n if c.kind == INSTANCE_DENSE else 1)
     # a trial's work in _work_poll.pxd's units (~1 ns): O(n^2 b) and ~20 us
-    cdef double g, work = <double> n * n * (c.b / 8.0 + 1.0) + 2e4
+    cdef double g, scale, frob, work = <double> n * n * (c.b / 8.0 + 1.0) + 2e4
     cdef bint keep
     cdef const double *x
     cdef const double *hint
@@ -115,6 +112,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
         # stream of draws is the same for every p
         keep = random_standard_uniform(c.rng) < c.p
         if c.kind == INSTANCE_DENSE:
+            dense_sizes(n, x, &scale, &frob)
             # tr(V_k^T X V_k) by the panelled product (no BLAS, see _topk.pxd)
             symm_product(1, n, k, 1.0, x, c.V, c.w.tmp)
             g = rows_dot_plain(n, k, c.w.tmp, c.V)
@@ -124,6 +122,7 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
                     sf_row_update(i + 1, c.S + i * n, 0.0, NULL, 1.0, x + i * n)
             hint = leader_dense_hint(n, x)
         else:
+            scale = sumsq(n, x)
             g = leader_gain(n, k, c.V, x, c.row)
             if keep:
                 rank_one_rows(n, 1.0, x, c.S)
@@ -133,13 +132,13 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
                 leader_flush(1, n, &c.st.pending, c.rows, c.C)
             hint = x
         c.st.gain += g
-        if scale[t] > c.st.scale:
-            c.st.scale = scale[t]
+        if scale > c.st.scale:
+            c.st.scale = scale
         c.st.t += 1
         if keep:
             # a dropped instance leaves S, and so the leader, as they were
             c.st.kept += 1
-            code = topk_solve(&c.w, c.S, c.V, &c.st.topk,
+            code = topk_solve(c.w, c.S, c.V, &c.st.topk,
                               tolerance(c, <double> c.st.t + 1.0), hint,
                               <unsigned long long> c.st.t, c.solver == SOLVER_KRYLOV)
         done[0] = t + 1
@@ -148,104 +147,619 @@ cdef int trials(Ctx *c, const double *X, const double *scale, Py_ssize_t T,
     return code
 
 
-cdef int setup(Ctx *c, DropoutState *st, const DropoutParams *p, double[:, ::1] S,
-               double[:, ::1] C, double[:, ::1] rows, double[:, ::1] V,
-               object capsule) except? -1:
-    # the context over the caller's arrays, after checking their shapes
-    # against the parameters; workspaces allocated here, before any state
-    # changes (ERR_NOMEM then, or never)
-    cdef int n = S.shape[0]
-    memset(c, 0, sizeof(Ctx))
-    if S.shape[1] != n or n < 1:
-        raise ValueError(f"S must be a non-empty square matrix, got {S.shape[0]}x{S.shape[1]}")
-    if C.shape[0] != n or C.shape[1] != n:
-        raise ValueError(f"C must have shape ({n}, {n}), got ({C.shape[0]}, {C.shape[1]})")
-    if not (p.kind == INSTANCE_VECTOR or p.kind == INSTANCE_DENSE) or not (
-            p.solver == SOLVER_EXACT or p.solver == SOLVER_KRYLOV):
-        raise ValueError("params: unknown instance kind or solver code")
-    if not (1 <= p.k <= p.b <= n) or not 0 <= p.maxiter <= TOPK_MAX_ITER \
-            or not 0 <= p.eig_first <= 3:
-        raise ValueError(f"params: need 1 <= k <= b <= n, 0 <= maxiter <= {TOPK_MAX_ITER} "
-                         f"and 0 <= eig_first <= 3, got k = {p.k}, b = {p.b}, n = {n}, "
-                         f"maxiter = {p.maxiter}, eig_first = {p.eig_first}")
-    if not (0.0 <= p.p <= 1.0):
-        raise ValueError(f"params: p must be in [0, 1], got {p.p}")
-    if not is_real(p.tol, 0):
-        bad_field("params", "tol", p.tol, "a finite number >= 0")
-    if not (0 <= st.kept <= st.t):
-        bad_field("state", "kept" if st.t >= 0 else "t", st.kept if st.t >= 0 else st.t,
-                  "counts with 0 <= kept <= t")
-    if not is_real(st.scale, 0):
-        bad_field("state", "scale", st.scale, "a finite number >= 0")
-    if not isfinite(st.gain):
-        bad_field("state", "gain", st.gain, "a finite number")
-    check_topk_state(&st.topk, "state.topk")
-    if V.shape[0] != p.b or V.shape[1] != n:
-        raise ValueError(f"V must have shape ({p.b}, {n}), got ({V.shape[0]}, {V.shape[1]})")
-    if rows.shape[1] != n or not (0 <= st.pending < max(rows.shape[0], 1)):
-        raise ValueError(f"rows must have shape (B, {n}) with 0 <= pending < B, got "
-                         f"({rows.shape[0]}, {rows.shape[1]}), pending = {st.pending}")
-    if p.kind == INSTANCE_VECTOR and rows.shape[0] == 0:
-        raise ValueError("rows must have room for at least one row for vector instances")
-    c.n = n
-    c.k = p.k
-    c.b = p.b
-    c.kind = p.kind
-    c.solver = p.solver
-    c.p = p.p
-    c.tol = p.tol
-    c.nrows = rows.shape[0]
-    c.st = st
-    c.S = &S[0, 0]
-    c.C = &C[0, 0]
-    c.rows = &rows[0, 0] if rows.shape[0] > 0 else NULL
-    c.V = &V[0, 0]
-    c.rng = <bitgen_t *> PyCapsule_GetPointer(capsule, "BitGenerator")
-    if topk_work_init(&c.w, n, p.k, p.b, p.maxiter) != OK:
-        return ERR_NOMEM
-    c.w.first = p.eig_first
-    # n doubles of scratch for the gains: the solver's n x 3b scratch is free
-    # outside a solve
-    c.row = c.w.tmp
-    return OK
+
+# --- the state object ------------------------------------------------------------------
+
+INSTANCES = ("vector", "dense")
+RESAMPLES = ("lazy", "fresh")
+SOLVERS = ("auto", "krylov", "exact")
+# vector instances wait in a buffer of this many rows before one product adds
+# them to the data's cumulative matrix C (as in the FPL kernel)
+ROW_BUFFER = 64
+FORMAT_VERSION = 1
+
+sf_owner_init()
 
 
-def run(const double[:, ::1] X, const double[::1] scale, DropoutState[::1] state,
-        const DropoutParams[::1] params, double[:, ::1] S, double[:, ::1] C,
-        double[:, ::1] rows, double[:, ::1] V, object capsule):
-    """Play len(X) trials, updating every state array in place. Vector
-    instances: rows x_t of X, scale[t] = ||x_t||^2; gain ||V_k x_t||^2, then
-    b_t ~ B(p) and S += b_t x_t x_t^T (dsyr, one triangle). Dense instances:
-    rows of X are the n*n entries of symmetric PSD X_t, scale[t] an upper
-    bound on ||X_t||_2; gain tr(V_k^T X_t V_k), S += b_t X_t. C += X_t either
-    way. A kept instance is followed by a top-k solve of S; a dropped one
-    changes neither S nor the leader.
+cdef inline double *_ptr(a):
+    cdef double[:, ::1] m
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        return NULL
+    m = a
+    return &m[0, 0]
 
-    Returns (code, done, exc): OK after all trials, or ERR_INTERRUPTED after
-    `done` whole trials with `exc` the exception a signal handler raised, or
-    ERR_NOMEM before any; the state describes exactly `done` trials. The
-    caller holds the bit generator's lock."""
-    check_struct(state.base, STATE_DTYPE, "state")
-    check_struct(params.base, PARAMS_DTYPE, "params")
-    cdef Ctx c
-    cdef int code, n
-    cdef Py_ssize_t T = X.shape[0], done = 0
-    cdef Poll pl
-    code = setup(&c, &state[0], &params[0], S, C, rows, V, capsule)
-    try:
-        if code != OK:
-            return code, 0, None
-        n = c.n
-        if X.shape[1] != (n * n if c.kind == INSTANCE_DENSE else n):
-            raise ValueError(f"X has {X.shape[1]} columns, expected "
-                             f"{n * n if c.kind == INSTANCE_DENSE else n}")
-        if scale.shape[0] != T:
-            raise ValueError(f"scale must have {T} entries, got {scale.shape[0]}")
-        if T == 0:
-            return OK, 0, None
-        poll_init(&pl, &_hook)
+
+cdef class DropoutState:
+    """The state of Follow the Leader with dropout perturbations, and its
+    trial loop.
+
+    One object owns a run: the kept sum S = sum_{s<t} b_s X_s (lazy), the sum
+    C of every instance (with the last rows in a buffer), the block of b >= k
+    leader estimates, the counters, its own bit generator (seeded from
+    ``random_state``, whose generator is copied, never drawn from) and the
+    solver's work space; "fresh" resampling keeps every row instead.
+    :class:`streamfit.DropoutPCA` is this object and scikit-learn's
+    conventions around it.
+
+    Parameters
+    ----------
+    n : int >= 1
+    k : int in [1, n]
+    p : float in (0, 1], default 0.5
+    resample : {"lazy", "fresh"}, default "lazy"
+    instances : {"vector", "dense"}, default "vector" ("fresh": vector only)
+    solver, tol : as :class:`streamfit.DropoutPCA`'s; :meth:`configure`
+        changes them between calls.
+    random_state : None, int, SeedSequence or numpy Generator
+    feature_names : sequence of str or None
+
+    Examples
+    --------
+    >>> from streamfit.kernels import DropoutState
+    >>> from streamfit.simulate import make_spiked_stream
+    >>> X = make_spiked_stream(400, 20, n_spikes=2, random_state=0)
+    >>> state = DropoutState(20, 2, random_state=0)
+    >>> state.learn(X)
+    >>> state.n_trials_, 0.4 < state.kept_fraction_ < 0.6
+    (400, True)
+    """
+    cdef CallLock _lock
+    cdef readonly int n, k, b
+    cdef int kind, fresh, maxiter, eig_first, nrows, solver
+    cdef double prob, tol
+    cdef object _solver_name
+    cdef Counters st
+    cdef object _S, _C, _rows, _V, _H      # _H: fresh's rows so far (capacity >= t)
+    cdef object _bitgen
+    cdef bitgen_t *rng
+    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef TopKWork w
+    cdef bint has_work
+    cdef bint _interrupted      # the last call stopped on a signal, trials kept
+    cdef long long best_t
+    cdef double best
+
+    def __cinit__(self, *args, **kwargs):
+        lock_init(&self._lock)
+        self.has_work = False
+        self.best_t = -1
+        memset(&self.st, 0, sizeof(Counters))
+        memset(&self.w, 0, sizeof(TopKWork))
+
+    def __dealloc__(self):
+        if self.has_work:
+            topk_work_free(&self.w)
+        lock_free(&self._lock)
+
+    def __init__(self, n, k, *, p=0.5, resample="lazy", instances="vector", solver="auto",
+                 tol=0.01, random_state=None, feature_names=None, eig_first=0):
+        from streamfit.kernels.pca import default_block_size, default_max_iter
+        from streamfit._validation import check_scalar
+        n = _integer(n, "n", 1, 1 << 24)
+        k = _integer(k, "n_components", 1, n, f"n_components must be in [1, n_features] = "
+                                               f"[1, {n}] (n_features = {n}), got {k!r}")
+        check_scalar(p, "p", low=0, high=1, low_open=True)
+        if not isinstance(resample, str) or resample not in RESAMPLES:
+            raise ValueError(f"resample must be one of {RESAMPLES}, got {resample!r}")
+        if instances not in INSTANCES:
+            raise ValueError(f"instances must be one of {INSTANCES}, got {instances!r}")
+        self.n, self.k = n, k
+        self.b = default_block_size(n, k)
+        self.maxiter = default_max_iter(n, self.b)
+        self.prob = float(p)
+        self.fresh = resample == "fresh"
+        self.kind = INSTANCES.index(instances)
+        self.eig_first = _integer(eig_first, "eig_first", 0, 3)
+        self._configure(solver, tol)
+        if self.fresh and self.kind == INSTANCE_DENSE:
+            raise ValueError("resample='fresh' keeps every instance to redraw them each "
+                             "trial: vector instances only (partial_fit); use "
+                             "resample='lazy' for dense ones")
+        self._bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
+        self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") else None
+        self._feature_names = _names(feature_names, n)
+        lazy = not self.fresh
+        square, empty = (n, n), (0, 0)
+        V = np.zeros((self.b, n))
+        V[np.arange(self.b), np.arange(self.b)] = 1.0      # the first k axes lead
+        self._adopt(np.zeros(square if lazy else empty), np.zeros(square if lazy else empty),
+                    np.zeros((ROW_BUFFER if lazy and self.kind == INSTANCE_VECTOR else 0, n)),
+                    V, np.zeros((0, n)))
+        self._allocate()
+
+    cdef _adopt(self, S, C, rows, V, H):
+        self._S, self._C, self._rows, self._V, self._H = S, C, rows, V, H
+        self.nrows = rows.shape[0]
+        self.rng = <bitgen_t *> PyCapsule_GetPointer(self._bitgen.capsule, "BitGenerator")
+
+    cdef _allocate(self):
+        if not self.fresh:
+            if topk_work_init(&self.w, self.n, self.k, self.b, self.maxiter) != OK:
+                topk_work_free(&self.w)
+                raise MemoryError(f"DropoutState: no memory for the solver's work space "
+                                  f"(n = {self.n})")
+            self.has_work = True
+            self.w.first = self.eig_first
+
+    cdef _configure(self, solver, tol):
+        if not isinstance(solver, str) or solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+        if solver == "krylov" and 2 * self.b > self.n:
+            raise ValueError(f"solver='krylov' needs n_features >= 2 * (n_components + "
+                             f"{self.b - self.k}) = {2 * self.b}, got {self.n}; use "
+                             f"solver='auto' or 'exact'")
+        tol_value = _positive(tol, "tol")
+        self.solver = SOLVER_KRYLOV if solver == "krylov" or (
+            solver == "auto" and 4 * self.b <= self.n) else SOLVER_EXACT
+        self.tol = tol_value
+        self._solver_name = solver
+
+    def configure(self, *, solver="auto", tol=0.01):
+        """Set the solver and tolerance (as :class:`streamfit.DropoutPCA`'s),
+        from the next trial on; a refused value changes nothing."""
+        self._enter()
+        try:
+            self._configure(solver, tol)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef int _enter(self) except -1:
+        lock_enter(&self._lock, "DropoutState")
+        self._interrupted = False
+        if self._lock.forked_mid_call:
+            lock_leave(&self._lock)
+            raise RuntimeError(
+                "DropoutState: this process was forked while another thread was inside a "
+                "call on this object, which updates its arrays in place: its state here "
+                "may hold part of a trial, so it refuses every call. Start afresh, or load "
+                "a copy pickled before the fork")
+        return 0
+
+    # -- the calls -----------------------------------------------------------------------
+    def learn(self, X):
+        """Play one trial per row of X (C-contiguous float64, (T, n))."""
+        cdef const double[:, ::1] A
+        self._enter()
+        try:
+            self._kind(INSTANCE_VECTOR, "X")
+            if not (isinstance(X, np.ndarray) and X.dtype == np.float64):
+                raise TypeError(f"X must be a C-contiguous float64 array of shape "
+                                f"(T, {self.n}), got {_what(X)}")
+            A = _rows2d(X, self.n, "X")
+            self._vectors(A, "X", True)
+        finally:
+            lock_leave(&self._lock)
+
+    def learn_one(self, x):
+        """Play one trial with the row x (a 1-D float64 array or a sequence
+        of n real numbers): :meth:`learn` on ``x[None]``, bit for bit."""
+        cdef const double[::1] r
+        self._enter()
+        try:
+            self._kind(INSTANCE_VECTOR, "x")
+            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
+                    x.flags.c_contiguous:
+                r = x
+            else:
+                r = _row(x, self.n)
+            if r.shape[0] != self.n:
+                raise ValueError(f"x has {r.shape[0]} features, but DropoutPCA is expecting "
+                                 f"{self.n} features as input")
+            self._vectors(np.asarray(r)[None], "x", False)
+        finally:
+            lock_leave(&self._lock)
+
+    def learn_dense(self, Xs):
+        """Play one trial per matrix of Xs (C-contiguous float64, (T, n, n),
+        symmetric (checked) PSD (the caller's to check))."""
+        cdef const double[:, :, ::1] A
+        cdef int res
+        cdef Py_ssize_t at = 0
+        cdef double top = 0.0, asym = 0.0
+        self._enter()
+        try:
+            self._kind(INSTANCE_DENSE, "Xs")
+            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
+                    and Xs.flags.c_contiguous):
+                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
+                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
+            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
+                raise ValueError(f"Xs has {Xs.shape[1]} features, but DropoutPCA is "
+                                 f"expecting {self.n} features as input")
+            A = Xs
+            with nogil:
+                res = dense_block_check(self.n, &A[0, 0, 0] if A.shape[0] else NULL,
+                                        A.shape[0], &top, &at, &asym)
+            if res != SIZE_OK:
+                _size_error(res, "Xs", at, A.shape[0], asym)
+            self._check_range("Xs", top, A.shape[0])
+            self._lazy(&A[0, 0, 0] if A.shape[0] else NULL, A.shape[0], True)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef _kind(self, int kind, str name):
+        if kind != self.kind:
+            have = INSTANCES[self.kind]
+            raise ValueError(f"{name} holds {INSTANCES[kind]} instances, but this DropoutPCA "
+                             f"was fitted with {have} instances "
+                             f"({'partial_fit' if have == 'vector' else 'partial_fit_dense'}); "
+                             f"use one estimator per instance type")
+
+    cdef _vectors(self, const double[:, ::1] A, str name, bint block):
+        cdef int res
+        cdef Py_ssize_t at = 0, T = A.shape[0]
+        cdef double top = 0.0
+        cdef const double *X = &A[0, 0] if T else NULL
         with nogil:
-            code = trials(&c, &X[0, 0], &scale[0], T, &done, &pl)
-        return code, done, (pending_exception() if code == ERR_INTERRUPTED else None)
-    finally:
-        topk_work_free(&c.w)
+            res = vector_block_check(self.n, X, NULL, T, &top, &at)
+        if res != SIZE_OK:
+            _size_error(res, name, at, T)
+        self._check_range(name, top, T)
+        if self.fresh:
+            self._fresh(np.asarray(A))
+        else:
+            self._lazy(X, T, block)
+
+    cdef _check_range(self, str name, double top, Py_ssize_t T):
+        cdef double t = <double> self.st.t
+        if self.st.scale > top:
+            top = self.st.scale
+        if T and top > 1e300 / (4.0 * (t + T)):
+            raise ValueError(f"{name} is too large for float64 arithmetic: the cumulative "
+                             f"matrix would overflow; rescale the data")
+
+    cdef _lazy(self, const double *X, Py_ssize_t T, bint block):
+        cdef Ctx c
+        cdef Poll pl
+        cdef int code
+        cdef Py_ssize_t done = 0
+        self.best_t = -1
+        if T == 0:
+            return
+        memset(&c, 0, sizeof(Ctx))
+        c.n, c.k, c.b, c.kind, c.solver = self.n, self.k, self.b, self.kind, self.solver
+        c.p, c.tol, c.nrows = self.prob, self.tol, self.nrows
+        c.S = _ptr(self._S)
+        c.C = _ptr(self._C)
+        c.rows = _ptr(self._rows)
+        c.V = _ptr(self._V)
+        c.st = &self.st
+        c.rng = self.rng
+        c.w = &self.w
+        c.row = self.w.tmp      # n doubles: the solver's n x 3b scratch is free outside a solve
+        if block:
+            poll_init(&pl, &_hook)
+        else:
+            poll_quiet(&pl, &_hook)
+        with nogil:
+            code = trials(&c, X, T, &done, &pl)
+        if code == ERR_INTERRUPTED:
+            self._interrupted = True
+            exc = pending_exception()
+            _note(exc, "DropoutPCA", done, T, self.st.t)
+            raise exc
+
+    cdef _fresh(self, X):
+        # The paper's dropout: every trial redraws b_1..b_{t-1} and solves the
+        # kept sum exactly. Each trial is computed whole, then committed (no
+        # Python code between its stores): an interrupt leaves whole trials,
+        # and the generator where the last whole trial left it.
+        from streamfit._kernels._linalg import eigh_top
+        cdef Py_ssize_t i, t, T = X.shape[0]
+        cdef int code
+        cdef const double[:, ::1] A = X
+        gen = np.random.Generator(self._bitgen)
+        axes = np.eye(self.k, self.n)
+        self.best_t = -1
+        for i in range(T):
+            t = self.st.t
+            saved = self._bitgen.state
+            try:
+                kept = gen.random(t) < self.prob
+                K = self._H[:t][kept]
+                if K.shape[0] == 0:
+                    V = axes
+                else:
+                    code, _, Z, _, _ = eigh_top(np.ascontiguousarray(K.T @ K), self.k, True,
+                                                self.eig_first)
+                    if code != OK:
+                        raise np.linalg.LinAlgError("DropoutPCA: every LAPACK routine of the "
+                                                    "eigen-solver chain failed")
+                    V = Z[::-1]
+                g = float(np.sum((V @ X[i]) ** 2))
+                scale = sumsq(self.n, &A[i, 0])
+                H = self._H
+                if H.shape[0] < t + 1:
+                    H = np.zeros((max(2 * t, 16), self.n))
+                    H[:t] = self._H[:t]
+                H[t] = X[i]
+                Vnew = self._V.copy()
+                Vnew[:self.k] = V
+                n_kept = int(kept.sum())
+            except BaseException:
+                self._bitgen.state = saved
+                self._interrupted = i > 0 or not isinstance(
+                    sys.exc_info()[1], (ValueError, TypeError, np.linalg.LinAlgError))
+                raise
+            # commit (C stores only)
+            self._H = H
+            self._V = Vnew
+            self.st.kept = n_kept
+            self.st.gain += g
+            self.st.t = t + 1
+            self.st.scale = scale if scale > self.st.scale else self.st.scale
+
+    # -- reading the state ----------------------------------------------------------------
+    @property
+    def components_(self):
+        """(k, n) orthonormal rows: the subspace the next trial plays (lazy);
+        with resample="fresh", the last trial's leader."""
+        self._enter()
+        try:
+            return self._V[:self.k].copy()
+        finally:
+            lock_leave(&self._lock)
+
+    def transform_one(self, x):
+        """The coordinates of the row x on components_ (k,)."""
+        cdef const double[::1] r
+        cdef double[::1] out
+        cdef int j
+        cdef double[:, ::1] V
+        self._enter()
+        try:
+            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
+                    x.flags.c_contiguous:
+                r = x
+            else:
+                r = _row(x, self.n)
+            if r.shape[0] != self.n:
+                raise ValueError(f"x has {r.shape[0]} features, but DropoutPCA is expecting "
+                                 f"{self.n} features as input")
+            V = self._V
+            out = np.empty(self.k)
+            for j in range(self.k):
+                out[j] = sf_dot(self.n, &V[j, 0], &r[0])
+            return np.asarray(out)
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def n_trials_(self):
+        return self.st.t
+
+    @property
+    def cumulative_gain_(self):
+        return self.st.gain
+
+    @property
+    def kept_fraction_(self):
+        """Fraction of instances in the kept sum (fresh: the last redraw's
+        fraction of the instances before the last trial)."""
+        cdef long long base = self.st.t if not self.fresh else self.st.t - 1
+        return float(self.st.kept) / base if base > 0 else 0.0
+
+    @property
+    def scale_(self):
+        return self.st.scale
+
+    @property
+    def solver_stats_(self):
+        cdef TopKState s = self.st.topk
+        return {"solves": s.solves, "products": s.products, "fallbacks": s.fallbacks,
+                "direct": s.direct, "eig_fallbacks": s.eig_fallbacks, "kept": s.kept,
+                "last_gap": s.gap, "max_gap_ratio": s.max_gap_ratio}
+
+    @property
+    def started(self):
+        return True
+
+    @property
+    def interrupted(self):
+        """Whether the last call was stopped by a signal (holding the trials
+        played before it), rather than refused or ended."""
+        return bool(self._interrupted)
+
+    @property
+    def torn(self):
+        """Whether a fork caught another thread inside a call on this object."""
+        lock_enter(&self._lock, "DropoutState")
+        lock_leave(&self._lock)
+        return bool(self._lock.forked_mid_call)
+
+    @property
+    def instances(self):
+        return INSTANCES[self.kind]
+
+    @property
+    def resample(self):
+        return RESAMPLES[self.fresh]
+
+    @property
+    def p(self):
+        return self.prob
+
+    @property
+    def feature_names(self):
+        return self._feature_names
+
+    def same_random_state(self, random_state):
+        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+
+    def _link_random_state(self, random_state):
+        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
+            self._seed_ref = random_state
+
+    def random_state_repr(self):
+        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+
+    def cumulative_matrix(self):
+        """sum_t X_t over every instance (dropped ones included), full and
+        symmetric."""
+        cdef double[:, ::1] C
+        cdef double[:, ::1] R
+        cdef Py_ssize_t i, m, n = self.n
+        self._enter()
+        try:
+            if self.fresh:
+                H = self._H[:self.st.t]
+                return H.T @ H
+            m = self.st.pending
+            C = self._C.copy()
+            R = self._rows
+            if m == 1:
+                for i in range(n):
+                    sf_row_update(i + 1, &C[i, 0], R[0, i], &R[0, 0], 0.0, NULL)
+            elif m > 1:
+                syrk_upper(<int> n, <int> m, 1.0, &R[0, 0], 1.0, &C[0, 0])
+            return _symmetric(np.asarray(C))
+        finally:
+            lock_leave(&self._lock)
+
+    def dropout_matrix(self):
+        """S = sum_{s<=t} b_s X_s, the kept sum (lazy only)."""
+        self._enter()
+        try:
+            if self.fresh:
+                raise ValueError("resample='fresh' redraws the kept sum every trial: there "
+                                 "is no one dropout matrix")
+            return _symmetric(self._S)
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def best_gain_(self):
+        """lambda_{1:k} of the sum of every instance."""
+        from streamfit._kernels._linalg import eigh_top
+        if self.best_t != self.st.t:
+            if self.st.t == 0:
+                value = 0.0
+            else:
+                code, w, _, _, _ = eigh_top(self.cumulative_matrix(), self.k, False)
+                if code != OK:
+                    raise np.linalg.LinAlgError("best_gain_: every LAPACK routine of the "
+                                                "eigen-solver chain failed")
+                value = float(w.sum())
+            self.best, self.best_t = value, self.st.t
+        return self.best
+
+    @property
+    def regret_(self):
+        return self.best_gain_ - self.st.gain
+
+    # -- copies and pickling -------------------------------------------------------------
+    def copy(self):
+        """An independent copy (arrays, counters, bit generator)."""
+        return DropoutState.from_state(self.to_state())
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):
+        return (_rebuild, (FORMAT_VERSION, self.to_state()))
+
+    def to_state(self):
+        """The whole state as a dict of plain values (what pickling and the
+        safe model format store), read back by :meth:`from_state`."""
+        cdef TopKState s
+        self._enter()
+        try:
+            s = self.st.topk
+            return {
+                "n": self.n, "k": self.k, "p": self.prob, "resample": RESAMPLES[self.fresh],
+                "instances": INSTANCES[self.kind], "solver": self._solver_name,
+                "tol": self.tol, "eig_first": self.eig_first,
+                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "feature_names": None if self._feature_names is None
+                else list(self._feature_names),
+                "rng": bit_generator_text(self._bitgen),
+                "t": self.st.t, "kept": self.st.kept, "pending": self.st.pending,
+                "scale": self.st.scale, "gain": self.st.gain,
+                "topk_solves": s.solves, "topk_products": s.products,
+                "topk_fallbacks": s.fallbacks, "topk_direct": s.direct, "topk_skip": s.skip,
+                "topk_backoff": s.backoff, "topk_eig_fallbacks": s.eig_fallbacks,
+                "topk_kept": s.kept, "topk_tol": s.tol, "topk_gap": s.gap,
+                "topk_max_gap_ratio": s.max_gap_ratio,
+                "S": self._S.copy(), "C": self._C.copy(), "rows": self._rows.copy(),
+                "V": self._V.copy(), "history": self._H[:self.st.t].copy(),
+            }
+        finally:
+            lock_leave(&self._lock)
+
+    @staticmethod
+    def from_state(state):
+        """A DropoutState from :meth:`to_state`'s dict, every field checked: a
+        ValueError naming the field for anything off."""
+        from streamfit.kernels.pca import default_block_size, default_max_iter
+        cdef DropoutState self = DropoutState.__new__(DropoutState)
+        cdef TopKState *s
+        r = StateReader(state, "DropoutState")
+        n = r.integer("n", 1, 1 << 24)
+        k = r.integer("k", 1, n)
+        self.n, self.k = n, k
+        self.b = default_block_size(n, k)
+        self.maxiter = default_max_iter(n, self.b)
+        self.prob = r.real("p", 0)
+        if not 0 < self.prob <= 1:
+            raise r.error("p", f"is {self.prob!r}, expected a probability in (0, 1]")
+        self.fresh = RESAMPLES.index(r.choice("resample", RESAMPLES))
+        self.kind = INSTANCES.index(r.choice("instances", INSTANCES))
+        if self.fresh and self.kind == INSTANCE_DENSE:
+            raise r.error("resample", "is 'fresh' with dense instances")
+        self.eig_first = r.integer("eig_first", 0, 3)
+        solver, tol = r.get("solver"), r.get("tol")
+        try:
+            self._configure(solver, tol)
+        except (TypeError, ValueError) as exc:
+            raise r.error("solver or tol", f"is refused: {exc}") from None
+        kind = r.choice("seed_kind", SEED_KINDS)
+        seed = r.get("seed")
+        if kind == "int":
+            seed = r.integer("seed", 0, 2 ** 128)
+        elif seed is not None:
+            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
+        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._feature_names = r.names("feature_names", n)
+        self._bitgen = r.bit_generator("rng")
+        st = &self.st
+        st.t = r.integer("t", 0, 2 ** 53)
+        st.kept = r.integer("kept", 0, max(st.t, 0))
+        st.scale = r.real("scale", 0)
+        st.gain = r.real("gain")
+        s = &st.topk
+        s.solves = r.integer("topk_solves")
+        s.products = r.integer("topk_products")
+        s.fallbacks = r.integer("topk_fallbacks")
+        s.direct = r.integer("topk_direct")
+        s.skip = r.integer("topk_skip", 0, 64)
+        s.backoff = r.integer("topk_backoff", 0, 64)
+        s.eig_fallbacks = r.integer("topk_eig_fallbacks")
+        s.kept = r.integer("topk_kept")
+        s.tol = r.real("topk_tol", 0)
+        s.gap = r.real("topk_gap", 0, finite=False)
+        s.max_gap_ratio = r.real("topk_max_gap_ratio", 0, finite=False)
+        if s.gap != s.gap or s.max_gap_ratio != s.max_gap_ratio:
+            raise r.error("topk_gap", "is NaN")
+        lazy = not self.fresh
+        square, empty = (n, n), (0, 0)
+        S = r.array("S", square if lazy else empty)
+        C = r.array("C", square if lazy else empty)
+        rows = r.array("rows", (ROW_BUFFER if lazy and self.kind == INSTANCE_VECTOR else 0, n))
+        st.pending = r.integer("pending", 0, max(rows.shape[0] - 1, 0))
+        V = r.array("V", (self.b, n))
+        check_orthonormal(V[:k] if self.fresh else V, r, "V")
+        H = r.array("history", (st.t if self.fresh else 0, n))
+        r.done()
+        self._adopt(S, C, rows, V, H)
+        self._allocate()
+        return self
+
+
+def _rebuild(version, state):
+    """Unpickling: a DropoutState from its format version and state dict."""
+    if version != FORMAT_VERSION:
+        raise refuse_version("DropoutState", version, FORMAT_VERSION)
+    return DropoutState.from_state(state)

@@ -9,6 +9,10 @@
 from libc.math cimport isfinite, NAN
 from libc.string cimport memcpy
 from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.float cimport PyFloat_CheckExact, PyFloat_AS_DOUBLE
+
+import json
+import numbers
 
 import numpy as np
 
@@ -129,3 +133,285 @@ def sym_add(double[:, ::1] S, const double[:, ::1] A, double alpha):
     with nogil:
         for i in range(n):
             sf_row_update(i + 1, &S[i, 0], 0.0, NULL, alpha, &A[i, 0])
+
+
+# --- what the PCA state objects (_pca.pyx, _capped.pyx, _dropout.pyx) share:
+# their own bit generators, the seed they were made from, and the checked
+# reading of a state dict (unpickling, streamfit.load) ---------------------------
+
+BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+
+
+def own_bit_generator(random_state):
+    """(bit generator, seed kind, seed value) for a state object: a bit
+    generator of its own, seeded from ``random_state`` -- None (fresh
+    entropy), a non-negative int, a SeedSequence, or a Generator or
+    BitGenerator, whose state is copied (it is never drawn from: a state
+    object owns its randomness, so a copy, a pickle or an interrupted fit
+    never moves a generator someone else holds). The seed kind ("none",
+    "int", "sequence", "generator") and value (the int, else None) let the
+    owner say whether a later random_state is the one it was made from."""
+    if random_state is None:
+        return np.random.PCG64(), "none", None
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be None, a non-negative int or a numpy "
+                             f"Generator, got {random_state!r}")
+        return np.random.PCG64(int(random_state)), "int", int(random_state)
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.PCG64(random_state), "sequence", None
+    source = random_state.bit_generator if isinstance(random_state, np.random.Generator) \
+        else random_state
+    if isinstance(source, np.random.BitGenerator) and type(source).__name__ in BIT_GENERATORS:
+        own = type(source)()
+        own.state = source.state
+        return own, "generator", None
+    raise TypeError(f"random_state must be None, an int or a numpy Generator, got "
+                    f"{random_state!r}")
+
+
+def _plain(value):
+    # a bit generator's state as JSON: numpy integer arrays as lists of ints
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return [int(v) for v in value.ravel()]
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    return value
+
+
+def bit_generator_text(bitgen):
+    """A bit generator's state as a JSON string (plain data: loading it runs
+    no code)."""
+    return json.dumps(_plain(bitgen.state), sort_keys=True)
+
+
+def bit_generator_from_text(text, where):
+    """The bit generator a bit_generator_text string describes; a ValueError
+    naming ``where`` for anything else."""
+    try:
+        state = json.loads(text)
+        name = state["bit_generator"]
+    except Exception:
+        raise ValueError(f"{where} is not a bit generator's state (a corrupted or foreign "
+                         f"state?); it was not used") from None
+    if name not in BIT_GENERATORS:
+        raise ValueError(f"{where} names the bit generator {name!r}, expected one of "
+                         f"{BIT_GENERATORS} (a corrupted or foreign state?)")
+    bitgen = getattr(np.random, name)()
+    template = bitgen.state
+    try:
+        state = _shaped(state, template)
+        bitgen.state = state
+    except Exception as exc:
+        raise ValueError(f"{where} is not a valid {name} state ({exc}; a corrupted or "
+                         f"foreign state?); it was not used") from None
+    if bit_generator_text(bitgen) != json.dumps(_plain(state), sort_keys=True):
+        raise ValueError(f"{where} is not a valid {name} state (a corrupted or foreign "
+                         f"state?); it was not used")
+    return bitgen
+
+
+def _shaped(value, template):
+    # lists back into numpy arrays where the bit generator's template has one
+    if isinstance(template, dict):
+        if not isinstance(value, dict) or set(value) != set(template):
+            raise ValueError("its fields are not the generator's")
+        return {key: _shaped(value[key], template[key]) for key in template}
+    if isinstance(template, np.ndarray):
+        if not isinstance(value, list) or len(value) != template.size or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise ValueError("an array of the wrong size or type")
+        return np.array(value, dtype=template.dtype).reshape(template.shape)
+    if isinstance(template, str):
+        if not isinstance(value, str):
+            raise ValueError("a name that is not a string")
+        return value
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError("a count that is not a non-negative int")
+    return value
+
+
+SEED_KINDS = ("none", "int", "sequence", "generator")
+
+
+class StateReader:
+    """Reads a state object's plain dict field by field, checking each
+    (type, range, shape, finiteness) and raising a ValueError that names the
+    field for anything off; ``done()`` refuses fields nobody read. The one
+    loader of a state object: unpickling and streamfit.load both go through
+    it."""
+
+    def __init__(self, state, owner):
+        if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise ValueError(f"{owner} state is not a dict of named fields (a corrupted or "
+                             f"foreign state?); it was not used")
+        self.state = state
+        self.owner = owner
+        self.seen = set()
+
+    def error(self, field, what):
+        return ValueError(f"{self.owner} state: field {field!r} {what} (a corrupted or "
+                          f"foreign state?); it was not used")
+
+    def get(self, field):
+        if field not in self.state:
+            raise self.error(field, "is missing")
+        self.seen.add(field)
+        return self.state[field]
+
+    def integer(self, field, low=0, high=2 ** 62):
+        v = self.get(field)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise self.error(field, f"is {v!r}, expected an int in [{low}, {high}]")
+        return v
+
+    def real(self, field, low=None, finite=True):
+        v = self.get(field)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.error(field, f"is {v!r}, expected a number")
+        v = float(v)
+        if (finite and not np.isfinite(v)) or (low is not None and not v >= low):
+            raise self.error(field, f"is {v!r}, expected a "
+                                    f"{'finite ' if finite else ''}number"
+                                    f"{'' if low is None else f' >= {low}'}")
+        return v
+
+    def flag(self, field):
+        v = self.get(field)
+        if not isinstance(v, bool):
+            raise self.error(field, f"is {v!r}, expected True or False")
+        return v
+
+    def choice(self, field, options):
+        v = self.get(field)
+        if not isinstance(v, str) or v not in options:
+            raise self.error(field, f"is {v!r}, expected one of {tuple(options)}")
+        return v
+
+    def text(self, field, allow_none=False):
+        v = self.get(field)
+        if v is None and allow_none:
+            return v
+        if not isinstance(v, str):
+            raise self.error(field, f"is a {type(v).__name__}, expected a string")
+        return v
+
+    def names(self, field, n):
+        """None or a list of n distinct strings (feature names)."""
+        v = self.get(field)
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) != n or not all(isinstance(s, str) for s in v):
+            raise self.error(field, f"is not None or a list of {n} strings")
+        return tuple(v)
+
+    def array(self, field, shape, finite=True, dtype=np.float64):
+        """A fresh C-contiguous copy of the field's array, of this shape and
+        dtype (float64 by default)."""
+        v = self.get(field)
+        if not isinstance(v, np.ndarray) or v.dtype != dtype or v.shape != tuple(shape):
+            raise self.error(field, f"is {_describe(v)}, expected a {np.dtype(dtype)} array "
+                                    f"of shape {tuple(shape)}")
+        v = np.array(v, dtype=dtype, order="C", copy=True)
+        if finite and v.dtype.kind == "f" and not np.isfinite(v).all():
+            raise self.error(field, "holds NaN or inf")
+        return v
+
+    def bit_generator(self, field):
+        return bit_generator_from_text(self.text(field), f"{self.owner} state: field {field!r}")
+
+    def done(self):
+        extra = sorted(set(self.state) - self.seen)
+        if extra:
+            raise ValueError(f"{self.owner} state has unknown fields {extra} (a corrupted "
+                             f"or foreign state?); it was not used")
+
+
+def _describe(v):
+    if isinstance(v, np.ndarray):
+        return f"a {v.dtype} array of shape {v.shape}"
+    return f"a {type(v).__name__}"
+
+
+def check_orthonormal(V, reader, field, tol=1e-8):
+    """Rows (or columns, for a square V read as columns) orthonormal: what a
+    warm start or a played decision relies on."""
+    if V.shape[0] and np.abs(V @ V.T - np.eye(V.shape[0])).max() > tol:
+        raise reader.error(field, "rows are not orthonormal")
+
+
+def refuse_version(owner, version, current):
+    """The error for a pickle or saved state of another format."""
+    return ValueError(f"this {owner} was saved in state format {version!r}; this streamfit "
+                      f"reads format {current} only (states of earlier streamfit versions "
+                      f"cannot be loaded: fit anew)")
+
+
+# --- river's dict rows, in C: the PCA adapter's row ---------------------------------
+
+def dict_row(dict x, tuple columns, double[::1] out, str what="x"):
+    """out[j] = x[columns[j]] (0.0 for a missing key), each value a real
+    number (float, int, bool, numpy's), never a string, bytes, None or a
+    Decimal; finite. A TypeError or ValueError names the feature."""
+    cdef Py_ssize_t j, d = len(columns)
+    cdef double v
+    cdef object value
+    if out.shape[0] != d:
+        raise ValueError(f"out must have {d} entries, got {out.shape[0]}")
+    for j in range(d):
+        value = x.get(columns[j], 0.0)
+        if PyFloat_CheckExact(value):
+            v = PyFloat_AS_DOUBLE(value)
+        elif isinstance(value, numbers.Real) and not isinstance(value, (str, bytes)):
+            try:
+                v = float(value)
+            except OverflowError:
+                raise ValueError(f"{what}: the value of feature {columns[j]!r} is too large "
+                                 f"for float64 ({value!r:.40}); the model is unchanged") \
+                    from None
+        else:
+            raise TypeError(f"{what}: the values of features [{columns[j]!r}] are not "
+                            f"numbers (a {type(value).__name__}: {value!r:.40}); the model "
+                            f"is unchanged")
+        if not isfinite(v):
+            raise ValueError(f"{what}: feature {columns[j]!r} holds NaN or infinity; the "
+                             f"model is unchanged (a missing feature reads as 0: leave the "
+                             f"key out rather than passing NaN)")
+        out[j] = v
+
+
+# --- a fresh estimator's first call --------------------------------------------------
+
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
+
+sf_owner_init()
+
+
+cdef class FirstCall:
+    """The gate of an estimator's first call: until it has a state object
+    (whose own lock then serialises its calls) there is nothing to hold, so
+    two threads' first calls would each make one and one's trials would be
+    lost. The estimator makes one FirstCall with dict.setdefault (atomic) and
+    runs its first call through :meth:`run`: the lock taken and given back in
+    compiled code (a second thread waits with the GIL released, signals
+    serviced), remade after a fork."""
+    cdef CallLock _lock
+
+    def __cinit__(self):
+        lock_init(&self._lock)
+
+    def __dealloc__(self):
+        lock_free(&self._lock)
+
+    def run(self, func, *args):
+        """func(*args) holding the gate."""
+        lock_enter(&self._lock, "the estimator's first call")
+        try:
+            return func(*args)
+        finally:
+            lock_leave(&self._lock)
+
+    def __reduce__(self):
+        return (FirstCall, ())

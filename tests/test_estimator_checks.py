@@ -115,8 +115,11 @@ class ReseedsWhenLoaded(PerturbedLeaderPCA):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        if "_rng" in self.__dict__:
-            self._rng = np.random.default_rng(12345)
+        if "_state" in self.__dict__:
+            from streamfit._kernels._pca_api import bit_generator_text
+            fields = self._state.to_state()
+            fields["rng"] = bit_generator_text(np.random.PCG64(12345))
+            self._state = type(self._state).from_state(fields)
 
 
 class ScalesEachCall(OnlineQuantileRegressor):

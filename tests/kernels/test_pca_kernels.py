@@ -1,8 +1,10 @@
 """streamfit.kernels' online PCA half from a second package's point of view:
-only the public low-level API -- goe, TopK, the capped-simplex functions --
-composed into Follow the Perturbed Leader's inner loop reproduces
-PerturbedLeaderPCA's projections; TopK on any symmetric matrix; pickling;
-argument checks."""
+the estimators' own state objects (LeaderState, CappedState, DropoutState)
+driven directly give the estimators' states bit for bit, and check what
+enters them; the public low-level API -- goe, TopK, the capped-simplex
+functions -- composed into Follow the Perturbed Leader's inner loop
+reproduces PerturbedLeaderPCA's projections; TopK on any symmetric matrix;
+pickling; argument checks."""
 import math
 import pickle
 
@@ -174,7 +176,8 @@ def test_arguments_are_checked_naming_them(call, exc, name):
 
 def test_the_kernels_module_exports_the_pca_api():
     for name in ("goe", "TopK", "project_capped_simplex", "mixture_decomposition",
-                 "systematic_sample", "default_block_size", "default_max_iter"):
+                 "systematic_sample", "default_block_size", "default_max_iter",
+                 "LeaderState", "CappedState", "DropoutState"):
         assert name in kernels.__all__ and getattr(kernels, name).__doc__
     # the estimators' helpers are the same functions
     from streamfit import pca
@@ -183,64 +186,90 @@ def test_the_kernels_module_exports_the_pca_api():
     assert pca.systematic_sample is kernels.systematic_sample
 
 
-# -- the typed boundary of the compiled entries ------------------------------------------
+# -- the state objects: what enters them is checked ----------------------------------------
 
-def _fpl_records(n=10, k=2, noise=1):
-    from streamfit._kernels import _pca
-    p = np.zeros(1, _pca.PARAMS_DTYPE)
-    p["kind"], p["noise"], p["solver"], p["k"], p["b"], p["maxiter"] = 0, noise, 0, k, k + 2, 5
-    p["sigma_auto"], p["tol"] = 1, 0.01
-    arrays = dict(S=np.zeros((n, n)), N=np.zeros((n, n)), C=np.zeros((n, n)),
-                  rows=np.zeros((4, n)), V=np.zeros((k + 2, n)))
-    return np.zeros(1, _pca.STATE_DTYPE), p, arrays
+STATE_OBJECTS = {
+    "LeaderState": lambda: kernels.LeaderState(10, 2, random_state=0),
+    "LeaderState-ftl": lambda: kernels.LeaderState(10, 2, noise="none"),
+    "CappedState": lambda: kernels.CappedState(10, 2, algo="gd", random_state=0),
+    "DropoutState": lambda: kernels.DropoutState(10, 2, random_state=0),
+}
 
 
-def test_kernel_entries_check_records_and_shapes():
-    """State and parameters are records of the kernels' C structs, checked by
-    name and layout; every array is checked against the record it goes with:
-    a wrong one is a ValueError, never a write past its end."""
-    from streamfit._kernels import _capped, _pca
-    bitgen = np.random.PCG64(0)
-    state, params, a = _fpl_records()
-    code, done, exc = _pca.initialize(state, params, a["S"], a["N"], a["C"], a["rows"],
-                                      a["V"], bitgen.capsule)
-    assert (code, done, exc) == (0, 0, None)
-    X = np.ones((3, 10)) / np.sqrt(10)
-    s = np.einsum("ij,ij->i", X, X)
-    args = (a["S"], a["N"], a["C"], a["rows"], a["V"], bitgen.capsule)
-    assert _pca.run(X, s, s, state, params, *args)[:2] == (0, 3)
-    flat = np.zeros(len(_pca.STATE_DTYPE.names))                 # the old flat layout
-    with pytest.raises(ValueError):
-        _pca.run(X, s, s, flat, params, *args)
-    renamed = np.zeros(1, _pca.STATE_DTYPE.descr[:1] + [("x" + name, f) for name, f
-                                                      in _pca.STATE_DTYPE.descr[1:]])
-    with pytest.raises(ValueError, match="state"):
-        _pca.run(X, s, s, renamed.view(renamed.dtype), params, *args)
-    bad = dict(a)
-    for name, value in (("V", np.zeros((3, 10))), ("rows", np.zeros((4, 9))),
-                        ("C", np.zeros((5, 5))), ("N", np.zeros((0, 0)))):
-        bad = dict(a, **{name: value})
-        with pytest.raises(ValueError, match=name):
-            _pca.run(X, s, s, state, params, bad["S"], bad["N"], bad["C"], bad["rows"],
-                     bad["V"], bitgen.capsule)
-    with pytest.raises(ValueError, match="X has 9 columns"):
-        _pca.run(np.ascontiguousarray(X[:, :9]), s, s, state, params, *args)
-    p2 = params.copy()
-    p2["b"] = 11
-    with pytest.raises(ValueError, match="b"):
-        _pca.run(X, s, s, state, p2, *args)
-    # the capped kernel alike
-    cp = np.zeros(1, _capped.PARAMS_DTYPE)
-    cp["algo"], cp["kind"], cp["k"], cp["eta_auto"], cp["eig_first"] = 1, 0, 2, 1, 1
-    M, U, w, d, C, Wd = (np.zeros((10, 10)), np.zeros((10, 10)), np.zeros(10), np.zeros(10),
-                         np.zeros((10, 10)), np.zeros((0, 0)))
-    _capped.reset_state(cp, M, U, w, d, Wd)
-    cs = np.zeros(1, _capped.STATE_DTYPE)
-    assert _capped.run(X, s, s, cs, cp, M, U, w, d, C, Wd, bitgen.capsule)[:2] == (0, 3)
-    with pytest.raises(ValueError, match="w"):
-        _capped.run(X, s, s, cs, cp, M, U, np.zeros(9), d, C, Wd, bitgen.capsule)
-    with pytest.raises(ValueError, match="(?i)state"):      # Cython's check: CappedState
-        _capped.run(X, s, s, state, cp, M, U, w, d, C, Wd, bitgen.capsule)
+@pytest.mark.parametrize("name", sorted(STATE_OBJECTS))
+def test_state_objects_are_the_estimators_own(name):
+    """A library's loop over a state object's learn_one is the estimator's
+    partial_fit, bit for bit; learn on the block too; and the object pickles,
+    copies and resumes bit-identically."""
+    from streamfit import DropoutPCA, FollowTheLeaderPCA, MatrixGDPCA, PerturbedLeaderPCA
+    from streamfit.simulate import make_spiked_stream
+
+    est = {"LeaderState": PerturbedLeaderPCA(2, random_state=0),
+           "LeaderState-ftl": FollowTheLeaderPCA(2),
+           "CappedState": MatrixGDPCA(2, random_state=0),
+           "DropoutState": DropoutPCA(2, random_state=0)}[name]
+    X = make_spiked_stream(100, 10, n_spikes=2, random_state=1)
+    est.partial_fit(X)
+    state, block = STATE_OBJECTS[name](), STATE_OBJECTS[name]()
+    for x in X[:50]:
+        state.learn_one(x)
+    twin = pickle.loads(pickle.dumps(state))
+    copied = state.copy()
+    for obj in (state, twin, copied):
+        obj.learn(X[50:])
+    block.learn(X)
+    for obj in (state, twin, copied, block):
+        np.testing.assert_array_equal(obj.components_, est.components_)
+        assert obj.n_trials_ == 100 and obj.cumulative_gain_ == est.cumulative_gain_
+        a, b = obj.to_state(), est._state.to_state()
+        assert a.keys() == b.keys()
+        for key in a:
+            assert np.array_equal(a[key], b[key]) if isinstance(a[key], np.ndarray) \
+                else a[key] == b[key], key
+
+
+# (field, value): edits of a state's plain dict the loader must refuse by name
+STATE_EDITS = [("n", -1), ("n", 2.5), ("k", 11), ("t", -1), ("t", "3"), ("gain", np.nan),
+               ("rng", "{}"), ("rng", None), ("seed_kind", "other"), ("V", np.zeros((3, 10))),
+               ("S", np.full((10, 10), np.inf)), ("rows", np.zeros((64, 9))),
+               ("pending", 64), ("topk_skip", 65), ("noise", "gaussian"), ("tol", -1.0),
+               ("feature_names", ["a"]), ("extra", 1)]
+
+
+@pytest.mark.parametrize("field, value", STATE_EDITS, ids=[f"{f}={v!r:.12}"
+                                                          for f, v in STATE_EDITS])
+def test_a_state_dict_edited_is_refused_naming_the_field(field, value):
+    """The one loader of a state object (unpickling, and the safe model
+    format) checks every field -- type, range, shape, finiteness,
+    consistency -- and refuses anything off with a ValueError naming it."""
+    state = kernels.LeaderState(10, 2, random_state=0)
+    state.learn(np.eye(10)[:5])
+    fields = state.to_state()
+    fields[field] = value
+    with pytest.raises(ValueError, match=field):
+        kernels.LeaderState.from_state(fields)
+    del fields[field]
+    if field != "extra":
+        with pytest.raises(ValueError, match=f"{field}.*missing"):
+            kernels.LeaderState.from_state(fields)
+
+
+def test_state_objects_check_their_input_naming_it():
+    state = kernels.LeaderState(10, 2, random_state=0)
+    for X, exc, words in ((np.ones((3, 9)), ValueError, "X has 9 features"),
+                          (np.ones((3, 10), dtype=np.int64), TypeError, "X must be"),
+                          (np.asfortranarray(np.ones((3, 10))), TypeError, "C-contiguous"),
+                          (np.full((3, 10), np.nan), ValueError, "X contains NaN"),
+                          (np.full((3, 10), 1e160), ValueError, "X is too large")):
+        with pytest.raises(exc, match=words):
+            state.learn(X)
+    with pytest.raises(ValueError, match="Xs holds dense instances"):
+        state.learn_dense(np.zeros((1, 10, 10)))
+    with pytest.raises(ValueError, match="not symmetric"):
+        kernels.LeaderState(3, 1, instances="dense").learn_dense(np.triu(np.ones((1, 3, 3))))
+    with pytest.raises(ValueError, match="x has 3 features"):
+        state.learn_one([1.0, 2.0, 3.0])
+    assert state.n_trials_ == 0
 
 
 def test_a_block_too_wide_for_krylov_is_solved_exactly_and_quietly(capfd):

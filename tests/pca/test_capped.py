@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from streamfit import MatrixEGPCA, MatrixGDPCA
-from streamfit._errors import ERR_LAPACK
+from streamfit.pca._capped import FULL_EVERY
 from streamfit.pca import mixture_decomposition, project_capped_simplex, systematic_sample
-from streamfit.pca._common import _symmetric
+from streamfit._kernels import _capped as _kcapped
 from streamfit.simulate import make_dense_stream, make_ftl_adversary, make_spiked_stream
 
 from .._registry import make as make_case
@@ -197,6 +197,18 @@ def dense_mixed(T=150, n=6, seed=0):
 
 def make(algo="meg", eta="auto", k=2, **kw):
     return ALGOS[algo](k, eta=eta, **{"random_state": 0, **kw})
+
+
+def kept(est, name):
+    """The state object's own array (or field) ``name``: U (eigenvector rows),
+    d (the kernel matrix's spectrum), M (the matrix, when stored), Wd (dense
+    MEG's W), C, rng, ..."""
+    return est._state.to_state()[name]
+
+
+def _symmetric(lower):
+    low = np.tril(lower)
+    return low + np.tril(low, -1).T
 
 
 # -- state comparisons (snapshot and assert_unchanged are in _cases) ----------------
@@ -654,7 +666,7 @@ def test_W_stays_in_the_capped_simplex_over_long_runs(algo, eta, kind, long_stre
             # the kernel's matrix kept as its eigendecomposition (rank-one
             # updates, a full one every FULL_EVERY-th): U stays orthogonal, and
             # the spectrum is W's (GD) or log W's (MEG; the capped at exactly 0)
-            U, d = est.eigenvectors_, est.spectrum_
+            U, d = kept(est, "U"), kept(est, "d")
             assert np.abs(U @ U.T - np.eye(len(w))).max() <= 1e-12, a
             if algo == "gd":
                 np.testing.assert_array_equal(d, w)
@@ -664,7 +676,7 @@ def test_W_stays_in_the_capped_simplex_over_long_runs(algo, eta, kind, long_stre
             continue
         # the kernel's running matrix (GD: W; MEG: log W, corrected by low-rank
         # updates) does not drift from the W the eigendecomposition gives
-        M = _symmetric(est.parameter_)
+        M = _symmetric(kept(est, "M"))
         if algo == "gd":
             np.testing.assert_allclose(M, W, rtol=0, atol=1e-10)
         else:
@@ -672,7 +684,7 @@ def test_W_stays_in_the_capped_simplex_over_long_runs(algo, eta, kind, long_stre
             assert mu.max() <= 1e-10                        # log W <= 0
             np.testing.assert_allclose((U * np.exp(mu)) @ U.T, W, rtol=0, atol=1e-10)
             if kind == "dense":
-                np.testing.assert_allclose(_symmetric(est.dense_parameter_), W, rtol=0,
+                np.testing.assert_allclose(_symmetric(kept(est, "Wd")), W, rtol=0,
                                            atol=1e-10)
     assert est.n_trials_ == LONG
 
@@ -699,7 +711,7 @@ def test_matches_numpy_reference(algo, eta, kind):
     elif kind == "dense":
         # both of GD's ways to rebuild W (from its support, or by correcting the
         # clipped directions) were taken
-        rebuilds = est.state_["rebuilds"][0]
+        rebuilds = est._state.rebuilds_
         assert 0 < rebuilds < len(data) - 2
     # the bookkeeping around the gain
     C = data.sum(axis=0) if kind == "dense" else data.T @ data
@@ -742,9 +754,9 @@ def test_rank_one_updates_match_numpy_reference(algo, eta, full_every):
     assert updates == len(data) - 3 or restarts > 0
     assert stats["rank_one_failed"] == stats["eig_fallbacks"] == 0
     if full_every == 0:
-        assert stats["rank_one"] == 0 and est.parameter_.shape == (8, 8)
+        assert stats["rank_one"] == 0 and kept(est, "M").shape == (8, 8)
     else:
-        assert est.parameter_.shape == (0, 0)
+        assert kept(est, "M").shape == (0, 0)
         if full_every == 1:
             assert stats["rank_one"] == 0
         elif full_every == 7:
@@ -767,7 +779,7 @@ def test_ten_thousand_rank_one_updates_without_refresh(algo, eta):
     est = rank_one_make(algo, eta, 10 ** 9, k=k).partial_fit(X)
     ref = rank_one_make(algo, eta, 0, k=k).partial_fit(X)
     assert est.update_stats_["full"] == 0 and ref.update_stats_["rank_one"] == 0
-    U = est.eigenvectors_
+    U = kept(est, "U")
     # measured ~1e-14
     assert np.abs(U @ U.T - np.eye(n)).max() <= 1e-12
     np.testing.assert_allclose(est.parameter_matrix(), ref.parameter_matrix(), rtol=0,
@@ -792,7 +804,7 @@ def test_rank_one_path_pickles_and_chunks_bit_identically(algo, eta):
     assert_same_results(one, est)
     assert_same_state(one, est)
     assert one.update_stats_["full"] > 10 and one.update_stats_["rank_one"] > 100
-    assert one._rng.bit_generator.state == est._rng.bit_generator.state
+    assert kept(one, "rng") == kept(est, "rng")
 
 
 def test_changing_full_every_between_modes_is_refused():
@@ -1298,54 +1310,55 @@ def test_eta_change_mid_stream_rejected_and_fit_starts_afresh(algo):
     assert est.regret_ == fresh.regret_
 
 
+def _failing_state(algo, where="d"):
+    """A fresh state whose eigendecomposition every solver refuses (a NaN
+    planted where no input can put one)."""
+    state = make(algo, 0.5)._new_state(6, "vector", None)
+    _kcapped._plant(state, where, 2, np.nan)
+    return state
+
+
 @pytest.mark.parametrize("algo", ["meg", "gd"])
 def test_failed_first_call_leaves_no_fit(algo, monkeypatch):
-    from streamfit.pca import _capped
     # an eta that overflows with the data is refused up front, naming eta
     est = make(algo, 1e300)
     with pytest.raises(ValueError, match=names("eta")):
         est.partial_fit(np.ones((3, 4)) * 1e5)
-    assert not hasattr(est, "state_")
-    # a kernel failure on a first call leaves the estimator unfitted; on a
-    # later call, as it was (the kernel's copies are discarded)
+    assert not est.__sklearn_is_fitted__()
+    # a failure of the state on a first call leaves the estimator unfitted;
+    # on a later call, as it was (the copy the trials ran on is dropped)
     est = make(algo, 0.5)
-    failing = lambda *a: (ERR_LAPACK, 0, None)      # noqa: E731
-    monkeypatch.setattr(_capped._k, "run", failing)
+    failing = _failing_state(algo)
+    monkeypatch.setattr(type(est), "_new_state", lambda self, *a: failing)
     with pytest.raises(np.linalg.LinAlgError, match="LAPACK"):
         est.partial_fit(spiked(5, 6))
-    assert not hasattr(est, "state_") and not hasattr(est, "_rng")
+    assert not est.__sklearn_is_fitted__() and "_state" not in vars(est)
     monkeypatch.undo()
     est.partial_fit(spiked(5, 6))
+    _kcapped._plant(est._state, "d", 2, np.nan)
     before = snapshot(est)
-    monkeypatch.setattr(_capped._k, "run", failing)
     with pytest.raises(np.linalg.LinAlgError, match="LAPACK"):
         est.partial_fit(spiked(5, 6, seed=1))
     assert_unchanged(est, before)
 
 
 @pytest.mark.parametrize("algo", ["meg", "gd"])
-@pytest.mark.parametrize("where", ["parameter_", "spectrum_", "eigenvectors_"])
+@pytest.mark.parametrize("where", ["M", "d", "U"])
 def test_an_eigendecomposition_every_solver_fails_leaves_the_estimator_as_it_was(algo, where):
     # Only a non-finite parameter makes the whole chain (dsyevd, dsyevr,
-    # dsyev, Jacobi) fail: plant a NaN in the kernel's own copy and run the
-    # real kernel (the estimator's view of it is checked elsewhere). The
-    # matrix itself is stored only with full_every = 0; otherwise its
-    # eigendecomposition is, and the rank-one update refuses the NaN, and so
-    # does the full decomposition it falls back to
-    from streamfit.pca import _capped
+    # dsyev, Jacobi) fail: plant a NaN in the state object's live arrays and
+    # run the real trial loop. The matrix itself is stored only with
+    # full_every = 0; otherwise its eigendecomposition is, and the rank-one
+    # update refuses the NaN, and so does the full decomposition it falls
+    # back to. The call raises, and the state is the one before it.
     est = make(algo, 0.5)
-    est._full_every = 0 if where == "parameter_" else _capped.FULL_EVERY
+    est._full_every = 0 if where == "M" else FULL_EVERY
     est.partial_fit(spiked(5, 6))
-    new = [np.array(getattr(est, name), copy=True) for name in est._ARRAYS]
-    planted = new[est._ARRAYS.index(where)]
-    planted[(2, 1)[:planted.ndim]] = np.nan
-    X = spiked(4, 6, seed=1)
-    s = np.einsum("ij,ij->i", X, X)
-    params = est._params(6, "vector")
-    rng = est._rng
-    code, done, exc = _capped._k.run(X, s, s, new[0], params, *new[1:],
-                                     rng.bit_generator.capsule)
-    assert (code, done, exc) == (ERR_LAPACK, 0, None)
+    _kcapped._plant(est._state, where, 2 if where == "d" else 13, np.nan)   # [2], [2, 1]
+    before = snapshot(est)
+    with pytest.raises(np.linalg.LinAlgError, match="LAPACK"):
+        est.partial_fit(spiked(4, 6, seed=1))
+    assert_unchanged(est, before)
 
 
 @pytest.mark.parametrize("n", [1000, 2000, 4000])
@@ -1388,6 +1401,6 @@ def test_sample_projection_does_not_change_the_decisions(algo):
 
 
 def test_too_many_features_refused():
-    est = MatrixGDPCA(1)
+    # before anything is allocated (several n x n matrices: 8 GB each)
     with pytest.raises(ValueError, match="n_features"):
-        est._params((1 << 15) + 1, "vector")
+        MatrixGDPCA(1)._new_state((1 << 15) + 1, "vector", None)

@@ -15,6 +15,7 @@ import pytest
 
 from streamfit import FollowTheLeaderPCA, PerturbedLeaderPCA
 from streamfit.pca import goe_matrix
+from streamfit._kernels import _pca
 from streamfit.simulate import make_ftl_adversary
 
 from ._cases import (BAD_DENSE, PCA_BAD_VECTOR, REJECTED_FIT, VARIANTS, assert_unchanged,
@@ -43,11 +44,7 @@ def top_k_sum(A, k):
 
 def assert_same_state(a, b):
     """Two estimators in bit-identical states (arrays, counters, rng)."""
-    before = snapshot(a)
-    if isinstance(a, FollowTheLeaderPCA):
-        # FTL draws nothing: its (unused) generator is seeded from the OS
-        before = (before[0], snapshot(b)[1])
-    assert_unchanged(b, before)
+    assert_unchanged(b, snapshot(a))
 
 
 def assert_same_results(a, b):
@@ -470,7 +467,7 @@ def test_a_solve_whose_every_eigen_solver_fails_keeps_the_previous_decision(kind
     est = make(solver="exact").partial_fit(spiked(10)) if kind == "vector" else \
         make(solver="exact").partial_fit_dense(dense(10))
     V = est.components_
-    est.perturbed_[3, 1] = np.nan
+    _pca._plant(est._state, 3, 1, np.nan)
     if kind == "vector":
         est.partial_fit(spiked(3, seed=1))
     else:
@@ -487,7 +484,7 @@ def test_overflow_on_a_fresh_estimator_leaves_it_and_its_generator_alone():
     est = PerturbedLeaderPCA(2, random_state=rng)
     with pytest.raises(ValueError, match="X is too large"):
         est.partial_fit(np.full((1, 20), 5e149))    # ||x||^2 = 5e300 is finite
-    assert not hasattr(est, "state_")
+    assert not est.__sklearn_is_fitted__()
     assert rng.bit_generator.state == before
 
 
@@ -497,10 +494,51 @@ def test_shallow_copy_does_not_share_the_matrices():
 
 
 def test_read_only_state_arrays_are_accepted():
-    # e.g. an estimator loaded with joblib's mmap_mode="r"
+    # e.g. a state loaded with joblib's mmap_mode="r": its arrays are read
+    # only, and the state object takes copies
     X = spiked(60)
     est = make(noise="random_walk").partial_fit(X[:30])
     twin = pickle.loads(pickle.dumps(est))
-    for name in ("perturbed_", "cumulative_", "state_", "block_"):
-        getattr(est, name).flags.writeable = False
+    state = est._state.to_state()
+    for value in state.values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    est._state = type(est._state).from_state(state)
     assert_same_results(est.partial_fit(X[30:]), twin.partial_fit(X[30:]))
+
+
+def test_learn_one_is_partial_fit_of_one_row_bit_for_bit():
+    # the event API and a one-row partial_fit take the same trial as a block
+    X = spiked(120, N_MID, n_spikes=K_MID, seed=12)
+    for noise in (*NOISES, "ftl"):
+        block = make(noise, k=K_MID).partial_fit(X)
+        one = make(noise, k=K_MID).partial_fit(X[:1])
+        for i, x in enumerate(X[1:], start=1):
+            if i % 2:
+                one.learn_one(x)
+            else:
+                one.partial_fit(X[i:i + 1])
+        assert_same_state(block, one)
+        # (transform is numpy's product, transform_one the kernel's dot: to rounding)
+        np.testing.assert_allclose(one.transform_one(X[0]), one.transform(X[:1])[0],
+                                   rtol=1e-13, atol=1e-15)
+        one.learn_one(list(X[0]))           # a sequence of floats
+        block.partial_fit(X[:1])
+        assert_same_state(block, one)
+
+
+@pytest.mark.parametrize("x, exc, words", [
+    (np.full(20, np.nan), ValueError, "NaN"),
+    (np.r_[np.ones(19), np.inf], ValueError, "inf"),
+    (np.ones(19), ValueError, "19 features"),
+    (["1"] * 20, TypeError, "not a real number"),
+    ([b"1"] * 20, TypeError, "not a real number"),
+    ("x" * 20, TypeError, "sequence"),
+    (np.ones((1, 20)), ValueError, "1-dimensional"),
+])
+def test_learn_one_refuses_bad_rows_naming_x(x, exc, words):
+    est = make().partial_fit(spiked(30))
+    before = snapshot(est)
+    with pytest.raises(exc, match=words):
+        est.learn_one(x)
+    assert_unchanged(est, before)

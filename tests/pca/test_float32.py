@@ -32,7 +32,7 @@ def test_float32_rows_make_the_decisions_of_their_float64_copy(make):
         np.testing.assert_array_equal(a.components_, b.components_)
     assert a.cumulative_gain_ == b.cumulative_gain_
     assert a.sigma_ == b.sigma_
-    np.testing.assert_array_equal(a.perturbed_, b.perturbed_)
+    np.testing.assert_array_equal(a.perturbed_matrix(), b.perturbed_matrix())
     np.testing.assert_array_equal(a.cumulative_matrix(), b.cumulative_matrix())
     assert a.cumulative_matrix().dtype == np.float64
     # fit takes the same path

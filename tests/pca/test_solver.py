@@ -7,7 +7,7 @@ import scipy.linalg
 
 from streamfit import FollowTheLeaderPCA, PerturbedLeaderPCA
 from streamfit.pca import regret_bound
-from streamfit.pca._fpl import _max_iter
+from streamfit.kernels import default_max_iter as _max_iter
 from streamfit.simulate import make_dense_stream, make_spiked_stream
 
 
@@ -343,6 +343,6 @@ def test_krylov_block_stays_orthonormal_over_many_solves():
     # drifting V to the whole QR, which does. 3,000 solves on an FPL stream.
     X = make_spiked_stream(3000, 120, random_state=3)
     est = PerturbedLeaderPCA(4, random_state=0).partial_fit(X)
-    V = est.block_
+    V = est._state.block_
     assert est.solver_stats_["fallbacks"] == 0
     assert np.abs(V @ V.T - np.eye(V.shape[0])).max() <= 2e-13

@@ -359,29 +359,105 @@ def fork_quantile(how):
     return _fork_mid_call(est, X[200:300], y[200:300], how, body)
 
 
+def _fork_inside_trials(est, X, how, body):
+    """Fork while another thread is inside est's state object, in its trial
+    loop (an FPL block long enough to be caught there: the main thread
+    forks once the trial count moved); body(est) runs in the child."""
+    caller = threading.Thread(target=est.partial_fit, args=(X,))
+    start = est.n_trials_
+    caller.start()
+    deadline = time.monotonic() + 60
+    while est._state.n_trials_ == start and caller.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    mid_fit = caller.is_alive() and est._state.n_trials_ < start + len(X)
+    try:
+        out = _in_child(how, lambda: body(est))
+    finally:
+        caller.join()
+    return {**out, "mid_fit": mid_fit}
+
+
 def fork_pca(how):
-    """Fork while a thread is inside PerturbedLeaderPCA.partial_fit (whose
-    kernels update its arrays in place): in the child, a next partial_fit
-    must raise a RuntimeError saying so (not hang, not run on a torn state),
-    and fit must work."""
+    """Fork while a thread is inside PerturbedLeaderPCA's trial loop (which
+    updates the state in place): in the child, a next partial_fit must raise
+    a RuntimeError saying so (not hang, not run on a torn state), and fit
+    must work."""
     from streamfit import PerturbedLeaderPCA
     from streamfit.simulate import make_spiked_stream
-    X = make_spiked_stream(120, 24, n_spikes=2, random_state=0)
+    X = make_spiked_stream(3040, 120, n_spikes=2, random_state=0)
     est = PerturbedLeaderPCA(2, random_state=0).fit(X[:40])
 
     def body(est):
         try:
-            est.partial_fit(X[80:])
+            est.partial_fit(X[:80])
             return {"result": "wrong", "why": "partial_fit ran on a state a fork may have torn"}
         except RuntimeError as exc:
             refusal = str(exc)
-        est.fit(X)
+        if "fork" not in refusal or "fit()" not in refusal:
+            return {"result": "wrong", "why": f"the refusal does not say why: {refusal!r}"}
+        est.fit(X[:200])
         V = est.components_
-        ok = est.n_trials_ == len(X) and np.allclose(V @ V.T, np.eye(2), atol=1e-8)
+        ok = est.n_trials_ == 200 and np.allclose(V @ V.T, np.eye(2), atol=1e-8)
         return {"result": "correct" if ok else "wrong", "message": refusal[:300],
                 "why": f"fit after the refusal: n_trials_ {est.n_trials_}"}
 
-    return _fork_mid_call(est, X[40:80], None, how, body)
+    return _fork_inside_trials(est, X[40:], how, body)
+
+
+def fork_river_pca(how):
+    """The same through streamfit.river's PCA adapter (issue 40, case 8):
+    in the child, learn_one is refused saying what happened and what to do
+    -- clone() the model, not the fit() the adapter does not have."""
+    from streamfit.river import PerturbedLeaderPCA
+    from streamfit.simulate import make_spiked_stream
+    X = make_spiked_stream(3040, 120, n_spikes=2, random_state=0)
+    model = PerturbedLeaderPCA(n_components=2, seed=0)
+    dicts = [dict(enumerate(row)) for row in X[:41].tolist()]
+    for x in dicts[:40]:
+        model.learn_one(x)
+
+    def body(est):
+        try:
+            model.learn_one(dicts[40])
+            return {"result": "wrong", "why": "learn_one ran on a state a fork may have torn"}
+        except RuntimeError as exc:
+            refusal = str(exc)
+        fresh = model.clone()
+        fresh.learn_one(dicts[40])
+        ok = "fork" in refusal and "clone()" in refusal and "fit()" not in refusal
+        return {"result": "correct" if ok else "wrong", "message": refusal[:300],
+                "why": f"the refusal: {refusal!r}"}
+
+    return _fork_inside_trials(model.estimator, X[40:], how, body)
+
+
+def fork_capped(how):
+    """Fork while a thread is inside MatrixGDPCA's trial loop (which plays on
+    a copy and commits by one store): the child's state is whole -- the one
+    before the call -- and carries on as a run without that call would."""
+    from streamfit import MatrixGDPCA
+    from streamfit.simulate import make_spiked_stream
+    X = make_spiked_stream(4040, 100, n_spikes=2, random_state=0)
+    est = MatrixGDPCA(2, random_state=0).fit(X[:40])
+    ref = pickle.loads(pickle.dumps(est)).partial_fit(X[40:60])
+    caller = threading.Thread(target=est.partial_fit, args=(X[40:],))
+    caller.start()
+    time.sleep(0.3)
+    mid_fit = caller.is_alive()
+
+    def body():
+        if est.n_trials_ != 40:
+            return {"result": "wrong", "why": f"the child's state has {est.n_trials_} trials"}
+        est.partial_fit(X[40:60])
+        ok = np.array_equal(est.components_, ref.components_) and \
+            est.cumulative_gain_ == ref.cumulative_gain_
+        return {"result": "correct" if ok else "wrong", "why": "carried on differently"}
+
+    try:
+        out = _in_child(how, body)
+    finally:
+        caller.join()
+    return {**out, "mid_fit": mid_fit}
 
 
 # -- BLAS thread counts ---------------------------------------------------------------------
@@ -511,6 +587,9 @@ CASES = {
         (fork_quantile, ("mp-fork",)),
     "os.fork mid partial_fit (FPL): child partial_fit / fit": (fork_pca, ("os.fork",)),
     "'fork' Process mid partial_fit (FPL): child partial_fit / fit": (fork_pca, ("mp-fork",)),
+    "os.fork mid learn_one (river PCA): child learn_one / clone": (fork_river_pca,
+                                                                  ("os.fork",)),
+    "os.fork mid partial_fit (GD): child carries on whole": (fork_capped, ("os.fork",)),
     "os.fork mid FPL fit: child's BLAS thread count": (fork_keeps_blas_count, ("os.fork",)),
     "threadpool_limits(1) in one thread, FPL fit in another": (blas_limits_in_another_thread,
                                                                ()),

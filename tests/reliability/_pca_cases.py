@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA
+from streamfit import FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA  # noqa: F401
 from streamfit.pca import regret_bound
 
 try:
@@ -80,15 +80,14 @@ def dense_projections(T, n, seed=None, m=2):
 # -- states ------------------------------------------------------------------------------
 
 def learnt(est):
-    """Every learnt attribute ('_'-suffixed, in __dict__), arrays as bytes,
-    and the generator's state: equal means bit-identical."""
-    out = {k: (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
-           for k, v in vars(est).items() if k.endswith("_") and not k.startswith("__")}
-    if "_rng" in vars(est) and not isinstance(est, FollowTheLeaderPCA):
-        out["_rng"] = est._rng.bit_generator.state
-    if "_sample_rng" in vars(est):
-        out["_sample_rng"] = est._sample_rng.bit_generator.state
-    return out
+    """The whole learnt state: the estimator's state object as its plain
+    dict (every array, counter and setting, its bit generators' states),
+    arrays as bytes; None before a fit. Equal means bit-identical."""
+    state = est.__dict__.get("_state")
+    if state is None:
+        return {}
+    return {k: (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
+            for k, v in state.to_state().items()}
 
 
 def assert_same_state(a, b, learnt=learnt):
@@ -129,9 +128,8 @@ def bound(est):
         return est.regret_bound()
     if isinstance(est, FollowTheLeaderPCA) or est.sigma_ == 0.0:
         return est.best_gain_
-    scale = float(est.state_["scale"][0])
+    scale = est._state.scale_
     if est.instances_ == "vector":
         return regret_bound(T, est.n_features_in_, est.n_components_, est.sigma_, scale=scale)
     return regret_bound(T, est.n_features_in_, est.n_components_, est.sigma_,
-                        instances="dense", scale=scale,
-                        max_trace_sq=float(est.state_["max_frob"][0]) ** 2)
+                        instances="dense", scale=scale, max_trace_sq=est._state.max_frob_ ** 2)

@@ -43,3 +43,22 @@ def held_elsewhere(lock):
     thread.start()
     thread.join()
     return not got
+
+
+def blocked_elsewhere(obj, timeout=30.0):
+    """Whether a call on ``obj`` (a state object, or a first call's gate)
+    from another thread would wait: their locks are C structs, so ask by
+    calling from a second thread with a deadline."""
+    done = []
+
+    def probe():
+        if hasattr(obj, "to_state"):
+            obj.to_state()
+        else:
+            obj.run(lambda: None)
+        done.append(True)
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return not done

@@ -24,11 +24,15 @@ from threadpoolctl import threadpool_limits
 from streamfit import MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
 from streamfit._kernels import _capped, _linalg, _pca
 from streamfit.pca import auto_sigma, goe_matrix, regret_bound
-from streamfit.pca._common import _symmetric
 from streamfit.simulate import make_dense_stream, make_spiked_stream
 
 from ._pca_cases import (ALGOS, FOUR, assert_same_state, assert_sane, cyclic,
                          dense_projections, make, rank_one, repeated_rows, rotated_cyclic)
+
+def _symmetric(lower):
+    low = np.tril(lower)
+    return low + np.tril(low, -1).T
+
 
 POSIX_SIGNALS = pytest.mark.skipif(not hasattr(signal, "setitimer"),
                                    reason="needs POSIX signals (setitimer, SIGUSR1)")
@@ -71,8 +75,8 @@ def test_the_matrices_scipy_refused_go_through_the_chain(n, k, trial):
     with rounding noise) are those scipy's dsyevr refused; the chain solves
     them (whichever routine it starts with), as NumPy's eigvalsh does."""
     est = PerturbedLeaderPCA(k, random_state=0).partial_fit(cyclic(trial, n))
-    s = float(est.state_["s"][0])
-    old = _symmetric(est.perturbed_ - s * est.noise_)
+    kept = est._state.to_state()
+    old = _symmetric(kept["S"] - kept["s"] * kept["N"])
     ref = np.linalg.eigvalsh(old)[-k:]
     for first in range(4):
         code, w, Z, _, _ = _linalg.eigh_top(old, k, True, first)
@@ -112,7 +116,7 @@ def test_a_kernel_whose_chain_fails_keeps_the_previous_decision():
     est = PerturbedLeaderPCA(2, solver="krylov", random_state=0)
     est.partial_fit(make_spiked_stream(30, 20, random_state=0))
     V = est.components_
-    est.perturbed_[5, 2] = np.inf
+    _pca._plant(est._state, 5, 2, np.inf)
     est.partial_fit(make_spiked_stream(4, 20, random_state=1))
     assert est.n_trials_ == 34 and est.solver_stats_["kept"] == 4
     np.testing.assert_array_equal(est.components_, V)
@@ -221,7 +225,7 @@ def test_the_row_buffer_keeps_decisions_and_pickles():
     (independent of C), and pickling with rows pending resumes bit for bit."""
     X = make_spiked_stream(300, 20, random_state=4)
     est = PerturbedLeaderPCA(2, random_state=0).partial_fit(X[:150])
-    assert int(est.state_["pending"][0]) == 150 % 64
+    assert est._state.to_state()["pending"] == 150 % 64
     twin = pickle.loads(pickle.dumps(est))
     est.partial_fit(X[150:])
     twin.partial_fit(X[150:])
@@ -458,7 +462,8 @@ def test_two_threads_on_a_fresh_estimator_initialise_it_once(algo):
         # one first decision, from the seed: the same noise as a serial run
         first = make(algo).partial_fit(X[:0])
         if algo == "fpl":
-            np.testing.assert_array_equal(est.noise_, first.noise_)
+            np.testing.assert_array_equal(est._state.to_state()["N"],
+                                          first._state.to_state()["N"])
         np.testing.assert_allclose(est.cumulative_matrix(), X.T @ X, atol=1e-10)
 
 
@@ -554,7 +559,8 @@ def test_a_given_sigma_that_would_overflow_is_refused_naming_it():
 @pytest.mark.parametrize("kind", ["vector", "dense"])
 def test_joblib_mmap_loaded_estimator_keeps_learning(tmp_path, algo, kind):
     """Before: FPL/FTL raised 'buffer source array is read-only' (noise_ and
-    the state arrays were handed to the kernel as they were loaded)."""
+    the state arrays were handed to the kernel as they were loaded). Now the
+    state object takes copies of what it is handed."""
     data = make_spiked_stream(120, 16, random_state=13) if kind == "vector" else \
         make_dense_stream(40, 10, random_state=13)
     fit = "partial_fit" if kind == "vector" else "partial_fit_dense"
@@ -562,22 +568,29 @@ def test_joblib_mmap_loaded_estimator_keeps_learning(tmp_path, algo, kind):
     path = tmp_path / "est.joblib"
     joblib.dump(est, path)
     loaded = joblib.load(path, mmap_mode="r")
-    assert any(isinstance(v, np.memmap) for v in vars(loaded).values())
     getattr(loaded, fit)(data[70:])
     getattr(est, fit)(data[70:])
     assert_same_state(loaded, est)
 
 
 def test_a_pickle_of_another_state_layout_is_refused_clearly():
-    """The kernels' state is a record of their C struct now; an older
-    streamfit's flat float64 state vector would be read field by field
-    wrongly, so unpickling one says so."""
-    for algo in ("fpl", "meg"):
+    """An earlier streamfit pickled an estimator's state as attributes (a
+    record of the kernel's C struct beside its arrays), and a state object
+    writes a format version: loading either of another version says so,
+    never reads fields wrongly."""
+    from streamfit._kernels import _dropout
+    for algo in ("fpl", "meg", "dropout"):
         est = make(algo).partial_fit(make_spiked_stream(20, 8, n_spikes=2, random_state=0))
         state = est.__getstate__()
-        state["state_"] = np.zeros(15)
-        with pytest.raises(ValueError, match="another state layout"):
-            type(est).__new__(type(est)).__setstate__(state)
+        old = {k: v for k, v in state.items() if k != "_state"}
+        old.update(state_=np.zeros(1), block_=np.zeros((2, 8)), _rng=np.random.default_rng())
+        with pytest.raises(ValueError, match="earlier streamfit"):
+            type(est).__new__(type(est)).__setstate__(old)
+        rebuild, (version, fields) = est._state.__reduce__()
+        assert version == 1
+        with pytest.raises(ValueError, match="state format 0.*format 1"):
+            rebuild(0, fields)
+    assert {_pca._rebuild, _capped._rebuild, _dropout._rebuild} >= {rebuild}
 
 
 # == 7. small things ===============================================================================

@@ -27,7 +27,7 @@ from streamfit._kernels import _capped, _pca
 from streamfit.simulate import make_spiked_stream
 
 from ._pca_cases import ALGOS, DROPOUT, assert_same_state, assert_sane, make
-from ._signals import held_elsewhere, interrupted_at, lines_run
+from ._signals import blocked_elsewhere, interrupted_at, lines_run
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -156,7 +156,7 @@ def test_sigint_at_a_random_line_leaves_a_consistent_state(data):
     interrupted = not interrupted_at(line, lambda: est.partial_fit(rest))
     if not est.__sklearn_is_fitted__():
         assert interrupted and start == 0
-        assert not any(k.endswith("_") for k in vars(est) if not k.startswith("__"))
+        assert "_state" not in vars(est)
         return
     t = est.n_trials_
     assert start <= t <= len(X) and (interrupted or t == len(X))
@@ -188,15 +188,15 @@ def test_sigint_at_every_line_of_a_call(algo, method):
     for line in range(1, total + 1):
         est = start()
         old = pickle.dumps(est)
-        rng = getattr(est, "_rng", None)
+        state = est.__dict__.get("_state")
         if interrupted_at(line, lambda: call(est)):
             outcomes.add("finished")
-        # no interrupt left the estimator's call lock or its generator -- the
-        # old one, and the one it holds now -- locked: another thread's next
-        # call would wait forever
-        assert not held_elsewhere(est._serialized()), line
-        for gen in {id(g): g for g in (rng, getattr(est, "_rng", None)) if g}.values():
-            assert not held_elsewhere(gen.bit_generator.lock), line
+        # no interrupt left a lock held -- the state objects' (the old one and
+        # the one it holds now) and a first call's gate: another thread's
+        # next call would wait forever
+        for obj in {id(o): o for o in (state, est.__dict__.get("_state"),
+                                       est.__dict__.get("_gate")) if o is not None}.values():
+            assert not blocked_elsewhere(obj), line
         if not est.__sklearn_is_fitted__():
             assert method == "partial_fit-fresh", line
             outcomes.add("unfitted")

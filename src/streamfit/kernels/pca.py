@@ -1,10 +1,15 @@
-"""Online PCA kernels: GOE draws, a warm-started top-k eigensolver, and the
-capped-simplex projections, mixture decomposition and systematic sampling.
+"""Online PCA kernels: the estimators' state objects, GOE draws, a
+warm-started top-k eigensolver, and the capped-simplex projections, mixture
+decomposition and systematic sampling.
 
-The pieces :class:`streamfit.PerturbedLeaderPCA` and the capped-simplex
-learners are built from, without an estimator around them: each function
-checks its arguments once (shapes, dtypes, contiguity, state layout), then
-runs the compiled kernel. An out-of-memory condition is a ``MemoryError``; the
+:class:`LeaderState` (Follow the (Perturbed) Leader), :class:`CappedState`
+(MEG and GD) and :class:`DropoutState` are the compiled objects the
+estimators themselves drive: a library's loop over their ``learn_one`` or
+``learn`` costs what the estimator's does and gives its state bit for bit.
+The other pieces are what :class:`streamfit.PerturbedLeaderPCA` and the
+capped-simplex learners are built from, without an estimator around them:
+each function checks its arguments once (shapes, dtypes, contiguity, state
+layout), then runs the compiled kernel. An out-of-memory condition is a ``MemoryError``; the
 eigen-solvers go down a chain of LAPACK routines (dsyevr, dsyevd, dsyev,
 Jacobi) that does not fail on a finite matrix.
 
@@ -32,13 +37,17 @@ import numpy as np
 from .._errors import ERR_NOMEM, raise_for
 from .._kernels import _capped as _ck
 from .._kernels import _pca_api as _api
+from .._kernels._capped import CappedState
+from .._kernels._dropout import DropoutState
+from .._kernels._pca import LeaderState
 from .._kernels._threads import call_holding, object_lock
 from .._validation import (check_array as _array, check_bit_generator as _bit_generator,
                            check_integer as _int, check_k as _check_k,
                            check_nonempty_vector as _check_vector, check_real as _real)
 
-__all__ = ["goe", "TopK", "default_block_size", "default_max_iter",
-           "project_capped_simplex", "mixture_decomposition", "systematic_sample"]
+__all__ = ["LeaderState", "CappedState", "DropoutState", "goe", "TopK",
+           "default_block_size", "default_max_iter", "project_capped_simplex",
+           "mixture_decomposition", "systematic_sample"]
 
 
 def _aligned_square(n):

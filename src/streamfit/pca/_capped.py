@@ -12,9 +12,11 @@ FULL_EVERY-th update to bound the drift; dense instances are decomposed afresh
 (dsyevd) every trial. Either way O(n^3) at worst per trial, against FPL's
 O(k n^2).
 
-Python validates and owns the state; ``streamfit._kernels._capped`` runs the
-trial loop (gains, update, eigendecomposition, projection, sampling) without
-the GIL.
+The state of a run is one compiled object, ``streamfit.kernels.CappedState``:
+it owns the parameter's eigendecomposition, the instances' sum, its bit
+generators and work space, and runs the trial loop (gains, update,
+eigendecomposition, projection, sampling) without the GIL, committing a call
+by making the copy it played on the live state.
 """
 from __future__ import annotations
 
@@ -23,19 +25,13 @@ import numbers
 
 import numpy as np
 
-from .._base import deferred_signals, serialized
-from .._errors import ERR_INTERRUPTED, OK, raise_for
-from .._kernels import _capped as _k
-from .._kernels._threads import call_holding
-from .._validation import check_random_state, check_scalar, check_seed
-from sklearn.utils.validation import check_is_fitted
+from .._kernels._capped import CappedState
+from .._validation import check_scalar, check_seed
 from ..kernels.pca import mixture_decomposition, project_capped_simplex, systematic_sample
-from ._common import _OnlinePCA, _note_interrupt, _symmetric
+from ._common import _OnlinePCA, check_n_components, refuse_change
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
            "systematic_sample"]
-
-_KINDS = {"vector": _k.INSTANCE_VECTOR, "dense": _k.INSTANCE_DENSE}
 
 #: Vector instances: every FULL_EVERY-th update decomposes the updated matrix
 #: afresh (LAPACK dsyevd, through the fallback chain) instead of updating the
@@ -55,8 +51,9 @@ FULL_EVERY = 1000
 # --- the estimators -------------------------------------------------------------
 
 class _CappedSimplexPCA(_OnlinePCA):
-    """State handling shared by MEG and GD."""
+    """MEG and GD: the estimator around a CappedState."""
 
+    _STATE_TYPE = CappedState
     _algo = None
     # the eigen-solver chain's first routine (1 dsyevd, 0 dsyevr, 2 dsyev, 3
     # Jacobi): a class attribute tests override to run the later routines
@@ -66,193 +63,53 @@ class _CappedSimplexPCA(_OnlinePCA):
     # matrix stored (as dense instances always do): the benchmarks' baseline
     # and the tests' reference
     _full_every = FULL_EVERY
-    _STATE_NAMES = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "spectrum_",
-                    "cumulative_", "dense_parameter_", "_sample_rng", "_fitted_eta")
-    _ARRAYS = ("state_", "parameter_", "eigenvectors_", "eigenvalues_", "spectrum_",
-               "cumulative_", "dense_parameter_")
-    _STATE_DTYPE = _k.STATE_DTYPE
-    _LOADED_ARRAYS = ("parameter_", "eigenvectors_", "eigenvalues_", "spectrum_", "cumulative_",
-                      "dense_parameter_")
-    # n x n float64 state, several copies: 2^15 is already 8 GB each
-    _MAX_FEATURES = 1 << 15
 
     def __init__(self, n_components=1, *, eta="auto", random_state=None):
         self.n_components = n_components
         self.eta = eta
         self.random_state = random_state
 
-    # -- parameters ------------------------------------------------------------------
-    def _params(self, n, kind):
-        k = self._check_n_components(n)
-        if n > self._MAX_FEATURES:
-            raise ValueError(f"n_features = {n} is too large for {type(self).__name__}: it "
-                             f"keeps several n x n float64 matrices (at most "
-                             f"{self._MAX_FEATURES} features)")
+    def _new_state(self, n, kind, names):
+        return CappedState(n, self.n_components, algo=self._algo, instances=kind,
+                           eta=self.eta, random_state=self.random_state,
+                           feature_names=names, full_every=self._full_every,
+                           eig_first=self._eig_first)
+
+    def _settings(self, state):
+        # n_components, eta and random_state describe the run (MEG's epochs
+        # and the regret bound follow one rate policy): refused when changed
+        k = self.n_components
+        if not (type(k) is int and k == state.k):
+            if check_n_components(k, state.n) != state.k:
+                refuse_change("n_components", state.k, k)
         if isinstance(self.eta, str):
             if self.eta != "auto":
                 raise ValueError(f"eta must be 'auto' or a positive float, got {self.eta!r}")
-            auto, value = 1, 0.0
         else:
             check_scalar(self.eta, "eta", low=0, low_open=True)
-            auto, value = 0, float(self.eta)
-        check_seed(self.random_state)
-        p = np.zeros(1, _k.PARAMS_DTYPE)
-        p["algo"], p["kind"], p["k"] = self._algo, _KINDS[kind], k
-        p["eta_auto"], p["eta_value"] = auto, value
-        p["eig_first"] = self._eig_first
-        p["full_every"] = self._full_every
-        return p
-
-    def _prepare(self, n, kind, X_in=None):
-        self._check_instance(n, kind, X_in)
-        params = self._params(n, kind)
-        if self._check_continues(int(params["k"][0])):
-            if not (self.eta == self._fitted_eta
-                    and isinstance(self.eta, str) == isinstance(self._fitted_eta, str)):
-                # the regret bound, and MEG's epochs, follow one rate policy per run
-                raise ValueError(f"eta changed from {self._fitted_eta!r} to {self.eta!r} since "
-                                 f"the first call; fit() starts afresh")
-        return params
-
-    def _loaded_inconsistency(self):
-        # the eigendecomposition every trial plays from: n x n, orthonormal
-        n, U = self.n_features_in_, self.eigenvectors_
-        if U.shape != (n, n) or self.eigenvalues_.shape != (n,) or self.spectrum_.shape != (n,):
-            return "eigenvectors_", (f"has shape {U.shape} (eigenvalues_ "
-                                     f"{self.eigenvalues_.shape}), expected ({n}, {n})")
-        if int(self.state_["t"][0]) > 0 and np.abs(U.T @ U - np.eye(n)).max() > 1e-6:
-            return "eigenvectors_", "columns are not orthonormal"
-        return None
-
-    # -- state -------------------------------------------------------------------------
-    def _initialize(self, n, kind, params, rng):
-        state = np.zeros(1, _k.STATE_DTYPE)
-        # the matrix itself only where it is decomposed afresh every update;
-        # vector instances otherwise keep just its eigendecomposition (U, d)
-        stored = kind == "dense" or params["full_every"][0] == 0
-        M = np.zeros((n, n)) if stored else np.zeros((0, 0))
-        U, w, d, C = np.zeros((n, n)), np.zeros(n), np.zeros(n), np.zeros((n, n))
-        # dense MEG keeps W itself beside log W, for the gain tr(W_t X_t)
-        dense_meg = kind == "dense" and self._algo == _k.ALGO_MEG
-        Wd = np.zeros((n, n)) if dense_meg else np.zeros((0, 0))
-        _k.reset_state(params, M, U, w, d, Wd)
-        state["u"] = rng.random()
-        # sample_projection draws from its own stream, so that auditing W
-        # never changes the projections the trials play
-        sample_rng = np.random.default_rng(int(rng.integers(2 ** 63)))
-        return {"state_": state, "parameter_": M, "eigenvectors_": U, "eigenvalues_": w,
-                "spectrum_": d, "cumulative_": C, "dense_parameter_": Wd,
-                "_sample_rng": sample_rng}
-
-    def _play(self, kind, data, params, X_in):
-        X, scale, frob = data
-        T, n = X.shape[0], X.shape[-1]
-        top = float(np.max(scale, initial=0.0))
-        if not params["eta_auto"][0] and top > 0 and params["eta_value"][0] > 1e300 / top:
-            raise ValueError(f"eta = {self.eta!r} is too large for this data: eta times the "
-                             f"instances' scale overflows float64")
-        fresh = not self.__sklearn_is_fitted__()
-        if not fresh and kind == "vector" and \
-                (self.parameter_.shape[0] == 0) != (params["full_every"][0] > 0):
-            # the state is either the matrix or only its eigendecomposition
-            raise ValueError("_full_every changed since the first call (0 keeps the "
-                             "matrix, >= 1 only its eigendecomposition); fit() starts afresh")
-        rng = check_random_state(self.random_state) if fresh else self._rng
-        saved = rng.bit_generator.state
-        published = False
-        try:
-            if fresh:
-                # the first decision (two draws: the first trial's uniform, the
-                # sampler's seed), published whole. The generator's lock is
-                # taken in compiled code: a KeyboardInterrupt on a Python
-                # with-statement's exit line would leave it held for good.
-                arrays = call_holding(rng.bit_generator.lock, self._initialize, n, kind,
-                                      params, rng)
-                with deferred_signals():
-                    self.__dict__.update(arrays)
-                    self._rng = rng
-                    self._fitted_random_state = self.random_state
-                    self._fitted_eta = self.eta
-                    self.n_components_ = int(params["k"][0])
-                    self.instances_ = kind
-                    self._publish_features(X_in, n)
-                saved = rng.bit_generator.state
-            if T == 0:
-                return
-            if kind == "dense":
-                X = X.reshape(T, n * n)
-            # a trial costs O(n^3); copying the O(n^2) state per call is noise,
-            # and a failed call then leaves the estimator exactly as it was
-            new = [np.array(getattr(self, name), copy=True) for name in self._ARRAYS]
-
-            def run_and_publish():
-                # under the generator's lock (taken in compiled code, see
-                # above): the kernel moves the generator, and its state and the
-                # estimator's are published, or the generator put back, before
-                # another thread can draw from it
-                nonlocal published
-                out = _k.run(X, scale, frob, new[0], params, *new[1:],
-                             rng.bit_generator.capsule)
-                if out[0] in (OK, ERR_INTERRUPTED):
-                    # the copies describe the whole trials played (the
-                    # generator moved on by one uniform each): publish them
-                    with deferred_signals():
-                        for name, value in zip(self._ARRAYS, new):
-                            setattr(self, name, value)
-                        published = True
-                else:
-                    rng.bit_generator.state = saved
-                return out
-
-            code, done, exc = call_holding(rng.bit_generator.lock, run_and_publish)
-        except BaseException:
-            # interrupted outside the kernel, before the commit: as before the
-            # call, generator included
-            if not published:
-                rng.bit_generator.state = saved
-                if fresh:
-                    self._forget()
-            raise
-        if code not in (OK, ERR_INTERRUPTED) and fresh:
-            self._forget()          # a first call that failed leaves no fit behind
-        if code == ERR_INTERRUPTED:
-            _note_interrupt(exc, self, done, T)
-        raise_for(code, type(self).__name__, exc=exc)
+        if not (self.eta == state.eta and isinstance(self.eta, str) == isinstance(state.eta,
+                                                                                   str)):
+            refuse_change("eta", repr(state.eta), self.eta)
+        if not state.same_random_state(self.random_state):
+            check_seed(self.random_state)
+            refuse_change("random_state", state.random_state_repr(), self.random_state)
+        state.configure(full_every=self._full_every)
 
     # -- attributes --------------------------------------------------------------------
-    def _sample(self, u):
-        w = self.eigenvalues_
-        out = np.empty((1, self.n_components_), dtype=np.intc)
-        _k.systematic(w, self.n_components_, np.array([u]), out)
-        # largest weight first
-        idx = out[0][np.argsort(-w[out[0]], kind="stable")]
-        return self.eigenvectors_[idx]
+    def _captured(self, state, X):
+        # the expected captured energy under W: sum_i x_i^T W x_i
+        return state.captured(X)
 
     @property
-    @serialized
-    def components_(self):
-        """(k, n) orthonormal rows: the projection the next trial plays, sampled
-        from W (systematic sampling with the trial's own uniform, so it does
-        not depend on how the stream was split into calls)."""
-        check_is_fitted(self)
-        return self._sample(self._scalar("u"))
-
-    @property
-    @serialized
     def parameter_eigenvalues_(self):
         """Eigenvalues of W, ascending: in [0, 1], summing to k."""
-        check_is_fitted(self)
-        return self.eigenvalues_.copy()
+        return self._fitted().parameter_eigenvalues_
 
-    @serialized
     def parameter_matrix(self):
         """W, the mixture of rank-k projections the next trial plays from (n x n)."""
-        check_is_fitted(self)
-        U, w = self.eigenvectors_, self.eigenvalues_
-        return (U.T * w) @ U
+        return self._fitted().parameter_matrix()
 
     @property
-    @serialized
     def update_stats_(self):
         """Counters of the updates: ``full`` (decomposed afresh by the dsyevd
         chain: every update of dense instances; for vector ones every
@@ -262,32 +119,19 @@ class _CappedSimplexPCA(_OnlinePCA):
         ``mean_block`` (the mean size K of the block the rank-one steps left
         after deflation: their cost is O(n K^2)) and ``eig_fallbacks`` (full
         decompositions that needed a routine after dsyevd)."""
-        check_is_fitted(self)
-        s = self.state_[0]
-        r = int(s["rank_one"])
-        return {"full": int(s["full"]), "rank_one": r,
-                "rank_one_failed": int(s["rank_one_failed"]),
-                "mean_block": float(s["block_sum"]) / r if r else 0.0,
-                "eig_fallbacks": int(s["eig_fallbacks"])}
+        return self._fitted().update_stats_
 
     @property
     def realized_gain_(self):
         """Sum over trials of tr(P_t X_t) for the projections P_t actually sampled
         (cumulative_gain_ is its expectation, sum tr(W_t X_t))."""
-        return self._scalar("realized")
+        return self._fitted().realized_gain_
 
     @property
     def eta_(self):
         """The learning rate of the last update (0 before any)."""
-        return self._scalar("eta")
+        return self._fitted().eta_
 
-    @serialized
-    def cumulative_matrix(self):
-        """sum_t X_t (full, symmetric)."""
-        check_is_fitted(self)
-        return _symmetric(self.cumulative_)
-
-    @serialized
     def sample_projection(self):
         """A rank-k projection P (n x n) drawn from W: E[P] = W. Draws from a
         generator of its own (seeded from random_state), so it never changes
@@ -296,42 +140,28 @@ class _CappedSimplexPCA(_OnlinePCA):
         The draw is systematic sampling on W's eigenvalues (O(n), exact
         inclusion probabilities); :meth:`mixture_decomposition` gives the
         explicit mixture instead."""
-        check_is_fitted(self)
-        V = self._sample(self._sample_rng.random())
+        V = self._fitted().sample_projection_rows()
         return V.T @ V
 
-    @serialized
     def mixture_decomposition(self):
         """W as an explicit convex combination of rank-k projections
         (Warmuth & Kuzmin): ``weights`` (m,) summing to 1 and ``bases``
         (m, k, n) of orthonormal rows, with
         W = sum_j weights[j] bases[j].T @ bases[j], m <= n + 1."""
-        check_is_fitted(self)
-        weights, subsets = mixture_decomposition(self.eigenvalues_, self.n_components_)
-        return weights, self.eigenvectors_[subsets]
-
-    def _captured(self, X):
-        # the expected captured energy under W: sum_i x_i^T W x_i
-        U, w = self.eigenvectors_, self.eigenvalues_
-        Z = X @ U.T
-        return float(np.einsum("ij,j,ij->", Z, w, Z))
+        state = self._fitted()
+        U, w = state.eigenvectors_, state.parameter_eigenvalues_
+        weights, subsets = mixture_decomposition(w, state.k)
+        return weights, U[subsets]
 
     def _bound_args(self, n_trials):
-        check_is_fitted(self)
+        state = self._fitted()
         if n_trials is None:
-            return self.n_trials_
+            return state, state.n_trials_
         if isinstance(n_trials, bool) or not isinstance(n_trials, numbers.Integral):
             raise TypeError(f"n_trials must be an integer, got {n_trials!r}")
         if n_trials < 0:
             raise ValueError(f"n_trials must be >= 0, got {n_trials}")
-        return int(n_trials)
-
-    def _bound_scale(self):
-        check_is_fitted(self)
-        L = self._scalar("scale")
-        G = self._scalar("max_frob")
-        B = 1.0 if self.instances_ == "vector" else float(self.n_components_)
-        return L, G, B
+        return state, int(n_trials)
 
 
 class MatrixEGPCA(_CappedSimplexPCA):
@@ -385,12 +215,11 @@ class MatrixEGPCA(_CappedSimplexPCA):
     eta_ : float, the last learning rate
     n_restarts_ : int, runs started afresh (doubling-trick epochs, scale jumps)
     update_stats_ : dict, how the updates were decomposed (rank-one or full)
-    state_, parameter_, eigenvectors_, eigenvalues_, spectrum_, cumulative_, dense_parameter_ :
-        the kernel's state, pickled with the estimator: the kernel's matrix
-        (log W for MEG, W for GD) as eigenvectors_ (rows) and spectrum_ (its
-        eigenvalues); parameter_ holds the matrix itself (lower triangle) for
-        dense instances only (empty for vector ones); read W through
-        parameter_matrix() and parameter_eigenvalues_
+    The state itself (the matrix -- log W for MEG, W for GD -- kept as its
+    eigendecomposition, and for dense instances as the matrix too; the
+    instances' sum; the counters and bit generators) is one compiled object,
+    :class:`streamfit.kernels.CappedState`, pickled with the estimator; read
+    W through ``parameter_matrix()`` and ``parameter_eigenvalues_``.
 
     Notes
     -----
@@ -424,7 +253,8 @@ class MatrixEGPCA(_CappedSimplexPCA):
     n = 1000 -- cannot be interrupted. Any other failure (no memory; an
     eigendecomposition every LAPACK routine and Jacobi refuse, which only a
     non-finite parameter makes happen) leaves the estimator as before the
-    call. Calls from several threads take turns. Decisions are bit-identical
+    call. Calls from several threads take turns (a second one waits for the
+    first to end). Decisions are bit-identical
     for the same seed at a fixed BLAS thread count; across counts, to LAPACK's
     rounding.
 
@@ -443,7 +273,7 @@ class MatrixEGPCA(_CappedSimplexPCA):
     True
     """
 
-    _algo = _k.ALGO_MEG
+    _algo = "meg"
 
     @property
     def n_restarts_(self):
@@ -451,7 +281,7 @@ class MatrixEGPCA(_CappedSimplexPCA):
         begins: the doubling trick's epochs (after T trials, the powers of two
         in [2, T + 1]) plus the restarts of an epoch when the scale more than
         doubled."""
-        return int(self._scalar("restarts") + self._scalar("scale_restarts"))
+        return int(self._fitted().n_restarts_)
 
     def regret_bound(self, n_trials=None):
         """The regret bound for this estimator's eta after ``n_trials`` (default:
@@ -459,14 +289,14 @@ class MatrixEGPCA(_CappedSimplexPCA):
         eta, k ln(n/k) / eta + eta B L^2 T (a theorem while eta L <= 1.79,
         where e^x <= 1 + x + x^2; inf beyond); with "auto", the doubling
         trick's 2 sum_j L (k ln(n/k) / tilde_j + tilde_j B len_j) + 2 B L."""
-        T = self._bound_args(n_trials)
-        L, _, B = self._bound_scale()
-        n, k = self.n_features_in_, self.n_components_
+        state, T = self._bound_args(n_trials)
+        L, n, k = state.scale_, state.n, state.k
+        B = 1.0 if state.instances == "vector" else float(k)
         if T == 0 or k == n or L == 0:
             return 0.0
         D = k * np.log(n / k)
-        if not isinstance(self._fitted_eta, str):
-            eta = float(self._fitted_eta) * L          # in units of the scale
+        if not isinstance(state.eta, str):
+            eta = float(state.eta) * L          # in units of the scale
             return float(L * (D / eta + eta * B * T)) if eta <= 1.79 else float("inf")
         total, j = 2.0 * B * L, 0
         while 2 ** j <= T:
@@ -532,21 +362,20 @@ class MatrixGDPCA(_CappedSimplexPCA):
     True
     """
 
-    _algo = _k.ALGO_GD
+    _algo = "gd"
 
     def regret_bound(self, n_trials=None):
         """The regret bound for this estimator's eta after ``n_trials`` (default:
         the trials so far), at the largest ||X_t||_F = G seen so far: with a
         fixed eta, D^2 / (2 eta) + eta G^2 T / 2; with "auto",
         D G sqrt(T) / 2 + (D G / 2) sum_t 1/sqrt(t) <= D G (1.5 sqrt(T) - 0.5)."""
-        T = self._bound_args(n_trials)
-        _, G, _ = self._bound_scale()
-        n, k = self.n_features_in_, self.n_components_
+        state, T = self._bound_args(n_trials)
+        G, n, k = state.max_frob_, state.n, state.k
         D = np.sqrt(2.0 * min(k, n - k))
         if T == 0 or G == 0 or D == 0:
             return 0.0
-        if not isinstance(self._fitted_eta, str):
-            eta = float(self._fitted_eta)
+        if not isinstance(state.eta, str):
+            eta = float(state.eta)
             return float(D * D / (2 * eta) + eta * G * G * T / 2)
         # sum_{t <= T} t^(-1/2) <= 1 + integral_1^T t^(-1/2) dt = 2 sqrt(T) - 1
         return float(D * G * (1.5 * math.sqrt(T) - 0.5))

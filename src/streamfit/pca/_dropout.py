@@ -14,23 +14,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import deferred_signals, serialized
-from .._errors import raise_for
-from .._kernels._threads import call_holding
-from .._kernels import _dropout as _k
-from .._kernels._linalg import eigh_top
-from .._validation import check_random_state, check_scalar, check_seed
-from ..kernels.pca import default_block_size, default_max_iter
-from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable
+from .._kernels._dropout import DropoutState
+from .._validation import check_scalar, check_seed
+from ._common import _OnlinePCA, check_n_components, refuse_change
 
 __all__ = ["DropoutPCA"]
-
-_SOLVERS = ("auto", "krylov", "exact")
-_RESAMPLE = ("lazy", "fresh")
-_KINDS = {"vector": _k.INSTANCE_VECTOR, "dense": _k.INSTANCE_DENSE}
-# vector instances wait in a buffer of this many rows before one dsyrk adds
-# them to the data's cumulative matrix C (as in the FPL kernel)
-_ROW_BUFFER = 64
 
 
 class DropoutPCA(_OnlinePCA):
@@ -87,10 +75,10 @@ class DropoutPCA(_OnlinePCA):
         (fresh: in the last redraw)
     solver_stats_ : dict, the lazy top-k solver's counters (as FPL's)
     n_features_in_, feature_names_in_ : as scikit-learn's
-    state_, dropped_, cumulative_, rows_, block_, history_ :
-        the state, pickled with the estimator: the state record, the kept sum
-        S (lazy), the sum C of all instances, the rows not yet added to C, the
-        block of b >= k leader estimates, and the rows seen so far ("fresh").
+    The state itself (the kept sum S (lazy), the sum C of all instances, the
+    block of b >= k leader estimates, the rows seen so far ("fresh"), the
+    counters and bit generator) is one compiled object,
+    :class:`streamfit.kernels.DropoutState`, pickled with the estimator.
 
     Notes
     -----
@@ -142,13 +130,7 @@ class DropoutPCA(_OnlinePCA):
     0.5
     """
 
-    _STATE_NAMES = ("state_", "dropped_", "cumulative_", "rows_", "block_", "history_",
-                    "_fitted_p", "_fitted_resample")
-    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
-    _STATE_DTYPE = _k.STATE_DTYPE
-    _LOADED_ARRAYS = ("dropped_", "cumulative_", "rows_", "block_", "history_")
-    _LOADED_CHOICES = {"_fitted_resample": _RESAMPLE}
-    _IN_PLACE = ("state_", "dropped_", "cumulative_", "rows_", "block_")
+    _STATE_TYPE = DropoutState
     # the eigen-solver chain's first routine (tests override it)
     _eig_first = 0
 
@@ -161,189 +143,46 @@ class DropoutPCA(_OnlinePCA):
         self.tol = tol
         self.random_state = random_state
 
-    # -- parameters -------------------------------------------------------------
-    def _build_params(self, n, kind):
-        k = self._check_n_components(n)
+    def _new_state(self, n, kind, names):
+        return DropoutState(n, self.n_components, p=self.p, resample=self.resample,
+                            instances=kind, solver=self.solver, tol=self.tol,
+                            random_state=self.random_state, feature_names=names,
+                            eig_first=self._eig_first)
+
+    def _settings(self, state):
+        # n_components, p, resample and random_state describe the state and
+        # the draws already made: refused when changed; solver and tol take
+        # effect now
+        k = self.n_components
+        if not (type(k) is int and k == state.k):
+            if check_n_components(k, state.n) != state.k:
+                refuse_change("n_components", state.k, k)
         check_scalar(self.p, "p", low=0, high=1, low_open=True)
-        if self.resample not in _RESAMPLE:
-            raise ValueError(f"resample must be one of {_RESAMPLE}, got {self.resample!r}")
-        if self.solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
-        check_scalar(self.tol, "tol", low=0, low_open=True)
-        check_seed(self.random_state)
-        if self.resample == "fresh" and kind == "dense":
-            raise ValueError("resample='fresh' keeps every instance to redraw them each "
-                             "trial: vector instances only (partial_fit); use "
-                             "resample='lazy' for dense ones")
-        b = default_block_size(n, k)
-        if self.solver == "krylov" and 2 * b > n:
-            raise ValueError(f"solver='krylov' needs n_features >= 2 * (n_components + "
-                             f"{b - k}) = {2 * b}, got {n}; use solver='auto' or 'exact'")
-        krylov = self.solver == "krylov" or (self.solver == "auto" and 4 * b <= n)
-        prm = np.zeros(1, _k.PARAMS_DTYPE)
-        prm["kind"] = _KINDS[kind]
-        prm["solver"] = _k.SOLVER_KRYLOV if krylov else _k.SOLVER_EXACT
-        prm["k"], prm["b"], prm["maxiter"] = k, b, default_max_iter(n, b)
-        prm["eig_first"] = self._eig_first
-        prm["p"], prm["tol"] = float(self.p), float(self.tol)
-        return prm
-
-    def _params(self, n, kind):
-        key = (n, kind, self.n_components, self.p, self.resample, self.solver, self.tol,
-               self.random_state, self._eig_first)
-        return self._cached_params(key, lambda: self._build_params(n, kind))
-
-    def _prepare(self, n, kind, X_in=None):
-        self._check_instance(n, kind, X_in)
-        params = self._params(n, kind)
-        if self._check_continues(int(params["k"][0])):
-            if float(self.p) != self._fitted_p:
-                raise ValueError(f"p changed from {self._fitted_p!r} to {self.p!r} since the "
-                                 f"first call; fit() starts afresh")
-            if self.resample != self._fitted_resample:
-                raise ValueError(f"resample changed from {self._fitted_resample!r} to "
-                                 f"{self.resample!r} since the first call; fit() starts "
-                                 f"afresh")
-        return params
-
-    # -- state ------------------------------------------------------------------
-    def _initialize(self, n, kind, params):
-        """The first decision's state: nothing kept, the first k axes."""
-        b = int(params["b"][0])
-        lazy = self.resample == "lazy"
-        V = np.zeros((b, n))
-        V[np.arange(b), np.arange(b)] = 1.0
-        return {"state_": np.zeros(1, _k.STATE_DTYPE),
-                "dropped_": np.zeros((n, n) if lazy else (0, 0)),
-                "cumulative_": np.zeros((n, n) if lazy else (0, 0)),
-                "rows_": np.zeros((_ROW_BUFFER if lazy and kind == "vector" else 0, n)),
-                "block_": V,
-                "history_": np.zeros((0, n))}
-
-    def _play(self, kind, data, params, X_in):
-        X, scale, _ = data
-        T, n = X.shape[0], X.shape[-1]
-        fresh = not self.__sklearn_is_fitted__()
-        if fresh:
-            rng = check_random_state(self.random_state)
-            arrays = self._initialize(n, kind, params)
-            with deferred_signals():
-                self.__dict__.update(arrays)
-                self._rng = rng
-                self._fitted_random_state = self.random_state
-                self._fitted_p = float(self.p)
-                self._fitted_resample = self.resample
-                self.n_components_ = int(params["k"][0])
-                self.instances_ = kind
-                self._publish_features(X_in, n)
-        else:
-            for name in self._IN_PLACE:
-                setattr(self, name, _writable(getattr(self, name)))
-        if T == 0:
-            return
-        if self._fitted_resample == "fresh":
-            self._play_fresh(X, scale, params)
-            return
-        if kind == "dense":
-            X = X.reshape(T, n * n)
-        rng = self._rng
-        saved = rng.bit_generator.state if fresh else None
-        # the with-statement compiled: a KeyboardInterrupt on a Python with's
-        # exit line would leave the generator's lock held
-        code, done, exc = call_holding(rng.bit_generator.lock, _k.run, X, scale, self.state_,
-                                       params, self.dropped_, self.cumulative_, self.rows_,
-                                       self.block_, rng.bit_generator.capsule)
-        self._finish_call(code, done, exc, T, fresh, rng, saved)
-
-    def _loaded_inconsistency(self):
-        # "fresh" replays every earlier row: one per trial; "lazy" keeps none
-        want = int(self.state_["t"][0]) if self._fitted_resample == "fresh" else 0
-        if self.history_.shape[0] != want:
-            return "history_", f"has {self.history_.shape[0]} rows, expected {want}"
-        return None
-
-    def _play_fresh(self, X, scale, params):
-        """The paper's dropout: every trial redraws b_1..b_{t-1} and solves
-        the kept sum exactly. Each trial's results are published together, so
-        an interrupt leaves a whole number of trials."""
-        k, p, first = int(params["k"][0]), float(params["p"][0]), int(params["eig_first"][0])
-        rng = self._rng
-        n = X.shape[1]
-        H = np.concatenate([self.history_, np.zeros((X.shape[0], n))])
-        t0 = int(self.state_["t"][0])
-        axes = np.eye(k, n)
-
-        def draw(t, before):
-            before.append(rng.bit_generator.state)
-            return rng.random(t) < p
-
-        for i in range(X.shape[0]):
-            t = t0 + i
-            before = []
-            try:
-                # the lock taken in compiled code (see _play)
-                kept = call_holding(rng.bit_generator.lock, draw, t, before)
-                K = H[:t][kept]
-                if K.shape[0] == 0:
-                    V = axes
-                else:
-                    code, _, Z, _, _ = eigh_top(np.ascontiguousarray(K.T @ K), k, True, first)
-                    raise_for(code, type(self).__name__)
-                    V = Z[::-1]
-                g = float(np.sum((V @ X[i]) ** 2))
-                state = self.state_.copy()
-                state["t"], state["gain"] = t + 1, state["gain"][0] + g
-                state["kept"] = int(kept.sum())
-                state["scale"] = max(float(state["scale"][0]), float(scale[i]))
-                H[t] = X[i]
-                with deferred_signals():
-                    self.state_, self.history_ = state, H[:t + 1]
-                    self.block_ = np.ascontiguousarray(V)
-                    # published: a signal held back till here keeps the draws
-                    before.clear()
-            except BaseException:
-                # nothing of this trial is kept, nor drawn
-                if before:
-                    rng.bit_generator.state = before[0]
-                raise
+        if float(self.p) != state.p:
+            refuse_change("p", repr(state.p), self.p)
+        if self.resample != state.resample:
+            if self.resample not in ("lazy", "fresh"):
+                raise ValueError(f"resample must be one of ('lazy', 'fresh'), got "
+                                 f"{self.resample!r}")
+            refuse_change("resample", repr(state.resample), self.resample)
+        if not state.same_random_state(self.random_state):
+            check_seed(self.random_state)
+            refuse_change("random_state", state.random_state_repr(), self.random_state)
+        state.configure(solver=self.solver, tol=self.tol)
 
     # -- attributes -------------------------------------------------------------
     @property
-    @serialized
-    def components_(self):
-        """(k, n) orthonormal rows: the subspace the next trial plays (lazy);
-        with resample="fresh", the last trial's leader (the next trial
-        redraws)."""
-        check_is_fitted(self)
-        return self.block_[:self.n_components_].copy()
-
-    @property
-    @serialized
     def kept_fraction_(self):
         """Fraction of instances in the kept sum (fresh: the last redraw's
         fraction of the instances before the last trial)."""
-        check_is_fitted(self)
-        t = int(self.state_["t"][0])
-        base = t if self._fitted_resample == "lazy" else t - 1
-        return float(self.state_["kept"][0]) / base if base > 0 else 0.0
+        return self._fitted().kept_fraction_
 
     @property
     def solver_stats_(self):
         """Lazy top-k solver counters (see :attr:`PerturbedLeaderPCA.solver_stats_`);
         one solve per kept instance."""
-        return self._topk_stats()
+        return self._fitted().solver_stats_
 
-    @serialized
-    def cumulative_matrix(self):
-        """sum_t X_t over every instance (dropped ones included): the
-        comparator's matrix, full and symmetric."""
-        check_is_fitted(self)
-        if self._fitted_resample == "fresh":
-            H = self.history_
-            return H.T @ H
-        return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
-
-    @serialized
     def dropout_matrix(self):
         """S = sum_{s<=t} b_s X_s, the kept sum whose top-k the next trial
         plays (lazy only: "fresh" redraws it every trial).
@@ -357,8 +196,4 @@ class DropoutPCA(_OnlinePCA):
         >>> bool(np.trace(est.dropout_matrix()) == round(4 * est.kept_fraction_))
         True
         """
-        check_is_fitted(self)
-        if self._fitted_resample == "fresh":
-            raise ValueError("resample='fresh' redraws the kept sum every trial: there "
-                             "is no one dropout matrix")
-        return _symmetric(self.dropped_)
+        return self._fitted().dropout_matrix()

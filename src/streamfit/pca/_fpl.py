@@ -1,9 +1,12 @@
 """Online PCA by Follow the Perturbed Leader with Gaussian (GOE) noise, and
 Follow the Leader.
 
-Python validates and owns the state; ``streamfit._kernels._pca`` runs the whole
-trial loop (play, gain, update, top-k) without the GIL, updating the state
-arrays in place and stopping, on a signal, only between two trials.
+The state of a run is one compiled object, ``streamfit._kernels._pca.LeaderState``
+(``streamfit.kernels.LeaderState``): it owns the matrices, the block of
+eigenvector estimates and its bit generator, and runs the whole trial loop
+(play, gain, update, top-k) without the GIL, stopping, on a signal, only
+between two trials. The estimators here are scikit-learn's conventions
+around it.
 """
 from __future__ import annotations
 
@@ -13,31 +16,15 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import deferred_signals, serialized
-from .._errors import raise_for
-from .._kernels import _pca as _k
+from .._kernels._pca import LeaderState
 from .._validation import check_random_state, check_scalar, check_seed
-from ..kernels.pca import default_block_size, default_max_iter, goe
-from .._kernels._threads import call_holding
-from .._validation import check_n_jobs, effective_n_threads
-from ._common import _OnlinePCA, _buffered_sum, _symmetric, _writable
+from ..kernels.pca import goe
+from ._common import _OnlinePCA, check_n_components, refuse_change
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
 
-_NOISE = {"fixed": _k.NOISE_FIXED, "random_walk": _k.NOISE_RANDOM_WALK,
-          "independent": _k.NOISE_INDEPENDENT}
-_NOISE_NAMES = {code: name for name, code in _NOISE.items()}
-_SOLVERS = ("auto", "krylov", "exact")
-_KINDS = {"vector": _k.INSTANCE_VECTOR, "dense": _k.INSTANCE_DENSE}
-
-# Vector instances wait in a buffer of this many rows before one dsyrk adds
-# them to the data's cumulative matrix C (a rank-one pass over C per trial
-# would double the memory traffic of a trial's own update of S).
-_ROW_BUFFER = 64
-
-_max_iter = default_max_iter
-_block_size = default_block_size
+_NOISES = ("fixed", "random_walk", "independent")
 
 
 def goe_matrix(n, sigma=1.0, random_state=None):
@@ -157,158 +144,42 @@ def _bound_terms(n, k, instances, scale, max_trace_sq):
 
 
 class _LeaderPCA(_OnlinePCA):
-    """State handling shared by Follow the (Perturbed) Leader."""
+    """Follow the (Perturbed) Leader: the estimator around a LeaderState."""
 
-    _noise_code = _k.NOISE_FIXED
+    _STATE_TYPE = LeaderState
+    _FLOAT32_ROWS = True
     # the eigen-solver chain's first routine (0 dsyevr, 1 dsyevd, 2 dsyev, 3
     # Jacobi): a class attribute tests override to run the later routines
     _eig_first = 0
-    _STATE_NAMES = ("state_", "perturbed_", "noise_", "cumulative_", "rows_", "block_",
-                    "_fitted_noise")
-    _TRANSIENT_ATTRS = ("_regret_cache", "_params_cache")
-    _STATE_DTYPE = _k.STATE_DTYPE
-    _LOADED_ARRAYS = ("perturbed_", "noise_", "cumulative_", "rows_", "block_")
-    _LOADED_CHOICES = {"_fitted_noise": tuple(_NOISE.values())}
-    _FLOAT32_ROWS = True
-    # arrays the kernel updates in place (noise_ it only reads)
-    _IN_PLACE = ("state_", "perturbed_", "cumulative_", "rows_", "block_")
+    _noise = "none"
 
-    # -- parameters -------------------------------------------------------------
-    def _check_params(self, n):
-        k = self._check_n_components(n)
-        if self.solver not in _SOLVERS:
-            raise ValueError(f"solver must be one of {_SOLVERS}, got {self.solver!r}")
-        check_scalar(self.tol, "tol", low=0, low_open=True)
-        check_n_jobs(getattr(self, "n_jobs", None))
-        b = _block_size(n, k)
-        if self.solver == "krylov" and 2 * b > n:
-            raise ValueError(f"solver='krylov' needs n_features >= 2 * (n_components + "
-                             f"{b - k}) = {2 * b}, got {n}; use solver='auto' or 'exact'")
-        # "auto": Krylov when the block is small against n -- except with
-        # independent noise, whose top-k jumps every trial, so that a warm start
-        # costs more than it saves (measured at n = 500 and 1000)
-        use_krylov = self.solver == "krylov" or (
-            self.solver == "auto" and 4 * b <= n and self._noise_code != _k.NOISE_INDEPENDENT)
-        return k, b, (_k.SOLVER_KRYLOV if use_krylov else _k.SOLVER_EXACT)
+    def _new_state(self, n, kind, names):
+        return LeaderState(n, self.n_components, instances=kind, noise=self._noise,
+                           sigma=getattr(self, "sigma", "auto"), solver=self.solver,
+                           tol=self.tol, n_jobs=self.n_jobs,
+                           random_state=getattr(self, "random_state", None),
+                           feature_names=names, eig_first=self._eig_first)
 
-    def _sigma_params(self):
-        return 0, 0.0               # (auto, value): overridden by FPL
-
-    def _params(self, n, kind):
-        key = (n, kind, self.n_components, getattr(self, "sigma", None), self.noise
-               if hasattr(self, "noise") else None, self.solver, self.tol,
-               getattr(self, "random_state", None), self._eig_first)
-        return self._cached_params(key, lambda: self._build_params(n, kind))
-
-    def _build_params(self, n, kind):
-        k, b, solver = self._check_params(n)
-        auto, value = self._sigma_params()
-        p = np.zeros(1, _k.PARAMS_DTYPE)
-        p["kind"], p["noise"], p["solver"] = _KINDS[kind], self._noise_code, solver
-        p["sigma_auto"], p["sigma_value"], p["tol"] = auto, value, float(self.tol)
-        p["k"], p["b"], p["maxiter"] = k, b, _max_iter(n, b)
-        p["eig_first"] = self._eig_first
-        return p
-
-    def _prepare(self, n, kind, X_in=None):
-        """Check the call against the parameters and the fitted state; return the
-        kernel's parameter record."""
-        self._check_instance(n, kind, X_in)
-        params = self._params(n, kind)
-        if self._check_continues(int(params["k"][0])):
-            if self._noise_code != self._fitted_noise:
-                raise ValueError(f"noise changed from {_NOISE_NAMES[self._fitted_noise]!r} to "
-                                 f"{self.noise!r} since the first call; fit() starts afresh")
-        return params
-
-    def _check_noise_range(self, params, n, T):
-        # a given sigma so large that sqrt(t) sigma N overflows within this call
-        if params["sigma_auto"][0] or params["noise"][0] == _k.NOISE_NONE:
-            return
-        t = self.n_trials_ if self.__sklearn_is_fitted__() else 0
-        if float(params["sigma_value"][0]) * math.sqrt(t + T + 2.0) * 4 * math.sqrt(n) > 1e300:
-            raise ValueError(f"sigma = {self.sigma!r} is too large for float64 arithmetic "
-                             f"over {t + T} trials: sqrt(t) sigma N overflows")
-
-    # -- state ------------------------------------------------------------------
-    def _initialize(self, n, kind, params, rng):
-        """The first decision's state arrays (the kernel draws the noise)."""
-        noise = self._noise_code
-        state = np.zeros(1, _k.STATE_DTYPE)
-        S = np.zeros((n, n))
-        N = np.zeros((n, n)) if noise == _k.NOISE_FIXED else np.zeros((0, 0))
-        C = np.zeros((n, n)) if noise != _k.NOISE_NONE else np.zeros((0, 0))
-        buffered = kind == "vector" and noise in (_k.NOISE_FIXED, _k.NOISE_RANDOM_WALK)
-        rows = np.zeros((_ROW_BUFFER if buffered else 0, n))
-        V = np.zeros((int(params["b"][0]), n))
-        code, _, _ = call_holding(rng.bit_generator.lock, _k.initialize, state, params,
-                                  S, N, C, rows, V, rng.bit_generator.capsule)
-        raise_for(code, type(self).__name__)
-        return {"state_": state, "perturbed_": S, "noise_": N, "cumulative_": C,
-                "rows_": rows, "block_": V}
-
-    def _play(self, kind, data, params, X_in):
-        X, scale, frob = data
-        T, n = X.shape[0], X.shape[-1]
-        self._check_noise_range(params, n, T)
-        fresh = not self.__sklearn_is_fitted__()
-        if fresh:
-            rng = check_random_state(getattr(self, "random_state", None))
-            saved = rng.bit_generator.state
-            try:
-                arrays = self._initialize(n, kind, params, rng)
-                with deferred_signals():
-                    self.__dict__.update(arrays)
-                    self._rng = rng
-                    self._fitted_random_state = getattr(self, "random_state", None)
-                    self._fitted_noise = self._noise_code
-                    self.n_components_ = int(params["k"][0])
-                    self.instances_ = kind
-                    self._publish_features(X_in, n)
-            except BaseException:
-                # nothing of the first decision is kept, nor drawn
-                self._forget()
-                rng.bit_generator.state = saved
-                raise
-        else:
-            # a state loaded read-only (joblib's mmap_mode="r"): writable copies,
-            # each assignment complete in itself
-            for name in self._IN_PLACE:
-                setattr(self, name, _writable(getattr(self, name)))
-        if T == 0:
-            return
-        if kind == "dense":
-            X = X.reshape(T, n * n)
-        rng = self._rng
-        threads = effective_n_threads(getattr(self, "n_jobs", None))
-        code, done, exc = call_holding(
-            rng.bit_generator.lock, _k.run, X, scale, frob, self.state_, params,
-            self.perturbed_, self.noise_, self.cumulative_, self.rows_, self.block_,
-            rng.bit_generator.capsule, threads)
-        self._finish_call(code, done, exc, T, fresh, rng, saved if fresh else None)
+    def _settings(self, state):
+        # n_components (and FPL's noise, random_state) describe the state:
+        # refused when changed; sigma, solver, tol and n_jobs take effect now
+        k = self.n_components
+        if not (type(k) is int and k == state.k):
+            if check_n_components(k, state.n) != state.k:
+                refuse_change("n_components", state.k, k)
+        state.configure(sigma=getattr(self, "sigma", "auto"), solver=self.solver,
+                        tol=self.tol, n_jobs=self.n_jobs)
 
     # -- attributes -------------------------------------------------------------
     @property
-    @serialized
-    def components_(self):
-        """(k, n) orthonormal rows: the subspace the next trial plays."""
-        self._check_fitted()
-        return self.block_[:self.n_components_].copy()
-
-    def _check_fitted(self):
-        check_is_fitted(self)
-
-    @property
     def sigma_(self):
         """The noise scale the next decision uses (0 for Follow the Leader)."""
-        return self._scalar("sigma")
+        return self._fitted().sigma_
 
     @property
-    @serialized
     def gap_tolerance_(self):
         """The objective-gap tolerance of the last top-k solve."""
-        self._check_fitted()
-        return float(self.state_["topk"]["tol"][0])
+        return self._fitted().gap_tolerance_
 
     @property
     def solver_stats_(self):
@@ -320,23 +191,11 @@ class _LeaderPCA(_OnlinePCA):
         (solves where every routine failed -- only a non-finite matrix does
         that -- so the previous decision was played again), the last estimated
         gap and the largest estimated gap / tolerance."""
-        return self._topk_stats()
+        return self._fitted().solver_stats_
 
-    @serialized
-    def cumulative_matrix(self):
-        """sum_t X_t, the unperturbed cumulative instance matrix (full, symmetric),
-        kept apart from the noise: exact sums of the instances (no
-        S - sigma N cancellation), whatever sigma."""
-        self._check_fitted()
-        if self._fitted_noise == _k.NOISE_NONE:
-            return _symmetric(self.perturbed_)
-        return _buffered_sum(self.cumulative_, self.rows_, int(self.state_["pending"][0]))
-
-    @serialized
     def perturbed_matrix(self):
         """S = X_<t + N_t, the matrix whose top-k eigenvectors are played next."""
-        self._check_fitted()
-        return _symmetric(self.perturbed_)
+        return self._fitted().perturbed_matrix()
 
 
 class PerturbedLeaderPCA(_LeaderPCA):
@@ -408,11 +267,9 @@ class PerturbedLeaderPCA(_LeaderPCA):
     sigma_ : float, the noise scale of the next decision
     solver_stats_ : dict, Krylov iterations, fallbacks and gap estimates
     n_features_in_, feature_names_in_ : as scikit-learn's (names from a DataFrame)
-    state_, perturbed_, noise_, cumulative_, rows_, block_ :
-        the kernel's state, pickled with the estimator: the state record (a
-        structured array), S, N (fixed noise), the data's sum C, the rows of
-        the last (t mod 64) trials not yet added to C, and the block of b >= k
-        eigenvector estimates. Read them through the attributes above.
+    The state itself (S, N, the data's sum C, the block of b >= k eigenvector
+    estimates, the counters, the bit generator) is one compiled object,
+    :class:`streamfit.kernels.LeaderState`, pickled with the estimator.
 
     Notes
     -----
@@ -502,25 +359,18 @@ class PerturbedLeaderPCA(_LeaderPCA):
         self.n_jobs = n_jobs
 
     @property
-    def _noise_code(self):
-        if self.noise not in _NOISE:
-            raise ValueError(f"noise must be one of {tuple(_NOISE)}, got {self.noise!r}")
-        return _NOISE[self.noise]
+    def _noise(self):
+        if not isinstance(self.noise, str) or self.noise not in _NOISES:
+            raise ValueError(f"noise must be one of {_NOISES}, got {self.noise!r}")
+        return self.noise
 
-    def _check_params(self, n):
-        self._noise_code  # noqa: B018 - validates noise before it is used
-        out = super()._check_params(n)
-        self._sigma_params()
-        check_seed(self.random_state)
-        return out
-
-    def _sigma_params(self):
-        if isinstance(self.sigma, str):
-            if self.sigma != "auto":
-                raise ValueError(f"sigma must be 'auto' or a positive float, got {self.sigma!r}")
-            return 1, 0.0
-        check_scalar(self.sigma, "sigma", low=0, low_open=True)
-        return 0, float(self.sigma)
+    def _settings(self, state):
+        if self.noise != state.noise:
+            refuse_change("noise", repr(state.noise), self._noise)
+        if not state.same_random_state(self.random_state):
+            check_seed(self.random_state)
+            refuse_change("random_state", state.random_state_repr(), self.random_state)
+        super()._settings(state)
 
 
 class FollowTheLeaderPCA(_LeaderPCA):
@@ -562,8 +412,7 @@ class FollowTheLeaderPCA(_LeaderPCA):
     0.2
     """
 
-    _noise_code = _k.NOISE_NONE
-    _LOADED_CHOICES = {"_fitted_noise": (_k.NOISE_NONE,)}
+    _noise = "none"
 
     def __init__(self, n_components=1, *, solver="auto", tol=0.01, n_jobs=None):
         self.n_components = n_components

@@ -1,8 +1,10 @@
 """streamfit's Follow the Perturbed Leader PCA as a river mini-batch transformer."""
 from __future__ import annotations
 
+import numpy as np
 from river import base as _rb
 
+from .._kernels._pca_api import FirstCall, dict_row
 from ..pca import PerturbedLeaderPCA as _PerturbedLeaderPCA
 from ._columns import _Columns
 
@@ -12,9 +14,11 @@ __all__ = ["PerturbedLeaderPCA"]
 class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
     """Online PCA by Follow the Perturbed Leader as a river transformer.
 
-    A river ``MiniBatchTransformer`` around :class:`streamfit.PerturbedLeaderPCA`:
-    ``learn_one(x)`` plays one trial with the row x (the kernel's rank-one
-    update and warm-started top-k solve); ``transform_one(x)`` returns the
+    A river ``MiniBatchTransformer`` around :class:`streamfit.PerturbedLeaderPCA`
+    and its compiled state object: ``learn_one(x)`` turns the dict into a
+    float64 row in compiled code (real numbers only: a string, bytes, None or
+    a Decimal is refused naming its feature) and plays one trial with it (the
+    rank-one update and warm-started top-k solve); ``transform_one(x)`` returns the
     coordinates of x on the current components, ``{0: v_0'x, ..., k-1:
     v_{k-1}'x}`` (integer keys, as river's random projectors use), uncentered
     as the online PCA gain is (put a ``StandardScaler`` in front to center).
@@ -69,7 +73,6 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         self.new_features = new_features
         self._est = None
         self._columns = None
-        self._version = 0
 
     @classmethod
     def _unit_test_params(cls):
@@ -82,6 +85,62 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
                                    noise=self.noise, solver=self.solver, tol=self.tol,
                                    random_state=self.seed)
 
+    def _row(self, x, columns):
+        """x as a float64 row in the order of columns, in compiled code: real
+        numbers only (a string, bytes, None or a Decimal is refused naming its
+        feature, as is NaN, infinity or a number beyond float64)."""
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        self._refuse_new(x, columns)
+        row = np.empty(len(columns))
+        dict_row(x, columns, row)
+        return row
+
+    def _frame(self, X, columns):
+        import pandas as pd
+
+        if isinstance(X, pd.DataFrame) and X.columns.is_unique:
+            bad = [c for c in columns if c in X.columns
+                   and not pd.api.types.is_numeric_dtype(X[c])]
+            if bad:
+                raise TypeError(f"X: the values of features {bad!r} are not numbers (a "
+                                f"column of strings or objects); the model is unchanged")
+        return super()._frame(X, columns)
+
+    def _whole(self, est):
+        # the estimator's state updated in place: a fork in another thread's
+        # call leaves the child a copy that may hold part of a trial
+        if est._state.torn:
+            raise RuntimeError(
+                f"{type(self).__name__}: this process was forked while another thread was "
+                f"inside a call on this model, which updates its state in place: here it "
+                f"may hold part of a trial, so it refuses every call. Start afresh with "
+                f"model.clone(), or load a copy pickled before the fork")
+        return est
+
+    def _first(self, rows):
+        """The first rows (a (m, d) array function of the columns): through a
+        gate made once with dict.setdefault, so that two threads' first rows
+        make one estimator and neither's trials are lost."""
+        gate = self.__dict__.setdefault("_gate", FirstCall())
+        return gate.run(self._first_inside, rows)
+
+    def _first_inside(self, rows):
+        if self._est is not None:
+            return False
+        columns = self._columns_for(rows.keys)
+        A = rows.build(columns)
+        est = self._make_estimator()
+        try:
+            est.partial_fit(A)
+        except ValueError:
+            self._check_finite(A, columns, rows.what)
+            raise
+        # (only once the first rows are accepted: a refused call leaves the
+        # model as it was, with no columns)
+        self._est, self._columns = est, columns
+        return True
+
     def learn_one(self, x):
         """Play one trial with the row x.
 
@@ -89,11 +148,10 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         ----------
         x : dict
         """
-        self._learn_first_or(self._learn_row, x, None)
-
-    def _learn_row(self, x, y):
-        columns = self._columns_for(x)
-        self._learn(self._row(x, columns), y, columns, "x")
+        est = self._est
+        if est is None and self._first(_Rows(x, "x", lambda c: self._row(x, c)[None])):
+            return
+        self._whole(self._est).learn_one(self._row(x, self._columns))
 
     def transform_one(self, x):
         """The coordinates of x on the current components.
@@ -107,12 +165,11 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         dict
             {0: v_0'x, ..., n_components - 1: ...}.
         """
-        k = self.n_components
-        if self._est is None:
-            return dict.fromkeys(range(k), 0.0)
+        est = self._est
+        if est is None:
+            return dict.fromkeys(range(self.n_components), 0.0)
         row = self._row(x, self._columns)
-        self._check_finite(row, self._columns, "x")
-        return dict(enumerate((self._est.components_ @ row[0]).tolist()))
+        return dict(enumerate(self._whole(est)._state.transform_one(row).tolist()))
 
     def learn_many(self, X):
         """Play one trial per row of X, in order (the same as ``learn_one``
@@ -122,11 +179,15 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         ----------
         X : pandas.DataFrame
         """
-        self._learn_first_or(self._learn_frame, X, None)
-
-    def _learn_frame(self, X, y):
-        columns = self._columns_for(X.columns if hasattr(X, "columns") else ())
-        self._learn(self._frame(X, columns), y, columns, "X")
+        keys = X.columns if hasattr(X, "columns") else ()
+        if self._est is None and self._first(_Rows(keys, "X", lambda c: self._frame(X, c))):
+            return
+        A = self._frame(X, self._columns)
+        try:
+            self._whole(self._est).partial_fit(A)
+        except ValueError:
+            self._check_finite(A, self._columns, "X")
+            raise
 
     def transform_many(self, X):
         """The coordinates of the rows of X on the current components.
@@ -149,7 +210,8 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
             return pd.DataFrame(0.0, index=X.index, columns=range(k))
         A = self._frame(X, self._columns)
         self._check_finite(A, self._columns, "X")
-        return pd.DataFrame(A @ self._est.components_.T, index=X.index, columns=range(k))
+        V = self._whole(self._est).components_
+        return pd.DataFrame(A @ V.T, index=X.index, columns=range(k))
 
     @property
     def components(self):
@@ -157,7 +219,7 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         if self._est is None:
             return {}
         return {i: dict(zip(self._columns, v)) for i, v in
-                enumerate(self._est.components_.tolist())}
+                enumerate(self._whole(self._est).components_.tolist())}
 
     @property
     def estimator(self):
@@ -170,3 +232,16 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
         """tuple: the features, in the order of the wrapped estimator's
         columns (None before the first row is learnt)."""
         return self._columns
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_gate", None)        # a first row's gate: not state
+        return state
+
+
+class _Rows:
+    """A first call's rows: the keys that fix the columns, and how to build
+    the (m, d) array once they are fixed."""
+
+    def __init__(self, keys, what, build):
+        self.keys, self.what, self.build = keys, what, build
