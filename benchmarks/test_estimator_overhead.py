@@ -24,7 +24,7 @@ All with one BLAS thread (the kernels call no BLAS).
 
 The table prints in the terminal summary and (timed runs) goes to
 .benchmarks/estimator_overhead.txt; the ratios are also in each benchmark's
-extra_info (ratio_*, see benchmarks/compare.py).
+extra_info (ratio_*).
 """
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ baseline), interleaved, medians.
     pytest benchmarks/test_lowrank_throughput.py -s     # timed; prints the table
     pytest benchmarks --benchmark-disable -q            # smoke: one short run each
 
-The ratios are also in the benchmark's extra_info (ratio_time_<kind>_over_vector,
-see benchmarks/compare.py).
+The ratios are also in the benchmark's extra_info (ratio_time_<kind>_over_vector).
 """
 from __future__ import annotations
 
@@ -51,7 +50,7 @@ def _fit(name, X, y):
                                           shape=(D, D)).fit(X, y)
 
 
-def test_lowrank_per_sample_cost_against_the_vector_qr(benchmark, data, timed):
+def test_lowrank_per_sample_cost_against_the_vector_qr(benchmark, data, timed, bench_rounds):
     times = {k: [] for k in data}
 
     def one_round():
@@ -61,7 +60,7 @@ def test_lowrank_per_sample_cost_against_the_vector_qr(benchmark, data, timed):
             times[name].append((time.perf_counter() - start) / len(y))
             assert np.isfinite(est.coef_).all()
 
-    benchmark.pedantic(one_round, rounds=ROUNDS if timed else 1, iterations=1)
+    benchmark.pedantic(one_round, rounds=bench_rounds(ROUNDS), iterations=1)
     med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
     print(f"\nlow-rank QR, d1 = d2 = {D}, r = {R}, 1 BLAS thread, us/sample (median of "
           f"{len(times['vector'])} interleaved rounds; ratio to the vector QR at d = {D}):")
