@@ -1,0 +1,157 @@
+"""Test hook of benchmarks/gate.py: a 10% slowdown of one path, to show the
+gate catches it. Not part of the package: only gate.py's measuring process
+imports this file, and only when STREAMFIT_GATE_INJECT=NAME[:PERCENT] is set
+(PERCENT defaults to 10):
+
+    STREAMFIT_GATE_INJECT=rows:0 python benchmarks/gate.py record base/
+    STREAMFIT_GATE_INJECT=rows python benchmarks/gate.py check base/   # exit 1, names
+                                                                       # quantile-rows-*
+
+Each injection makes one path do PERCENT% more of its own work, in whole
+units, on the same objects (so the extra work costs what the path costs):
+
+==========  ========================================================  ==================
+name        what is done again                                        meant for
+==========  ========================================================  ==================
+rows        OnlineQuantileRegressor.fit: after each call, the last    quantile-rows-*
+            tenth of the block's rows fed again (partial_fit)
+trial       PerturbedLeaderPCA.partial_fit: one trial in ten played   fpl-trial
+            again (the block's first, after the call)
+one-row     partial_fit on one row (learn_one too, once the build     one-row-*
+            has it): one call in ten made twice
+wrapper     partial_fit and predict on a block of rows: one call in   wrapper-*
+            ten made twice
+dask-task   the Dask task (streamfit.dask._stream._fit_blocks): one   dask-task
+            task in ten run twice
+==========  ========================================================  ==================
+
+("a tenth", "one in ten": at PERCENT = 10.) Units are counted per path over
+the measuring process (the measured runs are sized in multiples of ten).
+The wrapper that counts them costs about a thousand instructions a call,
+1-2% of a one-row call, whatever PERCENT is: record the baseline with
+PERCENT = 0 (the wrapper without the extra work) and the check measures the
+extra work alone. If an injection never fires in a run of a benchmark it is
+meant for -- its target was renamed -- the run fails, naming it, rather than
+report a slowdown that was never there.
+"""
+from __future__ import annotations
+
+import functools
+
+_percent = [10]
+_fired = {}
+_active = []
+
+
+def _wrap(owner, name, make):
+    original = getattr(owner, name)
+    setattr(owner, name, functools.wraps(original)(make(original)))
+
+
+def _units_again(label, units_of, again):
+    """A wrapper maker: after each call, the whole units owed so far
+    (PERCENT% of the units of work seen, units_of(args) a call) done again by
+    again(original, self, args, kwargs, owed)."""
+    seen = [0, 0]                   # units seen, units done again
+    percent = _percent[0]
+
+    def make(original):
+        def wrapper(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            units = units_of(args)
+            if units:
+                seen[0] += units
+                owed = seen[0] * percent // 100 - seen[1]
+                if owed:
+                    seen[1] += owed
+                    again(original, self, args, kwargs, owed)
+                    _fired[label] = _fired.get(label, 0) + owed
+            return out
+        return wrapper
+    return make
+
+
+def _rows():
+    from streamfit import OnlineQuantileRegressor
+    partial_fit = OnlineQuantileRegressor.partial_fit
+
+    def again(fit, self, args, kwargs, owed):
+        X, y = args[:2]
+        partial_fit(self, X[-owed:], y[-owed:])
+
+    _wrap(OnlineQuantileRegressor, "fit",
+          _units_again("rows", lambda args: len(args[0]), again))
+
+
+def _trial():
+    from streamfit import PerturbedLeaderPCA
+
+    def again(partial_fit, self, args, kwargs, owed):
+        partial_fit(self, args[0][:owed])
+
+    _wrap(PerturbedLeaderPCA, "partial_fit",
+          _units_again("trial", lambda args: len(args[0]), again))
+
+
+def _twice(original, self, args, kwargs, owed):
+    for _ in range(owed):
+        original(self, *args, **kwargs)
+
+
+def _calls(label, one_row):
+    """partial_fit (and predict, for blocks) on one row or on blocks: one
+    call in ten made twice."""
+    from streamfit import OnlineQuantileRegressor
+
+    def units_of(args):
+        return int(bool(args) and (len(args[0]) == 1) == one_row)
+
+    make = _units_again(label, units_of, _twice)
+    _wrap(OnlineQuantileRegressor, "partial_fit", make)
+    if one_row:
+        for name in ("learn_one", "predict_one"):
+            if hasattr(OnlineQuantileRegressor, name):
+                _wrap(OnlineQuantileRegressor, name,
+                      _units_again(label, lambda args: 1, _twice))
+    else:
+        _wrap(OnlineQuantileRegressor, "predict", make)
+
+
+def _dask_task():
+    from streamfit.dask import _stream
+    task = _stream._fit_blocks
+    make = _units_again("dask-task", lambda args: 1,
+                        lambda original, first, args, kwargs, owed:
+                        _twice(original, first, args, kwargs, owed))
+    # a module function, not a method: its first argument plays `self`
+    _stream._fit_blocks = functools.wraps(task)(make(task))
+
+
+# name: (install, the benchmarks whose runs must see it fire: name prefixes)
+INJECTIONS = {"rows": (_rows, ("quantile-rows-",)),
+              "trial": (_trial, ("fpl-trial",)),
+              "one-row": (lambda: _calls("one-row", one_row=True), ("one-row-",)),
+              "wrapper": (lambda: _calls("wrapper", one_row=False), ("wrapper-",)),
+              "dask-task": (_dask_task, ("dask-task",))}
+
+
+def apply(spec):
+    """Install the injection spec = "NAME[:PERCENT]" in this process."""
+    name, _, percent = spec.partition(":")
+    if name not in INJECTIONS or not (percent.isdigit() or percent == ""):
+        raise ValueError(f"STREAMFIT_GATE_INJECT={spec!r}: not NAME[:PERCENT] with NAME one "
+                         f"of {', '.join(INJECTIONS)} and PERCENT a whole number")
+    _percent[0] = int(percent or 10)
+    INJECTIONS[name][0]()
+    if _percent[0]:
+        _active.append(name)
+
+
+def check_fired(benchmark):
+    """After a run of `benchmark`: raise if an installed injection meant for
+    it never fired (its target was renamed or is no longer called)."""
+    silent = [name for name in _active if benchmark.startswith(INJECTIONS[name][1])
+              and not _fired.get(name)]
+    if silent:
+        raise RuntimeError(f"injection {silent[0]} never fired in {benchmark}: its target "
+                           f"was not called (renamed?); update benchmarks/gate_inject.py")
