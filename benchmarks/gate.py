@@ -192,8 +192,13 @@ def run_workloads(names, helper, out, build=None):
                     os._exit(code)
             _, status = os.waitpid(pid, 0)
             if status:
+                # recorded, and the others measured: a workload the baseline's
+                # build cannot run is no comparison; one the new build cannot
+                # run is an error (see main)
                 detail = errors.read_text() if errors.exists() else f"wait status {status}"
-                raise GateError(f"workload {name} (n = {n}) failed:\n{detail}")
+                info[name]["failed"] = f"n = {n}: {detail.strip().splitlines()[-1]}"
+                info[name]["traceback"] = detail[-4000:]
+                break
             info[name].setdefault("cpu_seconds", []).append(float(cpu.read_text()))
     if injected:
         env["injected"] = injected
@@ -340,7 +345,7 @@ def measure(names, build=None, jobs=2, coretype=CORETYPE, valgrind="valgrind",
             environment = environment or info["environment"]
             counts = parse_dumps(sub)
             for name, entry in info["workloads"].items():
-                if not entry.get("absent") and not dry:
+                if not (entry.get("absent") or entry.get("failed") or dry):
                     n1, n2 = entry["sizes"]
                     c1, c2 = counts[f"{name}|{n1}"], counts[f"{name}|{n2}"]
                     entry["counts"] = [c1, c2]
@@ -356,6 +361,15 @@ def measure(names, build=None, jobs=2, coretype=CORETYPE, valgrind="valgrind",
 
 # -- comparing -------------------------------------------------------------------------------
 
+def _measured(entry):
+    return entry is not None and "per_unit" in entry
+
+
+def failures(doc):
+    """{benchmark: why} of the workloads that failed in a measurement."""
+    return {name: e["failed"] for name, e in doc["results"].items() if e.get("failed")}
+
+
 def compare(saved, new, threshold=THRESHOLD):
     """Rows (benchmark, unit, saved, new, change, band, verdict) of the gated
     benchmarks in both documents, and the lists of the others. Verdicts:
@@ -365,9 +379,8 @@ def compare(saved, new, threshold=THRESHOLD):
     rows, only = [], []
     for name in [*a, *(n for n in b if n not in a)]:
         ea, eb = a.get(name), b.get(name)
-        if ea is None or eb is None or ea.get("absent") or eb.get("absent"):
-            has = [side for side, e in (("saved", ea), ("new", eb))
-                   if e is not None and not e.get("absent")]
+        if not (_measured(ea) and _measured(eb)):
+            has = [side for side, e in (("saved", ea), ("new", eb)) if _measured(e)]
             only.append((name, has[0] if len(has) == 1 else None))
             continue
         if not (ea["gated"] and eb["gated"]):
@@ -392,7 +405,7 @@ def ratios(doc):
     res = doc["results"]
     for name, e in res.items():
         ours = res.get(e.get("against") or "")
-        if not e["gated"] and not e.get("absent") and ours and not ours.get("absent"):
+        if not e["gated"] and _measured(e) and _measured(ours):
             out[name] = (e["against"], e["per_unit"] / ours["per_unit"])
     return out
 
@@ -406,8 +419,8 @@ def table(cells, right=()):
 def show_one(doc):
     cells = [("benchmark", "unit", "instructions/unit", "fixed/run")]
     for name, e in doc["results"].items():
-        if e.get("absent"):
-            cells.append((name, e["unit"], "(API absent)", ""))
+        if e.get("absent") or e.get("failed"):
+            cells.append((name, e["unit"], "(API absent)" if e.get("absent") else "FAILED", ""))
         else:
             cells.append((name + ("" if e["gated"] else " (baseline)"), e["unit"],
                           f"{e['per_unit']:,.0f}", f"{e['fixed']:,.0f}"))
@@ -420,8 +433,8 @@ def show_one(doc):
 def show_dry(doc):
     cells = [("benchmark", "unit", "CPU us/unit (indicative)")]
     for name, e in doc["results"].items():
-        if e.get("absent"):
-            cells.append((name, e["unit"], "(API absent)"))
+        if e.get("absent") or e.get("failed"):
+            cells.append((name, e["unit"], "(API absent)" if e.get("absent") else "FAILED"))
         else:
             (n1, n2), (t1, t2) = e["sizes"], e["cpu_seconds"]
             cells.append((name, e["unit"], f"{(t2 - t1) / (n2 - n1) * 1e6:.2f}"))
@@ -452,9 +465,18 @@ def report(saved, new, threshold=THRESHOLD, labels=("baseline", "new")):
                         for k in shared], right={1, 3})
     if only:
         lines += ["", "not compared:"]
-        lines += [f"  {name}: " + (f"measured in the {labels[0] if side == 'saved' else labels[1]}"
-                                   f" run only" if side else "absent from both builds (API)")
-                  for name, side in only]
+        why = {"saved": failures(saved), "new": failures(new)}
+        for name, side in only:
+            if side:
+                other = "new" if side == "saved" else "saved"
+                label = labels[0] if side == "saved" else labels[1]
+                reason = (f" ({labels[0] if other == 'saved' else labels[1]} failed: "
+                          f"{why[other][name]})" if name in why[other] else "")
+                lines.append(f"  {name}: measured in the {label} run only{reason}")
+            else:
+                lines.append(f"  {name}: absent from both builds (API)" if name not in
+                             why["saved"] and name not in why["new"] else
+                             f"  {name}: failed in both runs: {why['new'].get(name)}")
     diffs = env_differences(saved, new)
     if diffs:
         lines += ["", "WARNING: the environments differ, which moves instruction counts:"]
@@ -656,18 +678,29 @@ def main(argv=None):
     def log(msg):
         print(f"gate: {msg}", flush=True)
 
+    def failed_workloads(doc, status):
+        """status, or 2 when a workload of doc (the build under test) failed."""
+        bad = failures(doc)
+        for name in bad:
+            print(f"\n{name} failed:\n{doc['results'][name]['traceback']}", file=sys.stderr)
+        if bad:
+            print(f"gate.py: error: {len(bad)} workload(s) failed: {', '.join(bad)}",
+                  file=sys.stderr)
+            return 2
+        return status
+
     try:
         if args.command == "record":
             doc = measure(args.only, args.build, **kw)
             path = save(doc, args.dir)
             print(show_one(doc))
             log(f"baseline saved in {path} ({doc['seconds']:.0f} s)")
-            return 0
+            return failed_workloads(doc, 0)
         if args.command == "dry-run":
             doc = measure(args.only, args.build, dry=True, **kw)
             print(show_dry(doc))
-            log(f"dry run: every workload ran ({doc['seconds']:.0f} s); nothing was counted")
-            return 0
+            log(f"dry run ({doc['seconds']:.0f} s); nothing was counted")
+            return failed_workloads(doc, 0)
         if args.command == "check":
             saved = load(args.dir)
             doc = measure(args.only, args.build, **kw)
@@ -676,7 +709,7 @@ def main(argv=None):
             text, failed = report(saved, doc, args.threshold)
             print(text)
             log(f"measured in {doc['seconds']:.0f} s")
-            return 1 if failed else 0
+            return failed_workloads(doc, 1 if failed else 0)
         # compare-commits
         start = time.perf_counter()
         docs = compare_commits((args.a, args.b), args.only,
@@ -688,7 +721,7 @@ def main(argv=None):
         text, failed = report(*docs, args.threshold, labels=(args.a, args.b))
         print(text)
         log(f"compare-commits took {time.perf_counter() - start:.0f} s")
-        return 1 if failed else 0
+        return failed_workloads(docs[1], 1 if failed else 0)
     except GateError as exc:
         print(f"gate.py: error: {exc}", file=sys.stderr)
         return 2

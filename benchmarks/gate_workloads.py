@@ -267,7 +267,14 @@ def wrapper_predict(n):
 
 # -- a Dask task ---------------------------------------------------------------------------------
 
-@workload("dask-task", "task", (10, 30), when=lambda: _importable("distributed"))
+def _has_dask_task():
+    if not _importable("distributed"):
+        return False
+    from streamfit.dask import _stream
+    return hasattr(_stream, "_fit_blocks")
+
+
+@workload("dask-task", "task", (10, 30), when=_has_dask_task)
 def dask_task(n):
     """The task streamfit.dask.stream_fit runs on a worker for each chunk
     (streamfit.dask._stream._fit_blocks: unpickle the estimator, limit BLAS
