@@ -153,7 +153,7 @@ def run_workloads(names, helper, out, build=None):
     env = _environment()
     if build and not env["streamfit_path"].startswith(str(Path(build).resolve())):
         raise GateError(f"imported streamfit from {env['streamfit_path']}, not from {build}")
-    gate_workloads.preload()
+    gate_workloads.preload(names)
     info = {}
     errors = Path(out).with_suffix(".error")
     cpu = Path(out).with_suffix(".cpu")
