@@ -13,10 +13,10 @@ units, on the same objects (so the extra work costs what the path costs):
 ==========  ========================================================  ==================
 name        what is done again                                        meant for
 ==========  ========================================================  ==================
-rows        OnlineQuantileRegressor.fit: after each call, the last    quantile-rows-*
-            tenth of the block's rows fed again (partial_fit)
-trial       PerturbedLeaderPCA.partial_fit: one trial in ten played   fpl-trial
-            again (the block's first, after the call)
+rows        OnlineQuantileRegressor.fit: one row in ten of the block  quantile-rows-*
+            fed twice, evenly spaced through it
+trial       PerturbedLeaderPCA.partial_fit: one trial (row) in ten    fpl-trial
+            of the block played twice, evenly spaced through it
 one-row     partial_fit on one row (learn_one too, once the build     one-row-*
             has it): one call in ten made twice
 wrapper     partial_fit and predict on a block of rows: one call in   wrapper-*
@@ -71,26 +71,43 @@ def _units_again(label, units_of, again):
     return make
 
 
+def _spread(cls, method, label):
+    """cls.method(X, y=None, ...) on a block whose rows are units of work
+    (rows of the quantile loop, FPL's trials): row i once, and a second
+    time for PERCENT% of the rows, evenly spaced through the block. The
+    cost of a row depends on where in the stream it falls (the statistical
+    schedule's phases, averaging once it starts; the state an FPL decision
+    starts from), so the extra rows are spread through the block rather
+    than fed again at its end: the path runs PERCENT% more units of the same
+    mix. The block is copied by the same indexing at PERCENT = 0, so that
+    the copy's cost is in the baseline too."""
+    import numpy as np
+
+    original, percent = getattr(cls, method), _percent[0]
+
+    @functools.wraps(original)
+    def wrapper(self, X, *args, **kwargs):
+        n = len(X)
+        extra = n * percent // 100
+        index = np.arange(n)
+        if extra:
+            index = np.sort(np.concatenate([index, (np.arange(extra) * n) // extra]))
+            _fired[label] = _fired.get(label, 0) + extra
+        if args and args[0] is not None:
+            args = (np.asarray(args[0])[index], *args[1:])
+        return original(self, np.asarray(X)[index], *args, **kwargs)
+
+    setattr(cls, method, wrapper)
+
+
 def _rows():
     from streamfit import OnlineQuantileRegressor
-    partial_fit = OnlineQuantileRegressor.partial_fit
-
-    def again(fit, self, args, kwargs, owed):
-        X, y = args[:2]
-        partial_fit(self, X[-owed:], y[-owed:])
-
-    _wrap(OnlineQuantileRegressor, "fit",
-          _units_again("rows", lambda args: len(args[0]), again))
+    _spread(OnlineQuantileRegressor, "fit", "rows")
 
 
 def _trial():
     from streamfit import PerturbedLeaderPCA
-
-    def again(partial_fit, self, args, kwargs, owed):
-        partial_fit(self, args[0][:owed])
-
-    _wrap(PerturbedLeaderPCA, "partial_fit",
-          _units_again("trial", lambda args: len(args[0]), again))
+    _spread(PerturbedLeaderPCA, "partial_fit", "trial")
 
 
 def _twice(original, self, args, kwargs, owed):

@@ -241,6 +241,38 @@ def test_the_hook_adds_whole_tenths_and_says_when_it_never_fired(inject):
         inject.apply("no-such-path")
 
 
+def test_the_block_hook_spreads_a_tenth_more_rows_through_the_block(inject):
+    import numpy as np
+
+    class Learner:
+        def fit(self, X, y=None):
+            self.seen = (X.copy(), None if y is None else y.copy())
+            return self
+
+    inject._fired.clear()
+    inject._spread(Learner, "fit", "rows")
+    X, y = np.arange(40.0).reshape(20, 2), np.arange(20.0)
+    X_seen, y_seen = Learner().fit(X, y).seen
+    # every row once, in order, and rows 0 and 10 (evenly spaced) twice
+    assert y_seen.tolist() == sorted([*range(20), 0, 10])
+    assert (X_seen == X[y_seen.astype(int)]).all()
+    assert inject._fired == {"rows": 2}
+    assert Learner().fit(X[:30]).seen[1] is None and len(Learner().fit(X).seen[0]) == 22
+    # at 0%: the same copy of the block, no extra row, never "fired"
+
+    class Idle(Learner):
+        pass
+
+    Idle.fit = Learner.fit.__wrapped__
+    inject._percent[0] = 0
+    try:
+        inject._spread(Idle, "fit", "idle")
+    finally:
+        inject._percent[0] = 10
+    assert Idle().fit(X, y).seen[1].tolist() == list(range(20))
+    assert "idle" not in inject._fired
+
+
 def dry_run(*args, inject=None):
     env = {k: v for k, v in os.environ.items() if k != "STREAMFIT_GATE_INJECT"}
     if inject:
