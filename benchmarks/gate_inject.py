@@ -17,8 +17,8 @@ rows        OnlineQuantileRegressor.fit: one row in ten of the block  quantile-r
             fed twice, evenly spaced through it
 trial       PerturbedLeaderPCA.partial_fit: one trial (row) in ten    fpl-trial
             of the block played twice, evenly spaced through it
-one-row     partial_fit on one row (learn_one too, once the build     one-row-*
-            has it): one call in ten made twice
+one-row     partial_fit on one row, learn_one, predict_one: one call  one-row-*
+            in ten made twice
 wrapper     partial_fit and predict on a block of rows: one call in   wrapper-*
             ten made twice
 dask-task   the Dask task (streamfit.dask._stream._fit_blocks): one   dask-task
@@ -27,10 +27,11 @@ dask-task   the Dask task (streamfit.dask._stream._fit_blocks): one   dask-task
 
 ("a tenth", "one in ten": at PERCENT = 10.) Units are counted per path over
 the measuring process (the measured runs are sized in multiples of ten).
-The wrapper that counts them costs about a thousand instructions a call,
-1-2% of a one-row call, whatever PERCENT is: record the baseline with
+The wrapper that counts them costs a few thousand instructions a call (as
+much as a one-row call itself) whatever PERCENT is: record the baseline with
 PERCENT = 0 (the wrapper without the extra work) and the check measures the
-extra work alone. If an injection never fires in a run of a benchmark it is
+extra work alone; a repeated call goes through the wrapper too, so the
+extra is PERCENT% of the baseline's work. If an injection never fires in a run of a benchmark it is
 meant for -- its target was renamed -- the run fails, naming it, rather than
 report a slowdown that was never there.
 """
@@ -48,23 +49,34 @@ def _wrap(owner, name, make):
     setattr(owner, name, functools.wraps(original)(make(original)))
 
 
-def _units_again(label, units_of, again):
+def _units_again(label, units_of):
     """A wrapper maker: after each call, the whole units owed so far
-    (PERCENT% of the units of work seen, units_of(args) a call) done again by
-    again(original, self, args, kwargs, owed)."""
+    (PERCENT% of the units of work seen, units_of(args) a call) done again
+    by calling the wrapped path again, through this wrapper (the repeats are
+    not counted as seen): a repeat costs what a measured call costs in the
+    baseline recorded at PERCENT = 0, this wrapper's own work included, so
+    the check sees PERCENT% more of the baseline's work per unit."""
     seen = [0, 0]                   # units seen, units done again
+    replaying = [False]
     percent = _percent[0]
 
     def make(original):
         def wrapper(self, *args, **kwargs):
             out = original(self, *args, **kwargs)
+            if replaying[0]:
+                return out
             units = units_of(args)
             if units:
                 seen[0] += units
                 owed = seen[0] * percent // 100 - seen[1]
                 if owed:
                     seen[1] += owed
-                    again(original, self, args, kwargs, owed)
+                    replaying[0] = True
+                    try:
+                        for _ in range(owed):
+                            wrapper(self, *args, **kwargs)
+                    finally:
+                        replaying[0] = False
                     _fired[label] = _fired.get(label, 0) + owed
             return out
         return wrapper
@@ -91,7 +103,12 @@ def _spread(cls, method, label):
         extra = n * percent // 100
         index = np.arange(n)
         if extra:
-            index = np.sort(np.concatenate([index, (np.arange(extra) * n) // extra]))
+            # the midpoints of `extra` equal parts of the block: the extra
+            # rows of a longer block include a shorter one's, and those in
+            # the part only the longer block has sit at the middle of each
+            # tenth (a midpoint rule for a cost that drifts along the stream)
+            twice = ((2 * np.arange(extra) + 1) * n) // (2 * extra)
+            index = np.sort(np.concatenate([index, twice]))
             _fired[label] = _fired.get(label, 0) + extra
         if args and args[0] is not None:
             args = (np.asarray(args[0])[index], *args[1:])
@@ -110,11 +127,6 @@ def _trial():
     _spread(PerturbedLeaderPCA, "partial_fit", "trial")
 
 
-def _twice(original, self, args, kwargs, owed):
-    for _ in range(owed):
-        original(self, *args, **kwargs)
-
-
 def _calls(label, one_row):
     """partial_fit (and predict, for blocks) on one row or on blocks: one
     call in ten made twice."""
@@ -123,13 +135,13 @@ def _calls(label, one_row):
     def units_of(args):
         return int(bool(args) and (len(args[0]) == 1) == one_row)
 
-    make = _units_again(label, units_of, _twice)
+    make = _units_again(label, units_of)
     _wrap(OnlineQuantileRegressor, "partial_fit", make)
     if one_row:
         for name in ("learn_one", "predict_one"):
             if hasattr(OnlineQuantileRegressor, name):
                 _wrap(OnlineQuantileRegressor, name,
-                      _units_again(label, lambda args: 1, _twice))
+                      _units_again(label, lambda args: 1))
     else:
         _wrap(OnlineQuantileRegressor, "predict", make)
 
@@ -137,9 +149,7 @@ def _calls(label, one_row):
 def _dask_task():
     from streamfit.dask import _stream
     task = _stream._fit_blocks
-    make = _units_again("dask-task", lambda args: 1,
-                        lambda original, first, args, kwargs, owed:
-                        _twice(original, first, args, kwargs, owed))
+    make = _units_again("dask-task", lambda args: 1)
     # a module function, not a method: its first argument plays `self`
     _stream._fit_blocks = functools.wraps(task)(make(task))
 

@@ -223,15 +223,17 @@ def test_the_hook_adds_whole_tenths_and_says_when_it_never_fired(inject):
         def work(self, units):
             self.calls.append(units)
 
-    again = []
-    make = inject._units_again("demo", lambda args: args[0],
-                               lambda original, self, args, kwargs, owed: again.append(owed))
+    inject._fired.clear()
+    make = inject._units_again("demo", lambda args: args[0])
     Path_.work = make(Path_.work)
     obj = Path_()
     for units in (5, 5, 5, 5, 5, 25):
         obj.work(units)
-    assert obj.calls == [5, 5, 5, 5, 5, 25]
-    assert again == [1, 1, 3] and sum(again) == 50 // 10
+    # owed after each call: 0, 1, 0, 1, 0, 3 (a tenth of 5, 10, ..., 50 units,
+    # whole): the call that makes a unit owed is repeated that many times,
+    # and the repeats are not counted as seen
+    assert obj.calls == [5, 5, 5, 5, 5, 5, 5, 25, 25, 25, 25]
+    assert inject._fired == {"demo": 5} and 50 // 10 == 5
     inject._active[:] = ["rows"]
     inject._fired.clear()
     with pytest.raises(RuntimeError, match="injection rows never fired in quantile-rows-d10"):
@@ -253,8 +255,9 @@ def test_the_block_hook_spreads_a_tenth_more_rows_through_the_block(inject):
     inject._spread(Learner, "fit", "rows")
     X, y = np.arange(40.0).reshape(20, 2), np.arange(20.0)
     X_seen, y_seen = Learner().fit(X, y).seen
-    # every row once, in order, and rows 0 and 10 (evenly spaced) twice
-    assert y_seen.tolist() == sorted([*range(20), 0, 10])
+    # every row once, in order, and rows 5 and 15 (the middles of the
+    # block's halves) twice
+    assert y_seen.tolist() == sorted([*range(20), 5, 15])
     assert (X_seen == X[y_seen.astype(int)]).all()
     assert inject._fired == {"rows": 2}
     assert Learner().fit(X[:30]).seen[1] is None and len(Learner().fit(X).seen[0]) == 22
