@@ -72,8 +72,15 @@ TIMEOUT = 900           # seconds, one measuring process
 MEASURE = "instructions per unit of work (callgrind Ir, difference of two sizes)"
 
 # What would make a count depend on the host, pinned in the measuring process.
+# JE_ARROW_MALLOC_CONF: pyarrow (imported with pandas) starts jemalloc's
+# background thread, which purges memory on a timer; Valgrind counts every
+# thread's instructions, so its work, which depends on the wall time a run
+# takes, entered the counts (a wrapper-partial-fit run 3.4% high, 1 in 10,
+# on a loaded machine). Without it the measuring process has one thread
+# (the other threads of each run are noted: _other_threads).
 PINNED = {"PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-          "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+          "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1",
+          "JE_ARROW_MALLOC_CONF": "background_thread:false"}
 # The only variables the measuring process inherits (when set).
 KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "LD_LIBRARY_PATH", "CC")
 # The measuring process's arguments and environment, padded to this many
@@ -126,6 +133,18 @@ def _environment():
     return env
 
 
+def _other_threads():
+    """The measuring process's other threads (Linux), noted with each run:
+    Valgrind counts every thread's instructions, so a thread that works on
+    a timer makes the count depend on the run's wall time (threads that
+    wait, as a thread pool's idle workers do, execute nothing)."""
+    task = Path("/proc/self/task")
+    if not task.is_dir():
+        return []
+    return sorted((t / "comm").read_text().strip() for t in task.iterdir()
+                  if t.name != str(os.getpid()))
+
+
 class _NoCounting:
     """The helper's functions as no-ops: a dry run, outside Valgrind."""
 
@@ -157,6 +176,7 @@ def run_workloads(names, helper, out, build=None):
     info = {}
     errors = Path(out).with_suffix(".error")
     cpu = Path(out).with_suffix(".cpu")
+    threads = Path(out).with_suffix(".threads")
     for name in names:
         w = gate_workloads.WORKLOADS[name]
         info[name] = {"unit": w.unit, "sizes": list(w.sizes), "gated": w.gated,
@@ -172,6 +192,7 @@ def run_workloads(names, helper, out, build=None):
                 try:
                     w.setup(w.sizes[0])()   # warm-up: lazy imports, caches, specialisation
                     run = w.setup(n)
+                    threads.write_text(json.dumps(_other_threads()))
                     gc.collect()
                     gc.disable()
                     lib.sf_gate_start()
@@ -200,6 +221,7 @@ def run_workloads(names, helper, out, build=None):
                 info[name]["traceback"] = detail[-4000:]
                 break
             info[name].setdefault("cpu_seconds", []).append(float(cpu.read_text()))
+            info[name]["other_threads"] = json.loads(threads.read_text())
     if injected:
         env["injected"] = injected
     Path(out).write_text(json.dumps({"environment": env, "workloads": info}))
