@@ -4,7 +4,8 @@ one call, contenders interleaved in pytest-benchmark's rounds, the check of a
 played subspace, the statistics of a suite's results, a dict (name, n) ->
 list of seconds, one per round, and record_ratios, which every benchmark uses
 to put its ratios to its in-run baseline into pytest-benchmark's extra_info
-(what benchmarks/compare.py compares between saved runs).
+(shown by the docs' measured-performance page; the regression gate is
+benchmarks/gate.py, on instruction counts).
 
 Plain functions, not fixtures: the suites' table and floor code calls them
 outside any test. Imported relatively (``from ._timing import ...``):
@@ -23,7 +24,7 @@ from streamfit.experiments import loglog_slope
 ORTHO_TOL = 1e-10   # components_ rows orthonormal (QR, Rayleigh-Ritz or eigenvectors in float64)
 
 # The kinds of ratio_<kind>_<what> in extra_info and which way is better; the
-# same table as DIRECTIONS in benchmarks/compare.py (a test checks they agree).
+# same table as BETTER in docs/_ext/bench_tables.py, which renders them.
 RATIO_KINDS = {"speedup": "higher", "time": "lower", "error": "lower", "memory": "lower"}
 
 
@@ -97,7 +98,7 @@ def record_ratios(benchmark, ratios):
     our error / the baseline's, ``memory`` = our memory / the baseline's
     (lower is better). A value of None (the baseline was skipped) is left
     out; a name of another form, or a value that is not a finite positive
-    number, is a ValueError: compare.py could not tell which way is better."""
+    number, is a ValueError: a reader could not tell which way is better."""
     for name, value in ratios.items():
         parts = name.split("_", 2)
         if len(parts) < 3 or parts[0] != "ratio" or parts[1] not in RATIO_KINDS or not parts[2]:

@@ -1,14 +1,29 @@
-"""Shared benchmark fixtures: run size, single-threaded BLAS, C baselines.
+"""Shared benchmark fixtures: run size, rounds, single-threaded BLAS, C
+baselines, and what keeps a long run's results.
 
 ``pytest benchmarks`` times everything; ``pytest benchmarks --benchmark-disable``
 runs each benchmark once on smaller data, as a quick smoke test (CI).
+
+- ``--bench-rounds-scale F`` multiplies every benchmark's interleaved rounds
+  by F (at least one round; smoke runs keep one): 2 for steadier medians on a
+  busy machine, 0.5 for a quicker look.
+- A benchmark that runs into the time limit (pytest-timeout's, 900 s unless
+  ``--timeout`` says otherwise) fails alone: benchmarks use the signal method,
+  which raises in the test, where the project's thread method ends the whole
+  session. Each finished benchmark is also appended, as it finishes, to
+  ``.benchmarks/incremental/<start time>.jsonl`` (its statistics and
+  extra_info, one JSON object a line): a run that is killed keeps what it
+  measured (``--benchmark-autosave`` writes only at the end).
 """
 from __future__ import annotations
 
 import ctypes
+import json
+import math
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +31,72 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 HERE = Path(__file__).resolve().parent
 _REPORTS = pytest.StashKey[list]()
+_INCREMENTAL = pytest.StashKey[Path]()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--bench-rounds-scale", type=float, default=1.0, metavar="F",
+                     help="benchmarks: multiply every benchmark's interleaved rounds by F "
+                          "(default 1)")
+
+
+def pytest_configure(config):
+    scale = config.getoption("bench_rounds_scale")
+    if not (math.isfinite(scale) and scale > 0):
+        raise pytest.UsageError(f"--bench-rounds-scale must be a number > 0, got {scale}")
+
+
+def pytest_collection_modifyitems(config, items):
+    # the signal method: a benchmark past its time limit fails alone (the
+    # project's thread method ends the session and loses every result)
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(method="signal"))
+
+
+@pytest.fixture(scope="session")
+def bench_rounds(request, timed):
+    """bench_rounds(r): a benchmark's r interleaved rounds scaled by
+    --bench-rounds-scale (at least one; one in smoke runs)."""
+    scale = request.config.getoption("bench_rounds_scale")
+
+    def rounds(default):
+        return max(1, round(default * scale)) if timed else 1
+    return rounds
+
+
+def _incremental_file(config):
+    if _INCREMENTAL not in config.stash:
+        folder = Path(config.rootpath) / ".benchmarks" / "incremental"
+        folder.mkdir(parents=True, exist_ok=True)
+        config.stash[_INCREMENTAL] = folder / (time.strftime("%Y%m%d-%H%M%S")
+                                               + f"-{os.getpid()}.jsonl")
+    return config.stash[_INCREMENTAL]
+
+
+_OUTCOME = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "call":
+        item.stash[_OUTCOME] = outcome.get_result().outcome
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    # after the test's fixtures are torn down: its benchmark has its stats
+    bench = (getattr(item, "funcargs", None) or {}).get("benchmark")
+    if bench is None or getattr(bench, "disabled", True):
+        return
+    stats = bench.stats.stats.as_dict() if bench.stats else None
+    record = {"fullname": item.nodeid, "outcome": item.stash.get(_OUTCOME, "?"),
+              "group": bench.group, "stats": stats,
+              "extra_info": bench.extra_info, "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    with open(_incremental_file(item.config), "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, default=str) + "\n")
 
 
 @pytest.fixture(scope="session")
@@ -25,11 +106,16 @@ def timed(request):
 
 
 @pytest.fixture(scope="module")
-def sizes(request, timed):
-    """A suite's sizes: its module's TIMED, or its SMOKE under
-    --benchmark-disable (a suite whose sizes are not these two defines its
-    own fixture of this name)."""
-    return request.module.TIMED if timed else request.module.SMOKE
+def sizes(request, timed, bench_rounds):
+    """A suite's sizes: its module's TIMED (its "rounds" scaled by
+    --bench-rounds-scale), or its SMOKE under --benchmark-disable (a suite
+    whose sizes are not these two defines its own fixture of this name)."""
+    if not timed:
+        return request.module.SMOKE
+    out = request.module.TIMED
+    if isinstance(out, dict) and "rounds" in out:
+        out = dict(out, rounds=bench_rounds(out["rounds"]))
+    return out
 
 
 @pytest.fixture(scope="session", autouse=True)

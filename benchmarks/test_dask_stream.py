@@ -23,8 +23,9 @@ default N = 2 * 10^5 and 10^4; under ``--benchmark-disable`` small, one round.
     STREAMFIT_BENCH_FULL=1 pytest benchmarks -k dask_stream -s
 
 Timed runs write the table to .benchmarks/dask_stream.txt; the throughput ratios
-are in extra_info (ratio_speedup_stream_fit_vs_memory_chunk<c>, see
-benchmarks/compare.py).
+are in extra_info (ratio_speedup_stream_fit_vs_memory_chunk<c>), reported, not
+gated: they move with the machine's other work (the Dask task's own cost is
+gated by instruction count in benchmarks/gate.py).
 """
 from __future__ import annotations
 
@@ -145,9 +146,9 @@ def _cut_one(made, start, rows, parts):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_stream_fit_throughput(benchmark, client, timed, results, name):
+def test_stream_fit_throughput(benchmark, client, timed, results, name, bench_rounds):
     rows, sizes = CASES[name] if timed else SMOKE[name]
-    rounds = ROUNDS if timed else SMOKE_ROUNDS
+    rounds = bench_rounds(ROUNDS) if timed else SMOKE_ROUNDS
     for chunk in sizes:
         arrays, local, switches = chunks_on_workers(client, name, rows, chunk)
         times = {"memory": [], "stream_fit": []}

@@ -137,21 +137,22 @@ def _ns_per_row(X, y, **params):
 
 
 @pytest.mark.benchmark(group="drift cost")
-def test_cost_of_the_test(benchmark, timed, lines):
+def test_cost_of_the_test(benchmark, timed, lines, bench_rounds):
     n, d = (200_000 if timed else 20_000), 100
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, d))
     y = X @ rng.standard_normal(d) + rng.standard_t(1.1, n)
     times = {"none": [], "restart": []}
+    rounds = bench_rounds(5)
 
     def run():
-        for _ in range(5):      # interleaved rounds, medians
+        for _ in range(rounds):     # interleaved rounds, medians
             times["none"].append(_ns_per_row(X, y, average=True))
             times["restart"].append(_ns_per_row(X, y, average=True, drift="restart"))
 
     benchmark.pedantic(run, rounds=1, iterations=1)
     none, on = np.median(times["none"]), np.median(times["restart"])
-    lines.append(f"cost at d = {d} (average=True, CPU time, medians of 5): drift=None "
+    lines.append(f"cost at d = {d} (average=True, CPU time, medians of {rounds}): drift=None "
                  f"{none:.1f} ns/row, drift='restart' {on:.1f} ns/row ({on / none:.2f}x)")
     record_ratios(benchmark, {"ratio_time_restart_over_none": on / none})
     assert np.isfinite(on) and on > 0

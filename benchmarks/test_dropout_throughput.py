@@ -9,7 +9,7 @@ with the same WARMUP rows (so fresh redraws sums of that many rows), then one
 partial_fit of T rows per round (fresh: FRESH_T rows), contenders interleaved
 in a rotating order; per trial = time / rows. The ratio table is printed and
 written to .benchmarks/dropout_ratios.txt; the ratios are also in each
-benchmark's extra_info (ratio_*, see benchmarks/compare.py).
+benchmark's extra_info (ratio_*).
 
     pytest benchmarks/test_dropout_throughput.py -s                      # timed
     pytest benchmarks/test_dropout_throughput.py --benchmark-disable -q  # smoke
@@ -50,9 +50,9 @@ def results():
     return {}
 
 
-def test_dropout_trial(benchmark, results, timed, drop_n):
+def test_dropout_trial(benchmark, results, timed, drop_n, bench_rounds):
     n = drop_n
-    rounds = ROUNDS if timed else 1
+    rounds = bench_rounds(ROUNDS)
     T = TRIALS[n]
     benchmark.group = f"pca dropout k={K} n={n}: one partial_fit of {T} trials (lazy)"
     X = make_spiked_stream(WARMUP + T + 1, n, n_spikes=K, random_state=n)

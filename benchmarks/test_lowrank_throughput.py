@@ -20,7 +20,7 @@ factors depend on the previous step):
 The core's SVD (O(r^3), a one-sided Jacobi of a 6 x 6 or 10 x 10 matrix)
 and the schedule's bookkeeping are left out of the floors. The ratios are
 also in the benchmark's extra_info (ratio_time_<kind>_over_vector,
-ratio_time_<kind>_over_floor, see benchmarks/compare.py).
+ratio_time_<kind>_over_floor).
 """
 from __future__ import annotations
 

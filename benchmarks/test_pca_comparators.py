@@ -27,10 +27,9 @@ costs), and the log-log slopes of the median time per trial against n
 in theory; measured over these n about 2.8 and 1.5 (fixed per-trial costs
 weigh most at small n; test_pca_throughput measures the same FPL slope).
 
-A second group, at n = 500 only, times MEG, GD and FPL one after the other
-(not interleaved) as three pytest-benchmark entries of one group, each one
-partial_fit call of the same number of trials, for pytest-benchmark's own
-statistics side by side.
+Rounds: ROUNDS[n], scaled by --bench-rounds-scale. (An earlier second group
+timed MEG, GD and FPL in three separate tests at n = 500, whose ratios load
+changes between the tests moved: n = 500 above measures them interleaved.)
 
     pytest benchmarks/test_pca_comparators.py -s          # timed; prints the table
     STREAMFIT_BENCH_FLOORS=1 pytest benchmarks/test_pca_comparators.py
@@ -76,10 +75,6 @@ ROUNDS = {250: 9, 500: 9, 1000: 7, 2000: 5}
 CAPPED_WARMUP = 4           # trials 1-4 (MEG restarts after trials 1 and 3)
 FPL_WARMUP = 200            # past the first LAPACK solve, the Krylov solve warm
 
-GROUP_N = 500               # the pytest-benchmark group of the three, one after another
-GROUP_TRIALS = 10
-GROUP_ROUNDS = 9
-
 SMOKE_SIZES = (30, 60)      # --benchmark-disable: every path once (n = 30: FPL solves
 SMOKE_CAPPED_TRIALS = 3     # with LAPACK, n = 60: with its Krylov solver), one round;
 SMOKE_FPL_TRIALS = 5        # MEG's first window (trials 5-7) holds a restart
@@ -97,8 +92,6 @@ ESTIMATORS = {"meg": MatrixEGPCA, "gd": MatrixGDPCA, "fpl": PerturbedLeaderPCA}
 def pytest_generate_tests(metafunc):
     parametrize_sizes(metafunc, SMOKE_SIZES, cmp_n=SIZES)
     parametrize_sizes(metafunc, R1_SMOKE, r1_n=R1_SIZES, r1_trial_n=R1_TRIAL_SIZES)
-    if "contender" in metafunc.fixturenames:
-        metafunc.parametrize("contender", list(NAMES), ids=list(NAMES.values()))
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +100,7 @@ def results():
     also ("trials", name, n) -> trials per timed call, ("untimed", "meg", n) ->
     MEG restart trials fed untimed during the rounds, ("fpl_products", n) ->
     Krylov products per trial, ("fpl_fallbacks", n) -> LAPACK fallbacks over
-    the timed rounds and ("group", name) -> test_trial_group's seconds per trial."""
+    the timed rounds."""
     return {}
 
 
@@ -193,9 +186,9 @@ class Contender:
 
 # -- MEG and GD against FPL, interleaved, per n ------------------------------------------
 
-def test_comparator_trial(benchmark, results, timed, cmp_n):
+def test_comparator_trial(benchmark, results, timed, cmp_n, bench_rounds):
     n = cmp_n
-    rounds = ROUNDS[n] if timed else 1
+    rounds = bench_rounds(ROUNDS[n]) if timed else 1
     T = {"meg": CAPPED_TRIALS[n], "gd": CAPPED_TRIALS[n], "fpl": FPL_TRIALS[n]} if timed else \
         {"meg": SMOKE_CAPPED_TRIALS, "gd": SMOKE_CAPPED_TRIALS, "fpl": SMOKE_FPL_TRIALS}
     warmup = {"meg": CAPPED_WARMUP, "gd": CAPPED_WARMUP,
@@ -230,42 +223,6 @@ def test_comparator_trial(benchmark, results, timed, cmp_n):
                                  for name, c in run.items()})
     record_ratios(benchmark, {f"ratio_speedup_fpl_vs_{name}": ratio(results, name, "fpl", n)
                               for name in ("meg", "gd")})
-
-
-# -- the three side by side in pytest-benchmark's table, at n = GROUP_N ------------------
-
-def test_trial_group(benchmark, results, timed, contender):
-    n = GROUP_N if timed else SMOKE_SIZES[-1]
-    T = GROUP_TRIALS if timed else SMOKE_CAPPED_TRIALS
-    rounds = GROUP_ROUNDS if timed else 1
-    warmup = (FPL_WARMUP if timed else SMOKE_FPL_WARMUP) if contender == "fpl" else CAPPED_WARMUP
-    benchmark.group = (f"pca comparators k={K} n={n}: one partial_fit of {T} trials "
-                       f"(MEG, GD, FPL one after another)")
-    benchmark.extra_info.update(n=n, k=K, trials_per_round=T)
-
-    need = plan(warmup, T, rounds, contender == "meg")[1]
-    X = make_spiked_stream(need, n, n_spikes=K, random_state=n)
-    c = Contender(contender, X, warmup, T, rounds)
-    played = []
-
-    def setup():
-        c.untimed_feed(len(played))
-
-    def play():
-        c.timed_call(len(played))
-        played.append(True)
-
-    benchmark.pedantic(play, setup=setup, rounds=rounds, iterations=1, warmup_rounds=0)
-    assert len(c.times) == rounds
-    c.check(n)
-    benchmark.extra_info["median_ms_per_trial"] = float(np.median(c.times)) * 1e3
-    # FPL runs last of the three (one after another, not interleaved): its
-    # entry holds the ratios to the other two of this run
-    results["group", contender] = c.times
-    if contender == "fpl":
-        record_ratios(benchmark, {f"ratio_speedup_fpl_vs_{name}":
-                                  float(np.median(results["group", name]) / np.median(c.times))
-                                  for name in ("meg", "gd") if ("group", name) in results})
 
 
 # -- the table -------------------------------------------------------------------------
@@ -423,9 +380,9 @@ def r1_results():
     return {}
 
 
-def test_rank_one_kernel(benchmark, r1_results, timed, r1_n):
+def test_rank_one_kernel(benchmark, r1_results, timed, r1_n, bench_rounds):
     n = r1_n
-    rounds = R1_ROUNDS[n]
+    rounds = bench_rounds(R1_ROUNDS[n]) if timed else R1_ROUNDS[n]
     rng = np.random.default_rng(n)
     U = np.linalg.qr(rng.standard_normal((n, n)))[0].T.copy()
     d = np.sort(rng.standard_normal(n))
@@ -459,9 +416,9 @@ def test_rank_one_kernel(benchmark, r1_results, timed, r1_n):
                               ratio(r1_results, "kernel evd", "kernel r1", n)})
 
 
-def test_rank_one_trial(benchmark, r1_results, timed, r1_trial_n):
+def test_rank_one_trial(benchmark, r1_results, timed, r1_trial_n, bench_rounds):
     n = r1_trial_n
-    rounds, T = R1_TRIAL_ROUNDS[n], R1_TRIALS[n]
+    rounds, T = (bench_rounds(R1_TRIAL_ROUNDS[n]) if timed else R1_TRIAL_ROUNDS[n]), R1_TRIALS[n]
     warmup = n + 10
     X = make_spiked_stream(warmup + rounds * T, n, n_spikes=K, random_state=n)
     est = {}

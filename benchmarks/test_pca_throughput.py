@@ -23,7 +23,7 @@ Workloads, float64, BLAS pinned to one thread (conftest):
                                                           # smoke test: n = 100, 200, one round
 
 Timed runs also write the table to .benchmarks/pca_ratios.txt; the ratios are
-also in each benchmark's extra_info (ratio_*, see benchmarks/compare.py). pytest-benchmark's
+also in each benchmark's extra_info (ratio_*). pytest-benchmark's
 own table shows one partial_fit call of T trials (FPL) and one goe_matrix call
 (GOE) per round; the baselines are timed beside them and appear in the ratio table.
 """
@@ -102,10 +102,10 @@ def check_top_k(est, S, w_full, w_subset, v_subset):
     assert captured == pytest.approx(top, rel=1e-10)
 
 
-def test_fpl_trial(benchmark, results, timed, fpl_n):
+def test_fpl_trial(benchmark, results, timed, fpl_n, bench_rounds):
     n = fpl_n
     T = TRIALS[n] if timed else SMOKE_TRIALS
-    rounds = FPL_ROUNDS[n] if timed else 1
+    rounds = bench_rounds(FPL_ROUNDS[n]) if timed else 1
     warmup = WARMUP_TRIALS if timed else SMOKE_WARMUP
     benchmark.group = f"pca FPL k={K} n={n}: one partial_fit of {T} trials"
     benchmark.extra_info.update(n=n, k=K, trials_per_round=T)
@@ -159,9 +159,9 @@ def test_fpl_trial(benchmark, results, timed, fpl_n):
 
 # -- GOE noise -------------------------------------------------------------------
 
-def test_goe_matrix(benchmark, results, timed, goe_n):
+def test_goe_matrix(benchmark, results, timed, goe_n, bench_rounds):
     n = goe_n
-    rounds = GOE_ROUNDS[n] if timed else 1
+    rounds = bench_rounds(GOE_ROUNDS[n]) if timed else 1
     benchmark.group = f"pca GOE noise n={n}: one goe_matrix call"
     benchmark.extra_info["n"] = n
 

@@ -13,8 +13,8 @@
 
 The tables print in the terminal summary and (timed runs) go to
 .benchmarks/quantile_paper.txt; the error and time ratios to the baselines
-(the grids' best points, the offline estimator) are in extra_info (ratio_*, see
-benchmarks/compare.py). Errors are medians over seeds; online times are
+(the grids' best points, the offline estimator) are in extra_info (ratio_*).
+Errors are medians over seeds; online times are
 the best of 3 fits, the offline time one solve.
 """
 from __future__ import annotations

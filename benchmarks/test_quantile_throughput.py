@@ -3,16 +3,21 @@
 Workload: d = 100, float64, tau = 0.5, one pass of single-sample updates over
 rows X ~ N(0, I), y from ``make_linear_stream``. Contenders: ours (default
 statistical schedule and ConstantSchedule(1e-3)), a NumPy per-sample loop,
-Vowpal Wabbit, river and a plain C loop. The slow Python baselines run on a
-prefix of the rows; everything is compared per sample.
+Vowpal Wabbit, river and a plain C loop, in two groups each timed in one
+loop of interleaved rounds (every contender once a round, the order rotated;
+7 rounds, scaled by --bench-rounds-scale; medians): ours, VW and the C loop
+on all the rows; ours, the NumPy loop and river on a prefix of them (the slow
+Python baselines). Everything is compared per sample. A baseline whose
+package (vowpalwabbit, river) or compiler is missing is left out of its loop.
 
     pytest benchmarks -s                          # timed; prints the ratio table
     STREAMFIT_BENCH_FLOORS=1 pytest benchmarks    # also asserts the issue's floors
     pytest benchmarks --benchmark-disable -q      # smoke test: one run each, less data
 
 Timed runs also write the table to .benchmarks/quantile_ratios.txt; each
-baseline's entry holds ours' speed-ups over it in extra_info (ratio_speedup_*,
-see benchmarks/compare.py).
+group's entry holds ours' speed-ups over its baselines in extra_info
+(ratio_speedup_<ours>_vs_<baseline>), reported for people to read: the
+regression gate is benchmarks/gate.py.
 
 float32 against float64: the same stream (d = 100, default
 statistical schedule) of 100,000 and 300,000 rows as float32 rows, read as
@@ -29,6 +34,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -127,84 +133,107 @@ def results():
     return {}
 
 
-def measure(benchmark, results, name, fn, n_rows):
-    """benchmark(fn) and record its time per sample. Under --benchmark-disable
-    fn runs once; that single time is recorded instead. A baseline's entry
-    also records ours' speed-ups over it (ours runs first in this file) as
-    ratio_speedup_{statistical,constant}_vs_<baseline> in extra_info."""
-    benchmark.extra_info["rows"] = n_rows
-    if benchmark.disabled:
+MAIN_ROUNDS = 7         # interleaved rounds (--bench-rounds-scale scales them)
+PREFIX_ROUNDS = 7
+
+
+def run_interleaved(benchmark, results, rounds, contenders, timed_name):
+    """Every contender once a round, in a rotating order (benchmarks/_timing.py's
+    interleave; pytest-benchmark times `timed_name`): contenders maps a name to
+    (function, rows); each round's time per sample is recorded, then the
+    median and min over rounds go into results[name]. Returns the last
+    result of each contender."""
+    times = {name: [] for name in contenders}
+    last = {}
+
+    def call(name, r):
+        fn, n_rows = contenders[name]
         start = time.perf_counter()
-        out = benchmark(fn)
-        ns = (time.perf_counter() - start) / n_rows * 1e9
-        results[name] = (ns, ns, n_rows, 1)
-    else:
-        out = benchmark(fn)
-        stats = benchmark.stats.stats
-        results[name] = (stats.median / n_rows * 1e9, stats.min / n_rows * 1e9, n_rows,
-                         stats.rounds)
-        benchmark.extra_info["median_ns_per_sample"] = results[name][0]
-    if name in BASELINES:
-        record_ratios(benchmark, {f"ratio_speedup_{ours.removeprefix('ours_')}_vs_{name}":
-                                  speedup(results, name, ours) for ours in OURS})
-    return out
+        last[name] = fn()
+        times[name].append((time.perf_counter() - start) / n_rows * 1e9)
+
+    interleave(benchmark, rounds, timed_name, [n for n in contenders if n != timed_name], call)
+    for name, ns in times.items():
+        assert len(ns) == rounds, (name, len(ns))
+        results[name] = (float(np.median(ns)), float(np.min(ns)), contenders[name][1], rounds)
+        benchmark.extra_info[f"median_ns_per_sample_{name}"] = results[name][0]
+    benchmark.extra_info["rounds"] = rounds
+    return last
 
 
-# -- ours ------------------------------------------------------------------------
+def record_speedups(benchmark, results, bases):
+    record_ratios(benchmark, {f"ratio_speedup_{ours.removeprefix('ours_')}_vs_{base}":
+                              speedup(results, base, ours) for base in bases for ours in OURS})
+
+
+# Ours, VW and the C loop on all the rows; ours again, the NumPy loop and
+# river on a prefix (the slow Python baselines), each group in one loop of
+# interleaved rounds, so that the machine's load changes hit every
+# contender alike. On the prefix a per-sample ratio compares the same rows
+# in the same cache state (100,000 rows of d = 100 are 80 MB, streamed from
+# memory at ~85 ns a row on these machines; 5,000 rows stay in cache).
 
 @pytest.mark.benchmark(group=_group(ROWS["main"]))
-def test_ours_statistical(benchmark, results, stream):
+def test_all_rows(benchmark, results, stream, reference, vw_cache, c_quantile_sgd,
+                  bench_rounds):
     X, y, beta = stream
-    est = OnlineQuantileRegressor(TAU, fit_intercept=True)
-    measure(benchmark, results, "ours_statistical", lambda: est.fit(X, y), len(y))
+    contenders = {"ours_statistical": (lambda: OnlineQuantileRegressor(TAU).fit(X, y),
+                                       len(y)),
+                  "ours_constant": (lambda: ours_constant(X, y), len(y))}
+    if vw_cache is not None:
+        contenders["vw"] = (vw_runner(vw_cache), len(y))
+    if c_quantile_sgd is not None:
+        contenders["c"] = (lambda: c_quantile_sgd(X, y), len(y))
+    last = run_interleaved(benchmark, results, bench_rounds(MAIN_ROUNDS), contenders,
+                           "ours_statistical")
+    benchmark.extra_info["rows"] = len(y)
+    record_speedups(benchmark, results, [b for b in ("vw", "c") if b in contenders])
+
+    est = last["ours_statistical"]
     assert est.n_samples_seen_ == len(y)
     # 0.004 at 10,000 rows, 0.001 at 100,000 (t_1.1 noise, ||beta|| = 143)
     err = np.linalg.norm(est.coef_ - beta) / np.linalg.norm(beta)
     assert err < 0.01, f"relative coefficient error {err:.3g}"
-
-
-@pytest.mark.benchmark(group=_group(ROWS["main"]))
-def test_ours_constant(benchmark, results, stream, reference):
-    X, y, _ = stream
-    est = measure(benchmark, results, "ours_constant", lambda: ours_constant(X, y), len(y))
+    est = last["ours_constant"]
     assert est.n_updates_ == len(y)
     assert_same_fit(est.coef_, est.intercept_, *reference, RTOL_SAME)
-
-
-# Ours again on the rows the slow baselines get: a per-sample ratio then
-# compares the same rows in the same cache state (100,000 rows of d = 100 are
-# 80 MB, streamed from memory at ~85 ns a row on these machines; 5,000 rows
-# stay in cache).
-
-@pytest.mark.benchmark(group=_group(ROWS["numpy"]))
-def test_ours_statistical_prefix(benchmark, results, stream, rows):
-    X, y, _ = stream
-    X, y = X[:rows["numpy"]], y[:rows["numpy"]]
-    est = OnlineQuantileRegressor(TAU, fit_intercept=True)
-    measure(benchmark, results, "ours_statistical_prefix", lambda: est.fit(X, y), len(y))
-    assert est.n_updates_ == len(y) - 50       # the 50-sample warm-up takes no step
+    if "vw" in last:
+        coef, intercept, log = last["vw"]
+        assert vw_examples(log) == len(y)
+        assert_same_fit(coef, intercept, *reference, RTOL_VW)
+    if "c" in last:
+        assert_same_fit(*last["c"], *reference, RTOL_SAME)
 
 
 @pytest.mark.benchmark(group=_group(ROWS["numpy"]))
-def test_ours_constant_prefix(benchmark, results, stream, rows):
+def test_prefix_rows(benchmark, results, stream, rows, bench_rounds):
     X, y, _ = stream
-    X, y = X[:rows["numpy"]], y[:rows["numpy"]]
-    est = measure(benchmark, results, "ours_constant_prefix", lambda: ours_constant(X, y),
-                  len(y))
-    assert_same_fit(est.coef_, est.intercept_, *numpy_quantile_sgd(X, y), RTOL_SAME)
+    Xp, yp = X[:rows["numpy"]], y[:rows["numpy"]]
+    contenders = {"ours_statistical_prefix": (lambda: OnlineQuantileRegressor(TAU).fit(Xp, yp),
+                                              len(yp)),
+                  "ours_constant_prefix": (lambda: ours_constant(Xp, yp), len(yp)),
+                  "numpy": (lambda: numpy_quantile_sgd(Xp, yp), len(yp))}
+    river = river_runner(X[:rows["river"]], y[:rows["river"]])
+    if river is not None:
+        contenders["river"] = (river, rows["river"])
+    last = run_interleaved(benchmark, results, bench_rounds(PREFIX_ROUNDS), contenders,
+                           "ours_constant_prefix")
+    benchmark.extra_info["rows"] = len(yp)
+    record_speedups(benchmark, results, [b for b in ("numpy", "river") if b in contenders])
+
+    assert last["ours_statistical_prefix"].n_updates_ == len(yp) - 50   # the 50-row warm-up
+    est = last["ours_constant_prefix"]
+    assert_same_fit(est.coef_, est.intercept_, *numpy_quantile_sgd(Xp, yp), RTOL_SAME)
+    assert_same_fit(*last["numpy"], est.coef_, est.intercept_, RTOL_SAME)
+    if "river" in last:
+        model = last["river"]
+        Xr, yr = X[:rows["river"]], y[:rows["river"]]
+        coef = np.array([model.weights.get(j, 0.0) for j in range(D)])
+        ref = ours_constant(Xr, yr)
+        assert_same_fit(coef, model.intercept, ref.coef_, ref.intercept_, RTOL_SAME)
 
 
 # -- baselines -------------------------------------------------------------------
-
-@pytest.mark.benchmark(group=_group(ROWS["numpy"]))
-def test_numpy_loop(benchmark, results, stream, rows):
-    X, y, _ = stream
-    X, y = X[:rows["numpy"]], y[:rows["numpy"]]
-    coef, intercept = measure(benchmark, results, "numpy",
-                              lambda: numpy_quantile_sgd(X, y), len(y))
-    est = ours_constant(X, y)
-    assert_same_fit(coef, intercept, est.coef_, est.intercept_, RTOL_SAME)
-
 
 # Plain SGD with a constant stepsize: the same update as ours (VW's default
 # adaptive, normalized, invariant updates do more work per feature). An
@@ -216,9 +245,13 @@ VW_ARGS = ["--loss_function", "quantile", "--quantile_tau", str(TAU),
 
 @pytest.fixture(scope="module")
 def vw_cache(stream):
-    """VW's cache file of the stream, written once (text, then a parsing run)."""
-    vw = pytest.importorskip("vowpalwabbit", reason="vowpalwabbit is not installed "
-                             "(pip install vowpalwabbit): VW baseline skipped")
+    """VW's cache file of the stream, written once (text, then a parsing run);
+    None when vowpalwabbit is not installed (the VW baseline is then left out)."""
+    try:
+        import vowpalwabbit as vw
+    except ImportError:
+        yield None
+        return
     X, y, _ = stream
     # "%.17g" round-trips float64; VW parses it to float32 anyway.
     line = "%.17g |f " + " ".join(f"{j}:%.17g" for j in range(D)) + "\n"
@@ -240,10 +273,8 @@ def vw_examples(log_lines):
     return int(found.group(1))
 
 
-@pytest.mark.benchmark(group=_group(ROWS["main"]))
-def test_vowpalwabbit(benchmark, results, stream, reference, vw_cache):
+def vw_runner(vw_cache):
     vw, cache = vw_cache
-    X, y, _ = stream
     # The vowpalwabbit wheel ships no `vw` binary; Workspace runs the same
     # driver in-process. Its Python layer runs the parser only when the
     # arguments contain -d/--data/--passes, hence --passes 1.
@@ -255,20 +286,16 @@ def test_vowpalwabbit(benchmark, results, stream, reference, vw_cache):
         intercept = ws.get_weight(VW_CONSTANT)
         ws.finish()
         return coef, intercept, ws.get_log()
-
-    coef, intercept, log = measure(benchmark, results, "vw", run, len(y))
-    assert vw_examples(log) == len(y)
-    assert_same_fit(coef, intercept, *reference, RTOL_VW)
+    return run
 
 
-@pytest.mark.benchmark(group=_group(ROWS["river"]))
-def test_river(benchmark, results, stream, rows):
-    pytest.importorskip("river", reason="river is not installed (pip install river): "
-                        "river baseline skipped")
-    from river import linear_model, optim
-
-    X, y, _ = stream
-    X, y = X[:rows["river"]], y[:rows["river"]]
+def river_runner(X, y):
+    """river's LinearRegression with the same update, learn_one on dicts (its
+    native input) over the rows; None when river is not installed."""
+    try:
+        from river import linear_model, optim
+    except ImportError:
+        return None
     dicts = [dict(enumerate(r)) for r in X.tolist()]
     targets = y.tolist()
 
@@ -279,15 +306,14 @@ def test_river(benchmark, results, stream, rows):
         for x_i, y_i in zip(dicts, targets):
             model.learn_one(x_i, y_i)
         return model
-
-    model = measure(benchmark, results, "river", run, len(y))
-    coef = np.array([model.weights.get(j, 0.0) for j in range(D)])
-    est = ours_constant(X, y)
-    assert_same_fit(coef, model.intercept, est.coef_, est.intercept_, RTOL_SAME)
+    return run
 
 
 @pytest.fixture(scope="module")
 def c_quantile_sgd(compile_c):
+    """The plain C loop (benchmarks/quantile_sgd.c); None without a C compiler."""
+    if shutil.which(os.environ.get("CC", "cc")) is None:
+        return None
     lib = compile_c("quantile_sgd.c")
     dp = ctypes.POINTER(ctypes.c_double)
     fn = lib.quantile_sgd
@@ -307,17 +333,10 @@ def c_quantile_sgd(compile_c):
     return fit
 
 
-@pytest.mark.benchmark(group=_group(ROWS["main"]))
-def test_c_loop(benchmark, results, stream, reference, c_quantile_sgd):
-    X, y, _ = stream
-    coef, intercept = measure(benchmark, results, "c", lambda: c_quantile_sgd(X, y), len(y))
-    assert_same_fit(coef, intercept, *reference, RTOL_SAME)
-
-
 # -- float32 rows against float64 rows --------------------------------------------------
 
 @pytest.mark.benchmark(group="quantile float32 vs float64")
-def test_float32_against_float64(benchmark, results, timed, f32_rows):
+def test_float32_against_float64(benchmark, results, timed, f32_rows, bench_rounds):
     n = f32_rows
     X, y, beta = make_linear_stream(n, D, tau=TAU, random_state=1)
     X32 = X.astype(np.float32)
@@ -340,7 +359,7 @@ def test_float32_against_float64(benchmark, results, timed, f32_rows):
         wall[name].append(time.perf_counter() - start)
         coef[name] = est.coef_
 
-    interleave(benchmark, F32_ROUNDS if timed else 1, "float32",
+    interleave(benchmark, bench_rounds(F32_ROUNDS), "float32",
                ["float64", "float32_converted"], call)
     assert coef["float32"].tobytes() == coef["float64"].tobytes() == \
         coef["float32_converted"].tobytes()
