@@ -1,54 +1,67 @@
-# Online (sub-)gradient descent for linear quantile and least-squares regression.
+# The linear learner's state object: online (sub-)gradient descent for
+# linear quantile regression (one tau or several) and least squares, under
+# every schedule, with averaging, drift restarts, random-scaling sums and
+# online scaling. One LinearSGD owns its iterates, averages, schedule
+# records, residual windows and work space; the estimators
+# (streamfit.quantile), streamfit.kernels and streamfit.river drive it.
 #
-# The whole sample loop runs here without the GIL; Python validates input and
-# owns the state arrays. State and constants cross the boundary as NumPy
-# structured arrays of shape (1,) whose dtypes are made from the C structs
-# of the statistical schedule (_qr_schedule.pxd: STATE_DTYPE, PARAMS_DTYPE),
-# so the structs are the one source of truth, Python reads fields by name,
-# and the estimator pickles as plain NumPy arrays that resume bit-identically.
-#
-# No BLAS here: every product is a plain C loop over rows in a fixed order
-# (_dense.h), so results do not depend on the BLAS library or its thread
-# count, and a block's residuals, scale check and gradient come from one pass
-# over its rows.
+# Its state lives in one block of doubles (records, iterates, averages,
+# windows, sums), kept twice: a block call copies the live block into the
+# spare one, runs its loop there without the GIL (polling for signals) and
+# commits by swapping the two (C: no signal handler can run in between); an
+# error drops the spare, so the live state is as before the call. A one-row
+# call runs start to end with the GIL held and calls no Python code: it
+# updates the live block in place and restores the few sections it moved
+# from a snapshot if the update fails. The loops are _qr_loops.pxd's.
 #
 # Paper: Shen, Xia & Zhou, "Online Quantile Regression", JMLR 26 (2025).
+import copy as _copy
+import math
+import numbers
+import sys
+
 import numpy as np
 
-from cpython.buffer cimport PyBuffer_Release
-from libc.math cimport fabs, isnan, sqrt, INFINITY
+from cpython.buffer cimport (PyObject_CheckBuffer, PyObject_GetBuffer, PyBuffer_Release,
+                             PyBUF_ANY_CONTIGUOUS, PyBUF_FORMAT)
+from cpython.float cimport PyFloat_Check, PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_Check, PyLong_AsDouble
+from cpython.bool cimport PyBool_Check
+from cpython.dict cimport PyDict_Next, PyDict_GetItem
+from cpython.long cimport PyLong_AsSsize_t
+from cpython.ref cimport PyObject
+from cpython.buffer cimport PyBUF_STRIDES, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
+from libc.math cimport fabs, isnan, sqrt, NAN
 from libc.float cimport DBL_MAX
-from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
                       ERR_SCALE, ERR_LAYOUT, pending_exception)
-from _order_stats cimport median_abs
-from _qr_schedule cimport (SGDState, SGDParams, KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE,
-                           MODE_STORAGE, LOSS_CHECK, SQRT_DBL_MIN, schedule_enums,
-                           record_dtypes, default_params, row_absmax, average_prior,
-                           fresh_estimates, calibrated_cl, JUMP_NONE, JUMP_RESTART, jump_test,
-                           full_window, window_done, restart, NO_UPDATE, stat_single_row,
-                           loss_and_coef, fixed_eta, quantile_row, block_eta, clock_step)
-from _records cimport (Records, take_records, give_records, get_record, result,
-                      check_sgd_records, check_window)
-from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, \
-    poll_stop, poll_final, ROW_WORK
-from _qr_inference cimport rs_len, rs_step
-from _qr_plug_in cimport plug_in_average_step, plug_in_means
-from _qr_scaler cimport scale_row, average_step_scaled
-from _power_iter cimport top_eigenvalue
-from _pav cimport pav_increasing
-from _qr_blocks cimport (BlockSums, BlockWork, block_pass, compact, block_warm_up,
-                         storage_windows, batch_window, block_work_init, block_work_free)
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
+from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
+                           KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
+                           MODE_STORAGE, LOSS_CHECK, LOSS_SQUARED, schedule_enums,
+                           record_dtypes)
+from _qr_loops cimport (Lin, single_rows, multi_rows, batch_blocks, storage_step, all_finite,
+                        NONCROSS_NONE, NONCROSS_PROJECT)
 from _qr_multi cimport MultiWork, multi_work_init
-from _qr_drift cimport drift_alarm, drift_restart
-from _dense cimport (sf_dot, sf_dot2, sf_axpy, sf_average, sf_axpy_dot2,
-                     sf_axpy_dot2_f32, sf_multi_axpy_dot2, sf_widen)
+from _qr_blocks cimport BlockWork, block_work_init, block_work_free
+from _qr_inference cimport rs_len, rs_core
+from _qr_plug_in cimport plug_in_means
+from _qr_scaler cimport feature_sd
+from _records cimport check_sgd_records
+from _linear_api cimport LinearAPI, LINEAR_API_NAME
+from cpython.pycapsule cimport PyCapsule_New
+from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet
+from _dense cimport sf_dot
 
-# Schedule kinds, losses and modes (the records' fields) for Python.
+sf_owner_init()
+
+# Schedule kinds, losses, modes and the non-crossing rules for Python
+# (streamfit.schedules uses them).
 globals().update(schedule_enums())
+globals().update({"NONCROSS_NONE": NONCROSS_NONE, "NONCROSS_PROJECT": NONCROSS_PROJECT})
 
 cdef WorkHook _hook = new_work_hook()      # this module's polling rate and test hook
 
@@ -58,876 +71,2183 @@ def _interrupt_at(long long polls, int signum):
     raise the signal ``signum`` with C's raise() at poll number ``polls``
     (0-based) of the main thread, once; then poll as usual again. The
     signal's Python handler decides what happens (a raising handler stops
-    the kernel). ``polls=-1`` disarms."""
+    the call). ``polls=-1`` disarms."""
     arm_hook(&_hook, polls, signum)
 
 
 STATE_DTYPE, PARAMS_DTYPE = record_dtypes()
+# the state record's fields, in order: the layout a saved state carries
+STATE_FIELDS = tuple(STATE_DTYPE.names)
+FORMAT = 1                  # the version of to_state()'s dict
 
-
-def new_state():
-    """A fresh (zeroed) state record."""
-    return np.zeros(1, STATE_DTYPE)
-
-
-def copy_record(object src, object dst):
-    """dst[...] = src for two state records: a memcpy (NumPy copies a
-    structured record field by field, ~15 us for this one)."""
-    cdef Py_buffer a, b
-    get_record(src, STATE_DTYPE, "src", sizeof(SGDState), False, &a)
-    try:
-        get_record(dst, STATE_DTYPE, "dst", sizeof(SGDState), True, &b)
-        memcpy(b.buf, a.buf, sizeof(SGDState))
-        PyBuffer_Release(&b)
-    finally:
-        PyBuffer_Release(&a)
-
-
-def new_params():
-    """A parameter record, NaN where "estimate from the stream" is meant."""
-    return default_params(PARAMS_DTYPE)
-
-
-def check_records(const SGDState[::1] states, const SGDParams[::1] params):
-    """Check state and parameter records (one or one per quantile) as the
-    kernels do at their entries, the window's length aside: a ValueError
-    naming the field, for records loaded from a pickle."""
-    cdef Py_ssize_t q, m = states.shape[0]
-    if params.shape[0] != m:
-        raise ValueError(f"params must have one record per state record, got {params.shape[0]} "
-                         f"for {m}")
-    for q in range(m):
-        check_sgd_records(&states[q], &params[q], PY_SSIZE_T_MAX, 1,
-                          "state" if m == 1 else f"states[{q}]")
-
-
-
-
-cdef inline void average_step(Py_ssize_t d, const double *w, double *wbar,
-                              SGDState *s, double *rs, bint fit_b) noexcept nogil:
-    # wbar += (w - wbar) / k : running mean of the iterates (and of the
-    # iterate's intercept)
-    cdef double inv
-    s.n_avg += 1.0
-    inv = 1.0 / s.n_avg
-    sf_average(d, inv, w, wbar)
-    s.intercept_avg += (s.intercept - s.intercept_avg) * inv
-    if rs != NULL:
-        rs_step(d, wbar, s, rs, fit_b)
+cdef Py_ssize_t NS = sizeof(SGDState) // sizeof(double)
+_MODES = {"single": MODE_SINGLE, "batch": MODE_BATCH, "storage": MODE_STORAGE}
+_LOSSES = {"check": LOSS_CHECK, "squared": LOSS_SQUARED}
+_NONCROSSING = {"rearrange": NONCROSS_NONE, "project": NONCROSS_PROJECT}
+# The drift test (csrc/_qr_drift.pxd): its CUSUM's alarm threshold (a mean
+# time to a false alarm of at least e^25 = 7e10 rows on a stationary
+# stream), the rows the average holds before the test runs, and whether an
+# alarm also restarts the statistical schedule's last-phase clock.
+_DRIFT_H = 25.0
+_DRIFT_ARM = 100.0
+_DRIFT_CLOCK = 1.0
+# State fields of the statistical schedule, zeroed when it takes over mid-stream
+_SCHEDULE_FIELDS = ("phase", "eta_geo", "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq",
+                    "fill", "min_med", "eta_start", "avg_on", "n_flat", "b0_cap", "k_pow",
+                    "eta_pow", "cu", "level", "n_high", "win_sumsq", "win_wsum", "n_avg")
+_SQRT_DBL_MIN = 1.4916681462400413e-154
 
 
 def rs_length(Py_ssize_t da):
     """Length of the random-scaling sums for da = d (+1 with an intercept)
-    coordinates: ref (da), sum k^2 (1), sum k^2 u (da), sum k^2 u u' packed
-    upper triangle, row by row (da (da + 1) / 2), then the average's
-    (weighted) mean row and average of the averaged coefficients (2 d of
-    2 da; single mode's plug-in intercept)."""
+    coordinates (see ``_qr_inference.pxd``)."""
     return rs_len(da)
 
 
-cdef bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s) noexcept nogil:
-    # A diverging run (e.g. a too large constant stepsize) is reported, so the
-    # caller can keep its previous state.
-    cdef Py_ssize_t j
-    if not (fabs(s.intercept) < 1e300):    # also false for NaN
+def _bool(value, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def _taus(tau):
+    """(taus, several): one tau or a strictly increasing sequence of them."""
+    from streamfit._validation import _check_real_array, check_scalar
+    if isinstance(tau, (list, tuple, np.ndarray)):
+        arr = _check_real_array(tau, "tau")
+        if arr.ndim != 1 or arr.size < 1:
+            raise ValueError(f"tau must be a number or a 1-D list of numbers, got shape "
+                             f"{arr.shape}")
+        taus = tuple(float(t) for t in arr)
+        several = True
+    else:
+        taus = (tau,)
+        several = False
+    for t in taus:
+        check_scalar(t, "tau", low=0, high=1, low_open=True, high_open=True)
+    taus = tuple(float(t) for t in taus)
+    if any(b <= a for a, b in zip(taus, taus[1:])):
+        raise ValueError(f"tau must be strictly increasing, got {list(taus)}")
+    return taus, several
+
+
+def check_settings(n_features, tau, loss, mode, schedule, batch_size, average, fit_intercept,
+                   inference, scale, drift, noncrossing):
+    """The learner's settings, checked (errors name the parameter): a dict of
+    canonical values, and the schedule object resolved from ``schedule``."""
+    from streamfit._validation import check_scalar
+    from streamfit.schedules import InverseTimeSchedule, Schedule, resolve_schedule
+    check_scalar(n_features, "n_features", kind=numbers.Integral, low=1)
+    if not isinstance(loss, str) or loss not in _LOSSES:
+        raise ValueError(f"loss must be one of {tuple(_LOSSES)}, got {loss!r}")
+    taus, several = _taus(tau)
+    if not isinstance(noncrossing, str) or noncrossing not in _NONCROSSING:
+        raise ValueError(f"noncrossing must be one of {tuple(_NONCROSSING)}, got "
+                         f"{noncrossing!r}")
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise ValueError(f"mode must be one of {tuple(_MODES)}, got {mode!r}")
+    if several:
+        if mode != "single":
+            raise ValueError(f"mode must be 'single' with several taus (the multi-quantile "
+                             f"kernel updates per row), got {mode!r}")
+        if not isinstance(schedule, str) and not isinstance(schedule, Schedule):
+            raise ValueError("schedule: a user schedule (stepsizes(start, count)) is not "
+                             "supported with several taus; use 'statistical', 'constant' "
+                             "or 'inverse_time' or a schedule object of streamfit.schedules")
+    check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1, allow_none=True)
+    average = _bool(average, "average")
+    fit_intercept = _bool(fit_intercept, "fit_intercept")
+    inference = _bool(inference, "inference")
+    if inference and not (average and mode != "storage"):
+        raise ValueError("inference=True needs average=True and mode 'single' or 'batch' "
+                         "(random scaling is for the averaged iterate of a stochastic-"
+                         "gradient path; storage mode's steps use all data so far), got "
+                         f"average={average!r}, mode={mode!r}")
+    if not (drift is None or (isinstance(drift, str) and drift == "restart")):
+        raise ValueError(f"drift must be None or 'restart', got {drift!r}")
+    if drift is not None and (mode != "single" or several or scale is not None
+                              or not average):
+        raise ValueError(f"drift={drift!r} restarts the Polyak-Ruppert average: it "
+                         f"needs average=True, and is implemented for one tau in mode "
+                         f"'single' with scale=None (the test runs in the single-sample "
+                         f"row loop), got average={average!r}, mode={mode!r}, "
+                         f"tau={tau!r}, scale={scale!r}")
+    if not (scale is None or (isinstance(scale, str) and scale == "online")):
+        raise ValueError(f"scale must be None or 'online', got {scale!r}")
+    if scale == "online" and (mode != "single" or several or inference):
+        raise ValueError("scale='online' is implemented for one tau in mode 'single' "
+                         f"without inference, got mode={mode!r}, tau={tau!r}, "
+                         f"inference={inference!r}")
+    if loss == "squared" and (mode != "single" or several):
+        raise ValueError("the squared loss is implemented for one target in mode 'single'")
+    resolved = resolve_schedule(schedule)
+    if drift is not None and isinstance(resolved, InverseTimeSchedule):
+        # under O(1/t) steps the last iterate beats any average of it on
+        # every stream, which is what the test detects: it would restart
+        # the average every few hundred rows
+        raise ValueError(f"drift={drift!r} compares the average with the last "
+                         "iterate, which O(1/t) steps (schedule='inverse_time') make the "
+                         "better fit on any stream; use schedule='statistical' or "
+                         "'constant'")
+    if inference and getattr(resolved, "t0", 0):
+        raise ValueError("inference=True with a warm start's schedule.t0 > 0: the average "
+                         "then counts the start as t0 iterates, which the random-scaling "
+                         "path does not contain; use t0=0 for intervals")
+    if not isinstance(schedule, str):
+        # the learner's own copy: the caller's object may change (set_params)
+        schedule = _copy.deepcopy(schedule)
+        resolved = resolve_schedule(schedule)
+    # (interned: a learner and its unpickled copy hold the very same strings,
+    # so that they pickle to the same bytes)
+    loss, mode, noncrossing = sys.intern(loss), sys.intern(mode), sys.intern(noncrossing)
+    scale = None if scale is None else sys.intern(scale)
+    drift = None if drift is None else sys.intern(drift)
+    if isinstance(schedule, str):
+        schedule = sys.intern(schedule)
+    settings = {"n_features": int(n_features), "tau": taus if several else taus[0],
+                "loss": loss, "mode": mode, "schedule": schedule,
+                "batch_size": None if batch_size is None else int(batch_size),
+                "average": average, "fit_intercept": fit_intercept, "inference": inference,
+                "scale": scale, "drift": drift, "noncrossing": noncrossing}
+    return settings, resolved
+
+
+def _param_records(settings, schedule):
+    """The kernel's parameter records (m,) for checked settings."""
+    from streamfit._validation import check_memory
+    from streamfit.schedules import Schedule
+    d = settings["n_features"]
+    tau = settings["tau"]
+    taus = tau if isinstance(tau, tuple) else (tau,)
+    mode = settings["mode"]
+    loss = _LOSSES[settings["loss"]]
+    da = d + settings["fit_intercept"]
+    values = schedule._kernel_params(loss, mode, da) if isinstance(schedule, Schedule) \
+        else {"kind": KIND_ARRAY}
+    p = np.zeros(len(taus), PARAMS_DTYPE)
+    for name in ("eta0", "b0", "t_switch"):
+        p[name] = NAN
+    p["start"] = 1.0
+    p["tau"] = taus
+    p["loss"] = loss
+    p["average"] = float(settings["average"])
+    p["fit_intercept"] = float(settings["fit_intercept"])
+    p["mode"] = _MODES[mode]
+    if settings["drift"] is not None:
+        p["drift"] = 1.0
+        p["drift_h"] = _DRIFT_H
+        p["drift_arm"] = _DRIFT_ARM
+        p["drift_clock"] = _DRIFT_CLOCK
+    for key, value in values.items():
+        p[key] = value
+    if p["kind"][0] == KIND_STATISTICAL:
+        for name in ("window", "n_warmup"):
+            # the residual buffer and its order-statistics twin
+            check_memory(16 * float(p[name][0]), f"schedule.{name}",
+                         getattr(schedule, name), "a residual buffer")
+    if mode == "batch" and settings["batch_size"] is not None:
+        check_memory(8 * (d + 3) * float(settings["batch_size"]), "batch_size",
+                     settings["batch_size"], f"a buffer for one batch of rows of {d} features")
+    return p
+
+
+def user_stepsizes(schedule, start, count):
+    """The user schedule's stepsizes for updates start..start+count-1, checked:
+    real numbers (no complex or strings), finite, positive, ``count`` of them."""
+    from streamfit._validation import _check_real_array
+    name = f"schedule.stepsizes({start}, {count})"
+    etas = np.ascontiguousarray(_check_real_array(schedule.stepsizes(start, count), name),
+                                dtype=np.float64)
+    if etas.shape != (count,) or not (np.isfinite(etas).all() and (etas > 0).all()):
+        raise ValueError(f"{name} must return {count} finite, positive stepsizes, got "
+                         f"shape {etas.shape}: {etas.ravel()[:4]!r}")
+    return etas
+
+
+def _schedule_to_plain(schedule):
+    # a schedule setting as plain data: a name, or a streamfit.schedules
+    # object as (its class name, its parameters)
+    from streamfit.schedules import _SAVABLE
+    if isinstance(schedule, str):
+        return schedule
+    if type(schedule).__name__ in _SAVABLE and type(schedule) is _SAVABLE[type(schedule).__name__]:
+        return {"class": type(schedule).__name__, "params": schedule.get_params(deep=False)}
+    raise TypeError(f"schedule {schedule!r} is not one of streamfit.schedules' classes: "
+                    "it cannot be saved as plain data (pickle it instead)")
+
+
+def _schedule_from_plain(value):
+    from streamfit.schedules import _SAVABLE
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and set(value) == {"class", "params"} and \
+            isinstance(value["class"], str) and value["class"] in _SAVABLE and \
+            isinstance(value["params"], dict):
+        cls = _SAVABLE[value["class"]]
+        names = set(cls._get_param_names())
+        if not set(value["params"]) <= names:
+            raise ValueError(f"settings 'schedule': {value['class']} has no parameters "
+                             f"{sorted(set(value['params']) - names)} (a corrupted or "
+                             "foreign state?)")
+        for key, v in value["params"].items():
+            if not (v is None or isinstance(v, (bool, int, float, str))):
+                raise ValueError(f"settings 'schedule': parameter {key!r} is {v!r}, "
+                                 "expected a number, a string or None")
+        return cls(**value["params"])
+    if isinstance(value, dict):
+        raise ValueError(f"settings 'schedule' must be a schedule name or {{'class': one of "
+                         f"{sorted(_SAVABLE)}, 'params': {{...}}}}, got {value!r:.200}")
+    return value          # a schedule object (pickles: trusted input)
+
+
+cdef inline bint _is_f64_row(Py_buffer *b, Py_ssize_t d) noexcept:
+    # a 1-D buffer of d native float64 values (any stride)
+    cdef const char *f = b.format
+    if b.ndim != 1 or b.itemsize != 8 or b.shape[0] != d or f == NULL:
         return False
-    for j in range(d):
-        if not (fabs(w[j]) < 1e300):
+    if f[0] == b'<' or f[0] == b'=' or f[0] == b'@':
+        f += 1
+    return f[0] == b'd' and f[1] == 0
+
+
+cdef inline void _copy_strided(double *out, const Py_buffer *b, Py_ssize_t d) noexcept:
+    cdef Py_ssize_t j, stride = b.strides[0] if b.strides != NULL else 8
+    cdef const char *p = <const char *> b.buf
+    if stride == 8:
+        memcpy(out, p, d * sizeof(double))
+    else:
+        for j in range(d):
+            out[j] = (<const double *> (p + j * stride))[0]
+
+
+cdef const double *_c_rows(object a, Py_buffer *buf, bint writable) except NULL:
+    # the data of a C-contiguous float64 ndarray (its dtype checked by the
+    # caller), without a format string; release with PyBuffer_Release
+    PyObject_GetBuffer(a, buf, PyBUF_C_CONTIGUOUS | (PyBUF_WRITABLE if writable else 0))
+    if buf.len == 0:
+        PyBuffer_Release(buf)
+        raise ValueError("an empty array has no rows")
+    return <const double *> buf.buf
+
+
+cdef double _real(object v, str name) except? -1.0:
+    # a real number: float (NumPy's float64 too) and int fast; NumPy's other
+    # real scalars; no str, bytes, bool or objects that merely convert
+    if PyFloat_Check(v):
+        return PyFloat_AS_DOUBLE(v)
+    if PyLong_Check(v) and not PyBool_Check(v):
+        try:
+            return PyLong_AsDouble(v)
+        except OverflowError:
+            raise ValueError(f"{name} must be within float64's range, got {v!r:.60}") from None
+    if isinstance(v, (np.floating, np.integer)) or (isinstance(v, numbers.Real) and
+                                                    not isinstance(v, (bool, np.bool_))):
+        return float(v)
+    raise TypeError(f"{name} must be a real number, got {type(v).__name__} {v!r:.60}")
+
+
+cdef class LinearSGD:
+    """The state of an online linear learner: one object owns the iterates,
+    their averages, the schedule's records and windows, and the work space
+    of online quantile regression (one tau or several) or online least
+    squares, and learns from blocks of rows or from one row at a time.
+
+    This is what :class:`~streamfit.OnlineQuantileRegressor`,
+    :class:`~streamfit.OnlineLeastSquaresRegressor` and
+    :class:`streamfit.river.QuantileRegressor` drive; a library with its own
+    loop drives it directly (``streamfit.kernels.LinearSGD``), at the same
+    cost. Settings are the estimators' parameters (see
+    :class:`~streamfit.OnlineQuantileRegressor`), checked here; ``loss`` is
+    "check" (quantile regression) or "squared" (least squares).
+
+    One call at a time: a second thread waits for the first. A block call
+    (``learn``) releases the GIL, checks for signals about once a
+    millisecond and commits whole rows: a signal handler that raises
+    (Ctrl-C) leaves the rows before it learnt and the exception propagates
+    with a note saying how many; any other failure (NaN in a row, a
+    diverging iterate) leaves the state as before the call. ``learn_one``
+    runs with the GIL held from start to end (no signal handler can run in
+    it). Pickling (or ``to_state`` / ``from_state``) mid-stream and resuming
+    gives bit-identical results.
+
+    Parameters
+    ----------
+    n_features : int
+    tau, loss, mode, schedule, batch_size, average, fit_intercept, inference,
+    scale, drift, noncrossing
+        As the estimators' parameters of those names.
+    coef_init, intercept_init : array-like or float, optional
+        The starting point (default zeros).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from streamfit.kernels import LinearSGD
+    >>> from streamfit.simulate import make_linear_stream
+    >>> X, y, beta = make_linear_stream(20000, 5, tau=0.5, random_state=0)
+    >>> model = LinearSGD(5, tau=0.5, average=True)
+    >>> for i in range(10000):                   # one event at a time
+    ...     model.learn_one(X[i], y[i])
+    >>> model.learn(X[10000:], y[10000:])        # or a block
+    10000
+    >>> bool(np.linalg.norm(model.coef - beta) < 0.05 * np.linalg.norm(beta))
+    True
+    >>> round(model.predict_one(X[0]) - model.predict(X[:1])[0], 12)
+    0.0
+    """
+
+    cdef CallLock _lock
+    cdef readonly Py_ssize_t n_features
+    cdef Py_ssize_t d, m, ld, wcap, rlen
+    cdef bint several, has_rs, has_plug, has_sc
+    cdef int mode
+    cdef SGDParams *P
+    cdef void *_raw[2]            # the two state blocks as allocated
+    cdef double *_blk[2]          # ... and 64-byte aligned
+    cdef int _live
+    cdef Py_ssize_t _size, o_W, o_Wbar, o_win, o_rs, o_plug, o_sc
+    cdef double *_work            # order statistics, scaler rows, float32 rows, x
+    cdef double *_snap            # learn_one's snapshot
+    cdef MultiWork _mw
+    cdef bint _mw_ok
+    cdef object _settings         # the checked settings (a dict)
+    cdef object _schedule         # the resolved schedule object
+    cdef object _pending          # batch mode: (X, y, w or None) rows waiting for a batch
+    cdef object _store            # storage mode: [X, y, w or None, n] all rows so far
+    cdef object _drift_rows       # float64 rows of the drift test's alarms
+    cdef public object feature_names   # the estimator's (None or names)
+    cdef public object feature_index   # dict rows: {feature: column} (river), or None
+    cdef public bint refuse_new        # dict rows: a feature outside the index raises
+    cdef public object source          # what the driver configured it from (not saved)
+
+    def __cinit__(self, *args, **kwargs):
+        lock_init(&self._lock)
+        self.P = NULL
+        self._raw[0] = self._raw[1] = NULL
+        self._blk[0] = self._blk[1] = NULL
+        self._work = NULL
+        self._snap = NULL
+        self._mw_ok = False
+        self._live = 0
+
+    def __dealloc__(self):
+        self._free_buffers()
+        free(self.P)
+        lock_free(&self._lock)
+
+    cdef void _free_buffers(self) noexcept:
+        free(self._raw[0])
+        free(self._raw[1])
+        self._raw[0] = self._raw[1] = NULL
+        self._blk[0] = self._blk[1] = NULL
+        free(self._work)
+        self._work = NULL
+        free(self._snap)
+        self._snap = NULL
+        if self._mw_ok:
+            free(self._mw.work)
+            self._mw_ok = False
+
+    def __init__(self, n_features, *, tau=0.5, loss="check", mode="single",
+                 schedule="statistical", batch_size=None, average=False, fit_intercept=True,
+                 inference=False, scale=None, drift=None, noncrossing="rearrange",
+                 coef_init=None, intercept_init=None):
+        if self.P != NULL:
+            raise RuntimeError("LinearSGD is initialised once")
+        settings, resolved = check_settings(n_features, tau, loss, mode, schedule, batch_size,
+                                            average, fit_intercept, inference, scale, drift,
+                                            noncrossing)
+        coef, b = self._initial(settings, coef_init, intercept_init)
+        self._setup(settings, resolved)
+        cdef SGDState *S = self._S(self._live)
+        cdef double *W = self._W(self._live)
+        cdef Py_ssize_t q
+        for q in range(self.m):
+            if coef is not None:
+                _copy_into(W + q * self.ld, coef[q], self.d)
+            S[q].intercept = b[q]
+            S[q].intercept_avg = b[q]
+        # the average starts where the iterate does
+        memcpy(self._Wbar(self._live), W, self.m * self.ld * sizeof(double))
+
+    @staticmethod
+    def _initial(settings, coef_init, intercept_init):
+        # the checked starting point: (coef (m, d) or None, intercepts (m,))
+        from streamfit._validation import _check_real_array, check_matrix, check_scalar
+        d = settings["n_features"]
+        tau = settings["tau"]
+        m = len(tau) if isinstance(tau, tuple) else 1
+        several = isinstance(tau, tuple)
+        coef = None
+        if coef_init is not None:
+            if several:
+                arr = check_matrix(np.atleast_2d(_check_real_array(coef_init, "coef_init")),
+                                   "coef_init")
+                if arr.shape == (1, d):
+                    arr = np.repeat(arr, m, axis=0)
+                if arr.shape != (m, d):
+                    raise ValueError(f"coef_init must have shape ({m}, {d}) or ({d},) for "
+                                     f"{m} taus and {d} features, got {np.shape(coef_init)}")
+            else:
+                arr = _check_real_array(coef_init, "coef_init")
+                if arr.ndim != 1 or arr.shape[0] != d:
+                    raise ValueError(f"coef_init must have {d} values (one per feature), got "
+                                     f"shape {arr.shape}")
+                arr = arr.astype(np.float64)[None]
+                if not np.isfinite(arr).all():
+                    raise ValueError("coef_init contains NaN or inf; every value must be "
+                                     "finite")
+            coef = np.ascontiguousarray(arr, dtype=np.float64)
+        b = np.zeros(m)
+        if intercept_init is not None:
+            arr = _check_real_array(intercept_init, "intercept_init").astype(float).ravel()
+            if several:
+                if arr.size == 1:
+                    arr = np.repeat(arr, m)
+                if arr.shape != (m,) or not np.isfinite(arr).all():
+                    raise ValueError(f"intercept_init must be a finite number or {m} of them, "
+                                     f"got {np.shape(intercept_init)}")
+            else:
+                if arr.size != 1:
+                    raise ValueError(f"intercept_init must be one number, got shape "
+                                     f"{np.shape(intercept_init)}")
+                check_scalar(float(arr[0]), "intercept_init")
+            if arr.any() and not settings["fit_intercept"]:
+                raise ValueError("intercept_init is given but fit_intercept=False")
+            b = arr.astype(np.float64)
+        if settings["scale"] is not None and (coef_init is not None or
+                                              intercept_init is not None):
+            raise ValueError("coef_init/intercept_init with scale='online': a warm start is on "
+                             "the original scale, which the scaler has not seen yet; use "
+                             "scale=None for warm starts")
+        return coef, b
+
+    # -- layout -----------------------------------------------------------------
+    cdef int _setup(self, dict settings, object resolved) except -1:
+        # settings -> parameter records and a fresh (zero) state
+        p = _param_records(settings, resolved)
+        self.d = self.n_features = settings["n_features"]
+        self.m = p.shape[0]
+        self.several = isinstance(settings["tau"], tuple)
+        self.ld = (self.d + 7) & ~(<Py_ssize_t> 7)
+        self.mode = _MODES[settings["mode"]]
+        self.P = <SGDParams *> malloc(self.m * sizeof(SGDParams))
+        if self.P == NULL:
+            raise MemoryError("LinearSGD: could not allocate its parameters")
+        memcpy(self.P, self._params_bytes(p), self.m * sizeof(SGDParams))
+        self._settings = settings
+        self._schedule = resolved
+        self._pending = None
+        self._store = None
+        self._drift_rows = np.zeros(0)
+        self.feature_names = None
+        self.source = None
+        da = self.d + settings["fit_intercept"]
+        self.rlen = rs_len(da)
+        self._layout(self._window_need(0), settings["inference"], self._plug_rule(),
+                     settings["scale"] is not None)
+        return 0
+
+    cdef const char *_params_bytes(self, object p) except NULL:
+        cdef const unsigned char[::1] raw = np.ascontiguousarray(p).view(np.uint8).ravel()
+        self._tmp_params = raw
+        return <const char *> &raw[0]
+
+    cdef object _tmp_params
+
+    cdef bint _plug_rule(self):
+        # the plug-in intercepts' means, kept outside the random-scaling sums:
+        # averaging, one or several taus in single mode, an intercept, the
+        # check loss, no scaler
+        cdef const SGDParams *p = &self.P[0]
+        return p.average != 0 and p.mode == MODE_SINGLE and p.fit_intercept != 0 and \
+            p.loss == LOSS_CHECK and not self._settings["inference"] and \
+            self._settings["scale"] is None
+
+    cdef Py_ssize_t _window_need(self, Py_ssize_t block) except -1:
+        # the residual window's capacity a call needs: what it holds (fill),
+        # the warm-up and a window, and room for what the call appends
+        cdef Py_ssize_t q, need = 0, most
+        cdef const SGDParams *p
+        cdef double fill
+        for q in range(self.m):
+            p = &self.P[q]
+            if p.kind != KIND_STATISTICAL:
+                continue
+            fill = self._S(self._live)[q].fill if self._blk[self._live] != NULL else 0.0
+            if p.mode == MODE_STORAGE:
+                most = <Py_ssize_t> max(p.window, fill) + <Py_ssize_t> p.window
+            else:
+                most = <Py_ssize_t> max(max(p.window, p.n_warmup), max(fill, 1.0)) + \
+                    (block if p.mode == MODE_BATCH else 0) + 1
+            need = max(need, most)
+        return need
+
+    cdef int _layout(self, Py_ssize_t wcap, bint has_rs, bint has_plug, bint has_sc) except -1:
+        # (Re)allocate both state blocks for this layout, carrying the live
+        # state over (sections new to the layout start at zero), and the work
+        # space. Layout is not state: a failed call may leave a larger one.
+        cdef Py_ssize_t m = self.m, d = self.d, ld = self.ld, q, rlen = self.rlen
+        # (sections start on 64-byte boundaries: the iterates' rows, ld apart,
+        # then load and store whole vectors in the fused multi-quantile pass)
+        cdef Py_ssize_t o_W = _up8(m * NS)
+        cdef Py_ssize_t o_Wbar = o_W + m * ld
+        cdef Py_ssize_t o_win = o_Wbar + m * ld
+        cdef Py_ssize_t o_rs = _up8(o_win + m * wcap)
+        cdef Py_ssize_t o_plug = _up8(o_rs + (m * rlen if has_rs else 0))
+        cdef Py_ssize_t o_sc = _up8(o_plug + (m * 2 * d if has_plug else 0))
+        cdef Py_ssize_t size = o_sc + (2 * d + 1 if has_sc else 0)
+        cdef void *raw0 = malloc(size * sizeof(double) + 64)
+        cdef void *raw1 = malloc(size * sizeof(double) + 64)
+        cdef double *work = <double *> malloc((max(wcap, 1) + 7 * d + 8) * sizeof(double))
+        cdef double *snap = <double *> malloc(size * sizeof(double))
+        cdef MultiWork mw
+        cdef double *new
+        cdef double *old = self._blk[self._live]
+        cdef Py_ssize_t keep
+        if m > 1 and multi_work_init(&mw, m, d, ld, wcap) != OK:
+            free(raw0)
+            free(raw1)
+            free(work)
+            free(snap)
+            raise MemoryError("LinearSGD: could not allocate its work space")
+        if raw0 == NULL or raw1 == NULL or work == NULL or snap == NULL:
+            free(raw0)
+            free(raw1)
+            free(work)
+            free(snap)
+            if m > 1:
+                free(mw.work)
+            raise MemoryError(f"LinearSGD: could not allocate its state ({size} values)")
+        new = <double *> ((<size_t> raw0 + 63) & ~(<size_t> 63))
+        memset(new, 0, size * sizeof(double))
+        if old != NULL:
+            memcpy(new, old, (o_win) * sizeof(double))     # records, iterates, averages
+            keep = min(wcap, self.wcap)
+            for q in range(m):
+                memcpy(new + o_win + q * wcap, old + self.o_win + q * self.wcap,
+                       keep * sizeof(double))
+            if has_rs and self.has_rs:
+                memcpy(new + o_rs, old + self.o_rs, m * rlen * sizeof(double))
+            if has_plug and self.has_plug:
+                memcpy(new + o_plug, old + self.o_plug, m * 2 * d * sizeof(double))
+            elif has_plug and self.has_rs:
+                # inference turned off: its sums' tail kept the plug-in's means
+                for q in range(m):
+                    memcpy(new + o_plug + q * 2 * d, old + self.o_rs + q * rlen + rs_core(d + 1),
+                           2 * d * sizeof(double))
+            if has_sc and self.has_sc:
+                memcpy(new + o_sc, old + self.o_sc, (2 * d + 1) * sizeof(double))
+        self._free_buffers()
+        self._raw[0] = raw0
+        self._raw[1] = raw1
+        self._blk[0] = new
+        self._blk[1] = <double *> ((<size_t> raw1 + 63) & ~(<size_t> 63))
+        self._live = 0
+        self._work = work
+        self._snap = snap
+        if m > 1:
+            self._mw = mw
+            self._mw_ok = True
+        self._size = size
+        self.wcap = wcap
+        self.o_W, self.o_Wbar, self.o_win = o_W, o_Wbar, o_win
+        self.o_rs, self.o_plug, self.o_sc = o_rs, o_plug, o_sc
+        self.has_rs, self.has_plug, self.has_sc = has_rs, has_plug, has_sc
+        return 0
+
+    cdef inline SGDState *_S(self, int k) noexcept:
+        return <SGDState *> self._blk[k]
+
+    cdef inline double *_W(self, int k) noexcept:
+        return self._blk[k] + self.o_W
+
+    cdef inline double *_Wbar(self, int k) noexcept:
+        return self._blk[k] + self.o_Wbar
+
+    cdef inline double *_xrow(self) noexcept:
+        # the work row a one-row call copies its x into
+        return self._work + max(self.wcap, 1) + 5 * self.d
+
+    cdef void _lin(self, Lin *c, int k) noexcept:
+        # the loops' view of block k
+        cdef double *blk = self._blk[k]
+        cdef Py_ssize_t d = self.d
+        cdef double *plug = blk + self.o_plug if self.has_plug else NULL
+        c.d = d
+        c.m = self.m
+        c.ld = self.ld
+        c.wcap = self.wcap
+        c.rlen = self.rlen
+        c.S = <SGDState *> blk
+        c.P = self.P
+        c.W = blk + self.o_W
+        c.Wbar = blk + self.o_Wbar
+        c.win = blk + self.o_win if self.wcap else NULL
+        c.rs = blk + self.o_rs if self.has_rs else NULL
+        c.scaler = blk + self.o_sc if self.has_sc else NULL
+        c.pt = NULL
+        if self.mode == MODE_SINGLE and c.scaler == NULL:
+            c.pt = plug_in_means(&self.P[0], c.rs, plug, d)
+        c.pstride = self.rlen if c.rs != NULL else 2 * d
+        c.work = self._work
+        c.zbuf = self._work + max(self.wcap, 1)
+        c.cur = c.zbuf + 3 * d
+        c.nxt = c.cur + d
+        c.mw = &self._mw if self.m > 1 else NULL
+        c.alarms = NULL
+        c.dcap = 0
+        c.n_alarm = 0
+        c.hook = &_hook
+
+    # -- input ------------------------------------------------------------------
+    cdef const double *_dict_row(self, dict x) except NULL:
+        # A dict row {feature: value} through feature_index (river's rows):
+        # missing features read as 0, a feature outside the index is ignored
+        # or refused (refuse_new); values must be real numbers (bool is 0/1).
+        cdef double *out = self._xrow()
+        cdef PyObject *key
+        cdef PyObject *val
+        cdef PyObject *col
+        cdef Py_ssize_t pos = 0, j
+        cdef object index = self.feature_index
+        cdef object v
+        if type(index) is not dict:
+            raise TypeError("x: a dict row needs the learner's feature_index (a dict of "
+                            "feature -> column), which is not set")
+        memset(out, 0, self.d * sizeof(double))
+        while PyDict_Next(x, &pos, &key, &val):
+            col = PyDict_GetItem(<dict> index, <object> key)
+            if col == NULL:
+                if self.refuse_new:
+                    _refuse_new_features(x, index, self.d)
+                continue
+            j = PyLong_AsSsize_t(<object> col)
+            v = <object> val
+            if PyFloat_Check(v):
+                out[j] = PyFloat_AS_DOUBLE(v)
+            elif PyBool_Check(v) or isinstance(v, np.bool_):
+                out[j] = 1.0 if v else 0.0      # (a flag feature counts as 0/1)
+            else:
+                try:
+                    out[j] = _real(v, f"x[{(<object> key)!r}]")
+                except TypeError:
+                    raise TypeError(f"x: the values of features {[<object> key]!r} are not "
+                                    f"numbers (got {type(v).__name__} {v!r:.40})") from None
+        return out
+
+    cdef const double *_take_row(self, object x, str name) except NULL:
+        # x as d float64 values in the work row: a 1-D float64 buffer fast;
+        # a list or tuple of floats; a dict through feature_index; else any
+        # 1-D array-like of real numbers
+        cdef Py_buffer buf
+        if type(x) is dict:
+            return self._dict_row(<dict> x)
+        cdef double *out = self._xrow()
+        cdef Py_ssize_t j, d = self.d
+        cdef bint ok = False
+        cdef object item
+        if PyObject_CheckBuffer(x) and type(x) is not bytes and type(x) is not bytearray:
+            PyObject_GetBuffer(x, &buf, PyBUF_STRIDES | PyBUF_FORMAT)
+            if _is_f64_row(&buf, d):
+                _copy_strided(out, &buf, d)
+                ok = True
+            PyBuffer_Release(&buf)
+            if ok:
+                return out
+        elif (type(x) is list or type(x) is tuple) and len(x) == d:
+            for j in range(d):
+                item = x[j]
+                if type(item) is float:
+                    out[j] = <double> item
+                else:
+                    out[j] = _real(item, f"{name}[{j}]")
+            return out
+        return self._take_row_slow(x, name)
+
+    cdef const double *_take_row_slow(self, object x, str name) except NULL:
+        from streamfit._validation import _check_real_array
+        if isinstance(x, (str, bytes, bytearray)):
+            raise TypeError(f"{name} must be a 1-D array of {self.d} real numbers, got "
+                            f"{type(x).__name__} {x!r:.60}")
+        arr = _check_real_array(x, name)
+        if arr.ndim != 1 or arr.shape[0] != self.d:
+            raise ValueError(f"{name} must be a 1-D array of {self.d} values (one per feature), "
+                             f"got shape {arr.shape}")
+        cdef const double[::1] v = np.ascontiguousarray(arr, dtype=np.float64)
+        memcpy(self._xrow(), &v[0], self.d * sizeof(double))
+        return self._xrow()
+
+    cdef object _check_block(self, object X, object y, object sw):
+        # X (n, d) C-contiguous float64 (float32 too where single mode reads
+        # it as it is), y (n,), sample_weight None or (n,) finite, >= 0
+        if type(X) is not np.ndarray or X.ndim != 2 or \
+                not (X.dtype == np.float64 or X.dtype == np.float32):
+            raise TypeError(f"X must be a float64 ndarray of shape (n, {self.d}), got "
+                            f"{type(X).__name__} {getattr(X, 'dtype', '')} "
+                            f"{getattr(X, 'shape', '')}")
+        n = X.shape[0]
+        if X.shape[1] != self.d:
+            raise ValueError(f"X has {X.shape[1]} features, but {self._name()} is expecting "
+                             f"{self.d} features as input.")
+        if type(y) is not np.ndarray or y.dtype != np.float64 or y.ndim != 1:
+            raise TypeError(f"y must be a float64 ndarray of shape ({n},), got "
+                            f"{type(y).__name__} {getattr(y, 'dtype', '')}")
+        if y.shape[0] != n:
+            raise ValueError(f"y must have {n} values (X's rows), got {y.shape[0]}")
+        if sw is not None:
+            if type(sw) is not np.ndarray or sw.dtype != np.float64 or sw.ndim != 1:
+                raise TypeError("sample_weight must be None or a float64 ndarray")
+            if sw.shape[0] != n:
+                raise ValueError(f"sample_weight must have {n} values (X's rows), got "
+                                 f"{sw.shape[0]}")
+            if not (np.isfinite(sw).all() and (sw >= 0).all()):
+                bad = int(np.flatnonzero(~(np.isfinite(sw) & (sw >= 0)))[0])
+                raise ValueError(f"sample_weight must be finite and non-negative, got "
+                                 f"{sw[bad]!r} at row {bad}")
+        return n
+
+    # -- errors -----------------------------------------------------------------
+    cdef int _raise(self, int code, object x_row, double y_row, double w_row,
+                    object at) except -1:
+        # The exception for a failed call (the state was left as before it).
+        from streamfit._errors import raise_for, raise_row_error
+        where = self._name()
+        cdef const SGDState *s = self._S(self._live)
+        if code == ERR_BADINPUT and x_row is not None:
+            raise_row_error(where, at, np.asarray(x_row, dtype=np.float64), y_row,
+                            s.cl * (self.d + self._settings["fit_intercept"]))
+        if code == ERR_SCALE and x_row is not None:
+            big = float(np.abs(x_row).max()) if np.size(x_row) else 0.0
+            if 0 < big < _SQRT_DBL_MIN:
+                raise_for(code, where, detail=f"X's entries are at most {big:.3g}: their "
+                          "squares underflow float64, so the schedule cannot learn their "
+                          "scale.")
+        if code == ERR_SCALE:
+            raise_for(code, where, detail="The sum of ||x||^2 over the rows the schedule "
+                      "calibrates on overflows.")
+        raise_for(code, where)
+
+    cdef str _name(self):
+        return "LinearSGD" if self.source is None or not isinstance(self.source, tuple) \
+            else str(self.source[0])
+
+    cdef int _check_sums(self, int k) except -1:
+        # the random-scaling sums of s^2 u_s u_s' (a row of finite data, a
+        # finite iterate) can leave float64: refuse the call rather than keep them
+        cdef Py_ssize_t i
+        cdef double *rs
+        if not self.has_rs:
+            return 0
+        rs = self._blk[k] + self.o_rs
+        for i in range(self.m * self.rlen):
+            if not (fabs(rs[i]) <= DBL_MAX):
+                raise ValueError(
+                    f"{self._name()}: inference=True keeps sums of squared steps of the "
+                    "average times s^2, and they overflow float64 on this data: rescale y "
+                    "(or X) by a power of ten (and the intervals back), or set "
+                    "inference=False. The state was left as it was before this call")
+        return 0
+
+    # -- one row ------------------------------------------------------------------
+    def learn_one(self, x, y, weight=1.0):
+        """Learn from one row ``x`` (a 1-D array or sequence of n_features
+        real numbers) with target ``y`` and weight ``weight`` (>= 0): exactly
+        what a block holding this row would do. Bad input raises (naming the
+        argument) and changes nothing.
+
+        Examples
+        --------
+        >>> from streamfit.kernels import LinearSGD
+        >>> model = LinearSGD(2, schedule="constant")
+        >>> model.learn_one([1.0, 2.0], 3.0)
+        >>> model.n_samples_seen
+        1
+        """
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            self._learn_one(x, y, weight)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef int _learn_one(self, object x, object y, object weight) except -1:
+        cdef const double *xp
+        cdef double yv, wv
+        if self.mode != MODE_SINGLE:
+            return self._learn_block(self._as_block(x, "x"), np.array([_real(y, "y")]),
+                                     None if weight == 1.0 else np.array([self._weight(weight)]),
+                                     None)
+        xp = self._take_row(x, "x")
+        yv = _real(y, "y")
+        wv = 1.0 if type(weight) is float and <double> weight == 1.0 else self._weight(weight)
+        return self._learn_row(xp, yv, wv, x)
+
+    cdef int _learn_row(self, const double *xp, double yv, double wv, object x) except -1:
+        # One row of single mode at xp (n_features values), in place, with the
+        # GIL held; x (or None) names what the caller passed, for errors.
+        cdef double eta_user = 0.0
+        cdef Lin c
+        cdef Poll pl
+        cdef Py_ssize_t done = 0, row = -1
+        cdef int code, k = self._live
+        cdef double alarm = 0.0
+        cdef double *blk = self._blk[k]
+        cdef double *etas = NULL
+        if not (wv >= 0 and wv <= DBL_MAX):
+            raise ValueError(f"weight must be finite and >= 0, got {wv!r}")
+        if self.P[0].kind == KIND_ARRAY and wv != 0:
+            eta_user = user_stepsizes(self._schedule, int(self._S(k).n_updates), 1)[0]
+            etas = &eta_user
+        # the sections a row can move: records, iterates, averages | sums,
+        # plug-in means, scaler (the window only grows past its fill)
+        memcpy(self._snap, blk, self.o_win * sizeof(double))
+        if self._size > self.o_rs:
+            memcpy(self._snap + self.o_rs, blk + self.o_rs,
+                   (self._size - self.o_rs) * sizeof(double))
+        self._lin(&c, k)
+        c.alarms = &alarm
+        c.dcap = 1
+        poll_quiet(&pl, &_hook)
+        if self.m > 1:
+            code = multi_rows(&c, xp, NULL, 1, &yv, &wv if wv != 1.0 else NULL,
+                              <int> _NONCROSSING[self._settings["noncrossing"]], NULL, &pl,
+                              &done, &row)
+        else:
+            code = single_rows(&c, xp, NULL, 1, &yv, &wv if wv != 1.0 else NULL, etas, &pl,
+                               &done, &row)
+        if code == OK and not all_finite(&c):
+            code = ERR_NONFINITE
+        if code == OK and self.has_rs:
+            try:
+                self._check_sums(k)
+            except BaseException:
+                self._restore(blk)
+                raise
+        if code != OK:
+            self._restore(blk)
+            if type(x) is dict and code == ERR_BADINPUT:
+                _refuse_nonfinite(x, self.feature_index, "x")
+            self._raise(code, np.asarray(<double[:self.d]> xp).copy(), yv, wv, "this row")
+        if c.n_alarm:
+            self._drift_rows = np.append(self._drift_rows, alarm)
+        return 0
+
+    cdef void _restore(self, double *blk) noexcept:
+        memcpy(blk, self._snap, self.o_win * sizeof(double))
+        if self._size > self.o_rs:
+            memcpy(blk + self.o_rs, self._snap + self.o_rs,
+                   (self._size - self.o_rs) * sizeof(double))
+
+    cdef double _weight(self, object weight) except -1.0:
+        cdef double w = _real(weight, "weight")
+        if not (w >= 0 and w <= DBL_MAX):
+            raise ValueError(f"weight must be finite and >= 0, got {weight!r}")
+        return w
+
+    cdef object _as_block(self, object x, str name):
+        self._take_row(x, name)
+        return np.asarray(<double[:self.d]> self._xrow()).copy()[None]
+
+    def predict_one(self, x):
+        """The prediction for one row ``x``: a float (one tau), or an array of
+        the m quantiles, sorted (several).
+
+        Examples
+        --------
+        >>> from streamfit.kernels import LinearSGD
+        >>> LinearSGD(2, coef_init=[1.0, 2.0], intercept_init=0.5).predict_one([1.0, 1.0])
+        3.5
+        """
+        cdef const double *xp
+        cdef const double *coef
+        cdef double out
+        cdef double[::1] res
+        cdef Py_ssize_t q
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            xp = self._take_row(x, "x")
+            if not self.several:
+                coef = self._coef_ptr(0)
+                out = sf_dot(self.d, xp, coef) + self._intercept_of(0)
+                if type(x) is dict and not (fabs(out) <= DBL_MAX):
+                    _refuse_nonfinite(x, self.feature_index, "x")
+                return out
+            res = np.empty(self.m)
+            for q in range(self.m):
+                coef = self._coef_ptr(q)
+                res[q] = sf_dot(self.d, xp, coef) + self._intercept_of(q)
+            _sort_small(&res[0], self.m)
+            return np.asarray(res)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef bint _averaged(self, Py_ssize_t q) noexcept:
+        return self.P[q].average != 0 and self._S(self._live)[q].n_avg > 0
+
+    cdef const double *_coef_ptr(self, Py_ssize_t q) noexcept:
+        # The coefficients predictions use: the average once it runs, else
+        # the iterate -- with a scaler, the iterate on the original scale,
+        # beta = theta / sd, made in the work space (_intercept_of then gives
+        # its intercept b - mean' beta, summed in sf_dot's order). Every
+        # prediction (predict, predict_one, coef) reads these.
+        cdef const double *sc
+        cdef const double *w
+        cdef double *out
+        cdef Py_ssize_t j, d = self.d
+        if self._averaged(q):
+            return self._Wbar(self._live) + q * self.ld
+        if not self.has_sc:
+            return self._W(self._live) + q * self.ld
+        sc = self._blk[self._live] + self.o_sc
+        w = self._W(self._live)
+        out = self._work + max(self.wcap, 1) + 6 * d
+        for j in range(d):
+            out[j] = w[j] / feature_sd(sc, d, j)
+        return out
+
+    cdef double _intercept_of(self, Py_ssize_t q) noexcept:
+        # (after _coef_ptr(q), whose scaled coefficients it reads)
+        cdef const SGDState *s = &self._S(self._live)[q]
+        cdef const double *sc
+        if self._averaged(q):
+            return s.intercept_avg
+        if not self.has_sc or self.P[0].fit_intercept == 0:
+            return s.intercept
+        sc = self._blk[self._live] + self.o_sc
+        return s.intercept - sf_dot(self.d, sc + 1, self._work + max(self.wcap, 1) + 6 * self.d)
+
+    # -- blocks -----------------------------------------------------------------
+    def learn(self, X, y, sample_weight=None, predictions=None, batch_size=None):
+        """Learn from a block of rows: ``X`` a C-contiguous float64 array of
+        shape (n, n_features) (float32 read as it is in mode "single"), ``y``
+        float64 (n,), ``sample_weight`` None or float64 (n,) >= 0. Returns the
+        number of rows taken (n).
+
+        In mode "batch" rows short of a full batch (``batch_size``) wait for
+        the next call (``n_samples_seen`` counts them); with
+        ``batch_size=None`` the call is one batch. In mode "storage" the rows
+        join all rows so far and one step is taken on the mean loss over all
+        of them. ``predictions``: None, or (several taus) an (n, m) float64
+        array that receives each row's m predictions under the iterates
+        before its update. ``batch_size``: mode "batch", the rows per update
+        of this call only (default the setting).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit.kernels import LinearSGD
+        >>> X = np.random.default_rng(0).standard_normal((500, 3))
+        >>> LinearSGD(3, mode="batch", batch_size=100).learn(X, X.sum(1))
+        500
+        """
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return self._learn_block(X, y, sample_weight, predictions, batch_size)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef object _learn_block(self, object X, object y, object sw, object preds,
+                             object batch_size=None):
+        n = self._check_block(X, y, sw)
+        # (the loops read rows in C order: other layouts are copied once;
+        # float32 rows are read as they are in single mode only)
+        X = np.ascontiguousarray(X, dtype=None if self.mode == MODE_SINGLE else np.float64)
+        y = np.ascontiguousarray(y)
+        if sw is not None:
+            sw = np.ascontiguousarray(sw)
+        if preds is not None and (not self.several or type(preds) is not np.ndarray or
+                                  preds.dtype != np.float64 or preds.shape != (n, self.m)
+                                  or not preds.flags.c_contiguous or not preds.flags.writeable):
+            raise ValueError(f"predictions must be None or a writable float64 array of shape "
+                             f"({n}, {self.m}) (several taus)")
+        if n == 0:
+            return 0
+        if self.mode == MODE_SINGLE:
+            return self._learn_single(X, y, sw, preds)
+        if self.mode == MODE_BATCH:
+            return self._learn_batch(X, y, sw, batch_size)
+        return self._learn_storage(X, y, sw)
+
+    cdef int _grow_window(self, Py_ssize_t block) except -1:
+        cdef Py_ssize_t need = self._window_need(block)
+        if need > self.wcap:
+            self._layout(need, self.has_rs, self.has_plug, self.has_sc)
+        return 0
+
+    cdef int _commit(self, int spare) noexcept:
+        self._live = spare
+        return 0
+
+    cdef int _interrupted(self, int done, Py_ssize_t n, str what) except -1:
+        # a signal handler raised inside the loop: its exception, with a note
+        exc = pending_exception()
+        if exc is None:         # pragma: no cover - the loop always leaves one
+            exc = KeyboardInterrupt()
+        if hasattr(exc, "add_note"):
+            exc.add_note(f"{self._name()} was interrupted after {done} of its {n} {what}: "
+                         f"it holds the state after them (n_samples_seen = "
+                         f"{self._n_seen()})")
+        raise exc
+
+    cdef object _learn_single(self, object X, object y, object sw, object preds):
+        cdef Py_ssize_t n = X.shape[0], done = 0, row = -1, count
+        cdef int spare = 1 - self._live, code
+        cdef Lin c
+        cdef Poll pl
+        cdef const double *X64 = NULL
+        cdef const float *X32 = NULL
+        cdef const double[:, ::1] x64
+        cdef const float[:, ::1] x32
+        cdef const double[::1] yv = y
+        cdef const double[::1] swv
+        cdef const double *swp = NULL
+        cdef const double[::1] etav
+        cdef const double *etas = NULL
+        cdef double[::1] alarms
+        cdef double[:, ::1] pv
+        cdef double *po = NULL
+        cdef int noncross = <int> _NONCROSSING[self._settings["noncrossing"]]
+        if X.dtype == np.float32:
+            x32 = X
+            X32 = &x32[0, 0]
+        else:
+            x64 = X
+            X64 = &x64[0, 0]
+        if sw is not None:
+            swv = sw
+            swp = &swv[0]
+        if preds is not None:
+            pv = preds
+            po = &pv[0, 0]
+        self._grow_window(0)
+        if self.P[0].kind == KIND_ARRAY:
+            count = n if sw is None else int(np.count_nonzero(sw))
+            etav = user_stepsizes(self._schedule, int(self._S(self._live).n_updates), count) \
+                if count else np.zeros(1)
+            etas = &etav[0]
+        alarms = np.zeros(self._alarm_room(n, sw) + 1)
+        memcpy(self._blk[spare], self._blk[self._live], self._size * sizeof(double))
+        self._lin(&c, spare)
+        c.alarms = &alarms[0]
+        c.dcap = alarms.shape[0]
+        poll_init(&pl, &_hook)
+        with nogil:
+            if self.m > 1:
+                code = multi_rows(&c, X64, X32, n, &yv[0], swp, noncross, po, &pl, &done, &row)
+            else:
+                code = single_rows(&c, X64, X32, n, &yv[0], swp, etas, &pl, &done, &row)
+        if (code == OK or code == ERR_INTERRUPTED) and not all_finite(&c):
+            if code == ERR_INTERRUPTED:
+                pending_exception()       # the divergence is what the caller must hear
+            code = ERR_NONFINITE
+        if code == OK or code == ERR_INTERRUPTED:
+            if code == ERR_INTERRUPTED:
+                exc = pending_exception()
+                try:
+                    self._check_sums(spare)
+                except BaseException:
+                    raise
+                self._commit(spare)
+                self._add_alarms(alarms, c.n_alarm)
+                _reraise(exc, self._name(), done, n, "rows", self._n_seen())
+            self._check_sums(spare)
+            self._commit(spare)
+            self._add_alarms(alarms, c.n_alarm)
+            return n
+        if row >= 0:
+            self._raise(code, np.asarray(X[row], dtype=np.float64), float(y[row]),
+                        1.0 if sw is None else float(sw[row]), f"row {row} of this call")
+        self._raise(code, None, 0.0, 1.0, None)
+
+    cdef Py_ssize_t _alarm_room(self, Py_ssize_t n, object sw):
+        # room for every alarm the call can raise: the test restarts at an
+        # alarm and runs again only after drift_arm rows (of weight >= 1
+        # each unless weighted)
+        if self.P[0].drift == 0:
+            return 0
+        arm = self.P[0].drift_arm
+        per = max(arm, 1.0) if sw is None else \
+            max(arm / max(float(sw.max(initial=0.0)), 1e-300), 1.0)
+        return int(min(n, n / per + 2))
+
+    cdef int _add_alarms(self, object alarms, Py_ssize_t count) except -1:
+        if count:
+            self._drift_rows = np.concatenate([self._drift_rows, alarms[:count]])
+        return 0
+
+    cdef int _n_seen(self):
+        n = int(self._S(self._live).n_seen)
+        if self._pending is not None:
+            n += self._pending[0].shape[0]
+        return n
+
+    # batch mode ---------------------------------------------------------------
+    cdef object _learn_batch(self, object X, object y, object sw, object batch_size):
+        # The virtual stream is the rows waiting from earlier calls, then X.
+        # The head completes the waiting rows' last block with X's first h
+        # rows (a batch_size lowered while rows wait gives several blocks);
+        # the rest of X goes down as it is (no copy); what is short of a block
+        # waits for the next call.
+        from streamfit._validation import check_matrix, check_vector
+        cdef Py_ssize_t n = X.shape[0], k, block, h = 0, nh, n_full, first_waiting
+        cdef Py_ssize_t done = 0, row = -1, processed = 0, updates
+        cdef int spare = 1 - self._live, code = OK
+        cdef Lin c
+        cdef Poll pl
+        cdef BlockWork bw
+        cdef const double[:, ::1] xv
+        cdef const double[::1] yv
+        cdef const double[::1] wv
+        cdef const double[::1] etav
+        cdef const double *wp
+        cdef Py_ssize_t n_etas
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        pending = self._pending
+        pX, py, pw = pending if pending is not None else (np.zeros((0, self.d)), np.zeros(0),
+                                                          None)
+        k = pX.shape[0]
+        block = batch_size or self._settings["batch_size"] or (k + n)
+        parts = []                  # (X, y, w, index in the call's X of the part's first row)
+        rest = None                 # the head's rows short of a block (X exhausted)
+        if k:
+            h = min(n, (k + block - 1) // block * block - k)   # (ceil: C division)
+            head_X = np.concatenate([pX, X[:h]])
+            head_y = np.concatenate([py, y[:h]])
+            head_w = _join_weights([(k, pw), (h, None if sw is None else sw[:h])])
+            nh = head_X.shape[0] // block * block
+            if nh:
+                parts.append((head_X[:nh], head_y[:nh], _rows(head_w, 0, nh), -k))
+            if nh < head_X.shape[0]:
+                rest = (head_X[nh:], head_y[nh:], _rows(head_w, nh, None))
+        n_full = (n - h) // block * block
+        if n_full:
+            parts.append((X[h:h + n_full], y[h:h + n_full], _rows(sw, h, h + n_full), h))
+        # X rows that only wait are not seen by a loop in this call: check them now
+        first_waiting = 0 if rest is not None else h + n_full
+        if first_waiting < n:
+            check_matrix(X[first_waiting:], "X")
+            check_vector(y[first_waiting:], n - first_waiting, "y")
+        updates = sum(p[0].shape[0] // block if p[2] is None else _block_updates(p[2], block)
+                      for p in parts)
+        etas = user_stepsizes(self._schedule, int(self._S(self._live).n_updates), updates) \
+            if self.P[0].kind == KIND_ARRAY and updates else np.zeros(0)
+        if parts:
+            self._grow_window(block)
+            spare = 1 - self._live
+        memcpy(self._blk[spare], self._blk[self._live], self._size * sizeof(double))
+        self._lin(&c, spare)
+        if parts and block_work_init(&bw, block, self.d, self.wcap) != OK:
+            raise MemoryError(f"{self._name()}: a work space for a batch of {block} rows "
+                              "could not be allocated; the state was left as it was")
+        exc = None
+        bad = None
+        try:
+            poll_init(&pl, &_hook)
+            for part_X, part_y, part_w, first in parts:
+                xv = part_X
+                yv = part_y
+                if part_w is not None:
+                    wv = part_w
+                etav = etas if etas.shape[0] else np.zeros(1)
+                n_etas = etas.shape[0]
+                wp = &wv[0] if part_w is not None else NULL
+                with nogil:
+                    code = batch_blocks(&c, &xv[0, 0], &yv[0], wp, xv.shape[0], block,
+                                        &etav[0], n_etas, &bw, &pl, &done, &row)
+                processed += done
+                if code != OK:
+                    bad = None if row < 0 else (row + first, part_X[row], part_y[row])
+                    break
+                etas = etas[done // block if part_w is None else
+                            _block_updates(part_w, block):]
+        finally:
+            if parts:
+                block_work_free(&bw)
+        if code == OK and not all_finite(&c):
+            code = ERR_NONFINITE
+        elif code == ERR_INTERRUPTED and not all_finite(&c):
+            pending_exception()
+            code = ERR_NONFINITE
+        if code == ERR_INTERRUPTED:
+            exc = pending_exception()
+            self._check_sums(spare)
+            # waiting rows not yet applied still wait; X rows not applied are
+            # not taken
+            if processed < k:
+                new_pending = (pX[processed:].copy(), py[processed:].copy(),
+                               _rows(pw, processed, None))
+            else:
+                new_pending = None
+            self._commit(spare)
+            self._pending = new_pending
+            _reraise(exc, self._name(), max(0, processed - k), n, "rows", self._n_seen())
+        if code != OK:
+            if bad is not None and bad[0] >= 0:
+                self._raise(code, bad[1], bad[2], 1.0, f"row {bad[0]} of this call")
+            if bad is not None:
+                self._raise(code, bad[1], bad[2], 1.0, "a row held from an earlier call")
+            self._raise(code, None, 0.0, 1.0, None)
+        self._check_sums(spare)
+        if rest is not None:
+            new_pending = rest
+        else:
+            start = h + n_full
+            new_pending = (X[start:].copy(), y[start:].copy(),
+                           None if sw is None else sw[start:].copy())
+            if new_pending[0].shape[0] == 0:
+                new_pending = None
+        self._commit(spare)
+        self._pending = new_pending
+        return n
+
+    # storage mode ---------------------------------------------------------------
+    cdef object _learn_storage(self, object X, object y, object sw):
+        # All data so far, in arrays with spare capacity (amortised appends):
+        # rows are checked, then written into the spare room only (rows already
+        # stored are never written); the step runs on the spare state block.
+        from streamfit._validation import check_matrix, check_vector
+        cdef Py_ssize_t n = X.shape[0], n_old, stored, row = -1
+        cdef int spare, code
+        cdef bint stepped = False
+        cdef Lin c
+        cdef Poll pl
+        cdef BlockWork bw
+        cdef const double[:, ::1] xv
+        cdef const double[::1] yv
+        cdef const double[::1] wv
+        cdef double eta = 0.0
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        check_matrix(X, "X")
+        check_vector(y, n, "y")
+        store = self._store
+        if store is None:
+            store = [np.zeros((0, self.d)), np.zeros(0), None, 0]
+        sX, sy, sw_old, n_old = store
+        stored = n_old + n
+        weighted = sw is not None or sw_old is not None
+        cap = sX.shape[0]
+        if stored > cap:
+            cap = max(2 * cap, stored, 64)
+            grown_X, grown_y = np.zeros((cap, self.d)), np.zeros(cap)
+            grown_X[:n_old], grown_y[:n_old] = sX[:n_old], sy[:n_old]
+            sX, sy = grown_X, grown_y
+            if sw_old is not None:
+                grown_w = np.zeros(cap)
+                grown_w[:n_old] = sw_old[:n_old]
+                sw_old = grown_w
+        if weighted and (sw_old is None or sw_old.shape[0] != cap):
+            grown_w = np.zeros(cap)
+            grown_w[:n_old] = 1.0 if sw_old is None else sw_old[:n_old]
+            sw_old = grown_w
+        sX[n_old:stored] = X
+        sy[n_old:stored] = y
+        if sw_old is not None:
+            sw_old[n_old:stored] = 1.0 if sw is None else sw
+        new_store = [sX, sy, sw_old, stored]
+        if sw is not None and not sw.any():
+            # new rows of weight 0 teach nothing: no step, as if they were absent
+            spare = 1 - self._live
+            memcpy(self._blk[spare], self._blk[self._live], self._size * sizeof(double))
+            self._S(spare).n_seen += n
+            self._commit(spare)
+            self._store = new_store
+            return n
+        try:
+            if self.P[0].kind == KIND_ARRAY:
+                eta = float(user_stepsizes(self._schedule,
+                                           int(self._S(self._live).n_updates), 1)[0])
+            self._grow_window(<Py_ssize_t> self.P[0].window)
+            spare = 1 - self._live
+            memcpy(self._blk[spare], self._blk[self._live], self._size * sizeof(double))
+            self._lin(&c, spare)
+            xv = sX[:stored]
+            yv = sy[:stored]
+            if sw_old is not None:
+                wv = sw_old[:stored]
+            if block_work_init(&bw, stored, self.d, self.wcap) != OK:
+                raise MemoryError(f"{self._name()}: a work space for {stored} rows could not "
+                                  "be allocated; the state was left as it was")
+            poll_init(&pl, &_hook)
+            with nogil:
+                code = storage_step(&c, &xv[0, 0], &yv[0],
+                                    &wv[0] if sw_old is not None else NULL, stored, n_old, eta,
+                                    &bw, &pl, &stepped, &row)
+            block_work_free(&bw)
+        except BaseException:
+            # leave the spare room as it was (zeros), whatever went wrong
+            _zero_rows(sX, sy, sw_old, n_old, stored)
+            raise
+        if (code == OK or code == ERR_INTERRUPTED) and not all_finite(&c):
+            if code == ERR_INTERRUPTED:
+                pending_exception()
+            code = ERR_NONFINITE
+            stepped = False
+        if code == ERR_INTERRUPTED and stepped:
+            exc = pending_exception()
+            self._commit(spare)
+            self._store = new_store
+            _reraise(exc, self._name(), n, n, "rows", self._n_seen())
+        if code == ERR_INTERRUPTED:
+            # before the step: nothing of the call is kept
+            exc = pending_exception()
+            _zero_rows(sX, sy, sw_old, n_old, stored)
+            _reraise(exc, self._name(), 0, n, "rows", self._n_seen())
+        if code != OK:
+            _zero_rows(sX, sy, sw_old, n_old, stored)
+            if row >= 0:
+                i = row - n_old
+                self._raise(code, X[i] if i >= 0 else sX[row], float(y[i] if i >= 0 else sy[row]),
+                            1.0, f"row {i} of this call" if i >= 0 else
+                            "a row held from an earlier call")
+            self._raise(code, None, 0.0, 1.0, None)
+        self._commit(spare)
+        self._store = new_store
+        return n
+
+    # -- predictions ------------------------------------------------------------
+    def predict(self, X):
+        """Predictions for the rows of ``X`` (C-contiguous float64, shape (n,
+        n_features)): shape (n,), or (n, m) with several taus (each row's m
+        quantiles sorted: rearrangement). NaN or inf in X raises.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit.kernels import LinearSGD
+        >>> LinearSGD(2, coef_init=[1.0, 2.0]).predict(np.ones((3, 2)))
+        array([3., 3., 3.])
+        """
+        cdef Py_buffer xb, ob
+        cdef const double *xp
+        cdef const double *cp
+        cdef const double *bp
+        cdef double *op
+        cdef Py_ssize_t n, i, m = self.m, d = self.d, bad = -1
+        if type(X) is not np.ndarray or X.dtype != np.float64 or X.ndim != 2:
+            raise TypeError(f"X must be a float64 ndarray of shape (n, {d})")
+        if X.shape[1] != d:
+            raise ValueError(f"X has {X.shape[1]} features, but {self._name()} is expecting "
+                             f"{d} features as input.")
+        n = X.shape[0]
+        if not X.flags.c_contiguous:
+            X = np.ascontiguousarray(X)
+        if self.several:
+            out_arr = np.empty((n, m))
+        else:
+            out_arr = np.empty(n)
+        if n == 0:
+            return out_arr
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            # the solution's coefficients, as predict_one takes them
+            coefs, bs = self._solution_arrays()
+            cp = _ptr2(coefs)
+            bp = _ptr1(bs)
+            xp = _c_rows(X, &xb, False)
+            op = <double *> _c_rows(out_arr, &ob, True)
+            if n * d * m < 65536:
+                bad = _predict_rows(xp, n, d, m, cp, bp, op)
+            else:
+                with nogil:
+                    bad = _predict_rows(xp, n, d, m, cp, bp, op)
+            PyBuffer_Release(&ob)
+            PyBuffer_Release(&xb)
+            if bad >= 0 and not np.isfinite(X[bad]).all():
+                raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
+                                 "finite")
+        finally:
+            lock_leave(&self._lock)
+        return out_arr
+
+    cdef tuple _solution_arrays(self):
+        # (coef (m, d), intercepts (m,)): what predictions use (_coef_ptr)
+        cdef Py_ssize_t q, d = self.d
+        coef = np.empty((self.m, d))
+        b = np.empty(self.m)
+        cdef double[:, ::1] cv = coef
+        cdef double[::1] bv = b
+        cdef const double *src
+        for q in range(self.m):
+            src = self._coef_ptr(q)
+            memcpy(&cv[q, 0], src, d * sizeof(double))
+            bv[q] = self._intercept_of(q)
+        return coef, b
+
+    # -- read-only state ----------------------------------------------------------
+    @property
+    def coef(self):
+        """The coefficients predictions use (the average once it runs, else
+        the last iterate; on the original scale with ``scale="online"``): a
+        copy, shape (n_features,), or (m, n_features) with several taus."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            coef = self._solution_arrays()[0]
+            return coef if self.several else coef[0]
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def intercept(self):
+        """The intercept predictions use: a float, or (m,) with several taus."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            b = self._solution_arrays()[1]
+            return b if self.several else float(b[0])
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def iterate(self):
+        """(coef, intercept) of the last iterate (not averaged; on the scaled
+        features with ``scale="online"``): copies."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            W = np.array(self._array(self.o_W, self.ld)[:, :self.d])
+            b = np.array([self._S(self._live)[q].intercept for q in range(self.m)])
+            return (W, b) if self.several else (W[0], float(b[0]))
+        finally:
+            lock_leave(&self._lock)
+
+    cdef object _array(self, Py_ssize_t offset, Py_ssize_t width):
+        # a (m, width) view of a section of the live block (callers copy)
+        return np.asarray(<double[:self.m, :width]> (self._blk[self._live] + offset))
+
+    cdef object _records(self):
+        # the live state records as a structured array (a copy)
+        return np.asarray(<double[:self.m * NS]> self._blk[self._live]).copy().view(
+            STATE_DTYPE)
+
+    @property
+    def n_samples_seen(self):
+        """Rows received (rows waiting for a full batch included, whatever
+        their weight)."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return self._n_seen()
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def n_updates(self):
+        """Updates taken (several taus: the first quantile's)."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return int(self._S(self._live).n_updates)
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def cumulative_loss(self):
+        """Prequential loss: a float, or (m,) with several taus."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            loss = np.array([self._S(self._live)[q].loss for q in range(self.m)])
+            return loss if self.several else float(loss[0])
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def schedule_state(self):
+        """The schedule's phase and estimates (a dict; a list of them with
+        several taus)."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            out = [{"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
+                    "t_switch": int(s["t_switch"]), "d0": float(s["d0"]),
+                    "b0": float(s["b0"]), "cl": float(s["cl"]),
+                    "restarts": int(s["n_restarts"])} for s in self._records()]
+            return out if self.several else out[0]
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def drift_rows(self):
+        """Rows (0-based, over all calls) where the drift test restarted the
+        average: an int64 array (a copy)."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return self._drift_rows.astype(np.int64)
+        finally:
+            lock_leave(&self._lock)
+
+    @property
+    def settings(self):
+        """The checked settings (a dict; a copy)."""
+        return dict(self._settings)
+
+    @property
+    def n_quantiles(self):
+        """m: the number of taus (1 for one tau or least squares)."""
+        return self.m
+
+    @property
+    def warm_up_rows(self):
+        """The statistical schedule's warm-up rows (n_warmup), else 0."""
+        return int(self.P[0].n_warmup) if self.P[0].kind == KIND_STATISTICAL else 0
+
+    def random_scaling(self):
+        """(z, V): the averaged iterate (coefficients, then the intercept) and
+        the random-scaling matrix V_k / k (Lee, Liao, Seo & Shin 2022), one
+        per quantile with several taus. Needs ``inference=True``."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            if not self.has_rs:
+                raise AttributeError(
+                    "no random-scaling sums are kept: set inference=True (with "
+                    "average=True) before fitting for conf_int and coef_covariance_")
+            rs = np.array(self._array(self.o_rs, self.rlen))
+            recs = self._records()
+            wbar = np.array(self._array(self.o_Wbar, self.ld)[:, :self.d])
+            zs, Vs = [], []
+            for q in range(self.m):
+                k = float(recs[q]["n_avg"])
+                if k < 2:
+                    which = f" of tau={float(self.P[q].tau):g}" if self.several else ""
+                    raise ValueError(
+                        f"the average{which} holds {int(k)} iterate(s) (it starts once the "
+                        "statistical schedule has settled in its last phase): random scaling "
+                        "needs at least 2; learn from more rows first")
+                z = wbar[q]
+                if self.P[0].fit_intercept != 0:
+                    z = np.append(z, recs[q]["intercept_avg"])
+                zs.append(z)
+                Vs.append(random_scaling_matrix(rs[q], z, k))
+            if not self.several:
+                return zs[0], Vs[0]
+            return np.array(zs), np.array(Vs)
+        finally:
+            lock_leave(&self._lock)
+
+    # -- settings mid-stream ------------------------------------------------------
+    def configure(self, **changes):
+        """Change settings mid-stream (the estimators' ``set_params`` between
+        calls). ``tau``, ``mode``, ``fit_intercept``, ``loss`` and ``scale``
+        cannot change (the learnt state belongs to them: ValueError naming
+        the setting); ``schedule``, ``batch_size``, ``average``,
+        ``inference``, ``drift`` and ``noncrossing`` take effect at the next
+        call (see :class:`~streamfit.OnlineQuantileRegressor`). Returns
+        whether anything changed.
+
+        Examples
+        --------
+        >>> from streamfit.kernels import LinearSGD
+        >>> model = LinearSGD(2)
+        >>> model.configure(average=True)
+        True
+        >>> model.configure(tau=0.9)
+        Traceback (most recent call last):
+        ...
+        ValueError: tau changed from 0.5 to 0.9 since the first call; ...
+        """
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return self._configure(changes)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef bint _configure(self, dict changes) except -1:
+        cdef Py_ssize_t q
+        cdef SGDState *S
+        old = self._settings
+        unknown = set(changes) - set(old) | ({"n_features"} & set(changes))
+        if unknown:
+            raise TypeError(f"configure: unknown or fixed settings {sorted(unknown)}")
+        merged = dict(old)
+        merged.update(changes)
+        settings, resolved = check_settings(
+            merged["n_features"], merged["tau"], merged["loss"], merged["mode"],
+            merged["schedule"], merged["batch_size"], merged["average"],
+            merged["fit_intercept"], merged["inference"], merged["scale"], merged["drift"],
+            merged["noncrossing"])
+        for name in ("tau", "mode", "fit_intercept", "loss"):
+            if settings[name] != old[name]:
+                before, now = old[name], settings[name]
+                if name == "tau" and isinstance(before, tuple):
+                    before = list(before)
+                if name == "tau" and isinstance(now, tuple):
+                    now = list(now)
+                raise ValueError(f"{name} changed from {before!r} to {now!r} since the first "
+                                 f"call; the learnt state belongs to {name}={before!r}. Set "
+                                 "it back, or call fit() to start afresh")
+        if settings["scale"] != old["scale"]:
+            raise ValueError(f"scale changed to {settings['scale']!r} since the first call; "
+                             "the learnt coefficients are on the old scale. Set it back, or "
+                             "call fit() to start afresh")
+        p = _param_records(settings, resolved)
+        old_p = np.asarray(<SGDParams[:self.m]> self.P).copy()
+        if _same_schedule(old["schedule"], settings["schedule"]) and \
+                all(settings[k] == old[k] for k in settings if k != "schedule") and \
+                p.tobytes() == old_p.tobytes():
+            self._schedule = resolved
+            self._settings = settings
             return False
-    return True
+        # the changes, applied to the live state (between calls: nothing runs)
+        S = self._S(self._live)
+        recs = self._records()
+        for q in range(self.m):
+            if p["kind"][q] == KIND_STATISTICAL and old_p["kind"][q] != KIND_STATISTICAL:
+                # the statistical schedule takes over: it warms up afresh from
+                # the current iterate
+                for name in _SCHEDULE_FIELDS:
+                    recs[q][name] = 0.0
+            if p["average"][q] and not old_p["average"][q]:
+                recs[q]["n_avg"] = 0.0        # the average restarts
+            if p["drift"][q] != old_p["drift"][q]:
+                recs[q]["dr_n"] = 0.0         # the test starts afresh
+                recs[q]["dr_cusum"] = 0.0
+            if settings["inference"] and not old["inference"]:
+                recs[q]["n_avg"] = 0.0        # the averages restart with the sums
+        memcpy(S, _ptr1(np.ascontiguousarray(recs.view(np.float64))),
+               self.m * NS * sizeof(double))
+        memcpy(self.P, self._params_bytes(p), self.m * sizeof(SGDParams))
+        self._settings = settings
+        self._schedule = resolved
+        plug = self._plug_rule()
+        if settings["inference"] != self.has_rs or plug != self.has_plug:
+            self._layout(max(self.wcap, self._window_need(0)), settings["inference"], plug,
+                         self.has_sc)
+            if plug and not self.has_plug:
+                pass
+        else:
+            self._grow_window(0)
+        if plug:
+            # means started mid-average would begin from zeros: they restart
+            # with the average
+            for q in range(self.m):
+                if self.P[q].average != 0 and not old["average"]:
+                    memset(self._blk[self._live] + self.o_plug + q * 2 * self.d, 0,
+                           2 * self.d * sizeof(double))
+        return True
+
+    # -- copies and pickling ----------------------------------------------------
+    def copy(self):
+        """An independent copy (nothing shared with this object)."""
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            state = self._to_state(False)
+        finally:
+            lock_leave(&self._lock)
+        new = _from_state(state, False)
+        new.feature_names = self.feature_names
+        new.source = self.source
+        return new
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __reduce__(self):
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return (_rebuild, (self._to_state(False),))
+        finally:
+            lock_leave(&self._lock)
+
+    def to_state(self):
+        """The whole state as plain data: a dict of str, int, float, bool,
+        None, lists and float64 arrays (what ``streamfit.save`` writes).
+        ``LinearSGD.from_state`` checks every field of it and rebuilds.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit.kernels import LinearSGD
+        >>> a = LinearSGD(2, schedule="constant")
+        >>> a.learn_one([1.0, 0.5], 2.0)
+        >>> b = LinearSGD.from_state(a.to_state())
+        >>> bool(np.array_equal(a.coef, b.coef))
+        True
+        """
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            return self._to_state(True)
+        finally:
+            lock_leave(&self._lock)
+
+    @staticmethod
+    def from_state(state):
+        """Rebuild a learner from ``to_state()``'s dict, checking every field
+        (ValueError naming the field for anything off: a corrupted or
+        foreign state is never used)."""
+        return _from_state(state, True)
+
+    cdef dict _to_state(self, bint plain):
+        cdef Py_ssize_t d = self.d
+        settings = dict(self._settings)
+        if isinstance(settings["tau"], tuple):
+            settings["tau"] = list(settings["tau"])
+        settings["schedule"] = _schedule_to_plain(settings["schedule"]) if plain else \
+            _copy.deepcopy(settings["schedule"])
+        fill = max(int(max(self._S(self._live)[q].fill for q in range(self.m))), 0)
+        pending = self._pending
+        store = self._store
+        names = self.feature_names
+        return {
+            "format": FORMAT,
+            "settings": settings,
+            "state_fields": list(STATE_FIELDS),
+            "records": np.array(self._array(0, NS)),
+            "coef": np.array(self._array(self.o_W, self.ld)[:, :d]),
+            "coef_avg": np.array(self._array(self.o_Wbar, self.ld)[:, :d]),
+            "window": np.array(self._array(self.o_win, self.wcap)[:, :min(fill, self.wcap)])
+            if self.wcap else np.zeros((self.m, 0)),
+            "sums": np.array(self._array(self.o_rs, self.rlen)) if self.has_rs else None,
+            "plug_in": np.array(self._array(self.o_plug, 2 * d)) if self.has_plug else None,
+            "scaler": np.array(self._array(self.o_sc, 2 * d + 1)[0]) if self.has_sc else None,
+            "pending_X": None if pending is None else pending[0].copy(),
+            "pending_y": None if pending is None else pending[1].copy(),
+            "pending_w": None if pending is None or pending[2] is None else pending[2].copy(),
+            "store_X": None if store is None else store[0][:store[3]].copy(),
+            "store_y": None if store is None else store[1][:store[3]].copy(),
+            "store_w": None if store is None or store[2] is None else
+            store[2][:store[3]].copy(),
+            "drift_rows": self._drift_rows.copy(),
+            "feature_names": None if names is None else [str(v) for v in names],
+            "feature_keys": _keys_of(self.feature_index, self.d, plain),
+            "refuse_new": bool(self.refuse_new),
+        }
+
+    cdef int _load(self, dict st) except -1:
+        # the arrays of a checked state dict into the live block
+        cdef Py_ssize_t q, d = self.d, fill
+        cdef double *blk = self._blk[self._live]
+        _copy_into(blk, st["records"], self.m * NS)
+        for q in range(self.m):
+            _copy_into(blk + self.o_W + q * self.ld, st["coef"][q], d)
+            _copy_into(blk + self.o_Wbar + q * self.ld, st["coef_avg"][q], d)
+            fill = st["window"].shape[1]
+            if fill:
+                _copy_into(blk + self.o_win + q * self.wcap, st["window"][q], fill)
+            if self.has_rs:
+                _copy_into(blk + self.o_rs + q * self.rlen, st["sums"][q], self.rlen)
+            if self.has_plug:
+                _copy_into(blk + self.o_plug + q * 2 * d, st["plug_in"][q], 2 * d)
+        if self.has_sc:
+            _copy_into(blk + self.o_sc, st["scaler"], 2 * d + 1)
+        if st["pending_X"] is not None and st["pending_X"].shape[0]:
+            self._pending = (st["pending_X"].copy(), st["pending_y"].copy(),
+                             None if st["pending_w"] is None else st["pending_w"].copy())
+        if st["store_X"] is not None:
+            n = st["store_X"].shape[0]
+            self._store = [st["store_X"].copy(), st["store_y"].copy(),
+                           None if st["store_w"] is None else st["store_w"].copy(), n]
+        self._drift_rows = st["drift_rows"].copy()
+        names = st["feature_names"]
+        self.feature_names = None if names is None else np.asarray(names, dtype=object)
+        keys = st["feature_keys"]
+        self.feature_index = None if keys is None else {k: j for j, k in enumerate(keys)}
+        self.refuse_new = st["refuse_new"]
+        return 0
+
+    cdef int _check_and_load(self, dict st) except -1:
+        # Every array of a state dict against this learner's settings (dtype,
+        # shape, finiteness), the records' counters and codes against the
+        # ranges the loops rely on, then into the live block. Sizes are
+        # checked against the arrays actually present before anything of a
+        # declared size is allocated.
+        from streamfit._validation import _check_real_array
+        cdef Py_ssize_t m = self.m, d = self.d, q, fmax = 0
+        cdef const double[:, ::1] rv
+        cdef const SGDState *R
+        records = _loaded_array(st, "records", (m, NS), finite=False)
+        _loaded_array(st, "coef", (m, d))
+        _loaded_array(st, "coef_avg", (m, d))
+        window = st["window"]
+        if not (isinstance(window, np.ndarray) and window.dtype == np.float64 and
+                window.ndim == 2 and window.shape[0] == m):
+            raise ValueError(f"state field 'window' must be a float64 array of shape ({m}, k) "
+                             "(a corrupted or foreign state?)")
+        _loaded_array(st, "window", window.shape)
+        rv = np.ascontiguousarray(records)
+        R = <const SGDState *> &rv[0, 0]
+        for q in range(m):
+            if not (R[q].fill >= 0 and R[q].fill <= window.shape[1] and
+                    R[q].fill == <double> <Py_ssize_t> R[q].fill):
+                raise ValueError(f"state record {q}: field 'fill' is {R[q].fill!r}, expected "
+                                 f"an integer in [0, {window.shape[1]}] (the residuals saved "
+                                 "with it); it was not used")
+        _loaded_array(st, "sums", (m, self.rlen), optional=not self.has_rs)
+        _loaded_array(st, "plug_in", (m, 2 * d), optional=not self.has_plug)
+        _loaded_array(st, "scaler", (2 * d + 1,), optional=not self.has_sc)
+        for name, present in (("sums", self.has_rs), ("plug_in", self.has_plug),
+                              ("scaler", self.has_sc)):
+            if (st[name] is not None) != present:
+                raise ValueError(f"state field {name!r} must be {'an array' if present else 'None'}"
+                                 " for these settings (a corrupted or foreign state?)")
+        if self.has_sc and not (st["scaler"][0] >= 0 and (st["scaler"][1 + d:] >= 0).all()):
+            raise ValueError("state field 'scaler': its weight and sums of squares must be >= 0")
+        _check_rows(st, "pending", d, self.mode == MODE_BATCH)
+        _check_rows(st, "store", d, self.mode == MODE_STORAGE)
+        if not (0 <= R[0].n_drift <= 9e15 and
+                R[0].n_drift == <double> <Py_ssize_t> R[0].n_drift):
+            raise ValueError(f"state record 0: field 'n_drift' is {R[0].n_drift!r}, expected a "
+                             "non-negative integer (a corrupted or foreign state?)")
+        rows = st["drift_rows"]
+        _loaded_array(st, "drift_rows", (rows.shape[0] if isinstance(rows, np.ndarray)
+                                         and rows.ndim == 1 else -1,))
+        n_drift = -1
+        if 0 <= R[0].n_drift <= rows.shape[0]:
+            n_drift = <Py_ssize_t> R[0].n_drift
+        if rows.shape[0] != n_drift or (n_drift and not (
+                np.all(rows == np.floor(rows)) and rows[0] >= 0 and np.all(np.diff(rows) > 0)
+                and rows[rows.shape[0] - 1] < R[0].n_seen)):
+            raise ValueError("state field 'drift_rows' must hold one increasing row index of "
+                             "the rows seen per alarm the records count (a corrupted or "
+                             "foreign state?)")
+        names = st["feature_names"]
+        if names is not None and not (isinstance(names, list) and len(names) == d and
+                                      all(isinstance(v, str) for v in names)):
+            raise ValueError(f"state field 'feature_names' must be None or a list of {d} "
+                             f"strings, got {names!r:.80}")
+        keys = st["feature_keys"]
+        if keys is not None and not (isinstance(keys, list) and len(keys) == d and
+                                     len(set(map(_hashable, keys))) == d):
+            raise ValueError(f"state field 'feature_keys' must be None or a list of {d} "
+                             "distinct keys (a corrupted or foreign state?)")
+        if type(st["refuse_new"]) is not bool:
+            raise ValueError("state field 'refuse_new' must be True or False")
+        # room for what the records hold, then the records' own check
+        for q in range(m):
+            fmax = max(fmax, <Py_ssize_t> R[q].fill)
+        if fmax + 1 > self.wcap:
+            self._layout(fmax + 1, self.has_rs, self.has_plug, self.has_sc)
+        memcpy(self._blk[self._live], R, m * NS * sizeof(double))
+        self._grow_window(0)
+        self._check_records()
+        self._load(st)
+        return 0
+
+    cdef int _check_records(self) except -1:
+        # every field of the loaded records against the ranges the loops rely
+        # on (_records.pxd's check), and the filled windows finite
+        cdef Py_ssize_t q, i
+        cdef const SGDState *S = self._S(self._live)
+        cdef const double *win
+        for q in range(self.m):
+            check_sgd_records(&S[q], &self.P[q], self.wcap, 1,
+                              "state" if self.m == 1 else f"states[{q}]")
+            win = self._blk[self._live] + self.o_win + q * self.wcap
+            for i in range(min(<Py_ssize_t> S[q].fill, self.wcap)):
+                if not (fabs(win[i]) <= DBL_MAX):
+                    raise ValueError(f"window: value {i} of the residual window is "
+                                     f"{win[i]!r}, expected finite (a corrupted or foreign "
+                                     "state?); it was not used")
+        return 0
 
 
+cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ssize_t m,
+                              const double *coef, const double *b,
+                              double *out) noexcept nogil:
+    # out[i, q] = x_i' coef_q + b_q (the loops' summation order), each row's
+    # m values sorted; returns the first row whose prediction is not finite
+    # (-1: none)
+    cdef Py_ssize_t i, q, bad = -1
+    cdef double v
+    for i in range(n):
+        for q in range(m):
+            v = sf_dot(d, X + i * d, coef + q * d) + b[q]
+            out[i * m + q] = v
+            if bad < 0 and not (fabs(v) <= DBL_MAX):
+                bad = i
+        if m > 1:
+            _sort_small(out + i * m, m)
+    return bad
 
 
-# ----------------------------------------------------------------------------
-# Single-sample updates (Section 2.1 of the paper).
-
-def schedule_step(object state, object params, double[::1] window, const double[::1] x,
-                  double residual, double weight):
-    """The statistical schedule (single-sample mode) for one row ``x`` whose
-    residual under the current iterate is ``residual``: exactly what
-    ``sgd_single`` does for it. Returns (code, eta, update): with ``update``
-    the caller applies the step of size ``eta`` (the schedule's clock has
-    moved by ``weight``); without, the row only warmed the schedule up (or
-    weighs 0). ``window`` must hold max(params.window, params.n_warmup) + 1
-    values; an error code leaves the state partly moved (copy it first)."""
-    cdef Records rec
-    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
-    try:
-        check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
-                          window.shape[0], 1, "state")
-        check_window(window, <SGDState *> rec.state.buf, "state")
-        return _schedule_step(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
-                              window, x, residual, weight)
-    finally:
-        give_records(&rec)
+cdef inline Py_ssize_t _up8(Py_ssize_t n) noexcept nogil:
+    return (n + 7) & ~(<Py_ssize_t> 7)
 
 
-cdef tuple _schedule_step(SGDState *s, const SGDParams *p, double[::1] window,
-                          const double[::1] x, double residual, double weight):
-    cdef Py_ssize_t d = x.shape[0], wcap = window.shape[0]
-    cdef Py_ssize_t da = d + (1 if p.fit_intercept != 0 else 0)
-    cdef double xx, eta = 0.0
-    cdef int code
-    cdef double *work
-    if p.kind != KIND_STATISTICAL or p.mode != MODE_SINGLE or d < 1 or \
-            wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap:
-        return ERR_LAYOUT, 0.0, False
-    xx = sf_dot(d, &x[0], &x[0])
-    if not (fabs(residual) <= DBL_MAX and xx <= DBL_MAX and weight >= 0 and weight <= DBL_MAX):
-        return ERR_BADINPUT, 0.0, False
-    if weight == 0:
-        return OK, 0.0, False
-    work = <double *> malloc(wcap * sizeof(double))
-    if work == NULL:
-        return ERR_NOMEM, 0.0, False
-    code = stat_single_row(s, p, &window[0], work, &x[0], d, da, residual, xx, weight, &eta)
-    free(work)
-    if code == NO_UPDATE:
-        return OK, 0.0, False
-    if code != OK:
-        return code, 0.0, False
-    clock_step(s, eta, weight)
-    return OK, eta, True
+cdef inline void _sort_small(double *a, Py_ssize_t m) noexcept nogil:
+    # insertion sort of a few values (the m quantiles of a row: rearrangement)
+    cdef Py_ssize_t i, j
+    cdef double v
+    for i in range(1, m):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
 
 
-cdef int check_lengths(Py_ssize_t n, Py_ssize_t d, Py_ssize_t ny, Py_ssize_t nsw,
-                       Py_ssize_t nw, Py_ssize_t nwbar) except -1:
-    # Every array's length against the data and the state it describes.
-    if ny != n or (nsw != 0 and nsw != n):
-        raise ValueError(f"y and sample_weight must have {n} values (X's rows), got "
-                         f"{ny} and {nsw}")
-    if nw != d or nwbar != d:
-        raise ValueError(f"w and wbar must have {d} values (X's columns), got {nw} and {nwbar}")
-    if n > 0 and d < 1:
-        raise ValueError("X must have at least one column")
+cdef double *_ptr1(object a) except NULL:
+    cdef double[::1] v = a
+    return &v[0]
+
+
+cdef double *_ptr2(object a) except NULL:
+    cdef double[:, ::1] v = a
+    return &v[0, 0]
+
+
+cdef int _copy_into(double *dst, object src, Py_ssize_t n) except -1:
+    cdef const double[::1] v = np.ascontiguousarray(src, dtype=np.float64).ravel()
+    if v.shape[0] != n:
+        raise ValueError(f"expected {n} values, got {v.shape[0]}")
+    if n:
+        memcpy(dst, &v[0], n * sizeof(double))
     return 0
 
 
-cdef double *rs_pointer(object rs, Py_ssize_t d, const SGDParams *p) except? NULL:
-    # The random-scaling sums of sgd_single/sgd_blocks: None (not tracked) or
-    # exactly rs_length(d + fit_intercept) values.
-    cdef double[::1] view
-    cdef Py_ssize_t need
-    if rs is None:
-        return NULL
-    view = rs
-    need = rs_len(d + (1 if p.fit_intercept != 0 else 0))
-    if view.shape[0] != need:
-        raise ValueError(f"rs must have {need} values (rs_length(d + fit_intercept)), got "
-                         f"{view.shape[0]}")
-    return &view[0]
+def _same_schedule(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    return type(a) is type(b) and vars(a) == vars(b)
 
 
-cdef object NDARRAY = np.ndarray
+def _join_weights(parts):
+    """Concatenate the weights of (row count, weights or None) parts; None if
+    every part is unweighted."""
+    if all(w is None for _, w in parts):
+        return None
+    return np.concatenate([np.ones(n) if w is None else w for n, w in parts])
 
 
-cdef object F64 = np.dtype(np.float64)
-cdef object F32 = np.dtype(np.float32)
+def _rows(a, start, stop):
+    return None if a is None else a[start:stop]
 
 
-cdef inline const double *stream_row(const double *X64, const float *X32, Py_ssize_t i,
-                                     Py_ssize_t d, double *cur, bint widen) noexcept nogil:
-    # Row i of a stream given as float64 rows (X64) or float32 rows (X32, X64
-    # NULL): a float32 row is widened into cur, unless the pass before (the
-    # last update, which reads the next row) did that already (widen False).
-    if X32 == NULL:
-        return X64 + i * d
-    if widen:
-        sf_widen(d, X32 + i * d, cur)
-    return cur
+def _block_updates(w_part, block):
+    # blocks of positive total weight: the ones that update
+    nb = w_part.shape[0] // block if w_part is not None else 0
+    return int(np.count_nonzero(w_part.reshape(nb, block).sum(axis=1) > 0))
 
 
-cdef bint is_float32(object X):
-    # A float32 ndarray (the kernels read its rows as they are); the dtype
-    # test costs a pointer compare for the usual float64 call
-    if type(X) is not NDARRAY:
-        return False
-    dt = (<object> X).dtype
-    return dt is not F64 and (dt is F32 or dt == F32)
+def _zero_rows(sX, sy, sw, start, stop):
+    sX[start:stop] = 0.0
+    sy[start:stop] = 0.0
+    if sw is not None:
+        sw[start:stop] = 0.0
 
 
-def sgd_single(object X, const double[::1] y, const double[::1] sample_weight,
-               double[::1] w, double[::1] wbar, object state, object params,
-               double[::1] window, const double[::1] etas, object rs=None, object scaler=None,
-               object plug_in=None, object drift_rows=None):
-    """One single-sample update per row of X (the paper's Section 2.1).
+def _reraise(exc, name, done, n, what, seen):
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"{name} was interrupted after {done} of its {n} {what}: it holds the "
+                     f"state after them (n_samples_seen_ = {seen})")
+    raise exc
 
-    ``X``: C-contiguous float64 or float32 (n, d). float32 rows are read as
-    they are (no float64 copy: half the memory traffic of a long stream):
-    each is widened exactly as the pass that reads it runs (the update's
-    ``sf_axpy_dot2_f32``), into one of two row buffers that stay in cache;
-    every sum and the state are float64, in the same operations, so the
-    result is bit-identical to that of ``X.astype(np.float64)``.
 
-    ``state``/``params`` are records of STATE_DTYPE / PARAMS_DTYPE;
-    ``sample_weight`` is empty (all 1) or one non-negative weight per row;
-    ``window`` holds recent residuals; ``etas`` has one stepsize per update
-    (row of positive weight) when the schedule is an array (a user schedule).
+def _rebuild(state):
+    return _from_state(state, False)
 
-    Returns (code, done, exc, row): ``done`` rows were applied and the state
-    holds exactly their effect. ERR_INTERRUPTED: a signal handler raised
-    ``exc``; ERR_BADINPUT: row ``row`` has a non-finite residual or squared
-    norm (NaN/inf in it, ||x||^2 overflowing, or an iterate that diverged);
-    ERR_NONFINITE: the iterate left the finite range; ERR_LAYOUT: a work array
-    is too short (nothing was changed).
 
-    ``rs``: None, or the random-scaling sums (``rs_length(d + fit_intercept)``
-    values, see ``rs_step``) updated with every step of the average.
+_ARRAY_SHAPES = None
 
-    ``scaler``: None, or 2 d + 1 values (weight sum, running means, running
-    sums of squared deviations): each row (of positive weight) joins them,
-    then the model sees z = (x - mean) / sd (sd = 1 where it is 0; without an
-    intercept, x / sd): w and wbar are on that scale.
 
-    ``plug_in``: None, or 2 d values (the average's weighted mean row and the
-    average of the averaged coefficients): with averaging, an intercept and
-    the check loss, ``intercept_avg`` is then the plug-in intercept
-    (``plug_in_average_step``)
-    instead of the average of the iterate's intercept. With ``rs`` the sums'
-    own tail serves (``plug_in`` is ignored); not with ``scaler``.
+def _loaded_array(st, name, shape, *, optional=False, finite=True):
+    a = st.get(name)
+    if a is None and optional:
+        return None
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape):
+        raise ValueError(f"state field {name!r} must be a float64 array of shape {shape}, got "
+                         f"{getattr(a, 'dtype', type(a).__name__)} of shape "
+                         f"{getattr(a, 'shape', None)} (a corrupted or foreign state?)")
+    if finite and not np.isfinite(a).all():
+        raise ValueError(f"state field {name!r} holds NaN or inf (a corrupted or foreign "
+                         "state?)")
+    return a
 
-    ``drift_rows``: None, or a float64 array that receives the stream's row
-    index (``n_seen`` before the row) of each alarm of the drift test
-    (``params.drift``, _qr_drift.pxd), in order, as long as it has room; the
-    state's ``n_drift`` counts every alarm (so the call's alarms are the
-    first ``n_drift`` after minus before of them).
-    """
-    cdef Records rec
-    cdef double[::1] sc, pv, dv
-    cdef double *scp = NULL
-    cdef double *dr = NULL
-    cdef Py_ssize_t dcap = 0
-    cdef double *rsp
-    cdef double *pt = NULL
-    cdef const SGDParams *p
-    cdef const double[:, ::1] X64
-    cdef const float[:, ::1] X32
-    cdef const double *p64 = NULL
-    cdef const float *p32 = NULL
-    cdef Py_ssize_t n, d
-    if is_float32(X):
-        X32 = X
-        n, d = X32.shape[0], X32.shape[1]
-        if n > 0:
-            p32 = &X32[0, 0]
-    else:
-        X64 = X
-        n, d = X64.shape[0], X64.shape[1]
-        if n > 0:
-            p64 = &X64[0, 0]
-    check_lengths(n, d, y.shape[0], sample_weight.shape[0], w.shape[0], wbar.shape[0])
-    if scaler is not None:
-        sc = scaler
-        if sc.shape[0] != 2 * d + 1:
-            raise ValueError(f"scaler must have {2 * d + 1} values (2 d + 1), got "
-                             f"{sc.shape[0]}")
-        scp = &sc[0]
-    if plug_in is not None:
-        pv = plug_in
-        if pv.shape[0] != 2 * d:
-            raise ValueError(f"plug_in must have {2 * d} values (2 d), got {pv.shape[0]}")
-        if scaler is not None:
-            raise ValueError("plug_in does not work with scaler")
-    if drift_rows is not None:
-        dv = drift_rows
-        dcap = dv.shape[0]
-        if dcap:
-            dr = &dv[0]
-    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
+
+_KEYS = ("format", "settings", "state_fields", "records", "coef", "coef_avg", "window", "sums",
+         "plug_in", "scaler", "pending_X", "pending_y", "pending_w", "store_X", "store_y",
+         "store_w", "drift_rows", "feature_names", "feature_keys", "refuse_new")
+_SETTING_KEYS = ("n_features", "tau", "loss", "mode", "schedule", "batch_size", "average",
+                 "fit_intercept", "inference", "scale", "drift", "noncrossing")
+
+
+def _from_state(state, plain):
+    """A LinearSGD from a state dict, every field checked (ValueError naming it)."""
+    if not isinstance(state, dict) or set(state) != set(_KEYS):
+        keys = sorted(state) if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"a LinearSGD state must be a dict with the keys {sorted(_KEYS)}, got "
+                         f"{keys!r:.300} (a corrupted or foreign state?)")
+    if type(state["format"]) is not int or state["format"] != FORMAT:
+        raise ValueError(f"this LinearSGD state has format {state['format']!r:.40}; this "
+                         f"streamfit reads format {FORMAT} (states saved by earlier versions "
+                         "cannot be resumed: refit, 0.x)")
+    if state["state_fields"] != list(STATE_FIELDS):
+        raise ValueError("this LinearSGD state's records have another layout than this "
+                         "streamfit's (another version?): it cannot be resumed")
+    s = state["settings"]
+    if not isinstance(s, dict) or set(s) != set(_SETTING_KEYS):
+        raise ValueError(f"state field 'settings' must be a dict with the keys "
+                         f"{sorted(_SETTING_KEYS)} (a corrupted or foreign state?)")
+    tau = s["tau"]
+    if isinstance(tau, list):
+        tau = tuple(tau)
+    schedule = _schedule_from_plain(s["schedule"])
+    if plain and not isinstance(schedule, str) and not isinstance(s["schedule"], dict):
+        raise ValueError("state field 'settings': 'schedule' must be plain data")
     try:
-        p = <const SGDParams *> rec.params.buf
-        check_sgd_records(<SGDState *> rec.state.buf, p, window.shape[0], 1, "state")
-        check_window(window, <SGDState *> rec.state.buf, "state")
-        rsp = rs_pointer(rs, d, p)
-        if scp == NULL:
-            pt = plug_in_means(p, rsp, &pv[0] if plug_in is not None else NULL, d)
-        return _sgd_single(p64, p32, n, d, y, sample_weight, w, wbar,
-                           <SGDState *> rec.state.buf, p, window, etas, rsp, scp, pt, dr, dcap)
-    finally:
-        give_records(&rec)
+        model = LinearSGD(s["n_features"], tau=list(tau) if isinstance(tau, tuple) else tau,
+                          loss=s["loss"], mode=s["mode"], schedule=schedule,
+                          batch_size=s["batch_size"], average=s["average"],
+                          fit_intercept=s["fit_intercept"], inference=s["inference"],
+                          scale=s["scale"], drift=s["drift"], noncrossing=s["noncrossing"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"state field 'settings': {exc} (a corrupted or foreign state?)") \
+            from None
+    (<LinearSGD> model)._check_and_load(state)
+    return model
 
 
-cdef tuple _sgd_single(const double *X64, const float *X32, Py_ssize_t n, Py_ssize_t d,
-                       const double[::1] y, const double[::1] sample_weight,
-                       double[::1] w, double[::1] wbar, SGDState *s, const SGDParams *p,
-                       double[::1] window, const double[::1] etas, double *rs, double *sc,
-                       double *pt, double *dr, Py_ssize_t dcap):
-    # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order;
-    # pt: the plug-in intercept's running means (NULL: none); dr: room for
-    # dcap alarm rows of the drift test.
-    cdef Py_ssize_t i, j = 0, need = 0
-    cdef Py_ssize_t wcap = window.shape[0]
-    cdef double *win
-    cdef double *work
-    cdef double *wp
-    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef double r, coef = 0.0, step = 0.0, xw = 0.0, xx = 0.0, wi = 1.0
-    cdef double *zbuf
-    # float32 rows are widened into cur (this row) and nxt (the next one,
-    # written by the update that reads it); the two swap as rows advance
-    cdef double *cur = NULL
-    cdef double *nxt = NULL
-    cdef double *tmp
-    cdef bint have_dot = False
-    cdef const double *x
-    cdef int kind = <int> p.kind, code = OK
-    cdef bint stat = kind == KIND_STATISTICAL
-    cdef bint fit_b = p.fit_intercept != 0
-    cdef bint avg = p.average != 0
-    cdef bint drift = p.drift != 0
-    cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef Py_ssize_t row = -1, done = 0, n_alarm = 0
-    cdef Poll pl
-    # a row's work, the random-scaling sums' da^2 / 2 included
-    cdef double row_work = d + ROW_WORK + (0.5 * da * da if rs != NULL else 0.0)
-    if n == 0:
-        return result(OK, 0, -1)
-    if kind == KIND_ARRAY:
-        if swp == NULL:
-            need = n
-        else:
-            for i in range(n):
-                need += swp[i] != 0
-        if etas.shape[0] < need:
-            return result(ERR_LAYOUT, 0, -1)
-    if stat and (wcap < p.window or wcap < p.n_warmup or <Py_ssize_t> s.fill >= wcap):
-        return result(ERR_LAYOUT, 0, -1)
-    work = <double *> malloc((max(wcap, 1) + 3 * d + (2 * d if X32 != NULL else 0))
-                             * sizeof(double))
-    if work == NULL:
-        return result(ERR_NOMEM, 0, -1)
-    zbuf = work + max(wcap, 1)
-    cur = zbuf + 3 * d
-    nxt = cur + d
-    win = &window[0] if wcap else NULL
-    wp = &w[0]
-    poll_init(&pl, &_hook)
-    with nogil:
-        for i in range(n):
-            if poll_stop(&pl, row_work):
-                code = ERR_INTERRUPTED
-                break
-            x = stream_row(X64, X32, i, d, cur, not have_dot)
-            if swp != NULL:
-                wi = swp[i]
-            if sc != NULL:
-                # the row joins the running location/scale first (a bad row
-                # fails the call, which the caller then discards)
-                if scale_row(x, d, wi, sc, fit_b, zbuf, zbuf + d, wp, &s.intercept) != OK:
-                    code = ERR_BADINPUT
-                    row = i
-                    break
-                x = zbuf
-            if not have_dot:
-                xw = sf_dot2(d, x, wp, &xx)
-            have_dot = False
-            r = y[i] - (xw + s.intercept)
-            if not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
-                # NaN/inf anywhere in the row makes r or ||x||^2 non-finite, and
-                # so does a row too large for float64 (||x||^2 overflows): the
-                # checks cost two compares here instead of passes over X
-                code = ERR_BADINPUT
-                row = i
-                break
-            if drift and wi != 0 and s.n_avg > 0 and (s.avg_on != 0 or not stat):
-                # the change test: the row's loss under the average against
-                # the iterate's, before its update; an alarm restarts the
-                # average (and the clock, from this row's step on)
-                if drift_alarm(s, p, r, y[i] - (sf_dot(d, x, &wbar[0]) + s.intercept_avg),
-                               wi):
-                    drift_restart(s, p)
-                    if n_alarm < dcap:
-                        dr[n_alarm] = s.n_seen
-                    n_alarm += 1
-            code = quantile_row(s, p, win, work, x, d, da, r, xx, wi,
-                                etas[j] if kind == KIND_ARRAY and wi != 0 else 0.0, fit_b,
-                                &coef, &step)
-            done = i + 1
-            if code == NO_UPDATE:
-                code = OK
-                continue          # weight 0 or a warm-up row: scored (and remembered) only
-            if code != OK:
-                break
-            j += 1
-            # w += coef * x (and the next row's x'w and ||x||^2 in the same pass)
-            if i + 1 < n and sc == NULL:
-                if X32 != NULL:
-                    xw = sf_axpy_dot2_f32(d, coef, x, wp, X32 + (i + 1) * d, nxt, &xx)
-                    # x (this row, still read below) stays where it is
-                    tmp = cur
-                    cur = nxt
-                    nxt = tmp
-                else:
-                    xw = sf_axpy_dot2(d, coef, x, wp, x + d, &xx)
-                have_dot = True
-            else:
-                sf_axpy(d, coef, x, wp)
-            if avg and (s.avg_on != 0 or not stat):
-                if sc != NULL:
-                    average_step_scaled(d, wp, &wbar[0], s, sc, zbuf + d, fit_b, zbuf + 2 * d)
-                else:
-                    if pt != NULL:
-                        plug_in_average_step(d, x, y[i], wp, &wbar[0], s, p, step, wi, rs,
-                                             fit_b, pt)
-                    else:
-                        average_step(d, wp, &wbar[0], s, rs, fit_b)
-        if code == OK and poll_final(&pl):
-            code = ERR_INTERRUPTED        # every row applied
-    free(work)
-    if (code == OK or code == ERR_INTERRUPTED) and not iterate_finite(wp, d, s):
-        if code == ERR_INTERRUPTED:
-            pending_exception()       # the divergence is what the caller must hear
-        code = ERR_NONFINITE
-    return result(code, done, row)
 
 
-# ----------------------------------------------------------------------------
-# Batch (Section 2.2) and all-data-so-far (Section 2.3) updates: one
-# sub-gradient step on the (weighted) mean loss over a block of rows.
-
-cdef int block_step(const double *X, const double *y, const double *sw, Py_ssize_t m,
-                    Py_ssize_t d, Py_ssize_t score_from, double *w, double *wbar,
-                    SGDState *s, const SGDParams *p, double eta_user, double *win,
-                    BlockWork *bw, Poll *pl, Py_ssize_t *bad, double *rs) noexcept nogil:
-    # One update on rows [0, m); rows >= score_from are new: they add to the
-    # prequential loss and (batch mode) to the residual window. Returns OK,
-    # ERR_BADINPUT (row in bad), ERR_SCALE (the warm-up's sum of ||x||^2
-    # over- or underflows) or ERR_INTERRUPTED; the state is unchanged unless OK.
-    cdef bint fit_b = p.fit_intercept != 0
-    cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef double eta, cl, cu = 0.0
-    cdef Py_ssize_t nr, first_new
-    cdef int code
-    cdef BlockSums bs
-    cdef bint stat = p.kind == KIND_STATISTICAL, warm = False
-    code = block_pass(X, y, sw, m, d, score_from, w, s.intercept, p, bw.resid, bw.grad,
-                      &bs, stat and s.phase == 0, pl, bad)
-    if code != OK:
-        return code
-    nr = compact(bw.resid, sw, m, score_from, &first_new)
-    if stat and s.phase == 0:
-        # Everything of the warm-up that can fail or be interrupted comes
-        # before the state changes.
-        warm = bs.wsum > 0 and (p.mode == MODE_STORAGE or s.fill + nr >= p.n_warmup)
-        if warm:
-            cl = (s.sumsq + bs.sumsq) / (s.n_sumsq + bs.wsum)
-            if not (cl <= DBL_MAX) or 0 < max(s.xmax, bs.xmax) < SQRT_DBL_MIN:
-                return ERR_SCALE      # ||x||^2 over- or underflows: nothing updated
-            if top_eigenvalue(X, sw, m, d, fit_b, bw.eig, bw.eig + d, pl, &cu) != OK:
-                return ERR_INTERRUPTED
-    s.loss += bs.loss
-    s.n_seen += bs.n_new
-    if not (bs.wsum > 0):
-        return OK             # every weight 0: scored, nothing learnt
-    s.block = bs.wsum
-    if stat:
-        if s.phase == 0:
-            code = block_warm_up(s, p, X, sw, m, d, bw, &bs, nr, win, warm, cu)
-        elif p.mode == MODE_STORAGE:
-            code = storage_windows(&_hook, s, p, X, sw, m, d, score_from, bw, &bs, nr, first_new,
-                                   win)
-        else:
-            code = batch_window(&_hook, s, p, X, sw, m, d, bw, &bs, nr, win)
-        if code == NO_UPDATE:
-            return OK         # a block of the warm-up: scored, remembered
-        if code != OK:
-            return code
-        eta = block_eta(s, p, da)
-    else:
-        eta = fixed_eta(s, p, eta_user)
-    # w -= eta * grad / sum(w_i)
-    sf_axpy(d, -eta / bs.wsum, bw.grad, w)
-    if fit_b:
-        s.intercept -= eta * (bs.gsum / bs.wsum)
-    clock_step(s, eta, 1.0)
-    if p.average != 0 and (s.avg_on != 0 or not stat):
-        average_step(d, w, wbar, s, rs, fit_b)
-    return OK
-
-
-def sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
-               Py_ssize_t block, double[::1] w, double[::1] wbar, object state,
-               object params, double[::1] window, const double[::1] etas, object rs=None):
-    """One update per consecutive block of ``block`` rows (batch mode).
-
-    ``X.shape[0]`` must be a multiple of ``block``; ``window`` must hold
-    max(window fill, n_warmup, params.window) + block values; ``etas`` one
-    stepsize per block of positive total weight (user schedules).
-
-    Returns (code, done, exc, row) as ``sgd_single``; ``done`` is a multiple
-    of ``block`` (whole blocks), ``row`` indexes X. ``rs``: as ``sgd_single``.
-    """
-    cdef Records rec
-    check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
-                  wbar.shape[0])
-    if block < 1:
-        raise ValueError(f"block must be >= 1, got {block}")
-    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
-    try:
-        check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
-                          window.shape[0], block, "state")
-        check_window(window, <SGDState *> rec.state.buf, "state")
-        return _sgd_blocks(X, y, sample_weight, block, w, wbar, <SGDState *> rec.state.buf,
-                           <const SGDParams *> rec.params.buf, window, etas,
-                           rs_pointer(rs, X.shape[1], <const SGDParams *> rec.params.buf))
-    finally:
-        give_records(&rec)
-
-
-cdef tuple _sgd_blocks(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
-                       Py_ssize_t block, double[::1] w, double[::1] wbar, SGDState *s,
-                       const SGDParams *p, double[::1] window, const double[::1] etas,
-                       double *rs):
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], b, nb, i, j = 0, need = 0
-    cdef double updates
-    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef BlockWork bw
-    cdef Py_ssize_t bad = -1, row = -1, done = 0
-    cdef int code = OK
-    cdef double wsum
-    cdef Poll pl
-    if n == 0:
-        return result(OK, 0, -1)
-    # the statistical schedule appends a block to a window holding fewer than
-    # max(fill, n_warmup, window) residuals (other schedules use no window)
-    if block < 1 or n % block != 0 or (p.kind == KIND_STATISTICAL and
-            <Py_ssize_t> max(s.fill, p.n_warmup, p.window) + block > window.shape[0]):
-        return result(ERR_LAYOUT, 0, -1)
-    nb = n // block
-    if p.kind == KIND_ARRAY:
-        for b in range(nb):
-            wsum = 0.0
-            for i in range(b * block, (b + 1) * block):
-                wsum += swp[i] if swp != NULL else 1.0
-            need += wsum > 0
-        if etas.shape[0] < need:
-            return result(ERR_LAYOUT, 0, -1)
-    if block_work_init(&bw, block, d, window.shape[0]) != OK:
-        return result(ERR_NOMEM, 0, -1)
-    poll_init(&pl, &_hook)
-    with nogil:
-        for b in range(nb):
-            updates = s.n_updates
-            code = block_step(&X[b * block, 0], &y[b * block],
-                              swp + b * block if swp != NULL else NULL, block, d, 0,
-                              &w[0], &wbar[0], s, p, etas[j] if j < etas.shape[0] else 0.0,
-                              &window[0] if window.shape[0] else NULL, &bw, &pl, &bad, rs)
-            if code != OK:
-                if bad >= 0:
-                    row = bad + b * block
-                break
-            if s.n_updates > updates:
-                j += 1            # user stepsizes go by updates (blocks of weight > 0)
-            done = (b + 1) * block
-        if code == OK and poll_final(&pl):
-            code = ERR_INTERRUPTED        # every block applied
-    block_work_free(&bw)
-    if (code == OK or code == ERR_INTERRUPTED) and not iterate_finite(&w[0], d, s):
-        if code == ERR_INTERRUPTED:
-            pending_exception()
-        code = ERR_NONFINITE
-    return result(code, done, row)
-
-
-def sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
-                Py_ssize_t score_from, double[::1] w, double[::1] wbar, object state,
-                object params, double[::1] window, double eta_user):
-    """One sub-gradient step on the (weighted) mean loss over all rows of X
-    (all data so far, Section 2.3); rows from ``score_from`` on are new and
-    are scored; ``window`` collects their residuals for the restart rule and
-    must hold max(window fill, params.window) + params.window values. Returns (code, done, exc, row) as ``sgd_single``: ``done`` is
-    the number of new rows (the step was taken) or 0 (nothing changed)."""
-    cdef Records rec
-    check_lengths(X.shape[0], X.shape[1], y.shape[0], sample_weight.shape[0], w.shape[0],
-                  wbar.shape[0])
-    take_records(state, STATE_DTYPE, params, PARAMS_DTYPE, &rec)
-    try:
-        check_sgd_records(<SGDState *> rec.state.buf, <const SGDParams *> rec.params.buf,
-                          window.shape[0], 0, "state")
-        check_window(window, <SGDState *> rec.state.buf, "state")
-        return _sgd_storage(X, y, sample_weight, score_from, w, wbar, <SGDState *> rec.state.buf,
-                            <const SGDParams *> rec.params.buf, window, eta_user)
-    finally:
-        give_records(&rec)
-
-
-cdef tuple _sgd_storage(const double[:, ::1] X, const double[::1] y, const double[::1] sample_weight,
-                        Py_ssize_t score_from, double[::1] w, double[::1] wbar, SGDState *s,
-                        const SGDParams *p, double[::1] window, double eta_user):
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1]
-    cdef const double *swp = &sample_weight[0] if sample_weight.shape[0] else NULL
-    cdef BlockWork bw
-    cdef Py_ssize_t bad = -1
-    cdef int code
-    cdef Poll pl
-    cdef double n_seen0 = s.n_seen
-    if not 0 <= score_from <= n or (p.kind == KIND_STATISTICAL and
-            <Py_ssize_t> max(s.fill, p.window) + <Py_ssize_t> p.window > window.shape[0]):
-        return result(ERR_LAYOUT, 0, -1)
-    if n == 0 or score_from == n:
-        return result(OK, 0, -1)
-    if block_work_init(&bw, n, d, window.shape[0]) != OK:
-        return result(ERR_NOMEM, 0, -1)
-    poll_init(&pl, &_hook)
-    with nogil:
-        code = block_step(&X[0, 0], &y[0], swp, n, d, score_from, &w[0], &wbar[0], s, p,
-                          eta_user, &window[0] if window.shape[0] else NULL, &bw, &pl, &bad,
-                          NULL)
-        if code == OK:
-            pl.work += 4.0 * n            # the order statistics over all residuals
-            if poll_final(&pl):
-                code = ERR_INTERRUPTED    # the step was taken
-    block_work_free(&bw)
-    if code == OK and not iterate_finite(&w[0], d, s):
-        code = ERR_NONFINITE
-    if code == ERR_INTERRUPTED and not iterate_finite(&w[0], d, s):
-        pending_exception()
-        code = ERR_NONFINITE
-    stepped = code == OK or (code == ERR_INTERRUPTED and s.n_seen > n_seen0)
-    return result(code, n - score_from if stepped else 0, bad)
-
-
-def predict(const double[:, ::1] X, const double[::1] w, double intercept, double[::1] out):
-    """out = X @ w + intercept (row by row, in the kernels' summation order)."""
-    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], i
-    if w.shape[0] != d or out.shape[0] != n:
-        raise ValueError(f"w must have {d} values and out {n}, got {w.shape[0]} and "
-                         f"{out.shape[0]}")
-    if n == 0:
+def _check_rows(st, prefix, d, allowed):
+    # pending (batch mode) or stored (storage mode) rows: X (k, d), y (k,),
+    # weights (k,) or None, all finite, weights >= 0; None where not allowed
+    X, y, w = st[f"{prefix}_X"], st[f"{prefix}_y"], st[f"{prefix}_w"]
+    if X is None:
+        if y is not None or w is not None:
+            raise ValueError(f"state fields '{prefix}_y'/'{prefix}_w' must be None without "
+                             f"'{prefix}_X'")
         return
-    with nogil:
-        for i in range(n):
-            out[i] = sf_dot(d, &X[i, 0], &w[0]) + intercept
+    if not allowed:
+        raise ValueError(f"state field '{prefix}_X' must be None in this mode (a corrupted or "
+                         "foreign state?)")
+    k = X.shape[0] if isinstance(X, np.ndarray) and X.ndim == 2 else -1
+    _loaded_array(st, f"{prefix}_X", (k, d))
+    _loaded_array(st, f"{prefix}_y", (k,))
+    if w is not None:
+        _loaded_array(st, f"{prefix}_w", (k,))
+        if (w < 0).any():
+            raise ValueError(f"state field '{prefix}_w' must hold weights >= 0")
 
 
-# ----------------------------------------------------------------------------
-# Several quantiles in one pass (single-sample mode): the row is read once,
-# each quantile keeps its own iterate, average, schedule state and window.
-
-cpdef enum:
-    NONCROSS_NONE = 0     # independent updates (predict rearranges)
-    NONCROSS_PROJECT = 1  # residuals at the predictions projected onto the ordered cone
-
-
-def sgd_multi(object X, const double[::1] y, const double[::1] sample_weight,
-              double[:, ::1] W, double[:, ::1] Wbar, SGDState[::1] states,
-              const SGDParams[::1] params, double[:, ::1] windows, int noncrossing,
-              object plug_in=None, object rs=None, object preds=None):
-    """One single-sample update per row of X for each of m quantiles.
-
-    ``W``, ``Wbar``: (m, d) iterates and averages; ``states``/``params``: (m,)
-    records (STATE_DTYPE / PARAMS_DTYPE, one per quantile, taus increasing);
-    ``windows``: (m, capacity) residual windows. ``X``: C-contiguous float64
-    or float32 (n, d); float32 rows are read as they are, each widened
-    exactly into a row buffer before the pass that reads it (bit-identical
-    to ``X.astype(np.float64)``, without the copy). With ``noncrossing`` =
-    NONCROSS_PROJECT the m predictions at x are projected onto the ordered
-    cone (pool adjacent violators) before the residuals that decide the
-    sub-gradients. Per quantile the update is exactly ``sgd_single``'s (the
-    user-array schedule excepted: ERR_LAYOUT); with NONCROSS_NONE each
-    quantile's state is bit-identical to its own ``sgd_single`` run. As there,
-    a row's updates and the next row's predictions (and ||x||^2, once for all
-    quantiles) come from one pass over the iterates (``sf_multi_axpy_dot2``),
-    each sum in ``sf_dot2``'s order.
-    ``plug_in``: None, or (m, 2 d) running means of each quantile's plug-in
-    intercept (``sgd_single``'s ``plug_in``; averaging, an intercept and the
-    check loss). ``rs``: None, or (m, ``rs_length(d + fit_intercept)``) random-
-    scaling sums, one row per quantile (``sgd_single``'s ``rs``; the plug-in's
-    means are then in their tails and ``plug_in`` is ignored). ``preds``: None,
-    or (n, m): row i's m predictions under the iterates before its update.
-
-    Returns (code, done, exc, row) as ``sgd_single``: every state holds the
-    effect of exactly ``done`` rows; on another error than ERR_INTERRUPTED
-    the states may be partly moved (the caller works on copies).
-    """
-    cdef Py_ssize_t n, d, m = W.shape[0], q, wcap = windows.shape[1]
-    cdef const double[:, ::1] X64
-    cdef const float[:, ::1] X32
-    cdef double[:, ::1] pv, rv, ov
-    cdef double *rsp = NULL
-    cdef double *pt
-    cdef Py_ssize_t rlen = 0, da
-    cdef const SGDParams *p
-    cdef const double *p64 = NULL
-    cdef const float *p32 = NULL
-    if is_float32(X):
-        X32 = X
-        n, d = X32.shape[0], X32.shape[1]
-        if n > 0:
-            p32 = &X32[0, 0]
-    else:
-        X64 = X
-        n, d = X64.shape[0], X64.shape[1]
-        if n > 0:
-            p64 = &X64[0, 0]
-    check_lengths(n, d, y.shape[0], sample_weight.shape[0], W.shape[1], Wbar.shape[1])
-    if plug_in is not None:
-        pv = plug_in
-        if pv.shape[0] != W.shape[0] or pv.shape[1] != 2 * d:
-            raise ValueError(f"plug_in must have shape ({W.shape[0]}, {2 * d}), got "
-                             f"({pv.shape[0]}, {pv.shape[1]})")
-    if preds is not None:
-        ov = preds
-        if ov.shape[0] != n or ov.shape[1] != m:
-            raise ValueError(f"preds must have shape ({n}, {m}), got ({ov.shape[0]}, "
-                             f"{ov.shape[1]})")
-    if not (m >= 1 and Wbar.shape[0] == m and states.shape[0] == m and params.shape[0] == m
-            and windows.shape[0] == m):
-        raise ValueError(f"W, Wbar, states, params and windows must have one row per "
-                         f"quantile, got {W.shape[0]}, {Wbar.shape[0]}, {states.shape[0]}, "
-                         f"{params.shape[0]} and {windows.shape[0]}")
-    for q in range(m):
-        check_sgd_records(&states[q], &params[q], wcap, 1, f"states[{q}]")
-        check_window(windows[q], &states[q], f"states[{q}]")
-    if n == 0:
-        return result(OK, 0, -1)
-    for q in range(m):
-        p = &params[q]
-        if p.kind == KIND_ARRAY or p.mode != MODE_SINGLE or p.average != params[0].average \
-                or p.fit_intercept != params[0].fit_intercept:
-            return result(ERR_LAYOUT, 0, -1)
-        if p.kind == KIND_STATISTICAL and (wcap < p.window or wcap < p.n_warmup
-                                           or <Py_ssize_t> states[q].fill >= wcap):
-            return result(ERR_LAYOUT, 0, -1)
-    da = d + (1 if params[0].fit_intercept != 0 else 0)
-    if rs is not None:
-        rv = rs
-        rlen = rs_len(da)
-        if rv.shape[0] != m or rv.shape[1] != rlen:
-            raise ValueError(f"rs must have shape ({m}, {rlen}) (rs_length(d + "
-                             f"fit_intercept) per quantile), got ({rv.shape[0]}, "
-                             f"{rv.shape[1]})")
-        rsp = &rv[0, 0]
-    pt = plug_in_means(&params[0], rsp, &pv[0, 0] if plug_in is not None else NULL, d)
-    return _sgd_multi(p64, p32, n, d, m,
-                      &y[0], &sample_weight[0] if sample_weight.shape[0] else NULL, W, Wbar,
-                      &states[0], &params[0], windows, noncrossing, rsp, rlen, pt,
-                      rlen if rsp != NULL else 2 * d, &ov[0, 0] if preds is not None else NULL)
+def _refuse_new_features(x, index, d):
+    new = [k for k in x if k not in index]
+    names = ", ".join(sorted(map(repr, new))) if all(isinstance(k, str) for k in new) \
+        else ", ".join(map(repr, new))
+    raise ValueError(f"features {names} are not among the model's columns (fixed at {d} "
+                     "features by the first row or by `features`) and new_features='raise'; "
+                     "the model is unchanged. Pass new_features='ignore' to ignore them, or "
+                     "declare every feature in `features`")
 
 
-cdef void multi_average(Py_ssize_t d, Py_ssize_t m, const double *x, double y, double wi,
-                        const MultiWork *mw, Py_ssize_t ld, double[:, ::1] Wbar,
-                        SGDState *S, const SGDParams *P, double *rsp, Py_ssize_t rlen,
-                        double *pt, Py_ssize_t pstride) noexcept nogil:
-    # The averages of the quantiles that moved, after the row's updates (as
-    # in sgd_single)
-    cdef Py_ssize_t q
-    cdef bint fit_b = P[0].fit_intercept != 0
-    for q in range(m):
-        if not (mw.upd[q] and (S[q].avg_on != 0 or P[q].kind != KIND_STATISTICAL)):
-            continue
-        if pt != NULL:
-            plug_in_average_step(d, x, y, mw.W0 + q * ld, &Wbar[q, 0], &S[q], &P[q],
-                                 mw.step[q], wi, rsp + rlen * q if rsp != NULL else NULL,
-                                 fit_b, pt + pstride * q)
+def _refuse_nonfinite(x, index, what):
+    bad = [k for k, v in x.items() if (index is None or k in index)
+           and isinstance(v, (int, float, np.floating, np.integer)) and not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"{what}: features {bad!r} hold NaN or infinity; the model is "
+                         "unchanged (a missing feature reads as 0: leave the key out rather "
+                         "than passing NaN)")
+
+
+def _hashable(k):
+    try:
+        hash(k)
+    except TypeError:
+        raise ValueError("state field 'feature_keys' holds an unhashable key") from None
+    return k
+
+
+def _keys_of(index, d, plain):
+    # feature_index as its keys in column order (plain: str, int or float keys)
+    if index is None:
+        return None
+    keys = [None] * d
+    for k, j in index.items():
+        keys[j] = k
+    if plain and not all(type(k) in (str, int, float) for k in keys):
+        raise TypeError("feature keys other than str, int or float cannot be saved as plain "
+                        "data (pickle instead)")
+    return keys
+
+
+# -- the C API (streamfit.cython.linear): the state object's one-row and block
+# calls on raw rows, for a compiled caller's own loop. Each takes the object's
+# lock as its Python methods do.
+
+cdef int _api_learn_one(object state, const double *x, double y, double weight) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    lock_enter(&s._lock, "LinearSGD")
+    try:
+        if s.mode != MODE_SINGLE:
+            s._learn_block(np.asarray(<const double[:1, :s.d]> x).copy(), np.array([y]),
+                           None if weight == 1.0 else np.array([weight]), None)
         else:
-            average_step(d, mw.W0 + q * ld, &Wbar[q, 0], &S[q],
-                         rsp + rlen * q if rsp != NULL else NULL, fit_b)
+            s._learn_row(x, y, weight, None)
+    finally:
+        lock_leave(&s._lock)
+    return 0
 
 
-cdef tuple _sgd_multi(const double *X64, const float *X32, Py_ssize_t n, Py_ssize_t d,
-                      Py_ssize_t m, const double *y, const double *swp, double[:, ::1] W,
-                      double[:, ::1] Wbar, SGDState *S, const SGDParams *P,
-                      double[:, ::1] windows, int noncrossing, double *rsp, Py_ssize_t rlen,
-                      double *pt, Py_ssize_t pstride, double *po):
-    # The rows are X64 (float64) or X32 (float32, X64 NULL), n x d, C order;
-    # swp: the weights (NULL: all 1). Each quantile's row is quantile_row on
-    # its own state; the updates of all m then run together, in one pass over
-    # the m iterates that also gives the next row's predictions (as
-    # sgd_single's sf_axpy_dot2 does for one), each sum in sf_dot2's order.
-    cdef MultiWork mw
-    cdef Py_ssize_t i, q, row = -1, done = 0
-    cdef Py_ssize_t ld = (d + 7) & ~(<Py_ssize_t> 7)
-    cdef bint fit_b = P[0].fit_intercept != 0, avg = P[0].average != 0
-    cdef bint have_dot = False, any_upd
-    cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef double xx = 0.0, wi = 1.0
-    cdef double *tmp
-    cdef const double *x
-    cdef int code
-    cdef Poll pl
-    # a row's work, the random-scaling sums' da^2 / 2 included
-    cdef double row_work = m * (2 * d + ROW_WORK + (0.5 * da * da if rsp != NULL else 0.0))
-    if multi_work_init(&mw, m, d, ld, windows.shape[1]) != OK:
-        return result(ERR_NOMEM, 0, -1)
-    for q in range(m):
-        memcpy(mw.W0 + q * ld, &W[q, 0], d * sizeof(double))
-    code = OK
-    poll_init(&pl, &_hook)
-    with nogil:
-        for i in range(n):
-            if poll_stop(&pl, row_work):
-                code = ERR_INTERRUPTED
-                break
-            x = stream_row(X64, X32, i, d, mw.cur, not have_dot)
-            if not have_dot:
-                # (a call's first row) the predictions alone: no quantile moves
-                memset(mw.upd, 0, m)
-                sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, mw.W0, ld, x, mw.dots, &xx)
-            have_dot = False
-            # every quantile's residual first: a bad row changes nothing
-            for q in range(m):
-                mw.pred[q] = mw.dots[q] + S[q].intercept
-                mw.res[q] = y[i] - mw.pred[q]
-                if not (fabs(mw.res[q]) <= DBL_MAX and xx <= DBL_MAX):
-                    code = ERR_BADINPUT
-                    break
-            if code != OK:
-                row = i
-                break
-            if po != NULL:
-                memcpy(po + i * m, mw.pred, m * sizeof(double))
-            if noncrossing == NONCROSS_PROJECT and m > 1:
-                pav_increasing(mw.pred, m, mw.pav, mw.pav + m)
-                for q in range(m):
-                    mw.res[q] = y[i] - mw.pred[q]
-            if swp != NULL:
-                wi = swp[i]
-            any_upd = False
-            for q in range(m):
-                code = quantile_row(&S[q], &P[q], &windows[q, 0], mw.work, x, d, da,
-                                    mw.res[q], xx, wi, 0.0, fit_b, &mw.coef[q], &mw.step[q])
-                mw.upd[q] = code == OK
-                any_upd = any_upd or code == OK
-                if code == NO_UPDATE:
-                    code = OK
-                elif code != OK:
-                    break
-            if code != OK:
-                row = i
-                break
-            if i + 1 < n:
-                if X32 != NULL:
-                    # the next row widened first (this one, x, is read below)
-                    sf_widen(d, X32 + (i + 1) * d, mw.nxt)
-                    sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, mw.W0, ld, mw.nxt, mw.dots,
-                                       &xx)
-                    tmp = mw.cur
-                    mw.cur = mw.nxt
-                    mw.nxt = tmp
-                else:
-                    sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, mw.W0, ld, x + d, mw.dots,
-                                       &xx)
-                have_dot = True
-            elif any_upd:
-                for q in range(m):
-                    if mw.upd[q]:
-                        sf_axpy(d, mw.coef[q], x, mw.W0 + q * ld)
-            if avg and any_upd:
-                multi_average(d, m, x, y[i], wi, &mw, ld, Wbar, S, P, rsp, rlen, pt, pstride)
-            done = i + 1
-        if code == OK and poll_final(&pl):
-            code = ERR_INTERRUPTED
-        # copied back whatever stopped the loop
-        for q in range(m):
-            memcpy(&W[q, 0], mw.W0 + q * ld, d * sizeof(double))
-    free(mw.work)
-    if code == OK or code == ERR_INTERRUPTED:
-        for q in range(m):
-            if not iterate_finite(&W[q, 0], d, &S[q]):
-                if code == ERR_INTERRUPTED:
-                    pending_exception()
-                code = ERR_NONFINITE
-                break
-    return result(code, done, row)
+cdef int _api_predict_one(object state, const double *x, double *out) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    cdef Py_ssize_t q
+    cdef const double *coef
+    lock_enter(&s._lock, "LinearSGD")
+    try:
+        for q in range(s.m):
+            coef = s._coef_ptr(q)
+            out[q] = sf_dot(s.d, x, coef) + s._intercept_of(q)
+        if s.m > 1:
+            _sort_small(out, s.m)
+    finally:
+        lock_leave(&s._lock)
+    return 0
+
+
+cdef int _api_learn(object state, const double *X, const double *y, const double *w,
+                    Py_ssize_t n) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    if n <= 0:
+        return 0
+    Xa = np.asarray(<const double[:n, :s.d]> X)
+    ya = np.asarray(<const double[:n]> y)
+    wa = None if w == NULL else np.asarray(<const double[:n]> w)
+    s.learn(Xa, ya, wa)
+    return 0
+
+
+cdef int _api_shape(object state, Py_ssize_t *n_features, Py_ssize_t *n_quantiles) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    n_features[0] = s.d
+    n_quantiles[0] = s.m
+    return 0
+
+
+cdef LinearAPI _c_api
+_c_api.version = 1
+_c_api.learn_one = _api_learn_one
+_c_api.predict_one = _api_predict_one
+_c_api.learn = _api_learn
+_c_api.shape = _api_shape
+_C_API = PyCapsule_New(&_c_api, LINEAR_API_NAME, NULL)
+
+
+def random_scaling_matrix(rs, z, k):
+    """V_k / k from the random-scaling sums ``rs`` (_qr_inference.pxd), the
+    current averaged iterate ``z`` (coefficients, then the intercept) and the
+    average's length ``k`` (Lee, Liao, Seo & Shin 2022).
+
+    Raises ValueError when float64 cannot hold the answer: the squares of the
+    path's steps underflowed (a coefficient that moved, sum s^2 u_s != 0,
+    whose sum of s^2 u_s^2 is below the smallest normal number on average:
+    its interval would come out empty or noise), or V overflowed."""
+    da = z.shape[0]
+    ref = rs[:da]
+    c = rs[da]
+    b = rs[da + 1:2 * da + 1]
+    A = np.zeros((da, da))
+    A[np.triu_indices(da)] = rs[2 * da + 1:2 * da + 1 + da * (da + 1) // 2]   # (a tail follows)
+    A = A + np.triu(A, 1).T
+    lost = (b != 0) & (np.diag(A) < c * np.finfo(float).tiny)
+    if lost.any():
+        raise ValueError(f"the random-scaling sums underflow float64: entry "
+                         f"{int(np.flatnonzero(lost)[0])} of (coef_, intercept_) moves by "
+                         f"steps whose squares are below {np.finfo(float).tiny:.3g}, so its "
+                         "interval would be empty; rescale y (or X) by a power of ten and "
+                         "scale the intervals back")
+    u = z - ref
+    with np.errstate(over="ignore", invalid="ignore"):
+        V = A - np.outer(b, u) - np.outer(u, b) + c * np.outer(u, u)
+        V = (V + V.T) / 2.0
+    if not np.isfinite(V).all():
+        raise ValueError("the random-scaling matrix overflows float64 at this scale of the "
+                         "coefficients; rescale y (or X) by a power of ten and scale the "
+                         "intervals back")
+    return V / (float(k) ** 3)

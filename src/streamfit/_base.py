@@ -150,6 +150,14 @@ class StreamEstimator(BaseEstimator):
                 for key, value in state.items()
                 if key not in _TRANSIENT and key not in self._TRANSIENT_ATTRS}
 
+    def __copy__(self):
+        # copy.copy: the parameters shared, a state object copied (the
+        # original's later calls must not change the copy)
+        new = type(self).__new__(type(self))
+        new.__dict__.update({key: (value.copy() if hasattr(value, "to_state") else value)
+                             for key, value in self.__dict__.items() if key not in _TRANSIENT})
+        return new
+
     def __setstate__(self, state):
         if not isinstance(state, dict):
             raise ValueError(f"{type(self).__name__} pickle: the state is a "

@@ -61,8 +61,10 @@ def _check_real_array(a, name):
                         f"(call .toarray() if it fits in memory)")
     try:
         arr = np.asarray(a)
-    except Exception as exc:  # pragma: no cover - exotic array-likes
-        raise TypeError(f"{name} must be array-like, got {type(a).__name__}") from exc
+    except (TypeError, ValueError, OverflowError) as exc:
+        # (only conversion errors: anything else, e.g. a timer's TimeoutError
+        # raised by a signal handler meanwhile, propagates as it is)
+        raise TypeError(f"{name} must be array-like, got {type(a).__name__}: {exc}") from exc
     kind = arr.dtype.kind
     if kind == "O":
         return _object_as_real(arr, name)

@@ -37,19 +37,23 @@ class WarmupWarning(UserWarning):
     """
 
 
-def _warn_if_warming_up(est, params, n_updates, n_seen, after):
+def _warn_if_warming_up(est, warm_up, n_updates, n_seen, after):
     """Warn (WarmupWarning) when a fit of n_seen rows under a statistical
-    schedule took no step; its first step takes n_warmup + ``after`` rows."""
-    # (imported here: this module loads without the compiled kernels that
-    # streamfit.schedules needs)
-    from .schedules import StatisticalSchedule
-    if n_updates != 0 or n_seen == 0 or int(params[0]["kind"]) != StatisticalSchedule._kind:
+    schedule took no step; its first step takes ``warm_up`` (n_warmup) +
+    ``after`` rows. ``warm_up`` is 0 for other schedules (or a parameter
+    record, read the same way: the low-rank learner's)."""
+    if not isinstance(warm_up, int):
+        # (imported here: this module loads without the compiled kernels)
+        from .schedules import StatisticalSchedule
+        warm_up = int(warm_up[0]["n_warmup"]) \
+            if int(warm_up[0]["kind"]) == StatisticalSchedule._kind else 0
+    if n_updates != 0 or n_seen == 0 or warm_up == 0:
         return
-    need = int(params[0]["n_warmup"]) + after
+    need = warm_up + after
     name = type(est).__name__
     warnings.warn(WarmupWarning(
         f"{name}.fit saw {n_seen} rows, but the statistical schedule takes its first step "
-        f"only after its warm-up of n_warmup={int(params[0]['n_warmup'])} rows (it estimates "
+        f"only after its warm-up of n_warmup={warm_up} rows (it estimates "
         f"the data's scale from them), at {need} rows here: nothing was learnt, the "
         f"coefficients are still their start. Fit at least {need} rows, or pass "
         f"schedule=StatisticalSchedule(n_warmup=m) (streamfit.schedules, m >= 5) for a "

@@ -15,7 +15,6 @@ well (see :class:`Schedule`); such schedules cannot look at the data.
 """
 from __future__ import annotations
 
-import itertools
 import numbers
 
 import numpy as np
@@ -28,7 +27,6 @@ __all__ = ["Schedule", "StatisticalSchedule", "ConstantSchedule",
            "InverseTimeSchedule", "FunctionSchedule", "resolve_schedule"]
 
 _NAN = float("nan")
-_VERSIONS = itertools.count()
 
 
 class Schedule(BaseEstimator):
@@ -52,13 +50,6 @@ class Schedule(BaseEstimator):
     """
 
     _kind = _k.KIND_ARRAY
-
-    def __setattr__(self, name, value):
-        # a changed constant (set_params, or by hand) bumps the version, so
-        # that an estimator's cached kernel parameters are made afresh
-        object.__setattr__(self, name, value)
-        if name[0] != "_":
-            object.__setattr__(self, "_version", next(_VERSIONS))
 
     def stepsizes(self, start, count):  # pragma: no cover - interface
         raise NotImplementedError
@@ -390,6 +381,12 @@ _NAMED = {
     "constant": ConstantSchedule,
     "inverse_time": InverseTimeSchedule,
 }
+
+
+# The schedules a model file may name (streamfit.save): this module's classes
+# with data-free constants, rebuilt from their parameters.
+_SAVABLE = {cls.__name__: cls for cls in (StatisticalSchedule, ConstantSchedule,
+                                          InverseTimeSchedule)}
 
 
 def resolve_schedule(schedule, name="schedule"):

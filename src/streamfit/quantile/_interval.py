@@ -1,96 +1,25 @@
 """Prediction intervals with long-run coverage: a pair of online quantiles
 calibrated online by adaptive conformal inference or conformal PID control.
 
-One call runs the multi-quantile kernel over the rows (``_quantile.sgd_multi``,
-which hands out each row's two predictions under the iterates before its
-update), then the conformal recurrence over those predictions
-(``_conformal.conformal_pass``): two compiled loops, no Python per row.
+The estimator converts input and parameters and drives one compiled state
+object, :class:`streamfit.kernels.IntervalState` (the quantile pair's
+:class:`~streamfit.kernels.LinearSGD` and the conformal recurrence): no
+Python per row.
 """
 from __future__ import annotations
 
-import itertools
 import math
-import numbers
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamRegressor, serialized
-from .._errors import ERR_INTERRUPTED, OK, raise_for
-from .._kernels import _conformal as _c
-from .._kernels import _quantile as _k
-from .._validation import (as_matrix, as_target, check_matrix, check_memory, check_scalar,
-                           feature_names)
+from .._base import StreamRegressor
+from .._kernels._conformal import IntervalState
+from .._legacy import OldState as _IntervalWork  # noqa: F401 (pickles of streamfit 0.1)
+from .._validation import as_matrix, as_target, check_matrix, feature_names
 from ..exceptions import _warn_if_warming_up
-from ._multi import MultiWork, advance_multi
-from ._sgd import OnlineQuantileRegressor
-from ._state import Outcome, check_loaded
 
 __all__ = ["OnlineIntervalRegressor"]
-
-_METHODS = {"aci": _c.METHOD_ACI, "pid": _c.METHOD_PID}
-STATE_DTYPE = np.dtype([(name, np.float64) for name in _c.STATE_FIELDS])
-# PID's saturation constant: the integrator's tangent reaches pi / 2 (an
-# unbounded interval) once the miscoverage since the start exceeds alpha by
-# (pi / 2) CSAT / log(t + 1) = 1 / log(t + 1): 14% after 10^3 rows, 11% after
-# 10^4, 7% after 10^6; below that it adds about ki scale (miscoverage gap)
-# log(t) / CSAT to the offset.
-CSAT = 2.0 / math.pi
-# rows a kernel call takes at most (the predictions' buffer: 16 bytes a row)
-_CHUNK = 1 << 16
-_VERSIONS = itertools.count()
-
-
-class _IntervalWork:
-    """The learnt state: the quantile pair (``quantiles``, a MultiWork), the
-    calibration record (``conf``, STATE_DTYPE of shape (1,)), the score window
-    (``ring`` in arrival order, ``srt`` sorted; ``window`` values each) and
-    the feature names."""
-
-    __slots__ = ("quantiles", "conf", "ring", "srt", "names")
-
-    def __getstate__(self):
-        return {name: getattr(self, name) for name in self.__slots__}
-
-    def __setstate__(self, state):
-        if set(state) != set(self.__slots__):
-            raise ValueError(f"the loaded state has fields {sorted(state)}, expected "
-                             f"{sorted(self.__slots__)} (a corrupted or foreign pickle?)")
-        for key, value in state.items():
-            setattr(self, key, value)
-        check_loaded(self.quantiles)
-        conf, ring, srt = self.conf, self.ring, self.srt
-        if not (isinstance(conf, np.ndarray) and conf.dtype == STATE_DTYPE
-                and conf.shape == (1,)):
-            raise ValueError("the loaded state's 'conf' must be a record of the calibration "
-                             "fields (a corrupted or foreign pickle?)")
-        for name, a in (("ring", ring), ("srt", srt)):
-            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1
-                    and a.shape == ring.shape and a.size >= 1):
-                raise ValueError(f"the loaded state's {name!r} must be a float64 vector of "
-                                 "the window's length (a corrupted or foreign pickle?)")
-        rec = conf[0]
-        counts = [float(rec[name]) for name in ("n", "n_covered", "n_base", "n_bounded")]
-        fill, head, cap = float(rec["fill"]), float(rec["head"]), ring.size
-        # the kernel bounds-checks fill and head itself; these are the values
-        # it would take silently and turn into a wrong coverage_ or offset
-        if not (all(0 <= c <= counts[0] and c == int(c) for c in counts)
-                and 0 <= fill <= cap and fill == int(fill)
-                and 0 <= head < cap and head == int(head)):
-            raise ValueError("the loaded state's counts (n, n_covered, n_base, n_bounded) "
-                             "must be whole numbers with none above n, and fill and head "
-                             "whole positions in the window (a corrupted or foreign pickle?)")
-        kept = srt[:int(fill)]
-        if not (np.isnan(kept).sum() == 0 and np.all(kept[1:] >= kept[:-1])):
-            raise ValueError("the loaded state's sorted score window 'srt' is not sorted "
-                             "(a corrupted or foreign pickle?)")
-
-    def copy(self):
-        work = _IntervalWork()
-        work.quantiles = self.quantiles.copy()
-        work.conf, work.ring, work.srt = self.conf.copy(), self.ring.copy(), self.srt.copy()
-        work.names = self.names
-        return work
 
 
 class OnlineIntervalRegressor(StreamRegressor):
@@ -212,8 +141,6 @@ class OnlineIntervalRegressor(StreamRegressor):
     True
     """
 
-    _TRANSIENT_ATTRS = ("_param_cache", "_params_version")
-
     def __init__(self, alpha=0.1, *, method="aci", gamma=0.005, lr=0.1, ki=1.0, window=1000,
                  schedule="statistical", fit_intercept=True):
         self.alpha = alpha
@@ -231,137 +158,33 @@ class OnlineIntervalRegressor(StreamRegressor):
         ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
         return {}
 
-    # -- parameters -------------------------------------------------------------
-    def _check_params(self):
-        check_scalar(self.alpha, "alpha", low=0, high=1, low_open=True, high_open=True)
-        if not isinstance(self.method, str) or self.method not in _METHODS:
-            raise ValueError(f"method must be one of {tuple(_METHODS)}, got {self.method!r}")
-        check_scalar(self.gamma, "gamma", low=0, low_open=True)
-        check_scalar(self.lr, "lr", low=0, low_open=True)
-        check_scalar(self.ki, "ki", low=0)
-        check_scalar(self.window, "window", kind=numbers.Integral, low=1)
-        check_memory(16 * float(self.window), "window", self.window, "a window of scores")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+    def __sklearn_is_fitted__(self):
+        return "_state" in self.__dict__
 
-    def __setattr__(self, name, value):
-        # a parameter set (by __init__, set_params or by hand) invalidates the
-        # cached checks and quantile records; the learnt state does not
-        object.__setattr__(self, name, value)
-        if name[0] != "_":
-            self.__dict__["_params_version"] = next(_VERSIONS)
+    # -- parameters -> the state object -------------------------------------------
+    def _settings(self):
+        return {"alpha": self.alpha, "method": self.method, "gamma": self.gamma,
+                "lr": self.lr, "ki": self.ki, "window": self.window,
+                "schedule": self.schedule, "fit_intercept": self.fit_intercept}
 
-    def _resolve(self, d):
-        """_check_params and _quantiles(d), cached while the parameters (and
-        the schedule's constants) stay the same: a one-row call would
-        otherwise spend most of its time rebuilding the records."""
+    def _key(self):
         sched = self.schedule
-        key = (self.__dict__.get("_params_version"), d,
-               sched if isinstance(sched, str) else id(sched), getattr(sched, "_version", None))
-        cache = self.__dict__.get("_param_cache")
-        if cache is not None and cache[0] == key:
-            return cache[1]
-        self._check_params()
-        resolved = self._quantiles(d)
-        self.__dict__["_param_cache"] = (key, resolved)
-        return resolved
+        return (type(self).__name__, self.alpha, self.method, self.gamma, self.lr, self.ki,
+                self.window, sched if isinstance(sched, str) or not hasattr(sched, "__dict__")
+                else (type(sched), dict(vars(sched))), self.fit_intercept)
 
-    def _quantiles(self, d):
-        """(quantile estimator, its params record) for d features: the pair
-        at alpha / 2 and 1 - alpha / 2, checked by OnlineQuantileRegressor."""
-        alpha = float(self.alpha)
-        model = OnlineQuantileRegressor(tau=[alpha / 2, 1 - alpha / 2], schedule=self.schedule,
-                                        fit_intercept=self.fit_intercept)
-        return model, model._resolve(d)[1]
+    def _new_state(self, d):
+        state = IntervalState(d, **self._settings())
+        state.source = self._key()
+        return state
 
-    def _check_continuation(self, fit):
-        conf = fit.conf[0]
-        old_alpha = float(fit.quantiles.params["tau"][0]) * 2
-        refused = [("alpha", old_alpha, float(self.alpha)),
-                   ("window", fit.ring.shape[0], int(self.window)),
-                   ("fit_intercept", bool(fit.quantiles.params["fit_intercept"][0]),
-                    bool(self.fit_intercept))]
-        was = "pid" if math.isnan(float(conf["level"])) else "aci"
-        refused.append(("method", was, self.method))
-        for name, before, now in refused:
-            if before != now:
-                raise ValueError(f"{name} changed from {before!r} to {now!r} since the first "
-                                 f"call; the learnt state belongs to {name}={before!r}. Set "
-                                 f"it back, or call fit() to start afresh")
+    def _fitted_state(self):
+        state = self.__dict__.get("_state")
+        if state is None:
+            check_is_fitted(self)
+        return state
 
     # -- fitting ----------------------------------------------------------------
-    def _fresh(self, d, params):
-        work = _IntervalWork()
-        work.quantiles = MultiWork.fresh(d, params)
-        work.conf = np.zeros(1, STATE_DTYPE)
-        work.conf["offset"] = 0.0 if self.method == "pid" else np.inf
-        work.conf["level"] = float(self.alpha) if self.method == "aci" else np.nan
-        work.ring = np.zeros(int(self.window))
-        work.srt = np.zeros(int(self.window))
-        work.names = None
-        return work
-
-    def _advance(self, work, X, y, model):
-        """Both passes over (X, y), in chunks; mutates ``work``; an Outcome."""
-        n = X.shape[0]
-        conf = work.conf.view(np.float64)
-        done = 0
-        for start in range(0, n, _CHUNK):
-            Xc, yc = X[start:start + _CHUNK], y[start:start + _CHUNK]
-            preds = np.empty((Xc.shape[0], 2))
-            out = advance_multi(work.quantiles, Xc, yc, None, "rearrange", preds)
-            _c.conformal_pass(preds[:out.consumed], yc[:out.consumed], conf, work.ring,
-                              work.srt, _METHODS[self.method], float(self.alpha),
-                              float(self.gamma), float(self.lr), float(self.ki), CSAT)
-            done += out.consumed
-            if out.code != OK:
-                bad = out.bad
-                if bad is not None and bad[0] is not None:
-                    bad = (bad[0] + start,) + bad[1:]
-                return Outcome(done, out.code, out.exc, bad)
-        return Outcome(done)
-
-    def _run(self, fit, X, y, names, method):
-        """Validate, advance a copy, publish (or raise, the state unchanged)."""
-        X = as_matrix(X, float32=True)
-        n, d = X.shape
-        if method == "fit" and n == 0:
-            raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
-                             f"minimum of 1 is required by {type(self).__name__}.fit; the "
-                             "estimator keeps its previous state")
-        if fit is not None and d != fit.quantiles.w.shape[1]:
-            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
-                             f"{fit.quantiles.w.shape[1]} features as input.")
-        y = as_target(y, n, type(self).__name__)
-        model, params = self._resolve(d)
-        if fit is None:
-            if n == 0:
-                return None
-            work = self._fresh(d, params)
-        else:
-            self._check_continuation(fit)
-            if n == 0:
-                return None
-            work = fit.copy()
-            if params is not work.quantiles.params and \
-                    params.tobytes() != work.quantiles.params.tobytes():
-                work.quantiles.follow(params)
-        out = self._advance(work, X, y, model)
-        where = f"{type(self).__name__}.{method}"
-        if out.code != OK and out.code != ERR_INTERRUPTED:
-            model._raise(out, work.quantiles, where, X)
-        if out.code == ERR_INTERRUPTED and out.consumed == 0 and fit is None:
-            raise_for(ERR_INTERRUPTED, where, exc=out.exc)
-        work.names = names if method == "fit" or fit is None else fit.names
-        self._fit_ = work           # one assignment publishes the call
-        if out.code == ERR_INTERRUPTED:
-            if hasattr(out.exc, "add_note"):
-                out.exc.add_note(f"{where} was interrupted after {out.consumed} of its {n} "
-                                 f"rows: the estimator holds the state after them")
-            raise_for(ERR_INTERRUPTED, where, exc=out.exc)
-        return params
-
-    @serialized
     def partial_fit(self, X, y):
         """Learn from one block of the stream: each row is scored against the
         interval held before it (``coverage_``), then the quantiles and the
@@ -377,14 +200,39 @@ class OnlineIntervalRegressor(StreamRegressor):
         -------
         self
         """
-        fit = self.__dict__.get("_fit_")
-        names = feature_names(X)
-        if fit is not None and (names is not None or fit.names is not None):
+        state = self.__dict__.get("_state")
+        names = None if type(X) is np.ndarray else feature_names(X)
+        if state is not None and (names is not None or state.feature_names is not None):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-        self._run(fit, X, y, names, "partial_fit")
+        X = as_matrix(X, float32=True)
+        n, d = X.shape
+        if state is not None and d != state.n_features:
+            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
+                             f"{state.n_features} features as input.")
+        y = as_target(y, n, type(self).__name__)
+        if state is None:
+            new = self._new_state(d)
+            if n == 0:
+                return self
+            new.feature_names = names
+            state = self.__dict__.setdefault("_state", new)
+            try:
+                state.learn(X, y)
+            except BaseException:
+                if state is new and state.n_samples_seen == 0:
+                    self.__dict__.pop("_state", None)
+                raise
+            return self
+        key = self._key()
+        if state.source != key:
+            state.configure(**self._settings())
+            state.source = key
+        if n == 1:
+            state.learn_one(X[0], y[0])
+        elif n:
+            state.learn(X, y)
         return self
 
-    @serialized
     def fit(self, X, y):
         """Forget what was learnt and make one pass over (X, y).
 
@@ -404,23 +252,70 @@ class OnlineIntervalRegressor(StreamRegressor):
             quantiles have not moved from zero).
         """
         names = feature_names(X)
-        params = self._run(None, X, y, names, "fit")
-        if params is not None:
-            state = self._fit_.quantiles.state
-            _warn_if_warming_up(self, params, int(state["n_updates"][0]),
-                                int(state["n_seen"][0]), after=1)
+        X = as_matrix(X, float32=True)
+        n, d = X.shape
+        if n == 0:
+            raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
+                             f"minimum of 1 is required by {type(self).__name__}.fit; the "
+                             "estimator keeps its previous state")
+        y = as_target(y, n, type(self).__name__)
+        new = self._new_state(d)
+        new.feature_names = names
+        try:
+            new.learn(X, y)
+        except BaseException:
+            if new.n_samples_seen > 0:
+                self._state = new       # interrupted: the rows before the signal
+            raise
+        self._state = new               # one assignment publishes the fit
+        _warn_if_warming_up(self, new.warm_up_rows, new.n_updates, new.n_samples_seen,
+                            after=1)
         return self
 
-    # -- learnt attributes and predictions --------------------------------------
-    def _fitted(self):
-        fit = self.__dict__.get("_fit_")
-        if fit is None:
-            check_is_fitted(self)
-        return fit
+    # -- one event at a time (river's names) ----------------------------------------
+    def learn_one(self, x, y):
+        """Learn from one row (river's names): ``x`` a 1-D array or sequence of
+        n_features numbers, ``y`` a number; scored against the interval held
+        before it, then learnt from.
 
-    @serialized
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit import OnlineIntervalRegressor
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.standard_normal((3000, 2))
+        >>> y = X.sum(1) + rng.standard_normal(3000)
+        >>> est = OnlineIntervalRegressor(alpha=0.2)
+        >>> for xi, yi in zip(X, y):
+        ...     est.learn_one(xi, yi)
+        >>> bool(abs(est.coverage_ - 0.8) < 0.05)
+        True
+        """
+        try:
+            self._state.learn_one(x, y)
+        except AttributeError:
+            if "_state" in self.__dict__:
+                raise
+            row = np.asarray(x)
+            if row.ndim != 1 or row.shape[0] < 1:
+                raise ValueError(f"x must be a 1-D array of at least one value, got shape "
+                                 f"{row.shape}") from None
+            new = self._new_state(row.shape[0])
+            state = self.__dict__.setdefault("_state", new)
+            try:
+                state.learn_one(x, y)
+            except BaseException:
+                if state is new and state.n_samples_seen == 0:
+                    self.__dict__.pop("_state", None)
+                raise
+
+    def predict_one(self, x):
+        """The midpoint of the quantile pair for one row."""
+        return self._fitted_state().predict_one(x)
+
+    # -- learnt attributes and predictions --------------------------------------
     def _conf(self):
-        return self._fitted().conf[0].copy()
+        return self._fitted_state().calibration
 
     @property
     def coverage_(self):
@@ -463,55 +358,44 @@ class OnlineIntervalRegressor(StreamRegressor):
         """ACI's running level a_t (NaN for PID)."""
         return float(self._conf()["level"])
 
-    @serialized
-    def _pair(self):
-        fit = self._fitted()
-        return fit.quantiles.w.copy(), fit.quantiles.state["intercept"].astype(float), \
-            float(fit.conf["offset"][0]), fit.names
-
     @property
     def coef_(self):
         """The two quantiles' coefficients, (2, n_features)."""
-        return self._pair()[0]
+        return self._fitted_state().coef
 
     @property
     def intercept_(self):
         """The two quantiles' intercepts, (2,)."""
-        return self._pair()[1]
+        return self._fitted_state().intercept
 
     @property
-    @serialized
     def n_samples_seen_(self):
         """Rows learnt from."""
-        return int(self._fitted().quantiles.state["n_seen"][0])
+        return int(self._fitted_state().n_samples_seen)
 
     @property
     def n_features_in_(self):
         """Features seen by the first call (or ``fit``)."""
-        return self._fitted().quantiles.w.shape[1]
+        return self._fitted_state().n_features
 
     @property
     def feature_names_in_(self):
         """Column names of the DataFrame the estimator learnt from (only then)."""
-        names = self._fitted().names
+        names = self._fitted_state().feature_names
         if names is None:
             raise AttributeError(f"{type(self).__name__} was not fitted on data with "
                                  "feature names (a DataFrame with string column names)")
         return names
 
-    def _lo_hi(self, X):
-        fit = self._fitted()
-        if feature_names(X) is not None or fit.names is not None:
+    def _rows(self, X):
+        state = self._fitted_state()
+        if feature_names(X) is not None or state.feature_names is not None:
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
-        coef, b, q, _ = self._pair()
-        if X.shape[1] != coef.shape[1]:
+        if X.shape[1] != state.n_features:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {coef.shape[1]} features as input.")
-        out = np.empty((2, X.shape[0]))
-        for j in range(2):
-            _k.predict(X, coef[j], float(b[j]), out[j])
-        return np.minimum(out[0], out[1]), np.maximum(out[0], out[1]), q
+                             f"expecting {state.n_features} features as input.")
+        return state, X
 
     def predict_interval(self, X):
         """The calibrated intervals [lo - q, hi + q] of the rows of X (q =
@@ -539,11 +423,8 @@ class OnlineIntervalRegressor(StreamRegressor):
         >>> bool(np.all(lo < hi))
         True
         """
-        lo, hi, q = self._lo_hi(X)
-        mid = 0.5 * (lo + hi)
-        with np.errstate(invalid="ignore"):
-            lower, upper = np.minimum(lo - q, mid), np.maximum(hi + q, mid)
-        return np.column_stack([lower, upper])
+        state, X = self._rows(X)
+        return state.predict_interval(X)
 
     def predict(self, X):
         """The midpoint of the quantile pair, (lo + hi) / 2: the calibrated
@@ -558,5 +439,5 @@ class OnlineIntervalRegressor(StreamRegressor):
         -------
         ndarray of shape (n_samples,)
         """
-        lo, hi, _ = self._lo_hi(X)
-        return 0.5 * (lo + hi)
+        state, X = self._rows(X)
+        return state.predict(X)

@@ -1,13 +1,11 @@
 """Online quantile regression and online least squares by (sub-)gradient descent.
 
-Python validates and owns the state; ``streamfit._kernels._quantile`` runs the
-whole sample loop without the GIL (see ``_state`` for how a call advances the
-state).
+The estimators convert input and parameters with scikit-learn's conventions
+and drive one compiled state object, :class:`streamfit.kernels.LinearSGD`,
+which owns the learnt state, checks what enters it and runs every loop.
 """
 from __future__ import annotations
 
-import itertools
-import numbers
 import os
 import sys
 import warnings
@@ -16,40 +14,13 @@ import numpy as np
 from sklearn.metrics import d2_pinball_score
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._base import StreamRegressor, serialized
-from .._errors import (ERR_BADINPUT, ERR_INTERRUPTED, ERR_NONFINITE, ERR_SCALE, OK,
-                       raise_for, raise_row_error)
-from .._kernels import _quantile as _k
-from .._validation import (_check_real_array, as_float64, as_matrix, as_target, as_weights,
-                           check_matrix, check_memory, check_scalar, check_seed, check_vector,
-                           feature_names)
+from .._base import StreamRegressor
+from .._kernels._quantile import LinearSGD
+from .._validation import as_matrix, as_target, as_weights, check_matrix, feature_names
 from ..exceptions import _warn_if_warming_up
-from ..schedules import InverseTimeSchedule, Schedule, resolve_schedule
-from ._inference import critical_value, random_scaling_matrix
-from ._multi import NONCROSSING, MultiWork, advance_multi, rearrange
-from ._state import Plan, Work, advance
+from ._inference import critical_value
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
-
-_SQRT_DBL_MIN = float(np.sqrt(np.finfo(float).tiny))
-_VERSIONS = itertools.count()
-_MODES = {"single": _k.MODE_SINGLE, "batch": _k.MODE_BATCH, "storage": _k.MODE_STORAGE}
-_MODE_NAMES = {v: k for k, v in _MODES.items()}
-# The drift test (csrc/_qr_drift.pxd): its CUSUM's alarm threshold (a mean
-# time to a false alarm of at least e^25 = 7e10 rows on a stationary
-# stream), the rows the average holds before the test runs, and whether an
-# alarm also restarts the statistical schedule's last-phase clock (one alarm
-# per change and a faster recovery: measured in csrc/_qr_drift.pxd).
-_DRIFT = (None, "restart")
-_DRIFT_H = 25.0
-_DRIFT_ARM = 100.0
-_DRIFT_CLOCK = 1.0
-_KIND_NAMES = {_k.KIND_CONSTANT: "ConstantSchedule", _k.KIND_INVERSE_TIME: "InverseTimeSchedule",
-               _k.KIND_STATISTICAL: "StatisticalSchedule", _k.KIND_ARRAY: "a user schedule"}
-# State fields of the statistical schedule, zeroed when it takes over mid-stream
-_SCHEDULE_FIELDS = ("phase", "eta_geo", "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq",
-                    "fill", "min_med", "eta_start", "avg_on", "n_flat", "b0_cap", "k_pow",
-                    "eta_pow", "cu", "level", "n_high", "win_sumsq", "win_wsum", "n_avg")
 
 
 def _caller_level():
@@ -63,9 +34,10 @@ def _caller_level():
 
 
 class _OnlineLinearSGD(StreamRegressor):
-    """What the online linear estimators share: parameters, state, calls."""
+    """What the online linear estimators share: parameters -> a LinearSGD,
+    input -> its calls, its state -> the fitted attributes."""
 
-    _loss = _k.LOSS_CHECK
+    _loss = "check"
     # least squares has no tau, mode or batch_size parameters
     mode = "single"
     tau = 0.5
@@ -74,7 +46,6 @@ class _OnlineLinearSGD(StreamRegressor):
     noncrossing = "rearrange"
     scale = None
     drift = None
-    _TRANSIENT_ATTRS = ("_param_cache", "_spare_state", "_params_version")
 
     # -- scikit-learn -----------------------------------------------------------
     def _expected_failed_checks(self):
@@ -91,181 +62,53 @@ class _OnlineLinearSGD(StreamRegressor):
                 "(n_samples, len(tau)) for a 1-D y")
         return failures
 
-    # -- parameters -------------------------------------------------------------
-    def _taus(self):
-        """The taus as a tuple when ``tau`` is a list or array (several
-        quantiles), else None."""
-        tau = self.tau
-        if isinstance(tau, (list, tuple, np.ndarray)):
-            arr = _check_real_array(tau, "tau")
-            if arr.ndim != 1 or arr.size < 1:
-                raise ValueError(f"tau must be a number or a 1-D list of numbers, got shape "
-                                 f"{arr.shape}")
-            return tuple(float(t) for t in arr)
-        return None
+    def __sklearn_is_fitted__(self):
+        return "_state" in self.__dict__
 
-    def _check_params(self):
-        taus = self._taus()
-        for t in (taus if taus is not None else (self.tau,)):
-            check_scalar(t, "tau", low=0, high=1, low_open=True, high_open=True)
-        if taus is not None and any(b <= a for a, b in zip(taus, taus[1:])):
-            raise ValueError(f"tau must be strictly increasing, got {list(taus)}")
-        if not isinstance(self.noncrossing, str) or self.noncrossing not in NONCROSSING:
-            raise ValueError(f"noncrossing must be one of {tuple(NONCROSSING)}, got "
-                             f"{self.noncrossing!r}")
-        if taus is not None:
-            if self.mode != "single":
-                raise ValueError(f"mode must be 'single' with several taus (the multi-quantile "
-                                 f"kernel updates per row), got {self.mode!r}")
-            if not isinstance(self.schedule, str) and not isinstance(self.schedule, Schedule):
-                raise ValueError("schedule: a user schedule (stepsizes(start, count)) is not "
-                                 "supported with several taus; use 'statistical', 'constant' "
-                                 "or 'inverse_time' or a schedule object of streamfit.schedules")
-        if not isinstance(self.mode, str) or self.mode not in _MODES:
-            raise ValueError(f"mode must be one of {tuple(_MODES)}, got {self.mode!r}")
-        check_scalar(self.batch_size, "batch_size", kind=numbers.Integral, low=1,
-                     allow_none=True)
-        for name in ("average", "fit_intercept", "inference"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.inference and not (self.average and self.mode != "storage"):
-            raise ValueError("inference=True needs average=True and mode 'single' or 'batch' "
-                             "(random scaling is for the averaged iterate of a stochastic-"
-                             "gradient path; storage mode's steps use all data so far), got "
-                             f"average={self.average!r}, mode={self.mode!r}")
-        if not (self.drift is None or (isinstance(self.drift, str) and self.drift in _DRIFT)):
-            raise ValueError(f"drift must be None or 'restart', got {self.drift!r}")
-        if self.drift is not None and (self.mode != "single" or taus is not None
-                                       or self.scale is not None or not self.average):
-            raise ValueError(f"drift={self.drift!r} restarts the Polyak-Ruppert average: it "
-                             f"needs average=True, and is implemented for one tau in mode "
-                             f"'single' with scale=None (the test runs in the single-sample "
-                             f"row loop), got average={self.average!r}, mode={self.mode!r}, "
-                             f"tau={self.tau!r}, scale={self.scale!r}")
-        check_seed(getattr(self, "random_state", None))
-        if self.scale not in (None, "online"):
-            raise ValueError(f"scale must be None or 'online', got {self.scale!r}")
-        if self.scale == "online" and (self.mode != "single" or taus is not None
-                                       or self.inference):
-            raise ValueError("scale='online' is implemented for one tau in mode 'single' "
-                             f"without inference, got mode={self.mode!r}, tau={self.tau!r}, "
-                             f"inference={self.inference!r}")
-        schedule = resolve_schedule(self.schedule)
-        if self.drift is not None and isinstance(schedule, InverseTimeSchedule):
-            # under O(1/t) steps the last iterate beats any average of it on
-            # every stream, which is what the test detects: it would restart
-            # the average every few hundred rows
-            raise ValueError(f"drift={self.drift!r} compares the average with the last "
-                             "iterate, which O(1/t) steps (schedule='inverse_time') make the "
-                             "better fit on any stream; use schedule='statistical' or "
-                             "'constant'")
-        if self.inference and getattr(schedule, "t0", 0):
-            raise ValueError("inference=True with a warm start's schedule.t0 > 0: the average "
-                             "then counts the start as t0 iterates, which the random-scaling "
-                             "path does not contain; use t0=0 for intervals")
-        return schedule
+    # -- parameters -> the state object -------------------------------------------
+    def _settings(self):
+        """The parameters as the state object takes them."""
+        return {"tau": self.tau, "loss": self._loss, "mode": self.mode,
+                "schedule": self.schedule, "batch_size": self.batch_size,
+                "average": self.average, "fit_intercept": self.fit_intercept,
+                "inference": self.inference, "scale": self.scale, "drift": self.drift,
+                "noncrossing": self.noncrossing}
 
-    def __setattr__(self, name, value):
-        # a parameter set (by __init__, set_params or by hand) invalidates the
-        # cached kernel parameters; the estimator's own state does not
-        object.__setattr__(self, name, value)
-        if name[0] != "_":
-            self.__dict__["_params_version"] = next(_VERSIONS)
+    def _key(self):
+        """What the state was configured from: the class (its messages name
+        it) and the parameters' values (a schedule object's by value, as
+        ``set_params(schedule__Ca=...)`` changes it in place)."""
+        tau, sched = self.tau, self.schedule
+        if isinstance(tau, np.ndarray):
+            tau = tuple(tau.tolist())
+        return (type(self).__name__, tau, self.mode,
+                sched if isinstance(sched, str) or not hasattr(sched, "__dict__")
+                else (type(sched), dict(vars(sched))),
+                self.batch_size, self.average, self.fit_intercept, self.inference,
+                self.noncrossing, self.scale, self.drift)
 
-    def _param_key(self):
-        sched = self.schedule
-        return (self.__dict__.get("_params_version"), sched if isinstance(sched, str) else
-                id(sched), getattr(sched, "_version", None))
+    def _new_state(self, d, coef_init=None, intercept_init=None):
+        state = LinearSGD(d, coef_init=coef_init, intercept_init=intercept_init,
+                          **self._settings())
+        state.source = self._key()
+        return state
 
-    def _resolve(self, d):
-        """(schedule, params record, plan) for data of d features; cached
-        while the parameters stay the same (set_params and nested changes of
-        the schedule's constants are seen: both bump a version), so that an
-        unchanged record is the same object."""
-        key = self._param_key()
-        cache = self.__dict__.get("_param_cache")
-        if cache is not None and cache[0] == d and cache[1] == key:
-            return cache[2]
-        schedule = self._check_params()
-        params = self._params_record(schedule, d)
-        resolved = (schedule, params, Plan(params[:1]))
-        self.__dict__["_param_cache"] = (d, key, resolved)
-        return resolved
+    def _configured(self, state):
+        """The state, with parameters changed since it last ran applied (or
+        refused, naming the parameter, the state unchanged)."""
+        key = self._key()
+        if state.source != key:
+            state.configure(**self._settings())
+            state.source = key
+        return state
 
-    def _params_record(self, schedule, d):
-        taus = self._taus()
-        if taus is not None:
-            records = []
-            for t in taus:
-                rec = self._one_params_record(schedule, d, t).copy()
-                records.append(rec)
-            p = np.concatenate(records)
-            p.flags.writeable = False
-            return p
-        return self._one_params_record(schedule, d, self.tau)
+    def _fitted_state(self):
+        state = self.__dict__.get("_state")
+        if state is None:
+            check_is_fitted(self)
+        return state
 
-    def _one_params_record(self, schedule, d, tau):
-        p = _k.new_params()
-        p["tau"] = tau
-        p["loss"] = self._loss
-        p["average"] = float(bool(self.average))
-        p["fit_intercept"] = float(bool(self.fit_intercept))
-        p["mode"] = _MODES[self.mode]
-        if self.drift is not None:
-            p["drift"] = 1.0
-            p["drift_h"] = _DRIFT_H
-            p["drift_arm"] = _DRIFT_ARM
-            p["drift_clock"] = _DRIFT_CLOCK
-        da = d + bool(self.fit_intercept)
-        values = schedule._kernel_params(self._loss, self.mode, da) \
-            if isinstance(schedule, Schedule) else {"kind": _k.KIND_ARRAY}
-        for key, value in values.items():
-            p[key] = value
-        if p["kind"][0] == _k.KIND_STATISTICAL:
-            for name in ("window", "n_warmup"):
-                # the residual buffer and its order-statistics twin
-                check_memory(16 * float(p[name][0]), f"schedule.{name}",
-                              getattr(schedule, name), "a residual buffer")
-        if self.mode == "batch" and self.batch_size is not None:
-            check_memory(8 * (d + 3) * float(self.batch_size), "batch_size", self.batch_size,
-                          f"a buffer for one batch of rows of {d} features")
-        p.flags.writeable = False
-        return p
-
-    def _check_continuation(self, params):
-        """Refuse the mid-stream changes that would make the state meaningless
-        (see the class docstring), also on a call without rows."""
-        old = self._fit_.params[0]
-        new = params[0]
-        refused = [("mode", _MODE_NAMES[int(old["mode"])], _MODE_NAMES[int(new["mode"])]),
-                   ("tau", float(old["tau"]), float(new["tau"])),
-                   ("fit_intercept", bool(old["fit_intercept"]), bool(new["fit_intercept"]))]
-        for name, before, now in refused:
-            if before != now:
-                raise ValueError(f"{name} changed from {before!r} to {now!r} since the first "
-                                 f"call; the learnt state belongs to {name}={before!r}. Set "
-                                 f"it back, or call fit() to start afresh")
-
-    def _continue_with(self, work, params, plan):
-        """Apply the accepted mid-stream changes to a working copy."""
-        old = work.params[0]
-        new = params[0]
-        if new["kind"] == _k.KIND_STATISTICAL and old["kind"] != _k.KIND_STATISTICAL:
-            # the statistical schedule takes over: it warms up afresh from
-            # the current iterate
-            for name in _SCHEDULE_FIELDS:
-                work.state[name] = 0.0
-        if new["average"] and not old["average"]:
-            work.state["n_avg"] = 0.0        # the average restarts
-        if new["drift"] != old["drift"]:
-            # the drift test starts afresh (its reference from the next row)
-            for name in ("dr_n", "dr_cusum"):
-                work.state[name] = 0.0
-        work.follow(params, plan)
-        work.track_inference(bool(self.inference))
-
-    # -- fitting ----------------------------------------------------------------
-    @serialized
+    # -- learning ---------------------------------------------------------------
     def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
         """Learn from one block of the stream.
 
@@ -274,7 +117,7 @@ class _OnlineLinearSGD(StreamRegressor):
         call); with ``batch_size=None`` the whole call is one batch.
         ``"storage"``: the rows join all data seen so far and one sub-gradient
         step is taken on the loss over all of it. A call with no rows does
-        nothing.
+        nothing. A one-row call takes :meth:`learn_one`'s path.
 
         Parameters
         ----------
@@ -295,55 +138,77 @@ class _OnlineLinearSGD(StreamRegressor):
         -------
         self
         """
-        fit = self.__dict__.get("_fit_")
-        names = feature_names(X)
-        if fit is not None and (names is not None or fit.names is not None):
+        state = self.__dict__.get("_state")
+        if type(X) is np.ndarray and type(y) is np.ndarray and state is not None and \
+                X.ndim == 2 and X.shape[0] == 1 and y.shape == (1,) and \
+                X.shape[1] == state.n_features and sample_weight is None and \
+                coef_init is None and intercept_init is None and self.mode == "single" and \
+                state.feature_names is None and state.source == self._key():
+            # one row of an event loop: learn_one's path, the checks it needs
+            # done above (its own check of the row and target follow)
+            state.learn_one(X[0], y[0])
+            return self
+        names = None if type(X) is np.ndarray else feature_names(X)
+        if state is not None and (names is not None or state.feature_names is not None):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = as_matrix(X, float32=True)
         n, d = X.shape
-        if fit is not None and d != fit.w.shape[-1]:
-            self._check_n_features(d, False)
+        if state is not None and d != state.n_features:
+            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
+                             f"{state.n_features} features as input.")
         y = as_target(y, n, type(self).__name__)
         sw = as_weights(sample_weight, n)
-        schedule, params, plan = self._resolve(d)
-        self._check_kind(fit, params)
-        if params.shape[0] > 1 or self._taus() is not None:
-            # (several taus read float32 rows as they are, as single mode does)
-            return self._partial_fit_multi(fit, X, y, sw, params, names, coef_init,
-                                           intercept_init)
-        if plan.mode != _k.MODE_SINGLE:
-            X = as_float64(X)       # (single mode reads float32 rows as they are)
-        if fit is None:
-            init = self._initial(d, coef_init, intercept_init)
+        if state is None:
+            new = self._new_state(d, coef_init, intercept_init)
             if n == 0:
                 return self
-            work = Work.fresh(d, params, plan, *init)
-            work.track_inference(bool(self.inference))
-            self._start_scaler(work, d, coef_init, intercept_init)
+            new.feature_names = names
             self._warn_if_phase_one_restarts(coef_init, intercept_init)
-        else:
-            if coef_init is not None or intercept_init is not None:
-                raise ValueError("coef_init and intercept_init start a fresh fit: this "
-                                 f"{type(self).__name__} has already learnt from "
-                                 f"{self.n_samples_seen_} rows. Call fit() to start "
-                                 "afresh from them")
-            changed = params is not fit.params
-            if changed:
-                self._check_continuation(params)
-            if n == 0:
-                return self
-            if (fit.scaler is not None) != (self.scale == "online"):
-                raise ValueError(f"scale changed to {self.scale!r} since the first call; "
-                                 "the learnt coefficients are on the old scale. Set it "
-                                 "back, or call fit() to start afresh")
-            work = fit.copy(self.__dict__.pop("_spare_state", None))
-            if changed:
-                self._continue_with(work, params, plan)
-        out = advance(work, X, y, sw, schedule, self.batch_size)
-        self._finish(work, out, X, names, "partial_fit")
+            self._learn_fresh(new, X, y, sw)
+            return self
+        if coef_init is not None or intercept_init is not None:
+            raise ValueError("coef_init and intercept_init start a fresh fit: this "
+                             f"{type(self).__name__} has already learnt from "
+                             f"{state.n_samples_seen} rows. Call fit() to start afresh from "
+                             "them")
+        if state.source == self._key():
+            self._learn(state, X, y, sw)
+            return self
+        # new parameters since the last call: a refused call leaves the old
+        # ones in force, so the state is kept as it was before configuring
+        # (settings changes are rare; the copy costs one state's size)
+        before = state.copy()
+        self._configured(state)
+        try:
+            self._learn(state, X, y, sw)
+        except BaseException:
+            if state.n_samples_seen == before.n_samples_seen:
+                self.__dict__["_state"] = before
+            raise
         return self
 
-    @serialized
+    def _learn(self, state, X, y, sw):
+        n = X.shape[0]
+        if n == 1 and self.mode == "single":
+            state.learn_one(X[0], y[0], 1.0 if sw is None else sw[0])
+        elif n:
+            state.learn(X, y, sw)
+
+    def _learn_fresh(self, new, X, y, sw):
+        # The first rows: published before learning, so that a concurrent
+        # first call learns into the same state; an interrupt before any row
+        # leaves the estimator unfitted, as before the call.
+        state = self.__dict__.setdefault("_state", new)
+        try:
+            if X.shape[0] == 1 and self.mode == "single":
+                state.learn_one(X[0], y[0], 1.0 if sw is None else sw[0])
+            else:
+                state.learn(X, y, sw)
+        except BaseException:
+            if state is new and state.n_samples_seen == 0:
+                self.__dict__.pop("_state", None)
+            raise
+
     def fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
         """Forget what was learnt and make one pass over (X, y) in the chosen
         mode; in batch and storage modes the data arrive in blocks of
@@ -393,108 +258,40 @@ class _OnlineLinearSGD(StreamRegressor):
             raise ValueError("sample_weight: every weight is zero, so there is nothing to "
                              "learn (Sample weights must contain at least one non-zero "
                              "number); the estimator keeps its previous state")
-        schedule, params, plan = self._resolve(d)
-        if self._taus() is not None:
-            work = MultiWork.fresh(d, params, *self._initial_multi(d, params.shape[0],
-                                                                   coef_init,
-                                                                   intercept_init))
-            work.track_inference(bool(self.inference))
-            self._warn_if_phase_one_restarts(coef_init, intercept_init)
-            out = advance_multi(work, X, y, sw, self.noncrossing)
-            self._finish(work, out, X, names, "fit", fresh=True)
-            self._warn_if_warming_up(work, params, n, after=1)
-            return self
-        work = Work.fresh(d, params, plan, *self._initial(d, coef_init, intercept_init))
-        work.track_inference(bool(self.inference))
-        self._start_scaler(work, d, coef_init, intercept_init)
+        new = self._new_state(d, coef_init, intercept_init)
+        new.feature_names = names
         self._warn_if_phase_one_restarts(coef_init, intercept_init)
         if self.mode == "single":
-            out = advance(work, X, y, sw, schedule)
-        else:
+            spans = [(0, n, None)]
+        elif self.mode == "batch":
+            # whole batches of bs rows, then the rest as one batch
             bs = self.batch_size or max(2 * (d + 1), 16)
-            X = as_float64(X)
-            out = self._fit_blocks(work, X, y, sw, schedule, bs)
-        self._finish(work, out, X, names, "fit", fresh=True)
+            n_full = n // bs * bs
+            spans = [(0, n_full, bs)] + ([(n_full, n, n - n_full)] if n_full < n else [])
+        else:
+            # one step per block of bs rows
+            bs = self.batch_size or max(2 * (d + 1), 16)
+            spans = [(a, min(a + bs, n), None) for a in range(0, n, bs)]
+        for a, b, block in spans:
+            seen = new.n_samples_seen
+            try:
+                if b > a:
+                    new.learn(X[a:b], y[a:b], None if sw is None else sw[a:b],
+                              batch_size=block)
+            except BaseException:
+                # a failed call leaves the state as it was; an interrupted one
+                # keeps the rows before the signal: the estimator then holds
+                # the fresh fit of those
+                if new.n_samples_seen > seen:
+                    self._state = new
+                raise
+        self._state = new             # one assignment publishes the fit
         # single mode steps from the row after the warm-up, batch mode on the
         # block that completes it (storage mode steps on its first block: it
         # never warns)
-        self._warn_if_warming_up(work, params, n, after=int(self.mode == "single"))
+        _warn_if_warming_up(self, new.warm_up_rows, new.n_updates, n,
+                            after=int(self.mode == "single"))
         return self
-
-    def _warn_if_warming_up(self, work, params, n, after):
-        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, after)
-
-    def _fit_blocks(self, work, X, y, sw, schedule, bs):
-        n = X.shape[0]
-        n_full = n // bs * bs
-        if self.mode == "batch":
-            spans = [(0, n_full, bs)] + ([(n_full, n, None)] if n_full < n else [])
-        else:
-            spans = [(a, min(a + bs, n), None) for a in range(0, n, bs)]
-        consumed = 0
-        for a, b, block in spans:
-            out = advance(work, X[a:b], y[a:b], None if sw is None else sw[a:b], schedule,
-                          block)
-            if out.bad is not None and out.bad[0] is not None:
-                out.bad = (out.bad[0] + a,) + out.bad[1:]
-            consumed += out.consumed
-            if out.code != OK:
-                out.consumed = consumed
-                return out
-        out.consumed = consumed
-        return out
-
-    def _start_scaler(self, work, d, coef_init, intercept_init):
-        if self.scale != "online":
-            return
-        if coef_init is not None or intercept_init is not None:
-            raise ValueError("coef_init/intercept_init with scale='online': a warm start is on "
-                             "the original scale, which the scaler has not seen yet; use "
-                             "scale=None for warm starts")
-        work.scaler = np.zeros(2 * d + 1)
-
-    # -- several quantiles ------------------------------------------------------
-    def _check_kind(self, fit, params):
-        """One tau and several are different states: a switch mid-stream is
-        refused (naming tau), also on a call without rows."""
-        if fit is None or params is fit.params:
-            # (the record the state was made with: the same taus)
-            return
-        if not isinstance(fit, MultiWork) and self._taus() is None:
-            return          # one tau: _check_continuation
-        old = tuple(float(t) for t in fit.params["tau"])
-        new = tuple(float(t) for t in params["tau"])
-        if isinstance(fit, MultiWork) != (self._taus() is not None) or old != new:
-            before = list(old) if isinstance(fit, MultiWork) else old[0]
-            raise ValueError(f"tau changed from {before!r} to {self.tau!r} since the first "
-                             "call; the learnt state belongs to the old tau. Set it back, or "
-                             "call fit() to start afresh")
-
-    def _initial_multi(self, d, m, coef_init, intercept_init):
-        """The checked starting point of m quantiles: coef_init (m, d) or (d,)
-        (the same for each), intercept_init (m,) or a number."""
-        coef = None
-        if coef_init is not None:
-            arr = check_matrix(np.atleast_2d(_check_real_array(coef_init, "coef_init")),
-                               "coef_init")
-            if arr.shape == (1, d):
-                arr = np.repeat(arr, m, axis=0)
-            if arr.shape != (m, d):
-                raise ValueError(f"coef_init must have shape ({m}, {d}) or ({d},) for {m} "
-                                 f"taus and {d} features, got {np.shape(coef_init)}")
-            coef = np.ascontiguousarray(arr, dtype=np.float64)
-        b = None
-        if intercept_init is not None:
-            arr = _check_real_array(intercept_init, "intercept_init").astype(float).ravel()
-            if arr.size == 1:
-                arr = np.repeat(arr, m)
-            if arr.shape != (m,) or not np.isfinite(arr).all():
-                raise ValueError(f"intercept_init must be a finite number or {m} of them, got "
-                                 f"{np.shape(intercept_init)}")
-            if arr.any() and not self.fit_intercept:
-                raise ValueError("intercept_init is given but fit_intercept=False")
-            b = arr
-        return coef, b
 
     def _warn_if_phase_one_restarts(self, coef_init, intercept_init):
         """A warm start under the default schedule: phase one, a descent from
@@ -513,215 +310,102 @@ class _OnlineLinearSGD(StreamRegressor):
             "phase one on purpose, pass schedule=StatisticalSchedule(start='phase1')",
             UserWarning, stacklevel=_caller_level())
 
-    def _partial_fit_multi(self, fit, X, y, sw, params, names, coef_init, intercept_init):
-        d = X.shape[1]
-        if fit is None:
-            init = self._initial_multi(d, params.shape[0], coef_init, intercept_init)
-            if X.shape[0] == 0:
-                return self
-            self._warn_if_phase_one_restarts(coef_init, intercept_init)
-            work = MultiWork.fresh(d, params, *init)
-            work.track_inference(bool(self.inference))
-        else:
-            if coef_init is not None or intercept_init is not None:
-                raise ValueError("coef_init and intercept_init start a fresh fit: this "
-                                 f"{type(self).__name__} has already learnt from "
-                                 f"{self.n_samples_seen_} rows. Call fit() to start afresh")
-            if bool(params["fit_intercept"][0]) != bool(fit.params["fit_intercept"][0]):
-                raise ValueError("fit_intercept changed since the first call; the learnt "
-                                 "state belongs to the old value. Set it back, or call fit() "
-                                 "to start afresh")
-            if X.shape[0] == 0:
-                return self
-            work = fit.copy(self.__dict__.pop("_spare_state", None))
-            if params is not fit.params:
-                if params["average"][0] and not fit.params["average"][0]:
-                    work.state["n_avg"] = 0.0
-                work.follow(params)
-                work.track_inference(bool(self.inference))
-        out = advance_multi(work, X, y, sw, self.noncrossing)
-        self._finish(work, out, X, names, "partial_fit")
-        return self
+    # -- one event at a time (river's names) ----------------------------------------
+    def learn_one(self, x, y, weight=1.0):
+        """Learn from one row: ``x`` a 1-D array or a sequence of n_features
+        real numbers, ``y`` a real number, ``weight`` >= 0 (river's names and
+        argument order). Exactly what ``partial_fit`` does with a one-row
+        block, at the cost of one compiled call. Parameters changed with
+        ``set_params`` take effect at the next ``partial_fit`` or ``fit`` (a
+        learner's parameters stay fixed while it learns event by event, as
+        in river).
 
-    def _initial(self, d, coef_init, intercept_init):
-        """The checked starting point (coef, intercept) of a fresh fit."""
-        coef = None if coef_init is None else check_vector(coef_init, d, "coef_init").copy()
-        b = 0.0
-        if intercept_init is not None:
-            arr = _check_real_array(intercept_init, "intercept_init")
-            if arr.size != 1:
-                raise ValueError(f"intercept_init must be one number, got shape {arr.shape}")
-            b = check_scalar(float(arr.ravel()[0]), "intercept_init")
-            if b != 0 and not self.fit_intercept:
-                raise ValueError("intercept_init is given but fit_intercept=False")
-        return coef, float(b)
+        Examples
+        --------
+        >>> from streamfit import OnlineQuantileRegressor
+        >>> from streamfit.simulate import make_linear_stream
+        >>> X, y, beta = make_linear_stream(5000, 3, tau=0.5, random_state=0)
+        >>> est = OnlineQuantileRegressor(average=True)
+        >>> for xi, yi in zip(X, y):
+        ...     est.learn_one(xi, yi)
+        >>> est.n_samples_seen_, round(est.predict_one(X[0]) - est.predict(X[:1])[0], 9)
+        (5000, 0.0)
+        """
+        try:
+            self._state.learn_one(x, y, weight)
+        except AttributeError:
+            if "_state" in self.__dict__:
+                raise
+            self._learn_first(x, y, weight)
 
-    def _check_n_features(self, d, first):
-        if not first and d != self.n_features_in_:
-            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
-                             f"{self.n_features_in_} features as input.")
+    def _learn_first(self, x, y, weight):
+        row = np.asarray(x) if not isinstance(x, (str, bytes)) else x
+        if getattr(row, "ndim", 0) != 1 or row.shape[0] < 1:
+            raise ValueError(f"x must be a 1-D array of at least one value, got "
+                             f"{type(x).__name__} of shape {getattr(row, 'shape', None)}")
+        new = self._new_state(row.shape[0])
+        state = self.__dict__.setdefault("_state", new)
+        try:
+            state.learn_one(x, y, weight)
+        except BaseException:
+            if state is new and state.n_samples_seen == 0:
+                self.__dict__.pop("_state", None)
+            raise
 
-    def _finish(self, work, out, X, names, method, fresh=False):
-        """Publish the state after a call (or after the rows before an
-        interruption), or raise the kernel's error with the state unchanged."""
-        if out.code != OK:
-            where = f"{type(self).__name__}.{method}"
-            if out.code != ERR_INTERRUPTED:
-                self._raise(out, work, where, X)
-            if out.consumed == 0 and (fresh or not self.__sklearn_is_fitted__()):
-                # nothing was learnt: the estimator stays as before the call
-                if hasattr(out.exc, "add_note"):
-                    out.exc.add_note(f"{where} was interrupted after 0 of its {X.shape[0]} "
-                                     "rows: the estimator is as it was before the call")
-                raise_for(ERR_INTERRUPTED, where, exc=out.exc)
-        if getattr(work, "rs", None) is not None and not np.isfinite(work.rs).all():
-            # the kernel's sums of s^2 u_s u_s' (a row of finite data, a finite
-            # iterate) left float64: refuse the call rather than keep them
-            with np.errstate(over="ignore"):
-                spread = float(np.abs(work.wbar).max(initial=0.0))
-            raise ValueError(
-                f"{type(self).__name__}.{method}: inference=True keeps sums of squared "
-                f"steps of the average times s^2, and they overflow float64 on this data "
-                f"(coefficients of order {spread:.3g}): rescale y (or X) by a power of ten "
-                "(and the intervals back), or set inference=False. The estimator was left "
-                "as it was before this call") from out.exc
-        old = self.__dict__.get("_fit_")
-        work.names = names if fresh or old is None else old.names
-        # One assignment publishes everything: a signal handler (it runs
-        # between bytecodes) or another thread sees the old state or the new.
-        self._fit_ = work
-        if old is not None and old.state.flags.writeable and old.state is not work.state \
-                and old.state.shape == work.state.shape and old.state.dtype == work.state.dtype:
-            # the old state records are the next call's working copy (readers
-            # hold the lock, so none is reading them)
-            self.__dict__["_spare_state"] = old.state
-        else:
-            # (one left from a state of another shape, e.g. before a fit()
-            # from several taus to one, or of an older layout, would not fit
-            # the next call's copy)
-            self.__dict__.pop("_spare_state", None)
-        if out.code == ERR_INTERRUPTED:
-            exc, where = out.exc, f"{type(self).__name__}.{method}"
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"{where} was interrupted after {out.consumed} of its "
-                             f"{X.shape[0]} rows: the estimator holds the state after them "
-                             f"(n_samples_seen_ = {self.n_samples_seen_})")
-            raise_for(ERR_INTERRUPTED, where, exc=exc)
-
-    def _raise(self, out, work, where, X):
-        """The exception for a kernel's failure (the state is left unchanged)."""
-        code, bad, st = out.code, out.bad, work.state[0]
-        if bad is not None and code == ERR_BADINPUT:
-            i, x, target, _ = bad
-            at = f"row {i} of this call" if i is not None else "a row held from an earlier call"
-            raise_row_error(where, at, x, target,
-                            float(st["cl"]) * (x.shape[0] + bool(self.fit_intercept)))
-        if code == ERR_SCALE:
-            big = float(np.abs(X).max()) if X.size else 0.0
-            if 0 < big < _SQRT_DBL_MIN:
-                raise_for(code, where, detail=f"X's entries are at most {big:.3g}: their "
-                          "squares underflow float64, so the schedule cannot learn their "
-                          "scale.")
-            raise_for(code, where, detail="The sum of ||x||^2 over the rows the schedule "
-                      "calibrates on overflows.")
-        if code == ERR_NONFINITE and not (float(st["eta_geo"]) <= np.finfo(float).max):
-            raise_for(code, where, detail=f"Phase one's first stepsize, of order "
-                      f"D0 / (d Cl), overflows: y's scale (D0 = {float(st['d0']):.3g}) is too "
-                      f"large against X's (Cl = {float(st['cl']):.3g}); rescale y or X.")
-        raise_for(code, where)
+    def predict_one(self, x):
+        """The prediction for one row ``x`` (a float; with several taus an
+        array of the m quantiles, sorted). See :meth:`learn_one`."""
+        try:
+            return self._state.predict_one(x)
+        except AttributeError:
+            self._fitted_state()
+            raise
 
     # -- learnt attributes ------------------------------------------------------
-    def _fitted(self):
-        # the published state (NotFittedError, an AttributeError, without
-        # one); the callers read it under the lock (a call reuses the state
-        # record it replaced)
-        fit = self.__dict__.get("_fit_")
-        if fit is None:
-            check_is_fitted(self)
-        return fit
-
-    @staticmethod
-    def _averaged(fit):
-        return fit.params["average"][0] != 0 and fit.state["n_avg"][0] > 0
-
-    @serialized
-    def _solution(self):
-        """(coef, intercept) of one published state, read under the lock."""
-        fit = self._fitted()
-        if isinstance(fit, MultiWork):
-            # per quantile: the average once it runs, else the iterate
-            avg = (fit.params["average"] != 0) & (fit.state["n_avg"] > 0)
-            coef = np.where(avg[:, None], fit.wbar, fit.w)
-            b = np.where(avg, fit.state["intercept_avg"], fit.state["intercept"])
-            return coef, b.astype(float)
-        sc = getattr(fit, "scaler", None)
-        if self._averaged(fit):
-            # (with scale='online' the kernel averages on the original scale)
-            return fit.wbar.copy(), float(fit.state["intercept_avg"][0])
-        coef, b = fit.w.copy(), float(fit.state["intercept"][0])
-        if sc is not None:
-            # back to the original scale: beta = theta / sd, b -= mean' beta
-            d = coef.shape[0]
-            sd = np.sqrt(sc[1 + d:] / sc[0]) if sc[0] > 0 else np.zeros(d)
-            sd = np.where((sd > 0) & np.isfinite(sd), sd, 1.0)
-            coef = coef / sd
-            if fit.params["fit_intercept"][0]:
-                b = b - float(sc[1:1 + d] @ coef)
-        return coef, b
-
-    @serialized
-    def _field(self, name):
-        # several quantiles: the first one's (they take the same updates)
-        return self._fitted().state[name][0]
-
     @property
     def coef_(self):
         """Coefficients (the Polyak-Ruppert average when ``average=True``)."""
-        return self._solution()[0]
+        return self._fitted_state().coef
 
     @property
     def intercept_(self):
         """Intercept (averaged with ``average=True``); 0 without ``fit_intercept``."""
-        return self._solution()[1]
+        return self._fitted_state().intercept
 
     @property
     def n_features_in_(self):
         """Features seen by the first call (or ``fit``)."""
-        return self._fitted().w.shape[-1]
+        return self._fitted_state().n_features
 
     @property
     def feature_names_in_(self):
         """Column names of the DataFrame the estimator learnt from (only then)."""
-        names = self._fitted().names
+        names = self._fitted_state().feature_names
         if names is None:
             raise AttributeError(f"{type(self).__name__} was not fitted on data with "
                                  "feature names (a DataFrame with string column names)")
         return names
 
     @property
-    @serialized
     def n_samples_seen_(self):
         """Rows received so far (including rows waiting for a full batch,
         whatever their weight)."""
-        fit = self._fitted()
-        return int(fit.state["n_seen"][0]) + fit.pending_X.shape[0]
+        return self._fitted_state().n_samples_seen
 
     @property
     def n_updates_(self):
         """Updates taken: rows of positive weight (single mode), blocks of
         positive weight (batch mode), calls with new weight (storage mode);
         statistical schedules take none during their warm-up."""
-        return int(self._field("n_updates"))
+        return self._fitted_state().n_updates
 
     @property
-    @serialized
     def drift_restart_rows_(self):
         """Rows of the stream (0-based, counted over every call since the
         first, as ``n_samples_seen_`` counts them) at which the drift test
         (``drift="restart"``) raised an alarm and restarted the average, in
         order; empty without an alarm (and with ``drift=None``)."""
-        rows = getattr(self._fitted(), "drift_rows", None)
-        return np.zeros(0, np.int64) if rows is None else rows.astype(np.int64)
+        return self._fitted_state().drift_rows
 
     @property
     def n_drift_restarts_(self):
@@ -729,30 +413,20 @@ class _OnlineLinearSGD(StreamRegressor):
         return int(self.drift_restart_rows_.shape[0])
 
     @property
-    @serialized
     def cumulative_loss_(self):
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
         least squares); with several taus an array, one per tau."""
-        loss = self._fitted().state["loss"]
-        return loss.astype(float) if loss.shape[0] > 1 or self._taus() is not None \
-            else float(loss[0])
+        return self._fitted_state().cumulative_loss
 
     @property
-    @serialized
     def schedule_state_(self):
         """The schedule's estimates and phase, for inspection: phase (0 warm-up,
         1 geometric, 2 and 3 as in the paper), stepsize of the last update,
         start of the current phase (t_switch, on the schedule's clock), D0,
         sparsity b0, Cl, and how often a jump of the residual scale restarted
         phase one (restarts)."""
-        fit = self._fitted()
-        states = fit.state.copy()
-        multi = isinstance(fit, MultiWork)
-        out = [{"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
-                "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
-                "cl": float(s["cl"]), "restarts": int(s["n_restarts"])} for s in states]
-        return out if multi else out[0]
+        return self._fitted_state().schedule_state
 
     def predict(self, X):
         """Predicted tau-quantiles (conditional means for least squares).
@@ -765,20 +439,17 @@ class _OnlineLinearSGD(StreamRegressor):
         -------
         ndarray of shape (n_samples,)
         """
-        fit = self._fitted()
-        if feature_names(X) is not None or fit.names is not None:
+        state = self._fitted_state()
+        if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and \
+                state.feature_names is None:
+            return state.predict(X)   # (checks the width and finiteness)
+        if feature_names(X) is not None or state.feature_names is not None:
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
-        self._check_n_features(X.shape[1], False)
-        coef, intercept = self._solution()        # one state, both read together
-        if coef.ndim == 2:
-            out = np.empty((coef.shape[0], X.shape[0]))
-            for q in range(coef.shape[0]):
-                _k.predict(X, coef[q], float(intercept[q]), out[q])
-            return rearrange(out.T)
-        out = np.empty(X.shape[0])
-        _k.predict(X, coef, intercept, out)
-        return out
+        if X.shape[1] != state.n_features:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {state.n_features} features as input.")
+        return state.predict(X)
 
 
 _COMMON_NOTES = """
@@ -1033,7 +704,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
     True
     """
 
-    _loss = _k.LOSS_CHECK
+    _loss = "check"
 
     def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
                  average=False, fit_intercept=True, random_state=None, inference=False,
@@ -1050,33 +721,9 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.scale = scale
         self.drift = drift
 
-    @serialized
     def _random_scaling(self):
-        """(estimate, V_k / k) of one published state, read under the lock."""
-        fit = self._fitted()
-        if fit.rs is None:
-            raise AttributeError(
-                f"{type(self).__name__} keeps no random-scaling sums: set inference=True "
-                "(with average=True) before fitting for conf_int and coef_covariance_")
-        multi = isinstance(fit, MultiWork)
-        rs, wbar = (fit.rs, fit.wbar) if multi else (fit.rs[None], fit.wbar[None])
-        zs, Vs = [], []
-        for q in range(rs.shape[0]):
-            k = float(fit.state["n_avg"][q])
-            if k < 2:
-                which = f" of tau={float(fit.params['tau'][q]):g}" if multi else ""
-                raise ValueError(
-                    f"the average{which} holds {int(k)} iterate(s) (it starts once the "
-                    "statistical schedule has settled in its last phase): random scaling "
-                    "needs at least 2; learn from more rows first")
-            z = wbar[q].copy()
-            if fit.params["fit_intercept"][0]:
-                z = np.append(z, fit.state["intercept_avg"][q])
-            zs.append(z)
-            Vs.append(random_scaling_matrix(rs[q], z, k))
-        if not multi:
-            return zs[0], Vs[0]
-        return np.array(zs), np.array(Vs)
+        """(estimate, V_k / k) of the state, read in one call."""
+        return self._fitted_state().random_scaling()
 
     @property
     def coef_covariance_(self):
@@ -1149,11 +796,10 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         -------
         float
         """
-        if self.__sklearn_is_fitted__():
-            taus = [float(t) for t in self._fit_.params["tau"]]
-            multi = isinstance(self._fit_, MultiWork)
-        else:
-            taus, multi = self._taus() or [self.tau], self._taus() is not None
+        tau = self._fitted_state().settings["tau"] if self.__sklearn_is_fitted__() \
+            else self.tau
+        multi = isinstance(tau, (list, tuple, np.ndarray))
+        taus = [float(t) for t in tau] if multi else [float(tau)]
         pred = self.predict(X)
         if not multi:
             return float(d2_pinball_score(y, pred, sample_weight=sample_weight,
@@ -1211,7 +857,7 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     1
     """
 
-    _loss = _k.LOSS_SQUARED
+    _loss = "squared"
 
     def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
                  drift=None):

@@ -1,31 +1,44 @@
 """streamfit's online linear regressors as river mini-batch regressors."""
 from __future__ import annotations
 
-import math
-import operator
-
 import numpy as np
 from river import base as _rb
 
 from ..quantile import OnlineLeastSquaresRegressor as _OnlineLeastSquares
 from ..quantile import OnlineQuantileRegressor as _OnlineQuantile
-from ._columns import _ZERO, _Columns
+from ._columns import _Columns
 
 __all__ = ["QuantileRegressor", "LeastSquaresRegressor"]
 
 
 class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
-    """learn_one/predict_one/learn_many/predict_many over a streamfit linear
-    estimator (``_make_estimator``)."""
+    """learn_one/predict_one/learn_many/predict_many over the compiled state
+    of a streamfit linear estimator (``_make_estimator`` gives its
+    parameters): a dict row goes to the state object, which reads it through
+    its feature index in compiled code."""
+
+    _state = None           # (set in the instance by the first row learnt)
 
     def __init__(self):
-        self._est = None
-        self._columns = None
-        self._version = 0
-        # (version, coef as a tuple, intercept) for predict_one: reading
-        # coef_ and intercept_ costs more than the prediction itself, so
-        # they are read once per version of the coefficients
-        self._solution = None
+        pass
+
+    def _new_state(self, columns):
+        est = self._make_estimator()
+        state = est._new_state(len(columns))
+        state.feature_index = {key: j for j, key in enumerate(columns)}
+        state.refuse_new = self.new_features == "raise"
+        return state
+
+    @property
+    def _columns(self):
+        state = self._state
+        if state is None:
+            return None
+        index = state.feature_index
+        keys = [None] * len(index)
+        for key, j in index.items():
+            keys[j] = key
+        return tuple(keys)
 
     def learn_one(self, x, y):
         """Update the model with one row.
@@ -37,15 +50,26 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         y : float
             The target.
         """
-        if self._est is None:
-            self._learn_first_or(self._learn_row, x, (y,))
-        else:                   # (the hot path, inlined)
-            columns = self._columns
-            self._learn(self._row(x, columns), (y,), columns, "x")
+        state = self._state
+        if type(x) is not dict and not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        if state is None:
+            self._learn_first(x, y)
+        else:
+            state.learn_one(x if type(x) is dict else dict(x), y)
 
-    def _learn_row(self, x, y):
-        columns = self._columns_for(x)
-        self._learn(self._row(x, columns), y, columns, "x")
+    def _learn_first(self, x, y):
+        # The first row fixes the columns; published only once learnt (a
+        # refused row leaves the model without columns). Two threads' first
+        # rows: one state wins, the other's row is learnt into it.
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        x = x if type(x) is dict else dict(x)
+        new = self._new_state(self._columns_for(x))
+        new.learn_one(x, y)
+        state = self.__dict__.setdefault("_state", new)
+        if state is not new:
+            state.learn_one(x, y)
 
     def predict_one(self, x):
         """The prediction x' coef_ + intercept_ (0.0 before the first row is learnt).
@@ -58,31 +82,16 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         -------
         float
         """
-        if self._est is None:
+        state = self._state
+        if state is None:
+            if not isinstance(x, dict):
+                raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
             return 0.0
-        columns = self._columns
-        solution = self._solution
-        if solution is None or solution[0] != self._version:
-            # (the version read before the coefficients: an update that
-            # lands in between leaves a copy already stale, never a stale
-            # copy taken for current)
-            version, est = self._version, self._est
-            solution = self._solution = (version, tuple(est.coef_.tolist()),
-                                         float(est.intercept_))
-        if not isinstance(x, dict):
-            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
-        self._refuse_new(x, columns)
-        try:
-            # intercept + sum_j coef_j x_j, in plain Python: for the d of a
-            # dict row, faster than building a NumPy row for one dot product
-            pred = float(sum(map(operator.mul, map(x.get, columns, _ZERO), solution[1]),
-                             solution[2]))
-        except (TypeError, OverflowError):
-            self._row(x, columns)               # raises, naming the features
-            raise
-        if not math.isfinite(pred):
-            self._check_finite(self._row(x, columns), columns, "x")
-        return pred
+        if type(x) is not dict:
+            if not isinstance(x, dict):
+                raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+            x = dict(x)
+        return state.predict_one(x)
 
     def learn_many(self, X, y):
         """Update the model with a mini-batch: the same model as ``learn_one``
@@ -93,11 +102,20 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         X : pandas.DataFrame
         y : pandas.Series
         """
-        self._learn_first_or(self._learn_frame, X, y)
-
-    def _learn_frame(self, X, y):
-        columns = self._columns_for(X.columns if hasattr(X, "columns") else ())
-        self._learn(self._frame(X, columns), y, columns, "X")
+        state = self._state
+        columns = self._columns if state is not None else \
+            self._columns_for(X.columns if hasattr(X, "columns") else ())
+        A = self._frame(X, columns)
+        target = _target(y, A.shape[0])
+        if state is None:
+            state = self._new_state(columns)
+        try:
+            state.learn(A, target)
+        except ValueError:
+            self._check_finite(A, columns, "X")
+            raise
+        if self._state is None:
+            self.__dict__.setdefault("_state", state)
 
     def predict_many(self, X):
         """Predictions for the rows of X.
@@ -113,38 +131,57 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         """
         import pandas as pd
 
-        if self._est is None:
+        if self._state is None:
             if not isinstance(X, pd.DataFrame):
                 raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
             return pd.Series(0.0, index=X.index, dtype=np.float64)
         A = self._frame(X, self._columns)
         self._check_finite(A, self._columns, "X")
-        return pd.Series(A @ self._est.coef_ + float(self._est.intercept_), index=X.index,
-                         dtype=np.float64)
+        return pd.Series(self._state.predict(A), index=X.index, dtype=np.float64)
 
     @property
     def weights(self):
         """dict: feature -> coefficient ({} before the first row is learnt)."""
-        if self._est is None:
+        if self._state is None:
             return {}
-        return dict(zip(self._columns, self._est.coef_.tolist()))
+        return dict(zip(self._columns, self._state.coef.tolist()))
 
     @property
     def intercept(self):
         """float: the intercept (0.0 before the first row is learnt)."""
-        return 0.0 if self._est is None else float(self._est.intercept_)
+        return 0.0 if self._state is None else float(self._state.intercept)
 
     @property
     def estimator(self):
-        """The wrapped streamfit estimator (None before the first row is
-        learnt); its ``coef_`` is in the order of :attr:`columns`."""
-        return self._est
+        """The streamfit estimator of this model's parameters holding its
+        state (None before the first row is learnt; it shares the state with
+        this model); its ``coef_`` is in the order of :attr:`columns`."""
+        if self._state is None:
+            return None
+        est = self._make_estimator()
+        est._state = self._state
+        return est
 
     @property
     def columns(self):
         """tuple: the features, in the order of the wrapped estimator's
         columns (None before the first row is learnt)."""
         return self._columns
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_frame_columns", None)       # the last frame's columns, seen in order
+        return state
+
+
+def _target(y, n):
+    """A mini-batch's targets as float64: numbers only, n of them."""
+    values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"y must hold numbers, got dtype {values.dtype}")
+    if values.shape != (n,):
+        raise ValueError(f"y must have {n} values (X's rows), got shape {values.shape}")
+    return np.ascontiguousarray(values, dtype=np.float64)
 
 
 class QuantileRegressor(_LinearRegressor):
