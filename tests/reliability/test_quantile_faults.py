@@ -284,6 +284,7 @@ def test_interrupted_fit_holds_the_fresh_fit_of_the_rows_before(mode, raise_at):
         est = pickle.loads(pickle.dumps(old))
 
 
+@POSIX_SIGNALS
 @pytest.mark.parametrize("mode", MODES)
 def test_first_call_interrupted_before_any_row_leaves_it_unfitted(mode, raise_at):
     X, y = stream(1000)
