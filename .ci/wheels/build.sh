@@ -110,6 +110,23 @@ with zipfile.ZipFile(wheel) as z:
         head = z.read(n)[:20]
         assert head[:4] == b"\x7fELF" and int.from_bytes(head[18:20], "little") == machine, \
             f"{n} is not an {arch} ELF module"
-print(f"{wheel.rsplit('/', 1)[1]}: tags {tags}, {len(modules)} {arch} modules, libomp vendored")
+    # the tag's promise checked on the ELF files themselves, independently of
+    # auditwheel: no shared object in the wheel (the extensions and the
+    # vendored libomp) needs a glibc symbol version newer than 2.28
+    import subprocess, tempfile
+    newest = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in names:
+            if re.search(r"\.so(\.|$)", n):
+                out = subprocess.run(["readelf", "-V", "--wide", z.extract(n, tmp)],
+                                     check=True, capture_output=True, text=True).stdout
+                found = [tuple(map(int, v.split("."))) for v in re.findall(r"Name: GLIBC_([\d.]+)", out)]
+                newest[n] = max(found, default=(0,))
+top = max(newest.values())
+print("newest glibc symbol version per shared object: " + ", ".join(
+    f"{n.rsplit('/', 1)[1]} {'.'.join(map(str, v))}" for n, v in sorted(newest.items())))
+assert top <= (2, 28), f"a shared object needs GLIBC_{'.'.join(map(str, top))} > 2.28: {newest}"
+print(f"{wheel.rsplit('/', 1)[1]}: tags {tags}, {len(modules)} {arch} modules, libomp vendored, "
+      f"newest glibc symbol GLIBC_{'.'.join(map(str, top))} <= 2.28")
 PY
 echo "$wheel"

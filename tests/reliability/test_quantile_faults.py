@@ -610,6 +610,9 @@ def test_empty_calls(mode):
     assert pickle.dumps(learnt(est)) == before          # the previous fit stays
 
 
+# the machine's memory comes from os.sysconf (POSIX): without it (Windows)
+# the buffer is attempted and its allocation fails with a MemoryError
+@pytest.mark.skipif(not hasattr(os, "sysconf"), reason="needs os.sysconf (POSIX)")
 @pytest.mark.parametrize("params, name", [
     (dict(mode="batch", batch_size=10**12), "batch_size"),
     (dict(schedule=StatisticalSchedule(window=10**12)), "schedule.window"),
