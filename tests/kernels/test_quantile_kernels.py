@@ -205,6 +205,7 @@ def test_schedule_step_checks_its_row():
         StatisticalScheduleState(3, block=4).step(1.0, np.ones(3))
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="needs POSIX signals (SIGUSR1)")
 def test_an_interrupt_leaves_whole_rows_and_propagates(data):
     X, y, _ = data
 
