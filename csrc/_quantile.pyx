@@ -18,6 +18,7 @@
 import copy as _copy
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -220,6 +221,13 @@ def check_settings(n_features, tau, loss, mode, schedule, batch_size, average, f
         # the learner's own copy: the caller's object may change (set_params)
         schedule = _copy.deepcopy(schedule)
         resolved = resolve_schedule(schedule)
+    # (interned: a learner and its unpickled copy hold the very same strings,
+    # so that they pickle to the same bytes)
+    loss, mode, noncrossing = sys.intern(loss), sys.intern(mode), sys.intern(noncrossing)
+    scale = None if scale is None else sys.intern(scale)
+    drift = None if drift is None else sys.intern(drift)
+    if isinstance(schedule, str):
+        schedule = sys.intern(schedule)
     settings = {"n_features": int(n_features), "tau": taus if several else taus[0],
                 "loss": loss, "mode": mode, "schedule": schedule,
                 "batch_size": None if batch_size is None else int(batch_size),
@@ -654,9 +662,10 @@ cdef class LinearSGD:
         cdef Py_ssize_t size = o_T + (m * ld if has_lazy else 0)
         cdef void *raw0 = malloc(size * sizeof(double) + 64)
         cdef void *raw1 = malloc(size * sizeof(double) + 64)
-        # (the work space ends with a scratch copy of the averages for reads
-        # of the lazy average: m x ld)
-        cdef double *work = <double *> malloc((max(wcap, 1) + 6 * d + 8 +
+        # (the work space: the window's scratch, 5 d, the row (_xrow), the
+        # scaled coefficients (_coef_ptr), then a scratch copy of the
+        # averages for reads of the lazy average: m x ld)
+        cdef double *work = <double *> malloc((max(wcap, 1) + 7 * d + 8 +
                                                (m * ld if has_lazy else 0)) * sizeof(double))
         cdef double *snap = <double *> malloc(size * sizeof(double))
         cdef MultiWork mw
@@ -706,7 +715,7 @@ cdef class LinearSGD:
         self._blk[1] = <double *> ((<size_t> raw1 + 63) & ~(<size_t> 63))
         self._live = 0
         self._work = work
-        self._cbuf = work + max(wcap, 1) + 6 * d + 8 if has_lazy else NULL
+        self._cbuf = work + max(wcap, 1) + 7 * d + 8 if has_lazy else NULL
         self._snap = snap
         if m > 1:
             self._mw = mw
@@ -1064,18 +1073,18 @@ cdef class LinearSGD:
             lock_leave(&self._lock)
 
     cdef object _predict_dense_row(self, const double *xp):
+        cdef const double *coef
         cdef double out
         cdef double[::1] res
         cdef Py_ssize_t q
         if not self.several:
-            if self.has_sc and not self._averaged(0):
-                out = self._predict_scaled(xp)
-            else:
-                out = sf_dot(self.d, xp, self._coef_ptr(0)) + self._intercept_of(0)
+            coef = self._coef_ptr(0)
+            out = sf_dot(self.d, xp, coef) + self._intercept_of(0)
             return out
         res = np.empty(self.m)
         for q in range(self.m):
-            res[q] = sf_dot(self.d, xp, self._coef_ptr(q)) + self._intercept_of(q)
+            coef = self._coef_ptr(q)
+            res[q] = sf_dot(self.d, xp, coef) + self._intercept_of(q)
         _sort_small(&res[0], self.m)
         return np.asarray(res)
 
@@ -1093,12 +1102,17 @@ cdef class LinearSGD:
         return self.P[q].average != 0 and self._S(self._live)[q].n_avg > 0
 
     cdef const double *_coef_ptr(self, Py_ssize_t q) noexcept:
-        # the coefficients a prediction uses: the average once it runs, else
-        # the iterate (with a scaler, the iterate is on the scaled features:
-        # _predict_scaled); a lazy average is read into a scratch copy
-        # (O(n_features): the dense reads)
-        cdef Py_ssize_t j
+        # The coefficients predictions use: the average once it runs, else
+        # the iterate -- with a scaler, the iterate on the original scale,
+        # beta = theta / sd, made in the work space (_intercept_of then gives
+        # its intercept b - mean' beta, summed in sf_dot's order; the sparse
+        # scaler does not centre: b). A lazy average is read into a scratch
+        # copy (O(n_features): the dense reads). Every prediction (predict,
+        # predict_one, coef) reads these.
+        cdef const double *sc
+        cdef const double *w
         cdef double *out
+        cdef Py_ssize_t j, d = self.d
         if self._averaged(q):
             if self._lazy_rep(self._live):
                 out = self._cbuf + q * self.ld
@@ -1106,27 +1120,29 @@ cdef class LinearSGD:
                     out[j] = self._coef_at(q, j)
                 return out
             return self._Wbar(self._live) + q * self.ld
-        return self._W(self._live) + q * self.ld
+        if not self.has_sc:
+            return self._W(self._live) + q * self.ld
+        sc = self._blk[self._live] + self.o_sc
+        w = self._W(self._live)
+        out = self._work + max(self.wcap, 1) + 6 * d
+        if self._sc_kind() == SC_SPARSE:
+            for j in range(d):
+                out[j] = w[j] / sparse_sd(sc, d, j)
+        else:
+            for j in range(d):
+                out[j] = w[j] / feature_sd(sc, d, j)
+        return out
 
     cdef double _intercept_of(self, Py_ssize_t q) noexcept:
+        # (after _coef_ptr(q), whose scaled coefficients it reads)
         cdef const SGDState *s = &self._S(self._live)[q]
-        return s.intercept_avg if self._averaged(q) else s.intercept
-
-    cdef double _predict_scaled(self, const double *x) noexcept:
-        # the iterate on the original scale: beta = theta / sd, b -= mean' beta
-        # (the sparse scaler: no centring)
-        cdef const double *sc = self._blk[self._live] + self.o_sc
-        cdef const double *w = self._W(self._live)
-        cdef Py_ssize_t j, d = self.d
-        cdef double acc = 0.0, b = self._S(self._live).intercept, beta
-        cdef bint sparse = self._sc_kind() == SC_SPARSE
-        cdef bint center = self.P[0].fit_intercept != 0 and not sparse
-        for j in range(d):
-            beta = w[j] / (sparse_sd(sc, d, j) if sparse else feature_sd(sc, d, j))
-            acc += x[j] * beta
-            if center:
-                b -= sc[1 + j] * beta
-        return acc + b
+        cdef const double *sc
+        if self._averaged(q):
+            return s.intercept_avg
+        if not self.has_sc or self.P[0].fit_intercept == 0 or self._sc_kind() == SC_SPARSE:
+            return s.intercept
+        sc = self._blk[self._live] + self.o_sc
+        return s.intercept - sf_dot(self.d, sc + 1, self._work + max(self.wcap, 1) + 6 * self.d)
 
     # -- blocks -----------------------------------------------------------------
     def learn(self, X, y, sample_weight=None, predictions=None, batch_size=None):
@@ -1881,6 +1897,7 @@ cdef class LinearSGD:
             raise MemoryError(f"{self._name()}: a work space for a batch of {block} rows "
                               "could not be allocated; the state was left as it was")
         exc = None
+        bad = None
         try:
             poll_init(&pl, &_hook)
             for part_X, part_y, part_w, first in parts:
@@ -2027,6 +2044,11 @@ cdef class LinearSGD:
             self._commit(spare)
             self._store = new_store
             _reraise(exc, self._name(), n, n, "rows", self._n_seen())
+        if code == ERR_INTERRUPTED:
+            # before the step: nothing of the call is kept
+            exc = pending_exception()
+            _zero_rows(sX, sy, sw_old, n_old, stored)
+            _reraise(exc, self._name(), 0, n, "rows", self._n_seen())
         if code != OK:
             _zero_rows(sX, sy, sw_old, n_old, stored)
             if row >= 0:
@@ -2079,77 +2101,46 @@ cdef class LinearSGD:
         # predict's body for a checked C-contiguous float64 X (the lock held)
         cdef Py_buffer xb, ob
         cdef const double *xp
+        cdef const double *cp
+        cdef const double *bp
         cdef double *op
-        cdef Py_ssize_t n = X.shape[0], i, m = self.m, d = self.d, bad = -1
-        cdef double b[8]
-        cdef const double *cq[8]
-        if m > 8 or (self.has_sc and not self._averaged(0)):
-            out_arr = self._predict_general(X)
-            if not self.several:
-                out_arr = out_arr[:, 0]
-            return out_arr
+        cdef Py_ssize_t n = X.shape[0], m = self.m, d = self.d, bad = -1
         if self.several:
             out_arr = np.empty((n, m))
         else:
             out_arr = np.empty(n)
-        if n:
-            for i in range(m):
-                cq[i] = self._coef_ptr(i)
-                b[i] = self._intercept_of(i)
-            xp = _c_rows(X, &xb, False)
-            op = <double *> _c_rows(out_arr, &ob, True)
-            if n * d * m < 65536:
-                bad = _predict_rows(xp, n, d, m, cq, b, op)
-            else:
-                with nogil:
-                    bad = _predict_rows(xp, n, d, m, cq, b, op)
-            PyBuffer_Release(&ob)
-            PyBuffer_Release(&xb)
-            if bad >= 0 and not np.isfinite(X[bad]).all():
-                raise ValueError(f"X contains NaN or inf (row {bad}); every value "
-                                 "must be finite")
+        if n == 0:
+            return out_arr
+        # the solution's coefficients, as predict_one takes them
+        coefs, bs = self._solution_arrays()
+        cp = _ptr2(coefs)
+        bp = _ptr1(bs)
+        xp = _c_rows(X, &xb, False)
+        op = <double *> _c_rows(out_arr, &ob, True)
+        if n * d * m < 65536:
+            bad = _predict_rows(xp, n, d, m, cp, bp, op)
+        else:
+            with nogil:
+                bad = _predict_rows(xp, n, d, m, cp, bp, op)
+        PyBuffer_Release(&ob)
+        PyBuffer_Release(&xb)
+        if bad >= 0 and not np.isfinite(X[bad]).all():
+            raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
+                             "finite")
         return out_arr
 
-    cdef object _predict_general(self, object X):
-        # (a scaler's iterate, or more than 8 quantiles) from the solution
-        coef, b = self._solution_arrays()
-        with np.errstate(all="ignore"):
-            out = X @ coef.T + b
-        if not np.isfinite(out).all():
-            bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
-            if not np.isfinite(X[bad]).all():
-                raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
-                                 "finite")
-        if self.m > 1:
-            out.sort(axis=1)
-        return out
-
     cdef tuple _solution_arrays(self):
-        # (coef (m, d), intercepts (m,)) as predictions use them
-        cdef Py_ssize_t q, j, d = self.d
+        # (coef (m, d), intercepts (m,)): what predictions use (_coef_ptr)
+        cdef Py_ssize_t q, d = self.d
         coef = np.empty((self.m, d))
         b = np.empty(self.m)
         cdef double[:, ::1] cv = coef
+        cdef double[::1] bv = b
         cdef const double *src
-        cdef const double *sc
-        cdef double sd
         for q in range(self.m):
             src = self._coef_ptr(q)
-            for j in range(d):
-                cv[q, j] = src[j]
-            b[q] = self._intercept_of(q)
-        if self.has_sc and not self._averaged(0):
-            # back to the original scale: beta = theta / sd, b -= mean' beta
-            # (the sparse scaler's: beta = theta / sd)
-            sc = self._blk[self._live] + self.o_sc
-            if self._sc_kind() == SC_SPARSE:
-                for j in range(d):
-                    cv[0, j] = cv[0, j] / sparse_sd(sc, d, j)
-                return coef, b
-            for j in range(d):
-                cv[0, j] = cv[0, j] / feature_sd(sc, d, j)
-            if self.P[0].fit_intercept != 0:
-                b[0] = b[0] - float(np.asarray(<double[:d]> (sc + 1)) @ coef[0])
+            memcpy(&cv[q, 0], src, d * sizeof(double))
+            bv[q] = self._intercept_of(q)
         return coef, b
 
     # -- read-only state ----------------------------------------------------------
@@ -2268,7 +2259,6 @@ cdef class LinearSGD:
         """(z, V): the averaged iterate (coefficients, then the intercept) and
         the random-scaling matrix V_k / k (Lee, Liao, Seo & Shin 2022), one
         per quantile with several taus. Needs ``inference=True``."""
-        from streamfit.quantile._inference import random_scaling_matrix
         lock_enter(&self._lock, "LinearSGD")
         try:
             if not self.has_rs:
@@ -2601,6 +2591,10 @@ cdef class LinearSGD:
             raise ValueError("state field 'scaler': the sparse scaler's weights must be >= 0")
         _check_rows(st, "pending", d, self.mode == MODE_BATCH)
         _check_rows(st, "store", d, self.mode == MODE_STORAGE)
+        if not (0 <= R[0].n_drift <= 9e15 and
+                R[0].n_drift == <double> <Py_ssize_t> R[0].n_drift):
+            raise ValueError(f"state record 0: field 'n_drift' is {R[0].n_drift!r}, expected a "
+                             "non-negative integer (a corrupted or foreign state?)")
         rows = st["drift_rows"]
         _loaded_array(st, "drift_rows", (rows.shape[0] if isinstance(rows, np.ndarray)
                                          and rows.ndim == 1 else -1,))
@@ -2697,7 +2691,7 @@ cdef class LinearSGD:
 
 
 cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ssize_t m,
-                              const double **coef, const double *b,
+                              const double *coef, const double *b,
                               double *out) noexcept nogil:
     # out[i, q] = x_i' coef_q + b_q (the loops' summation order), each row's
     # m values sorted; returns the first row whose prediction is not finite
@@ -2706,7 +2700,7 @@ cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ss
     cdef double v
     for i in range(n):
         for q in range(m):
-            v = sf_dot(d, X + i * d, coef[q]) + b[q]
+            v = sf_dot(d, X + i * d, coef + q * d) + b[q]
             out[i * m + q] = v
             if bad < 0 and not (fabs(v) <= DBL_MAX):
                 bad = i
@@ -3080,13 +3074,12 @@ cdef int _api_learn_one(object state, const double *x, double y, double weight) 
 cdef int _api_predict_one(object state, const double *x, double *out) except -1:
     cdef LinearSGD s = <LinearSGD?> state
     cdef Py_ssize_t q
+    cdef const double *coef
     lock_enter(&s._lock, "LinearSGD")
     try:
         for q in range(s.m):
-            if s.has_sc and not s._averaged(0):
-                out[q] = s._predict_scaled(x)
-            else:
-                out[q] = sf_dot(s.d, x, s._coef_ptr(q)) + s._intercept_of(q)
+            coef = s._coef_ptr(q)
+            out[q] = sf_dot(s.d, x, coef) + s._intercept_of(q)
         if s.m > 1:
             _sort_small(out, s.m)
     finally:
@@ -3120,3 +3113,37 @@ _c_api.predict_one = _api_predict_one
 _c_api.learn = _api_learn
 _c_api.shape = _api_shape
 _C_API = PyCapsule_New(&_c_api, LINEAR_API_NAME, NULL)
+
+
+def random_scaling_matrix(rs, z, k):
+    """V_k / k from the random-scaling sums ``rs`` (_qr_inference.pxd), the
+    current averaged iterate ``z`` (coefficients, then the intercept) and the
+    average's length ``k`` (Lee, Liao, Seo & Shin 2022).
+
+    Raises ValueError when float64 cannot hold the answer: the squares of the
+    path's steps underflowed (a coefficient that moved, sum s^2 u_s != 0,
+    whose sum of s^2 u_s^2 is below the smallest normal number on average:
+    its interval would come out empty or noise), or V overflowed."""
+    da = z.shape[0]
+    ref = rs[:da]
+    c = rs[da]
+    b = rs[da + 1:2 * da + 1]
+    A = np.zeros((da, da))
+    A[np.triu_indices(da)] = rs[2 * da + 1:2 * da + 1 + da * (da + 1) // 2]   # (a tail follows)
+    A = A + np.triu(A, 1).T
+    lost = (b != 0) & (np.diag(A) < c * np.finfo(float).tiny)
+    if lost.any():
+        raise ValueError(f"the random-scaling sums underflow float64: entry "
+                         f"{int(np.flatnonzero(lost)[0])} of (coef_, intercept_) moves by "
+                         f"steps whose squares are below {np.finfo(float).tiny:.3g}, so its "
+                         "interval would be empty; rescale y (or X) by a power of ten and "
+                         "scale the intervals back")
+    u = z - ref
+    with np.errstate(over="ignore", invalid="ignore"):
+        V = A - np.outer(b, u) - np.outer(u, b) + c * np.outer(u, u)
+        V = (V + V.T) / 2.0
+    if not np.isfinite(V).all():
+        raise ValueError("the random-scaling matrix overflows float64 at this scale of the "
+                         "coefficients; rescale y (or X) by a power of ten and scale the "
+                         "intervals back")
+    return V / (float(k) ** 3)

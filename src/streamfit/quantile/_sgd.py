@@ -189,12 +189,28 @@ class _OnlineLinearSGD(StreamRegressor):
                              f"{type(self).__name__} has already learnt from "
                              f"{state.n_samples_seen} rows. Call fit() to start afresh from "
                              "them")
+        if state.source == self._key():
+            self._learn(state, X, y, sw)
+            return self
+        # new parameters since the last call: a refused call leaves the old
+        # ones in force, so the state is kept as it was before configuring
+        # (settings changes are rare; the copy costs one state's size)
+        before = state.copy()
         self._configured(state)
+        try:
+            self._learn(state, X, y, sw)
+        except BaseException:
+            if state.n_samples_seen == before.n_samples_seen:
+                self.__dict__["_state"] = before
+            raise
+        return self
+
+    def _learn(self, state, X, y, sw):
+        n = X.shape[0]
         if n == 1 and self.mode == "single" and type(X) is np.ndarray:
             state.learn_one(X[0], y[0], 1.0 if sw is None else sw[0])
         elif n:
             state.learn(X, y, sw)
-        return self
 
     def _rows(self, X):
         """X as the state object reads it: a C-contiguous float64 (or float32)
