@@ -2104,6 +2104,7 @@ cdef class LinearSGD:
         cdef const double *cp
         cdef const double *bp
         cdef double *op
+        cdef double b0
         cdef Py_ssize_t n = X.shape[0], m = self.m, d = self.d, bad = -1
         if self.several:
             out_arr = np.empty((n, m))
@@ -2111,10 +2112,16 @@ cdef class LinearSGD:
             out_arr = np.empty(n)
         if n == 0:
             return out_arr
-        # the solution's coefficients, as predict_one takes them
-        coefs, bs = self._solution_arrays()
-        cp = _ptr2(coefs)
-        bp = _ptr1(bs)
+        # the solution's coefficients, as predict_one takes them (one tau:
+        # read in place, no arrays made for a one-row call)
+        if m == 1:
+            cp = self._coef_ptr(0)
+            b0 = self._intercept_of(0)
+            bp = &b0
+        else:
+            coefs, bs = self._solution_arrays()
+            cp = _ptr2(coefs)
+            bp = _ptr1(bs)
         xp = _c_rows(X, &xb, False)
         op = <double *> _c_rows(out_arr, &ob, True)
         if n * d * m < 65536:
