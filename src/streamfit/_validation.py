@@ -325,9 +325,10 @@ def as_csr(X, name="X"):
     integer, boolean and float32 values become float64; complex values are
     refused. 64-bit indices (which scipy makes for large matrices, and for
     ones built from int64 coordinates) become 32-bit when every column and
-    the number of non-zeros fit, else are refused naming ``name``. Unsorted
-    or repeated columns, NaN and inf are left to the state object, which
-    refuses them naming ``name``.
+    the number of non-zeros fit, else are refused naming ``name``. A row's
+    columns out of order (what scipy's products and sums often leave) are
+    sorted, in a copy. Repeated columns, negative ones, NaN and inf are left
+    to the state object, which refuses them naming ``name``.
 
     Examples
     --------
@@ -362,6 +363,8 @@ def as_csr(X, name="X"):
         X = X.copy()
         X.indices = X.indices.astype(np.int32)
         X.indptr = X.indptr.astype(np.int32)
+    if not X.has_sorted_indices:
+        X = X.sorted_indices()
     return X
 
 
