@@ -134,16 +134,13 @@ def test_sparse_rows_cost_nnz(benchmark, timed, table):
     interleave(benchmark, rounds, "sparse_2e18", [m for m in names if m != "sparse_2e18"], call,
                prepare)
 
-    # the sparse fits are those of the same rows dense (statistical schedule:
-    # d is the mean non-zeros of the warm-up's rows in both): checked where a
-    # dense copy fits in memory
-    small = OnlineQuantileRegressor(0.5)
+    # the sparse fits are those of the same rows dense (constant schedule:
+    # the statistical schedule's d is the rows' stored non-zeros for sparse
+    # rows, n_features for dense ones): checked where a dense copy fits
     Xs = data["sparse_2e10"][0]
-    for a in range(0, min(n, 20_000), BLOCK):
-        small.partial_fit(Xs[a:a + BLOCK].toarray(), y[a:a + BLOCK])
-    check = OnlineQuantileRegressor(0.5)
-    for a in range(0, min(n, 20_000), BLOCK):
-        check.partial_fit(Xs[a:a + BLOCK], y[a:a + BLOCK])
+    m = min(n, 20_000)
+    small = OnlineQuantileRegressor(0.5, schedule="constant").partial_fit(Xs[:m].toarray(), y[:m])
+    check = OnlineQuantileRegressor(0.5, schedule="constant").partial_fit(Xs[:m], y[:m])
     np.testing.assert_allclose(check.coef_, small.coef_, rtol=1e-12, atol=1e-12)
     # all widths fit the same signal (the first NNZ columns)
     beta = np.linspace(-2.0, 2.0, NNZ)

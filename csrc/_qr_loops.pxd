@@ -85,26 +85,21 @@ cdef inline bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s
     return True
 
 
-cdef inline double dense_nnz(const double *x, Py_ssize_t d) noexcept nogil:
-    # the non-zero entries of a dense row (the schedule's d: warm-up rows only)
-    cdef Py_ssize_t j, k = 0
-    for j in range(d):
-        k += x[j] != 0
-    return <double> k
-
-
 cdef inline double row_dim(SGDState *s, const SGDParams *p, const double *x, Py_ssize_t d,
                            double da_full, double wi, bint *warming) noexcept nogil:
-    # The schedule's d for this row's quantile_row (dim_of_row; the row's
-    # non-zeros are counted during the warm-up only). warming: the row is a
-    # warm-up row, so the caller calls dim_decided if it ends the warm-up.
+    # The schedule's d for this row's quantile_row (dim_of_row). A dense row
+    # counts as n_features non-zeros whatever its values, so that d is
+    # n_features (+1), the paper's d and the dense path's as it always was;
+    # only sparse rows count their stored non-zeros (_qr_sparse.pxd).
+    # warming: the row is a warm-up row, so the caller calls dim_decided if
+    # it ends the warm-up.
     warming[0] = False
     if p.kind != KIND_STATISTICAL:
         return da_full
     if s.phase != 0:
         return s.dim if s.dim > 0 else da_full
     warming[0] = wi != 0
-    return dim_of_row(s, p, dense_nnz(x, d) if wi != 0 else 0.0, da_full, wi)
+    return dim_of_row(s, p, <double> d if wi != 0 else 0.0, da_full, wi)
 
 
 cdef inline bint all_finite(const Lin *c) noexcept nogil:

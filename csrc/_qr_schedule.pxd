@@ -528,9 +528,10 @@ cdef inline double dim_of_row(SGDState *s, const SGDParams *p, double nnz, doubl
     # sparse or hashed row has nnz << n_features non-zeros, and the model's
     # size (n_features, 2^20 hashed columns) is not what its stepsizes should
     # scale with: d is the mean number of non-zero entries of the warm-up's
-    # rows (+1 with an intercept), which is the same number whether a row
-    # comes dense or sparse, and n_features + 1 exactly for dense rows
-    # without zeros (the paper's d, the same arithmetic as before). The
+    # rows (+1 with an intercept). A dense row counts as n_features whatever
+    # its values (row_dim, _qr_loops.pxd), so dense streams keep the paper's
+    # d = n_features + 1 exactly (the same arithmetic as before); a sparse
+    # row counts its stored non-zeros. The
     # warm-up's rows of weight > 0 are counted here (as quantile_row counts
     # their ||x||^2); the warm-up's last row gets the final mean, with which
     # Cl and the first stepsizes are calibrated; dim_decided keeps it.

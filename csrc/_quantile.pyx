@@ -993,11 +993,13 @@ cdef class LinearSGD:
         k = self._live
         blk = self._blk[k]
         # the sections a row can move: records, iterates, averages | sums,
-        # plug-in means, scaler (the window only grows past its fill)
+        # plug-in means, scaler and (with a scaler) the header that names
+        # its kind (the window only grows past its fill; a dense row leaves
+        # the lazy average's records and stamps alone)
         memcpy(self._snap, blk, self.o_win * sizeof(double))
-        if self._size > self.o_rs:
+        if self._dense_end() > self.o_rs:
             memcpy(self._snap + self.o_rs, blk + self.o_rs,
-                   (self._size - self.o_rs) * sizeof(double))
+                   (self._dense_end() - self.o_rs) * sizeof(double))
         self._set_scaler(k, SC_CENTRED)
         self._lin(&c, k)
         c.alarms = &alarm
@@ -1031,11 +1033,15 @@ cdef class LinearSGD:
             self._drift_rows = np.append(self._drift_rows, alarm)
         return 0
 
+    cdef inline Py_ssize_t _dense_end(self) noexcept:
+        # where the sections a dense row can move end (_learn_row's snapshot)
+        return self.o_T if self.has_sc else self.o_lz
+
     cdef void _restore(self, double *blk) noexcept:
         memcpy(blk, self._snap, self.o_win * sizeof(double))
-        if self._size > self.o_rs:
+        if self._dense_end() > self.o_rs:
             memcpy(blk + self.o_rs, self._snap + self.o_rs,
-                   (self._size - self.o_rs) * sizeof(double))
+                   (self._dense_end() - self.o_rs) * sizeof(double))
 
     cdef double _weight(self, object weight) except -1.0:
         cdef double w = _real(weight, "weight")

@@ -571,9 +571,11 @@ _COMMON_NOTES = """
     rows fix which scaler it keeps. ``inference=True`` keeps d x d sums:
     sparse rows are taken dense up to 4,096 features and refused above. The
     statistical schedule's d (its geometric decay, its 1/t phase's time scale
-    and its window) is the mean number of non-zero entries of the warm-up's
-    rows (+1 with an intercept): n_features + 1 for dense rows without zeros,
-    the paper's d; a row's own size, not the hashed width, for sparse rows.
+    and its window) is n_features (+1 with an intercept) for dense rows, the
+    paper's d, and for sparse rows the mean number of stored non-zeros of the
+    warm-up's rows (+1): a row's own size, not the hashed width. So under
+    that schedule a sparse block and its dense copy agree (to 1e-12) only
+    when the rows store every column; the other schedules agree on any rows.
     See the user guide's "Sparse and hashed features".
 
     **Reproducibility.** The kernels call no BLAS: every result is the same
