@@ -55,8 +55,11 @@ cdef extern from *:
     """
     /* sqrt(DBL_MIN): below it x^2 leaves float64's normal range and loses precision */
     #define SF_SQRT_DBL_MIN 1.4916681462400413e-154
+    /* sqrt(2 pi) / Phi^{-1}(3/4): the sparsity 1/f(0) of N(0, s^2) over its median |.| */
+    #define SF_GAUSS_SPARSITY_PER_MED 3.7163326409367904
     """
     const double SQRT_DBL_MIN "SF_SQRT_DBL_MIN"
+    const double GAUSS_SPARSITY_PER_MED "SF_GAUSS_SPARSITY_PER_MED"
 
 
 cdef struct SGDState:
@@ -454,15 +457,31 @@ cdef inline double single_eta(SGDState *s, const SGDParams *p, double d,
     return last_phase_eta(s, p, p.Ca / (s.eta_start * s.cl))
 
 
+cdef inline double phase_one_cap(const SGDState *s, const SGDParams *p,
+                                 Py_ssize_t da) noexcept nogil:
+    # The longest stable phase-one step of batch and storage modes:
+    # eta_const b / Cu, with b the sparsity 1/f of the residuals at 0 (the
+    # mean gradient's slope at the iterate is f Cu: a longer step
+    # overshoots). At the noise level that is b0, phase two's constant; while
+    # the error dominates, the residuals at 0 are at least as sparse as a
+    # centred Gaussian of their median |r| (the best window's, min_med): an
+    # error in x'beta spreads them that way, and an offset (the intercept's
+    # error) moves their mass off 0, where b0 -- measured at their own
+    # quantile -- sees only the noise. Capping at b0 then would take steps
+    # of the noise's size against an error of the offset's (issue 40).
+    if p.loss == LOSS_SQUARED:
+        return s.eta_geo
+    return p.eta_const * max(s.b0, GAUSS_SPARSITY_PER_MED * s.min_med) / s.cu
+
+
 cdef inline double block_eta(SGDState *s, const SGDParams *p,
                               Py_ssize_t da) noexcept nogil:
     # The statistical schedule's stepsize of a block update (batch and
     # storage modes), by phase: single_eta's counterpart.
     cdef double eta
     if s.phase == 1:
-        # geometric, but never above phase two's constant eta_const b0 / Cu:
-        # a longer step on the block's mean gradient overshoots
-        eta = min(s.eta_geo, phase_start_eta(s, p, da, 2))
+        # geometric, but never above phase one's stability bound
+        eta = min(s.eta_geo, phase_one_cap(s, p, da))
         s.eta_geo *= 1.0 - p.decay * block_ratio(s, da)
         if not isnan(p.t_switch) and s.t + 1 >= p.t_switch:
             s.b0_cap = s.b0

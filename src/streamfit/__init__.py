@@ -15,8 +15,10 @@ from .quantile import (OnlineIntervalRegressor, OnlineLeastSquaresRegressor,
                        OnlineQuantileRegressor, offline_quantile_regression)
 
 from ._include import get_include
+from ._model_file import load, save
 
 __version__ = "0.1.0"
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "DropoutPCA", "MatrixEGPCA", "MatrixGDPCA",
            "OnlineQuantileRegressor", "OnlineLeastSquaresRegressor", "OnlineIntervalRegressor",
-           "offline_quantile_regression", "OnlineLowRankQuantileRegressor", "get_include", "__version__"]
+           "offline_quantile_regression", "OnlineLowRankQuantileRegressor", "get_include", "save",
+           "load", "__version__"]

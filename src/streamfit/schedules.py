@@ -155,9 +155,14 @@ class StatisticalSchedule(Schedule):
       phase's Ca / Cb scale by m / d (Cb by d / m).
     - ``mode="storage"`` (Theorem 8): geometric, then the constant
       eta_const b0 / Cu.
-    - In both, no step exceeds the constant phase's: a step on a block's mean
+    - In both, no step exceeds eta_const b / Cu: a step on a block's mean
       gradient is stable only below 2 / (f Cu), with Cu the block's largest
-      eigenvalue of E[x x'] (the paper's Cl / Cu^2 scaling).
+      eigenvalue of E[x x'] (the paper's Cl / Cu^2 scaling) and f = 1 / b
+      the residuals' density at 0. Later phases take b = b0; phase one
+      takes the larger of b0 and the sparsity of a centred Gaussian of the
+      best window's median |r|: while the error dominates, the residuals
+      are at least that sparse at 0 (an offset moves their mass off 0,
+      where b0, measured at their own quantile, sees only the noise).
     - least squares (Section 3.1): constant eta0 = eta0_scale / (d Cl), then
       Ca / (Cl (t - t1) + Ca / eta0), continuous at t1.
 

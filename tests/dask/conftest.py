@@ -200,6 +200,11 @@ def assert_same_state(a, b, path="estimator"):
         assert va.keys() == vb.keys(), (path, sorted(va.keys() ^ vb.keys()))
         for key in va:
             assert_same_state(va[key], vb[key], f"{path}.{key}")
+    elif callable(getattr(a, "to_state", None)):
+        # a state object (issue 39): its whole state as plain data; the
+        # schedule by value (the pickled form keeps it as an object)
+        assert type(a) is type(b), path
+        assert_same_state(a.to_state(), b.to_state(), f"{path}.to_state()")
     elif hasattr(type(a), "__slots__") and not hasattr(a, "__dict__"):
         # a state record with slots (the quantile family's Work and Plan)
         assert type(a) is type(b), path

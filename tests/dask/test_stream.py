@@ -317,6 +317,57 @@ def _slow(block):
     return block
 
 
+def _slow_marked(block, marker):
+    if block.size:              # (not the empty block dask computes its meta on)
+        open(marker, "a").close()
+    time.sleep(0.5)
+    return block
+
+
+def test_estimator_is_not_locked_while_the_cluster_works(client, regression, tmp_path):
+    """stream_fit locks the estimator only to take its state and to commit:
+    meanwhile its attributes are readable and its calls run (issue 40, case
+    7: the lock was held for the whole run). A call that changed it makes
+    the commit refuse, keeping that call's update (neither is lost)."""
+    X, y = regression
+    est = OnlineQuantileRegressor(0.3).partial_fit(X[:200], y[:200])
+    marker = tmp_path / "computing"
+    Xd = da.from_array(X, chunks=CHUNK).map_blocks(by_value(_slow_marked), str(marker),
+                                                   dtype=float)
+    outcome = {}
+
+    def run():
+        try:
+            stream_fit(est, Xd, da.from_array(y, chunks=CHUNK), client=client)
+        except BaseException as exc:         # noqa: BLE001 - handed to the test
+            outcome["error"] = exc
+        outcome["returned"] = time.monotonic()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not marker.exists():              # a worker is computing a chunk
+        assert time.monotonic() < deadline and thread.is_alive(), outcome
+        time.sleep(0.02)
+    seen = est.n_samples_seen_              # readable while the run goes on
+    est.partial_fit(X[200:300], y[200:300])    # and callable
+    called = time.monotonic()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert seen == 200 and called < outcome["returned"]
+    assert isinstance(outcome.get("error"), RuntimeError), outcome
+    assert "changed while its chunks were fitted" in str(outcome["error"])
+    ref = OnlineQuantileRegressor(0.3).partial_fit(X[:200], y[:200]).partial_fit(X[200:300],
+                                                                               y[200:300])
+    assert_same_state(est, ref)             # the other call's update, and nothing else
+
+    # untouched meanwhile: the run commits as before
+    est = OnlineQuantileRegressor(0.3).partial_fit(X[:200], y[:200])
+    stream_fit(est, da.from_array(X, chunks=CHUNK), da.from_array(y, chunks=CHUNK),
+               client=client)
+    assert est.n_samples_seen_ == 200 + N
+
+
 def test_restart_mid_run_raises_and_leaves_the_estimator_unchanged(rows):
     with make_cluster() as cluster, distributed.Client(cluster, set_as_default=False) as c:
         c.wait_for_workers(2, timeout=30)
@@ -474,7 +525,8 @@ def test_bad_arguments_are_refused(client, regression):
 def test_dead_scheduler_address_fails_fast(regression):
     X, y = regression
     start = time.monotonic()
-    with pytest.raises(ConnectionError, match="no Dask scheduler answered at 'tcp://127.0.0.1:9'"):
+    # a TimeoutError naming the address, and a ConnectionError as before
+    with pytest.raises(TimeoutError, match="no Dask scheduler answered at 'tcp://127.0.0.1:9'"):
         stream_fit(OnlineQuantileRegressor(), da.from_array(X, chunks=CHUNK),
                    da.from_array(y, chunks=CHUNK), client="tcp://127.0.0.1:9", timeout=2)
     assert time.monotonic() - start < 15
@@ -524,3 +576,44 @@ def test_result_pickles_and_resumes(client, regression):
     ref = in_memory(OnlineQuantileRegressor(0.3),
                     row_chunks(600, CHUNK, X[:600], y[:600]) + [(X[600:], y[600:])])
     assert_same_state(again, ref)
+
+
+def test_commit_publishes_a_new_state_object(regression):
+    """stream_fit takes the state by a copy of the state object and commits
+    by one assignment of the fitted one (no Python lock, no handler swaps):
+    the estimator's old state object is left as it was, and a call that
+    changed the estimator in between (rows or parameters) makes the commit
+    refuse with that call's update kept."""
+    from streamfit.dask._state import commit, take_state
+
+    X, y = regression
+    est = OnlineQuantileRegressor(0.3).partial_fit(X[:100], y[:100])
+    old = est._state
+    before = take_state(est)
+
+    def fitted_on(rows):
+        model = pickle.loads(before)
+        return pickle.dumps(model.partial_fit(X[rows], y[rows]))
+
+    assert commit(est, before, fitted_on(slice(100, 200))) is est
+    assert est._state is not old and old.n_samples_seen == 100
+    assert est.n_samples_seen_ == 200 and "_lock" not in vars(est)
+    assert_same_state(est, OnlineQuantileRegressor(0.3).partial_fit(X[:100], y[:100])
+                      .partial_fit(X[100:200], y[100:200]))
+
+    before = take_state(est)
+    est.partial_fit(X[200:210], y[200:210])           # rows meanwhile
+    with pytest.raises(RuntimeError, match="changed while its chunks were fitted"):
+        commit(est, before, fitted_on(slice(200, 300)))
+    assert est.n_samples_seen_ == 210
+    before = take_state(est)
+    est.set_params(average=True)                      # parameters meanwhile
+    with pytest.raises(RuntimeError, match="changed while its chunks were fitted"):
+        commit(est, before, fitted_on(slice(210, 300)))
+    assert est.n_samples_seen_ == 210 and est.average
+
+    # an estimator fitted from scratch on the cluster gets its first state
+    fresh = OnlineQuantileRegressor(0.3)
+    before = take_state(fresh)
+    commit(fresh, before, fitted_on(slice(0, 50)))
+    assert fresh.n_samples_seen_ == 50

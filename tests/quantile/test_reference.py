@@ -252,6 +252,15 @@ class Reference:
             return const
         return min(const, p.Ca * s.b0 * self.block_ratio() / (s.cl * p.Cb))
 
+    def phase_one_cap(self):
+        # eta_const b / Cu, b the residuals' sparsity at 0: at least b0 and
+        # that of a centred Gaussian of the best window's median |r|
+        s, p = self.s, self.p
+        if p.squared:
+            return s.eta_geo
+        gauss = math.sqrt(2.0 * math.pi) * INV_MAD
+        return p.eta_const * max(s.b0, gauss * s.min_med) / s.cu
+
     def block_ratio(self):
         return self.s.block / self.da if self.s.block < self.da else 1.0
 
@@ -505,7 +514,7 @@ class Reference:
                     self.win, s.win_sumsq, s.win_wsum = [], 0.0, 0.0
             if s.phase == 1:
                 self.events.add("geometric")
-                eta = min(s.eta_geo, self.phase_start_eta(2))
+                eta = min(s.eta_geo, self.phase_one_cap())
                 if eta < s.eta_geo:
                     self.events.add("geometric capped")
                 s.eta_geo *= 1.0 - p.decay * self.block_ratio()

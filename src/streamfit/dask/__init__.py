@@ -19,7 +19,11 @@ core, started for the call and closed after it. Worker processes are
 started by spawning, so a script that relies on that default must guard its
 entry point with ``if __name__ == "__main__":``. No wait can hang: a lost
 scheduler, a cluster without workers or a worker that leaves while holding
-this call's data gives an error within about ``timeout`` seconds.
+this call's data gives an error within about ``timeout`` seconds: a
+scheduler that stops answering raises
+:class:`~streamfit.dask.SchedulerTimeout`, a worker that dies holding a
+chain's state or chunk :class:`~streamfit.dask.WorkerLost` (re-run the
+call; nothing was changed).
 
 Every task that reads a chunk runs on the worker that holds the chunk
 (pinned there): chunks never travel, only estimator states and small
@@ -32,10 +36,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("streamfit.dask needs Dask: pip install 'streamfit[dask]' "
                       "(dask[array,dataframe] and distributed)") from exc
 
+from ._client import SchedulerTimeout, WorkerLost
 from ._groups import fit_groups
 from ._parallel import ParallelQuantileFit, parallel_quantile_fit
 from ._regret import best_gain, regret
 from ._stream import stream_fit
 
 __all__ = ["stream_fit", "parallel_quantile_fit", "ParallelQuantileFit", "fit_groups",
-           "best_gain", "regret"]
+           "best_gain", "regret", "WorkerLost", "SchedulerTimeout"]

@@ -12,6 +12,8 @@ import dask
 import dask.array as da
 import numpy as np
 
+from ._client import SchedulerTimeout, ask
+
 __all__ = ["Blocks", "row_blocks", "is_frame", "submit_block", "resident_blocks"]
 
 
@@ -215,7 +217,9 @@ def resident_blocks(client, blocks):
     if not held:
         return {}
     try:
-        who = client.who_has([f for futures in held.values() for f in futures])
+        who = ask(client, "who_has", keys=[f.key for futures in held.values() for f in futures])
+    except SchedulerTimeout:
+        raise
     except Exception:       # the scheduler is gone: the waits' checks say so
         return {}
     out = {}

@@ -16,7 +16,8 @@ from __future__ import annotations
 import weakref
 from concurrent.futures import CancelledError
 
-from ._client import _POLL, WorkerLost, _workers, lost_with_a_worker, settle
+from ._client import (_POLL, WorkerLost, _workers, ask, lost_with_a_worker, nthreads,
+                      settle)
 from ._state import add_note
 
 __all__ = ["drive_chains", "map_pinned", "default_window"]
@@ -41,7 +42,7 @@ def _raise_if_erred(futures, note=None):
 
 def _holders(client, future):
     """The workers that hold a finished future's data."""
-    return sorted(client.who_has([future]).get(future.key, ()))
+    return sorted(ask(client, "who_has", keys=[future.key]).get(future.key, ()))
 
 
 def _take_result(client, task, worker, what=None):
@@ -83,10 +84,7 @@ class _Placer:
         self.given = {}
 
     def __call__(self, busy):
-        try:
-            threads = self.client.nthreads()
-        except Exception:       # the scheduler is gone: settle's checks say so
-            return None
+        threads = nthreads(self.client)     # None: the scheduler is gone (settle says so)
         if not threads:
             return None
         load = dict.fromkeys(threads, 0)
@@ -123,8 +121,8 @@ def drive_chains(client, n_blocks, compute_block, submit_step, states, describe,
     cancelled: the exception's traceback keeps the driver's frames, and with
     them futures whose data would otherwise stay in the cluster's memory.
     """
-    states = [client.scatter(s, hash=False) if isinstance(s, bytes) and len(s) > INLINE_BYTES
-              else s for s in states]
+    states = [client.scatter(s, hash=False, timeout=timeout)
+              if isinstance(s, bytes) and len(s) > INLINE_BYTES else s for s in states]
     scattered = [s for s in states if hasattr(s, "key")]
     alive = weakref.WeakSet(scattered)      # every future made here (not kept alive by this)
     pending, steps, pinned, placed = {}, {}, {}, {}
@@ -196,7 +194,7 @@ def default_window(client):
     or fits one block at a time; a second one queued per thread would only
     double the memory) and one more, so that a thread finds the next block
     ready while its last one's task is submitted."""
-    return sum(client.nthreads().values()) + 1
+    return sum((nthreads(client) or {}).values()) + 1
 
 
 def map_pinned(client, n_blocks, compute_block, submit_task, on_result, window, describe, what,

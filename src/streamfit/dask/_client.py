@@ -4,13 +4,19 @@
 default, or the one of the worker a task runs on) and, when there is none,
 starts a ``LocalCluster`` for the call and closes it afterwards; a string is a
 scheduler address; a ``Client`` is used as it is and left open. Connecting
-is bounded by ``timeout``; waits for results poll the connection, so a
-scheduler that dies mid-call gives an error within about ``timeout`` seconds
-rather than a hang.
+is bounded by ``timeout`` as a whole (the TCP connection, the handshake and
+the client's registration: ``distributed.Client`` bounds each step but one,
+and a listener that accepts and never answers held it forever); every
+request to the scheduler is bounded by the call's timeout (:func:`ask`), and
+waits for results poll the connection, so a scheduler that dies or stops
+answering mid-call gives an error within about ``timeout`` seconds rather
+than a hang.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import logging
 import numbers
 import os
@@ -21,10 +27,108 @@ from concurrent.futures import CancelledError
 import distributed
 from distributed import Client, LocalCluster
 
-__all__ = ["connect", "settle", "WorkerLost", "DEFAULT_TIMEOUT"]
+__all__ = ["connect", "settle", "ask", "WorkerLost", "SchedulerTimeout", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 10.0      # seconds
 _POLL = 0.5                 # seconds between checks of the connection while waiting
+
+
+# The timeout of the call being run (set by connect for its block): every
+# request to the scheduler made on the call's behalf is bounded by it.
+_CALL_TIMEOUT = contextvars.ContextVar("streamfit_dask_timeout", default=DEFAULT_TIMEOUT)
+
+_TIMEOUTS = (TimeoutError, asyncio.TimeoutError)     # one class from Python 3.11 on
+
+
+class SchedulerTimeout(TimeoutError, ConnectionError):
+    """The Dask scheduler did not answer within the call's ``timeout``: it
+    accepted the connection (or had accepted it) but sent nothing back --
+    stopped (SIGSTOP, a debugger), swapping, overloaded, or not a Dask
+    scheduler. A TimeoutError, and a ConnectionError like the other
+    failures to reach a scheduler. The message names the address.
+
+    Examples
+    --------
+    A listener that accepts connections and never answers:
+
+    >>> import socket
+    >>> import dask.array as da
+    >>> from streamfit import OnlineQuantileRegressor
+    >>> from streamfit.dask import SchedulerTimeout, stream_fit
+    >>> deaf = socket.create_server(("127.0.0.1", 0))
+    >>> address = f"tcp://127.0.0.1:{deaf.getsockname()[1]}"
+    >>> X = da.ones((10, 2), chunks=5)
+    >>> try:
+    ...     stream_fit(OnlineQuantileRegressor(), X, X[:, 0],
+    ...                client=address, timeout=1)
+    ... except SchedulerTimeout as exc:
+    ...     print(isinstance(exc, TimeoutError), address in str(exc))
+    True True
+    >>> deaf.close()
+    """
+
+
+class _ConnectionLost(ConnectionError):
+    """The connection to the scheduler went away while a request waited."""
+
+
+def scheduler_address(client):
+    """The scheduler's address, for messages."""
+    return getattr(getattr(client, "scheduler", None), "address", None) or "(unknown address)"
+
+
+def ask(client, handler, **kwargs):
+    """The scheduler's answer to one request -- its handler's name
+    (``"ncores"``, ``"who_has"``, ``"identity"``) and arguments -- within the
+    call's timeout, or :class:`~streamfit.dask.SchedulerTimeout`.
+    ``Client.nthreads()``, ``who_has()`` and ``scheduler_info()`` wait for
+    the answer without bound; this asks through the same connection pool
+    with a deadline (a request cut by it is cancelled, and its connection
+    closed, by the pool)."""
+    timeout = _CALL_TIMEOUT.get()
+
+    async def request():
+        return await getattr(client.scheduler, handler)(**kwargs)
+
+    try:
+        return client.sync(request, callback_timeout=timeout)
+    except _TIMEOUTS:
+        if client.status != "running":
+            # no answer because the scheduler is gone (killed: the client
+            # lost its connection meanwhile), not because it is silent
+            raise _ConnectionLost(f"lost the connection to the Dask scheduler at "
+                                  f"{scheduler_address(client)} (client status "
+                                  f"{client.status!r})") from None
+        raise SchedulerTimeout(f"the Dask scheduler at {scheduler_address(client)} did not "
+                               f"answer (a {handler!r} request) within {timeout:g} s: it is "
+                               f"stopped, overloaded or not a Dask scheduler; nothing was "
+                               f"kept") from None
+
+
+class _BoundedClient(Client):
+    """A ``distributed.Client`` whose connection to the scheduler -- the TCP
+    connection, the comm handshake, the scheduler's info and its answer to
+    the registration -- takes at most ``timeout`` in all. distributed bounds
+    each step but the handshake's read (``distributed.comm.core.connect``
+    awaits it without a deadline), so a listener that accepts and never
+    answers, or a stopped scheduler, held ``Client(address, timeout=3)``
+    forever. The bound is put around the one coroutine that does all of it
+    (also used to reconnect): when it expires the coroutine is cancelled,
+    and ``Client._start`` closes the client, as for any failed connection."""
+
+    async def _ensure_connected(self, timeout=None):
+        if timeout is None:
+            return await super()._ensure_connected(timeout=timeout)
+        try:
+            return await asyncio.wait_for(super()._ensure_connected(timeout=timeout), timeout)
+        except _TIMEOUTS:
+            # (distributed also retries a refused connection until its
+            # timeout: on a loaded machine this bound may expire first)
+            raise SchedulerTimeout(f"client: no Dask scheduler answered at "
+                                   f"{self.scheduler.address!r} within {timeout:g} s "
+                                   f"(nothing listens there, or it accepted the connection "
+                                   f"but never answered: a stopped or overloaded scheduler, "
+                                   f"or not a Dask scheduler)") from None
 
 
 def check_timeout(timeout):
@@ -71,10 +175,12 @@ def connect(client=None, timeout=None):
                 owned.append(c)
         elif isinstance(client, str):
             try:
-                c = Client(client, set_as_default=False, timeout=timeout)
-            except (OSError, TimeoutError) as exc:
-                raise ConnectionError(f"client: no Dask scheduler answered at {client!r} "
-                                      f"within {timeout:g} s ({exc})") from exc
+                c = _BoundedClient(client, set_as_default=False, timeout=timeout)
+            except SchedulerTimeout:
+                raise
+            except (OSError, *_TIMEOUTS) as exc:
+                raise SchedulerTimeout(f"client: no Dask scheduler answered at {client!r} "
+                                       f"within {timeout:g} s ({exc})") from exc
             owned.append(c)
         elif isinstance(client, Client):
             c = client
@@ -83,8 +189,12 @@ def connect(client=None, timeout=None):
                             f"address such as 'tcp://host:8786', got {type(client).__name__}")
         if c.status != "running":
             raise ConnectionError(f"client: the Dask client is {c.status!r}, not running")
-        with c.as_current():
-            yield c
+        bound = _CALL_TIMEOUT.set(timeout)
+        try:
+            with c.as_current():
+                yield c
+        finally:
+            _CALL_TIMEOUT.reset(bound)
     finally:
         for obj in reversed(owned):
             with contextlib.suppress(Exception):
@@ -92,18 +202,40 @@ def connect(client=None, timeout=None):
 
 
 class WorkerLost(RuntimeError):
-    """A worker that tasks are pinned to (it holds their data) has left."""
+    """A worker that tasks are pinned to (it holds their data: a chunk, or
+    the state a chain carries) died or was retired mid-call. Dask cannot
+    run those tasks anywhere else, so the call stops and changes nothing:
+    re-run it. ``workers``: the addresses of the workers that left.
+
+    Examples
+    --------
+    >>> from streamfit.dask import WorkerLost
+    >>> lost = WorkerLost("stream_fit: worker tcp://10.0.0.7:4033 left",
+    ...                   {"tcp://10.0.0.7:4033"})
+    >>> isinstance(lost, RuntimeError), sorted(lost.workers)
+    (True, ['tcp://10.0.0.7:4033'])
+    """
 
     def __init__(self, message, workers):
         super().__init__(message)
         self.workers = workers
 
 
-def _workers(client):
+def nthreads(client):
+    """{worker address: threads}, asked within the call's timeout; None if
+    the connection to the scheduler is gone (the callers' status checks
+    say so). A scheduler that does not answer raises SchedulerTimeout."""
     try:
-        return set(client.nthreads())
-    except Exception:           # the scheduler is gone: settle's status check says so
+        return dict(ask(client, "ncores"))
+    except (SchedulerTimeout, _ConnectionLost):
+        raise
+    except Exception:
         return None
+
+
+def _workers(client):
+    threads = nthreads(client)
+    return None if threads is None else set(threads)
 
 
 def _cancel_reasons(futures):
@@ -159,7 +291,8 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
     Every ``_POLL`` seconds of waiting it checks the cluster: a connection to
     the scheduler lost, or no worker at all, for ``timeout`` seconds raises
     ConnectionError or RuntimeError; a worker among ``pins()`` (the workers
-    that pending tasks are pinned to) gone raises :class:`WorkerLost` at once
+    that pending tasks are pinned to) gone raises
+    :class:`~streamfit.dask.WorkerLost` at once
     (those tasks would wait for it forever); cancelled futures raise
     RuntimeError (ConnectionError when the scheduler connection was lost).
     Messages name ``what`` (the call and the chunk it was at).
@@ -202,7 +335,10 @@ def settle(client, futures, what, timeout=None, return_when="ALL_COMPLETED", pin
     while not event.wait(_POLL):
         if client.status == "running":
             lost_since = None
-            alive = _workers(client)
+            try:
+                alive = _workers(client)
+            except (SchedulerTimeout, _ConnectionLost) as exc:
+                raise type(exc)(f"{what}: {exc}") from None
             gone = sorted(pins() - alive) if pins is not None and alive is not None else []
             if gone:
                 raise WorkerLost(f"{what}: worker {', '.join(gone)} left (died or was "

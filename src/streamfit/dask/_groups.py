@@ -14,7 +14,7 @@ from sklearn.base import clone
 
 from ._blocks import is_frame, row_blocks, submit_block
 from ._chains import drive_chains
-from ._client import connect
+from ._client import connect, nthreads
 from ._state import add_note
 
 __all__ = ["fit_groups"]
@@ -179,7 +179,7 @@ def fit_groups(estimator, df, by, *, y=None, columns=None, n_buckets=None, clien
     run = uuid.uuid4().hex[:8]
     with connect(client, timeout) as c:
         buckets = int(n_buckets) if n_buckets is not None else \
-            max(1, 2 * sum(c.nthreads().values()))
+            max(1, 2 * sum((nthreads(c) or {}).values()))
 
         def compute_block(i, place):
             return submit_block(c, [delayed(_split, pure=False)(

@@ -14,6 +14,7 @@ from ..schedules import StatisticalSchedule
 from ._blocks import is_frame, resident_blocks, row_blocks, spread, submit_block
 from ._chains import default_window, map_pinned
 from ._client import connect
+from ._client import nthreads as _nthreads
 from ._state import add_note
 from ._threads import host_threads, limited, share
 
@@ -338,7 +339,8 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
         Smaller non-empty partitions are an error (their estimates would
         weigh noise into the mean); empty ones are skipped.
     timeout : float, default 10
-        Seconds to connect to a scheduler or to wait for a lost connection.
+        Seconds to connect to a scheduler (the whole handshake), for the
+        scheduler to answer each request, or to wait for a lost connection.
 
     Returns
     -------
@@ -406,10 +408,8 @@ def parallel_quantile_fit(X, y, tau=0.5, *, rounds=1, client=None, estimator_par
         # they are, all at once, each worker's rows as even as the placement
         # allows; the others are computed block by block (map_pinned)
         held = resident_blocks(c, blocks)
-        try:
-            nthreads = c.nthreads()
-        except Exception:   # the scheduler is gone: map_pinned's waits say so
-            nthreads = {}
+        # {} when the scheduler is gone: map_pinned's waits say so
+        nthreads = _nthreads(c) or {}
         chosen = spread({i: w for i, (_, w) in held.items()}, blocks.rows, nthreads)
         runs = _runs(held, chosen, len(blocks))
         resident = {g: ([f for i in idx for f in held[i][0]], w)

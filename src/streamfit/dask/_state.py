@@ -1,78 +1,141 @@
-"""Estimators as bytes: what travels between the client and the workers.
+"""Estimators as bytes: what travels between the client and the workers, and
+how the caller's estimator takes the cluster's result.
 
 A task never updates an estimator object it was handed: it unpickles the
 state it depends on, updates that copy and returns new bytes. So a task that
 is re-run (a worker died) starts from the same state, and the caller's
 estimator changes only when the whole computation has succeeded.
+
+The caller's side is the state-object design of the estimators (issue 39):
+an estimator's learnt state is one compiled object, ``__dict__["_state"]``,
+which takes one call at a time under its own lock (taken in C). Taking the
+state is that object's ``copy()`` (a state between two calls, whatever other
+threads do); committing is one assignment of the fitted estimator's state
+object, which no signal can split (no bytecode runs inside it). No
+Python-level lock is held while the cluster works.
+
+Estimators without a state object (a scikit-learn estimator; a streamfit
+estimator of the previous design, whose calls take a Python call lock) are
+taken by pickling and committed by one assignment of their ``__dict__``,
+under that call lock where the class has one.
 """
 from __future__ import annotations
 
+import copy
 import pickle
 
-from .._base import deferred_signals
 from .._kernels._threads import call_holding
 
-__all__ = ["snapshot", "adopt", "caller_lock", "add_note"]
+__all__ = ["take_state", "commit", "add_note"]
 
 # never part of a state, whatever a class's __getstate__ says
 _TRANSIENT = ("_lock",)
 
 
-def caller_lock(estimator, func, *args):
-    """func(*args) holding the estimator's call lock (streamfit estimators;
-    other estimators have none): a stream_fit takes its turn like any other
-    call that changes the state, for as long as it runs. The lock is taken
-    in compiled code (call_holding), as the estimators' own calls take it: a
-    KeyboardInterrupt on a Python with-statement's exit line would leave it
-    held and every later call waiting."""
+def _state_object(estimator):
+    obj = vars(estimator).get("_state") if hasattr(estimator, "__dict__") else None
+    if obj is not None and callable(getattr(obj, "to_state", None)) and \
+            callable(getattr(obj, "copy", None)):
+        return obj
+    return None
+
+
+def _call_lock(estimator):
+    """The Python call lock of an estimator whose calls take one (streamfit's
+    previous design: methods wrapped by ``streamfit._base.serialized``), or
+    None."""
     serialized = getattr(estimator, "_serialized", None)
-    if not callable(serialized):
+    fit = getattr(type(estimator), "partial_fit", None)
+    if callable(serialized) and getattr(fit, "__wrapped__", None) is not None:
+        return serialized()
+    return None
+
+
+def _holding(estimator, func, *args):
+    """func(*args), holding the estimator's call lock if it has one (taken
+    in compiled code: a KeyboardInterrupt on a with-statement's exit line
+    would leave it held)."""
+    lock = _call_lock(estimator)
+    if lock is None:
         return func(*args)
-    had_lock = "_lock" in vars(estimator)
-    out = call_holding(serialized(), func, *args)
-    # A class whose __getstate__ keeps the lock (one not built on
-    # StreamEstimator, whose __getstate__ leaves it out) could not be pickled
-    # or copied with one: take away the lock made here.
-    if not had_lock and "_lock" in estimator.__getstate__():
-        vars(estimator).pop("_lock", None)
-    return out
+    return call_holding(lock, func, *args)
 
 
-def snapshot(estimator):
-    """The estimator's pickle, without its lock.
-
-    Equivalent to ``pickle.dumps(estimator)`` for a class that pickles its
-    ``__getstate__`` (scikit-learn estimators): a fresh instance gets the
-    state by ``__setstate__`` and is pickled; the lock is dropped on the way
-    even if a subclass's ``__getstate__`` keeps it.
-    """
+def _pickled(estimator):
+    """The estimator's pickle, without its lock; a state object is copied
+    first (its copy() takes its own lock: the state between two calls)."""
+    obj = _state_object(estimator)
+    if obj is not None:
+        clone = copy.copy(estimator)
+        if _state_object(clone) is obj:         # a class whose __copy__ shares it
+            vars(clone)["_state"] = obj.copy()
+        vars(clone).pop("_lock", None)
+        return pickle.dumps(clone, protocol=pickle.HIGHEST_PROTOCOL)
     cls = type(estimator)
     state = estimator.__getstate__() if hasattr(estimator, "__getstate__") else \
         dict(vars(estimator))
     if isinstance(state, dict):
         state = {key: value for key, value in state.items() if key not in _TRANSIENT}
-    copy = cls.__new__(cls)
-    if hasattr(copy, "__setstate__"):
-        copy.__setstate__(state)
-    else:       # pragma: no cover - every object has __setstate__ since Python 3.11
-        vars(copy).update(state)
-    return pickle.dumps(copy, protocol=pickle.HIGHEST_PROTOCOL)
+    clone = cls.__new__(cls)
+    clone.__setstate__(state)
+    return pickle.dumps(clone, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def adopt(target, state):
-    """Make ``target`` hold the fitted state (bytes from a worker): its
-    attributes become those of the unpickled estimator, in one step that a
-    Ctrl-C cannot split. The caller holds the target's lock."""
-    fitted = pickle.loads(state)
-    if type(fitted) is not type(target):    # pragma: no cover - the tasks keep the class
+def take_state(estimator):
+    """The estimator's state as bytes, for the workers (and for commit() to
+    check that nothing changed meanwhile)."""
+    return _holding(estimator, _pickled, estimator)
+
+
+def _changed(estimator):
+    return RuntimeError(
+        f"stream_fit: the {type(estimator).__name__} changed while its chunks were fitted on "
+        f"the cluster (another call fitted it or set its parameters); the cluster's result "
+        f"was not applied, so that neither is lost: re-run stream_fit from its current state")
+
+
+def commit(estimator, before, fitted_bytes):
+    """Make ``estimator`` hold the state the cluster fitted (bytes from a
+    worker), unless it changed since ``before`` was taken (RuntimeError,
+    the estimator as the other call left it)."""
+    fitted = pickle.loads(fitted_bytes)
+    if type(fitted) is not type(estimator):    # pragma: no cover - the tasks keep the class
         raise TypeError(f"internal error: fitted a {type(fitted).__name__}, expected "
-                        f"a {type(target).__name__}")
+                        f"a {type(estimator).__name__}")
+    new = _state_object(fitted)
+    if new is not None:
+        current = vars(estimator).get("_state")
+        seen = None if current is None else current.n_samples_seen
+        if _pickled(estimator) != before:
+            raise _changed(estimator)
+        # A call from another thread since the comparison above moved the
+        # state's row count (or replaced the object): refused as above. After
+        # this check the assignment follows with nothing called in between,
+        # so no other thread's bytecode and no signal handler runs there. (A
+        # call that has fetched the state object but not yet entered it is
+        # the one race left: its rows would go to the replaced object, as
+        # with a concurrent fit(). Feed one estimator from one place.)
+        state = vars(estimator).get("_state")
+        if state is not current or (state is not None and state.n_samples_seen != seen):
+            raise _changed(estimator)
+        # the learnt state is all in the state object (the fitted estimator's
+        # other attributes are the parameters it was sent with)
+        vars(estimator)["_state"] = new        # one assignment publishes the result
+        return estimator
+    return _holding(estimator, _commit_dict, estimator, before, fitted)
+
+
+def _commit_dict(estimator, before, fitted):
+    # an estimator without a state object: its attributes become the fitted
+    # one's, by one assignment of __dict__ (the call lock it may hold kept)
+    if _pickled(estimator) != before:
+        raise _changed(estimator)
     new = {key: value for key, value in vars(fitted).items() if key not in _TRANSIENT}
-    with deferred_signals():
-        for key in [key for key in vars(target) if key not in new and key not in _TRANSIENT]:
-            del vars(target)[key]
-        vars(target).update(new)
-    return target
+    for key in _TRANSIENT:
+        if key in vars(estimator):
+            new[key] = vars(estimator)[key]
+    estimator.__dict__ = new
+    return estimator
 
 
 def add_note(exc, note):

@@ -9,7 +9,7 @@ import uuid
 from ._blocks import is_frame, resident_blocks, row_blocks, submit_block
 from ._chains import drive_chains
 from ._client import connect
-from ._state import add_note, adopt, caller_lock, snapshot
+from ._state import add_note, commit, take_state
 from ._threads import host_threads, limited, share
 
 __all__ = ["stream_fit"]
@@ -203,7 +203,8 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         already held there. A step is one chunk, or a run of consecutive
         chunks of about 32 MB in all made from scratch on one worker.
     timeout : float, default 10
-        Seconds to connect to a scheduler, and to wait for a lost connection
+        Seconds to connect to a scheduler (the whole handshake), for the
+        scheduler to answer each request, and to wait for a lost connection
         to come back before giving up.
 
     Returns
@@ -213,6 +214,22 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         once every chunk has been fitted. If a chunk fails (bad rows, a
         worker error, a lost scheduler), the error is raised here, with a
         note naming the chunk, and the estimator is left exactly as it was.
+
+    Raises
+    ------
+    WorkerLost
+        A worker holding the state or a chunk that a step is pinned to died
+        or was retired mid-run (see Notes); a RuntimeError.
+    SchedulerTimeout
+        The scheduler did not answer within ``timeout`` (at the handshake
+        or mid-run: stopped, overloaded, or not a Dask scheduler); a
+        TimeoutError (and a ConnectionError) naming its address.
+    ConnectionError
+        The connection to the scheduler was lost for ``timeout`` seconds.
+    RuntimeError
+        The estimator changed while the chunks were fitted (another call
+        fitted it or set its parameters): the cluster's result is not
+        applied, and that call's update is kept.
 
     Notes
     -----
@@ -224,12 +241,25 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
     pickled, sent to the next worker, a scheduler round trip); a chunk
     within a step costs only its ``partial_fit`` call, so small chunks are
     cheap where consecutive chunks lie on one worker, and each switch of
-    worker costs a step. A worker that dies mid-run makes Dask re-run the
-    lost tasks (from the same states: the result is the same) or, after
-    ``distributed.scheduler.allowed-failures`` deaths, raise
-    ``distributed.KilledWorker``; ``client.restart()`` during the call
-    raises a RuntimeError. BLAS and OpenMP threads in a step are limited to
-    the worker's share of its host's cores.
+    worker costs a step. Dask cannot re-run a step on another worker: its
+    state and chunk are on the worker it is pinned to. So a worker that
+    dies mid-run (or is retired) ends the call with
+    :class:`~streamfit.dask.WorkerLost`,
+    naming it, and the estimator is left as it was: re-run the call. Only a
+    chunk still being made on the dying worker, that no step needs yet, is
+    made again by Dask elsewhere, and the result is then the same.
+    ``client.restart()`` during the call raises a RuntimeError. BLAS and
+    OpenMP threads in a step are limited to the worker's share of its
+    host's cores.
+
+    Nothing is locked while the cluster works or the network is waited on:
+    the estimator's state is taken as a copy of its state object (between
+    two of its calls) and the result is published by one assignment of the
+    fitted state object, so its fitted attributes stay readable, and its
+    calls run, meanwhile. If another call changed the estimator in between,
+    the commit raises RuntimeError and applies nothing (that call's update
+    stays). Feed one estimator from one place: a call already under way at
+    the instant of the commit could still lose its rows, as with ``fit``.
 
     Examples
     --------
@@ -271,10 +301,13 @@ def stream_fit(estimator, X, y=None, *, sample_weight=None, client=None, prefetc
         row_blocks(X[[y_column]])
     method = "partial_fit_dense" if getattr(X, "ndim", 2) == 3 else "partial_fit"
 
-    def fit_on_the_cluster():
-        state = snapshot(estimator)
-        with connect(client, timeout) as c:
-            fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
-        return adopt(estimator, fitted)
-
-    return caller_lock(estimator, fit_on_the_cluster)
+    # The estimator's state is taken (a copy of its state object, between two
+    # of its calls) and the result committed (one assignment of the fitted
+    # state object); nothing is locked while the cluster works (or does not
+    # answer): its attributes stay readable, and other calls run, meanwhile.
+    # A call that changed it in between makes the commit refuse, so neither
+    # is lost.
+    state = take_state(estimator)
+    with connect(client, timeout) as c:
+        fitted = _run_chain(c, blocks, state, method, y_column, int(prefetch), timeout)
+    return commit(estimator, state, fitted)

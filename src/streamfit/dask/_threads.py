@@ -14,6 +14,8 @@ import contextlib
 import os
 import threading
 
+from ._client import SchedulerTimeout, ask
+
 __all__ = ["host_threads", "limited", "share"]
 
 _controller = None
@@ -27,12 +29,11 @@ def host_threads(client):
     threads that may run at once on the same cores), from the scheduler's
     view of the cluster; {} if the scheduler does not say."""
     try:
-        workers = client.scheduler_info(n_workers=-1)["workers"]
-    except Exception:       # an older distributed: no n_workers argument
-        try:
-            workers = client.scheduler_info()["workers"]
-        except Exception:   # the scheduler is gone: the waits' checks say so
-            return {}
+        workers = ask(client, "identity", n_workers=-1)["workers"]
+    except SchedulerTimeout:
+        raise
+    except Exception:       # the scheduler is gone: the waits' checks say so
+        return {}
     per_host = {}
     for info in workers.values():
         host = info.get("host")
