@@ -17,7 +17,7 @@ from libc.string cimport memcpy, memset
 from _common cimport OK, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT, ERR_SCALE
 from _qr_schedule cimport (SGDState, SGDParams, KIND_STATISTICAL, KIND_ARRAY, MODE_STORAGE,
                            SQRT_DBL_MIN, NO_UPDATE, quantile_row, block_eta, fixed_eta,
-                           clock_step)
+                           clock_step, dim_of_row, dim_decided)
 from _qr_blocks cimport (BlockSums, BlockWork, block_pass, compact, block_warm_up,
                          storage_windows, batch_window)
 from _qr_multi cimport MultiWork
@@ -85,6 +85,23 @@ cdef inline bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s
     return True
 
 
+cdef inline double row_dim(SGDState *s, const SGDParams *p, const double *x, Py_ssize_t d,
+                           double da_full, double wi, bint *warming) noexcept nogil:
+    # The schedule's d for this row's quantile_row (dim_of_row). A dense row
+    # counts as n_features non-zeros whatever its values, so that d is
+    # n_features (+1), the paper's d and the dense path's as it always was;
+    # only sparse rows count their stored non-zeros (_qr_sparse.pxd).
+    # warming: the row is a warm-up row, so the caller calls dim_decided if
+    # it ends the warm-up.
+    warming[0] = False
+    if p.kind != KIND_STATISTICAL:
+        return da_full
+    if s.phase != 0:
+        return s.dim if s.dim > 0 else da_full
+    warming[0] = wi != 0
+    return dim_of_row(s, p, <double> d if wi != 0 else 0.0, da_full, wi)
+
+
 cdef inline bint all_finite(const Lin *c) noexcept nogil:
     cdef Py_ssize_t q
     for q in range(c.m):
@@ -138,8 +155,9 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
     cdef bint stat = kind == KIND_STATISTICAL
     cdef bint fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0
-    cdef bint drift = p.drift != 0
+    cdef bint drift = p.drift != 0, warming = False
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
+    cdef double rd
     # a row's work, the random-scaling sums' da^2 / 2 included
     cdef double row_work = d + ROW_WORK + (0.5 * da * da if rs != NULL else 0.0)
     cdef Py_ssize_t taken = 0
@@ -152,6 +170,7 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
         x = stream_row(X64, X32, i, d, cur, not have_dot)
         if swp != NULL:
             wi = swp[i]
+        rd = row_dim(s, p, x, d, <double> da, wi, &warming) if stat else <double> da
         if sc != NULL:
             # the row joins the running location/scale first (a bad row
             # fails the call, which the caller then discards)
@@ -180,9 +199,11 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
                 if c.n_alarm < c.dcap:
                     c.alarms[c.n_alarm] = s.n_seen
                 c.n_alarm += 1
-        code = quantile_row(s, p, win, work, x, d, da, r, xx, wi,
+        code = quantile_row(s, p, win, work, x, d, rd, r, xx, wi,
                             etas[j] if kind == KIND_ARRAY and wi != 0 else 0.0, fit_b,
                             &coef, &step)
+        if warming and s.phase != 0:
+            dim_decided(s, p, rd)
         taken = i + 1
         if code == NO_UPDATE:
             code = OK
@@ -257,9 +278,9 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
     cdef Py_ssize_t wcap = c.wcap
     cdef Py_ssize_t i, q, d = c.d, m = c.m, ld = c.ld, taken = 0
     cdef bint fit_b = P[0].fit_intercept != 0, avg = P[0].average != 0
-    cdef bint have_dot = False, any_upd
+    cdef bint have_dot = False, any_upd, warming = False
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
-    cdef double xx = 0.0, wi = 1.0
+    cdef double xx = 0.0, wi = 1.0, rd
     cdef double *tmp
     cdef const double *x
     cdef int code = OK
@@ -296,8 +317,11 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
             wi = swp[i]
         any_upd = False
         for q in range(m):
-            code = quantile_row(&S[q], &P[q], win + q * wcap, mw.work, x, d, da,
+            rd = row_dim(&S[q], &P[q], x, d, <double> da, wi, &warming)
+            code = quantile_row(&S[q], &P[q], win + q * wcap, mw.work, x, d, rd,
                                 mw.res[q], xx, wi, 0.0, fit_b, &mw.coef[q], &mw.step[q])
+            if warming and S[q].phase != 0:
+                dim_decided(&S[q], &P[q], rd)
             mw.upd[q] = code == OK
             any_upd = any_upd or code == OK
             if code == NO_UPDATE:

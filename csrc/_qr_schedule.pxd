@@ -15,7 +15,7 @@
 # The records cross to Python as NumPy structured arrays whose dtypes each
 # kernel makes from SGDState / SGDParams (record_dtypes()), so every kernel's
 # records have the same fields in the same order.
-from libc.math cimport fabs, pow, isnan, NAN
+from libc.math cimport fabs, pow, isnan, ceil, NAN
 from libc.float cimport DBL_MAX, DBL_MIN
 
 from _common cimport OK, ERR_NONFINITE, ERR_SCALE
@@ -103,6 +103,13 @@ cdef struct SGDState:
                           # started (0: it starts)
     double dr_cusum       # its CUSUM statistic, >= 0
     double n_drift        # alarms of the drift test (restarts of the average)
+    double dim            # single mode: the schedule's d, the mean number of non-zero
+                          # entries of the warm-up's rows (+1 with an intercept), set
+                          # when the warm-up ends (0 before; see dim_of_row)
+    double win_len        # the residual window's length from then on (0: p.window)
+    double nnz_sum        # non-zero entries of the warm-up's rows of weight > 0
+    double nnz_rows       # those rows
+    double nnz_max        # the most non-zero entries of one of them
 
 
 cdef struct SGDParams:
@@ -137,6 +144,8 @@ cdef struct SGDParams:
     double drift_h        # its alarm threshold on the CUSUM of log-likelihood ratios
     double drift_arm      # rows (weight) of the average before the test runs
     double drift_clock    # 1: an alarm also restarts the last phase's clock
+    double window_auto    # 1: single mode's window is max(64, 2.5 d) with d the schedule's
+                          # (dim): `window` is then that of dense rows, an upper bound
 
 
 cdef inline tuple record_dtypes():
@@ -208,7 +217,7 @@ cdef inline double last_phase_eta(SGDState *s, const SGDParams *p,
     return s.eta_start * scale / (scale + k)
 
 
-cdef inline double block_ratio(const SGDState *s, Py_ssize_t d) noexcept nogil:
+cdef inline double block_ratio(const SGDState *s, double d) noexcept nogil:
     # min(1, rows per update / d). The batch schedules are written for blocks
     # of at least ~d rows; a block of m < d rows is m single-sample steps
     # rolled into one, so its stepsizes and decay shrink by m / d (at m = 1,
@@ -217,7 +226,7 @@ cdef inline double block_ratio(const SGDState *s, Py_ssize_t d) noexcept nogil:
 
 
 cdef inline double phase_start_eta(const SGDState *s, const SGDParams *p,
-                                   Py_ssize_t d, double phase) noexcept nogil:
+                                   double d, double phase) noexcept nogil:
     cdef double const
     # Stepsize at the start of phase 2 or 3, from the current sparsity estimate.
     if p.loss == LOSS_SQUARED:
@@ -259,7 +268,7 @@ cdef inline void start_average(SGDState *s, const SGDParams *p) noexcept nogil:
     s.dr_cusum = 0.0
 
 
-cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) noexcept nogil:
+cdef inline void end_phase_one(SGDState *s, const SGDParams *p, double d) noexcept nogil:
     # Into the last phase (the plateau rule, or start="phase2" after the warm-up).
     s.b0_cap = s.b0
     if p.mode == MODE_BATCH and s.block < p.C0 * tau_star2(p.tau) / 4.0 * d:
@@ -272,7 +281,7 @@ cdef inline void end_phase_one(SGDState *s, const SGDParams *p, Py_ssize_t d) no
 
 
 cdef inline int fresh_estimates(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                                double *work, Py_ssize_t d) noexcept nogil:
+                                double *work, double d) noexcept nogil:
     # D0, b0, the plateau test's best median, the level and phase one's first
     # stepsize from the residuals r at the current iterate: at the end of the
     # warm-up, and again when the residual scale jumped (a restart). Cl (and
@@ -313,7 +322,7 @@ cdef inline int fresh_estimates(SGDState *s, const SGDParams *p, const double *r
     return OK
 
 
-cdef inline int calibrated_cl(SGDState *s, Py_ssize_t d) noexcept nogil:
+cdef inline int calibrated_cl(SGDState *s, double d) noexcept nogil:
     # Cl at the end of the warm-up: mean ||x||^2 / d. ERR_SCALE when the sum
     # overflows, or when X's entries are all so small (but not 0) that their
     # squares leave float64's normal range: the scale would be lost; X
@@ -353,7 +362,7 @@ cdef inline int jump_test(SGDState *s, const SGDParams *p, double med) noexcept 
 
 
 cdef inline int full_window(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                            double *work, Py_ssize_t d) noexcept nogil:
+                            double *work, double d) noexcept nogil:
     # A full window of single or batch mode: the restart rule, then (unless
     # the window is far above the level) the plateau test and b0. Returns the
     # jump; on JUMP_RESTART the caller restarts phase one on this window.
@@ -365,7 +374,7 @@ cdef inline int full_window(SGDState *s, const SGDParams *p, const double *r, Py
 
 
 cdef inline void window_done(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                             double med, double *work, Py_ssize_t d) noexcept nogil:
+                             double med, double *work, double d) noexcept nogil:
     # Called on each full window of residuals (med: its median |r|). Their
     # median |r| falls while the error dominates the residuals and levels off
     # at the noise. A window makes progress when its median is below
@@ -411,7 +420,7 @@ cdef inline void window_done(SGDState *s, const SGDParams *p, const double *r, P
 
 
 cdef inline int restart(SGDState *s, const SGDParams *p, const double *r, Py_ssize_t n,
-                        double *work, Py_ssize_t d, double cu) noexcept nogil:
+                        double *work, double d, double cu) noexcept nogil:
     # Phase one afresh from this window: the residual scale jumped. Cl from
     # the window's rows (if they give one), Cu (block modes) from the
     # caller's block.
@@ -422,7 +431,7 @@ cdef inline int restart(SGDState *s, const SGDParams *p, const double *r, Py_ssi
     return fresh_estimates(s, p, r, n, work, d)
 
 
-cdef inline double single_eta(SGDState *s, const SGDParams *p, Py_ssize_t d,
+cdef inline double single_eta(SGDState *s, const SGDParams *p, double d,
                               double weight) noexcept nogil:
     # Stepsize of the next single-sample update under the statistical schedule.
     cdef double eta
@@ -489,7 +498,7 @@ cdef enum:
 
 
 cdef inline int window_event(SGDState *s, const SGDParams *p, double *win, double *work,
-                             const double *x, Py_ssize_t d, Py_ssize_t da, double xx,
+                             const double *x, Py_ssize_t d, double da, double xx,
                              double wi) noexcept nogil:
     # What a row does beyond the window's store and its stepsize, on the rows
     # where something happens: in the warm-up, remember ||x||^2 (no update;
@@ -517,8 +526,57 @@ cdef inline int window_event(SGDState *s, const SGDParams *p, double *win, doubl
     return NO_UPDATE if warm_up else OK
 
 
+cdef inline double window_len(const SGDState *s, const SGDParams *p) noexcept nogil:
+    # single mode's window: set with the schedule's d at the end of the
+    # warm-up (dim_decided), else the parameter
+    return s.win_len if s.win_len > 0 else p.window
+
+
+cdef inline double auto_window(double da) noexcept nogil:
+    # the default window for the schedule's d: max(64, ceil(2.5 d))
+    # (StatisticalSchedule's max(64, -(-5 d // 2)) for an integer d)
+    cdef double w = ceil(2.5 * da)
+    return w if w > 64.0 else 64.0
+
+
+cdef inline double dim_of_row(SGDState *s, const SGDParams *p, double nnz, double da_full,
+                              double wi) noexcept nogil:
+    cdef double da
+    # The schedule's d for quantile_row on a row with nnz non-zero entries
+    # (single mode). The paper's d is the dimension of isotropic rows; a
+    # sparse or hashed row has nnz << n_features non-zeros, and the model's
+    # size (n_features, 2^20 hashed columns) is not what its stepsizes should
+    # scale with: d is the mean number of non-zero entries of the warm-up's
+    # rows (+1 with an intercept). A dense row counts as n_features whatever
+    # its values (row_dim, _qr_loops.pxd), so dense streams keep the paper's
+    # d = n_features + 1 exactly (the same arithmetic as before); a sparse
+    # row counts its stored non-zeros. The
+    # warm-up's rows of weight > 0 are counted here (as quantile_row counts
+    # their ||x||^2); the warm-up's last row gets the final mean, with which
+    # Cl and the first stepsizes are calibrated; dim_decided keeps it.
+    if p.kind != KIND_STATISTICAL or p.mode != MODE_SINGLE:
+        return da_full
+    if s.phase != 0:
+        return s.dim if s.dim > 0 else da_full
+    if wi == 0:
+        return da_full            # (scored only: quantile_row reads no d)
+    s.nnz_sum += nnz
+    s.nnz_rows += 1.0
+    if nnz > s.nnz_max:
+        s.nnz_max = nnz
+    da = s.nnz_sum / s.nnz_rows + (1.0 if p.fit_intercept != 0 else 0.0)
+    return da if da >= 1.0 else 1.0        # (rows of zeros: one dimension)
+
+
+cdef inline void dim_decided(SGDState *s, const SGDParams *p, double da) noexcept nogil:
+    # After the row that ended the warm-up (phase 0 -> 1 or 2): its d stays,
+    # and so does the window it gives (the parameter's, if one was given)
+    s.dim = da
+    s.win_len = auto_window(da) if p.window_auto != 0 else p.window
+
+
 cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, double *work,
-                                const double *x, Py_ssize_t d, Py_ssize_t da, double r,
+                                const double *x, Py_ssize_t d, double da, double r,
                                 double xx, double wi, double *eta) noexcept nogil:
     # The statistical schedule's work for one single-sample row of weight
     # wi > 0, residual r and ||x||^2 = xx: the residual window, the warm-up,
@@ -541,7 +599,7 @@ cdef inline int stat_single_row(SGDState *s, const SGDParams *p, double *win, do
         s.win_wsum += wi
     if s.phase == 0:
         return window_event(s, p, win, work, x, d, da, xx, wi)
-    if s.fill >= p.window:
+    if s.fill >= window_len(s, p):
         code = window_event(s, p, win, work, x, d, da, xx, wi)
         if code != OK:
             return code
@@ -596,7 +654,7 @@ cdef inline void clock_step(SGDState *s, double eta, double weight) noexcept nog
 
 
 cdef inline int quantile_row(SGDState *s, const SGDParams *p, double *win, double *work,
-                             const double *x, Py_ssize_t d, Py_ssize_t da, double r,
+                             const double *x, Py_ssize_t d, double da, double r,
                              double xx, double wi, double eta_user, bint fit_b,
                              double *coef, double *step) noexcept nogil:
     # One row of weight wi, residual r and ||x||^2 = xx for one iterate: the

@@ -31,9 +31,9 @@ from cpython.dict cimport PyDict_Next, PyDict_GetItem
 from cpython.long cimport PyLong_AsSsize_t
 from cpython.ref cimport PyObject
 from cpython.buffer cimport PyBUF_STRIDES, PyBUF_C_CONTIGUOUS, PyBUF_WRITABLE
-from libc.math cimport fabs, isnan, sqrt, NAN
+from libc.math cimport fabs, isnan, isfinite, sqrt, NAN
 from libc.float cimport DBL_MAX
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 
 from _common cimport (OK, ERR_NOMEM, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT,
@@ -55,6 +55,12 @@ from _linear_api cimport LinearAPI, LINEAR_API_NAME
 from cpython.pycapsule cimport PyCapsule_New
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet
 from _dense cimport sf_dot
+from _qr_schedule cimport auto_window
+from _records cimport window_need
+from _qr_sparse cimport (Sp, LazyRec, LZ_LEN, sparse_single_rows, sparse_multi_rows, log_undo,
+                         lazy_u, lazy_avg_at, sparse_sd, nsum as _nsum)
+from _hashing cimport (hash_dict_row, HashRow, hash_row_init, hash_row_free,
+                       _reserve as _reserve_row, sf_murmurhash3_32 as _murmur_of)
 
 sf_owner_init()
 
@@ -78,9 +84,22 @@ def _interrupt_at(long long polls, int signum):
 STATE_DTYPE, PARAMS_DTYPE = record_dtypes()
 # the state record's fields, in order: the layout a saved state carries
 STATE_FIELDS = tuple(STATE_DTYPE.names)
-FORMAT = 1                  # the version of to_state()'s dict
+FORMAT = 2                  # the version of to_state()'s dict
 
 cdef Py_ssize_t NS = sizeof(SGDState) // sizeof(double)
+# The block's header: the average's representation (REP_DENSE: the running
+# mean; REP_LAZY: sparse rows' lazy u, stamps, X and v) and the online
+# scaler's kind (fixed by the first row: SC_CENTRED for dense rows, SC_SPARSE
+# for sparse ones)
+cdef enum:
+    HDR_LEN = 8
+    H_REP = 0
+    H_SC = 1
+    REP_DENSE = 0
+    REP_LAZY = 1
+    SC_NONE = 0
+    SC_CENTRED = 1
+    SC_SPARSE = 2
 _MODES = {"single": MODE_SINGLE, "batch": MODE_BATCH, "storage": MODE_STORAGE}
 _LOSSES = {"check": LOSS_CHECK, "squared": LOSS_SQUARED}
 _NONCROSSING = {"rearrange": NONCROSS_NONE, "project": NONCROSS_PROJECT}
@@ -94,7 +113,8 @@ _DRIFT_CLOCK = 1.0
 # State fields of the statistical schedule, zeroed when it takes over mid-stream
 _SCHEDULE_FIELDS = ("phase", "eta_geo", "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq",
                     "fill", "min_med", "eta_start", "avg_on", "n_flat", "b0_cap", "k_pow",
-                    "eta_pow", "cu", "level", "n_high", "win_sumsq", "win_wsum", "n_avg")
+                    "eta_pow", "cu", "level", "n_high", "win_sumsq", "win_wsum", "n_avg",
+                    "dim", "win_len", "nnz_sum", "nnz_rows", "nnz_max")
 _SQRT_DBL_MIN = 1.4916681462400413e-154
 
 
@@ -132,7 +152,7 @@ def _taus(tau):
 
 
 def check_settings(n_features, tau, loss, mode, schedule, batch_size, average, fit_intercept,
-                   inference, scale, drift, noncrossing):
+                   inference, scale, drift, noncrossing, hashing=False):
     """The learner's settings, checked (errors name the parameter): a dict of
     canonical values, and the schedule object resolved from ``schedule``."""
     from streamfit._validation import check_scalar
@@ -157,6 +177,10 @@ def check_settings(n_features, tau, loss, mode, schedule, batch_size, average, f
     check_scalar(batch_size, "batch_size", kind=numbers.Integral, low=1, allow_none=True)
     average = _bool(average, "average")
     fit_intercept = _bool(fit_intercept, "fit_intercept")
+    hashing = _bool(hashing, "hashing")
+    if hashing and n_features >= 2 ** 31:
+        raise ValueError(f"n_features must be below 2**31 with hashing (FeatureHasher's "
+                         f"columns are 32-bit), got {n_features}")
     inference = _bool(inference, "inference")
     if inference and not (average and mode != "storage"):
         raise ValueError("inference=True needs average=True and mode 'single' or 'batch' "
@@ -208,7 +232,8 @@ def check_settings(n_features, tau, loss, mode, schedule, batch_size, average, f
                 "loss": loss, "mode": mode, "schedule": schedule,
                 "batch_size": None if batch_size is None else int(batch_size),
                 "average": average, "fit_intercept": fit_intercept, "inference": inference,
-                "scale": scale, "drift": drift, "noncrossing": noncrossing}
+                "scale": scale, "drift": drift, "noncrossing": noncrossing,
+                "hashing": hashing}
     return settings, resolved
 
 
@@ -233,6 +258,9 @@ def _param_records(settings, schedule):
     p["average"] = float(settings["average"])
     p["fit_intercept"] = float(settings["fit_intercept"])
     p["mode"] = _MODES[mode]
+    # single mode's window follows the schedule's measured d unless given
+    p["window_auto"] = float(mode == "single" and isinstance(schedule, Schedule) and
+                             getattr(schedule, "window", 0) is None)
     if settings["drift"] is not None:
         p["drift"] = 1.0
         p["drift_h"] = _DRIFT_H
@@ -405,9 +433,18 @@ cdef class LinearSGD:
     cdef void *_raw[2]            # the two state blocks as allocated
     cdef double *_blk[2]          # ... and 64-byte aligned
     cdef int _live
-    cdef Py_ssize_t _size, o_W, o_Wbar, o_win, o_rs, o_plug, o_sc
+    cdef Py_ssize_t _size, o_W, o_Wbar, o_win, o_rs, o_plug, o_sc, o_lz, o_hdr, o_T
+    cdef bint has_lazy            # the layout has the lazy average's stamps
     cdef double *_work            # order statistics, scaler rows, float32 rows, x
     cdef double *_snap            # learn_one's snapshot
+    cdef double *_cbuf            # the averages read from the lazy state (m x ld)
+    cdef bint _hashing            # dict rows are hashed (the setting)
+    cdef Py_ssize_t _max_need     # the window a dense row may need
+    cdef double *_log             # sparse calls' undo log, and their rows' scaled values
+    cdef Py_ssize_t _logcap
+    cdef HashRow _row             # a sparse or hashed row of learn_one / predict_one
+    cdef bint _row_ok
+    cdef bint _inplace            # a sparse block call is updating the live block
     cdef MultiWork _mw
     cdef bint _mw_ok
     cdef object _settings         # the checked settings (a dict)
@@ -429,10 +466,19 @@ cdef class LinearSGD:
         self._snap = NULL
         self._mw_ok = False
         self._live = 0
+        self._log = NULL
+        self._logcap = 0
+        self._row_ok = False
+        self._inplace = False
+        self.has_lazy = False
+        self.o_lz = self.o_hdr = self.o_T = 0
 
     def __dealloc__(self):
         self._free_buffers()
         free(self.P)
+        free(self._log)
+        if self._row_ok:
+            hash_row_free(&self._row)
         lock_free(&self._lock)
 
     cdef void _free_buffers(self) noexcept:
@@ -451,12 +497,12 @@ cdef class LinearSGD:
     def __init__(self, n_features, *, tau=0.5, loss="check", mode="single",
                  schedule="statistical", batch_size=None, average=False, fit_intercept=True,
                  inference=False, scale=None, drift=None, noncrossing="rearrange",
-                 coef_init=None, intercept_init=None):
+                 coef_init=None, intercept_init=None, hashing=False):
         if self.P != NULL:
             raise RuntimeError("LinearSGD is initialised once")
         settings, resolved = check_settings(n_features, tau, loss, mode, schedule, batch_size,
                                             average, fit_intercept, inference, scale, drift,
-                                            noncrossing)
+                                            noncrossing, hashing)
         coef, b = self._initial(settings, coef_init, intercept_init)
         self._setup(settings, resolved)
         cdef SGDState *S = self._S(self._live)
@@ -546,6 +592,8 @@ cdef class LinearSGD:
         self.rlen = rs_len(da)
         self._layout(self._window_need(0), settings["inference"], self._plug_rule(),
                      settings["scale"] is not None)
+        self._hashing = settings["hashing"]
+        self._max_need = self._window_need(0, self.d)
         return 0
 
     cdef const char *_params_bytes(self, object p) except NULL:
@@ -564,30 +612,40 @@ cdef class LinearSGD:
             p.loss == LOSS_CHECK and not self._settings["inference"] and \
             self._settings["scale"] is None
 
-    cdef Py_ssize_t _window_need(self, Py_ssize_t block) except -1:
+    cdef Py_ssize_t _window_need(self, Py_ssize_t block, double row_nnz=0.0) except -1:
         # the residual window's capacity a call needs: what it holds (fill),
         # the warm-up and a window, and room for what the call appends
+        # (row_nnz: single mode, the most non-zeros of one of its rows; the
+        # window follows the schedule's d, which the warm-up measures)
         cdef Py_ssize_t q, need = 0, most
         cdef const SGDParams *p
-        cdef double fill
+        cdef SGDState zero
+        cdef const SGDState *s
+        memset(&zero, 0, sizeof(SGDState))
         for q in range(self.m):
             p = &self.P[q]
             if p.kind != KIND_STATISTICAL:
                 continue
-            fill = self._S(self._live)[q].fill if self._blk[self._live] != NULL else 0.0
-            if p.mode == MODE_STORAGE:
-                most = <Py_ssize_t> max(p.window, fill) + <Py_ssize_t> p.window
+            s = &self._S(self._live)[q] if self._blk[self._live] != NULL else &zero
+            if p.mode == MODE_SINGLE:
+                most = <Py_ssize_t> window_need(s, p, 0, row_nnz)
+            elif p.mode == MODE_STORAGE:
+                most = <Py_ssize_t> max(p.window, s.fill) + <Py_ssize_t> p.window
             else:
-                most = <Py_ssize_t> max(max(p.window, p.n_warmup), max(fill, 1.0)) + \
-                    (block if p.mode == MODE_BATCH else 0) + 1
+                most = <Py_ssize_t> max(max(p.window, p.n_warmup), max(s.fill, 1.0)) + \
+                    block + 1
             need = max(need, most)
         return need
 
-    cdef int _layout(self, Py_ssize_t wcap, bint has_rs, bint has_plug, bint has_sc) except -1:
+    cdef int _layout(self, Py_ssize_t wcap, bint has_rs, bint has_plug, bint has_sc,
+                     int has_lazy=-1) except -1:
         # (Re)allocate both state blocks for this layout, carrying the live
         # state over (sections new to the layout start at zero), and the work
         # space. Layout is not state: a failed call may leave a larger one.
+        # has_lazy: the lazy average's stamps (-1: as now).
         cdef Py_ssize_t m = self.m, d = self.d, ld = self.ld, q, rlen = self.rlen
+        if has_lazy < 0:
+            has_lazy = self.has_lazy
         # (sections start on 64-byte boundaries: the iterates' rows, ld apart,
         # then load and store whole vectors in the fused multi-quantile pass)
         cdef Py_ssize_t o_W = _up8(m * NS)
@@ -596,10 +654,19 @@ cdef class LinearSGD:
         cdef Py_ssize_t o_rs = _up8(o_win + m * wcap)
         cdef Py_ssize_t o_plug = _up8(o_rs + (m * rlen if has_rs else 0))
         cdef Py_ssize_t o_sc = _up8(o_plug + (m * 2 * d if has_plug else 0))
-        cdef Py_ssize_t size = o_sc + (2 * d + 1 if has_sc else 0)
+        # the lazy average's records and the header (the average's
+        # representation, the scaler's kind), then its stamps
+        cdef Py_ssize_t o_lz = _up8(o_sc + (2 * d + 1 if has_sc else 0))
+        cdef Py_ssize_t o_hdr = o_lz + m * LZ_LEN
+        cdef Py_ssize_t o_T = _up8(o_hdr + HDR_LEN)
+        cdef Py_ssize_t size = o_T + (m * ld if has_lazy else 0)
         cdef void *raw0 = malloc(size * sizeof(double) + 64)
         cdef void *raw1 = malloc(size * sizeof(double) + 64)
-        cdef double *work = <double *> malloc((max(wcap, 1) + 7 * d + 8) * sizeof(double))
+        # (the work space: the window's scratch, 5 d, the row (_xrow), the
+        # scaled coefficients (_coef_ptr), then a scratch copy of the
+        # averages for reads of the lazy average: m x ld)
+        cdef double *work = <double *> malloc((max(wcap, 1) + 7 * d + 8 +
+                                               (m * ld if has_lazy else 0)) * sizeof(double))
         cdef double *snap = <double *> malloc(size * sizeof(double))
         cdef MultiWork mw
         cdef double *new
@@ -638,6 +705,9 @@ cdef class LinearSGD:
                            2 * d * sizeof(double))
             if has_sc and self.has_sc:
                 memcpy(new + o_sc, old + self.o_sc, (2 * d + 1) * sizeof(double))
+            memcpy(new + o_lz, old + self.o_lz, (m * LZ_LEN + HDR_LEN) * sizeof(double))
+            if has_lazy and self.has_lazy:
+                memcpy(new + o_T, old + self.o_T, m * ld * sizeof(double))
         self._free_buffers()
         self._raw[0] = raw0
         self._raw[1] = raw1
@@ -645,6 +715,7 @@ cdef class LinearSGD:
         self._blk[1] = <double *> ((<size_t> raw1 + 63) & ~(<size_t> 63))
         self._live = 0
         self._work = work
+        self._cbuf = work + max(wcap, 1) + 7 * d + 8 if has_lazy else NULL
         self._snap = snap
         if m > 1:
             self._mw = mw
@@ -653,7 +724,9 @@ cdef class LinearSGD:
         self.wcap = wcap
         self.o_W, self.o_Wbar, self.o_win = o_W, o_Wbar, o_win
         self.o_rs, self.o_plug, self.o_sc = o_rs, o_plug, o_sc
+        self.o_lz, self.o_hdr, self.o_T = o_lz, o_hdr, o_T
         self.has_rs, self.has_plug, self.has_sc = has_rs, has_plug, has_sc
+        self.has_lazy = has_lazy
         return 0
 
     cdef inline SGDState *_S(self, int k) noexcept:
@@ -866,6 +939,7 @@ cdef class LinearSGD:
         """
         lock_enter(&self._lock, "LinearSGD")
         try:
+            self._torn_check()
             self._learn_one(x, y, weight)
         finally:
             lock_leave(&self._lock)
@@ -873,6 +947,16 @@ cdef class LinearSGD:
     cdef int _learn_one(self, object x, object y, object weight) except -1:
         cdef const double *xp
         cdef double yv, wv
+        if (type(x) is dict and self._hashing) or _is_sparse(x):
+            self._sparse_row(x, "x")
+            yv = _real(y, "y")
+            wv = 1.0 if type(weight) is float and <double> weight == 1.0 else \
+                self._weight(weight)
+            if self.mode != MODE_SINGLE:
+                return self._learn_block(np.asarray(<double[:self.d]> self._dense_of_row())
+                                         .copy()[None], np.array([yv]),
+                                         None if wv == 1.0 else np.array([wv]), None)
+            return self._learn_one_sparse(yv, wv, x)
         if self.mode != MODE_SINGLE:
             return self._learn_block(self._as_block(x, "x"), np.array([_real(y, "y")]),
                                      None if weight == 1.0 else np.array([self._weight(weight)]),
@@ -893,17 +977,30 @@ cdef class LinearSGD:
         cdef double alarm = 0.0
         cdef double *blk = self._blk[k]
         cdef double *etas = NULL
+        cdef int prev
         if not (wv >= 0 and wv <= DBL_MAX):
             raise ValueError(f"weight must be finite and >= 0, got {wv!r}")
         if self.P[0].kind == KIND_ARRAY and wv != 0:
             eta_user = user_stepsizes(self._schedule, int(self._S(k).n_updates), 1)[0]
             etas = &eta_user
+        if self.has_sc:
+            self._check_scaler(SC_CENTRED)
+        if self.wcap < self._max_need:
+            self._grow_window(0)
+        # (a conversion of the average runs on the spare block, given back
+        # on failure)
+        prev = self._to_rep(False)
+        k = self._live
+        blk = self._blk[k]
         # the sections a row can move: records, iterates, averages | sums,
-        # plug-in means, scaler (the window only grows past its fill)
+        # plug-in means, scaler and (with a scaler) the header that names
+        # its kind (the window only grows past its fill; a dense row leaves
+        # the lazy average's records and stamps alone)
         memcpy(self._snap, blk, self.o_win * sizeof(double))
-        if self._size > self.o_rs:
+        if self._dense_end() > self.o_rs:
             memcpy(self._snap + self.o_rs, blk + self.o_rs,
-                   (self._size - self.o_rs) * sizeof(double))
+                   (self._dense_end() - self.o_rs) * sizeof(double))
+        self._set_scaler(k, SC_CENTRED)
         self._lin(&c, k)
         c.alarms = &alarm
         c.dcap = 1
@@ -922,9 +1019,13 @@ cdef class LinearSGD:
                 self._check_sums(k)
             except BaseException:
                 self._restore(blk)
+                if prev >= 0:
+                    self._live = prev
                 raise
         if code != OK:
             self._restore(blk)
+            if prev >= 0:
+                self._live = prev
             if type(x) is dict and code == ERR_BADINPUT:
                 _refuse_nonfinite(x, self.feature_index, "x")
             self._raise(code, np.asarray(<double[:self.d]> xp).copy(), yv, wv, "this row")
@@ -932,11 +1033,15 @@ cdef class LinearSGD:
             self._drift_rows = np.append(self._drift_rows, alarm)
         return 0
 
+    cdef inline Py_ssize_t _dense_end(self) noexcept:
+        # where the sections a dense row can move end (_learn_row's snapshot)
+        return self.o_T if self.has_sc else self.o_lz
+
     cdef void _restore(self, double *blk) noexcept:
         memcpy(blk, self._snap, self.o_win * sizeof(double))
-        if self._size > self.o_rs:
+        if self._dense_end() > self.o_rs:
             memcpy(blk + self.o_rs, self._snap + self.o_rs,
-                   (self._size - self.o_rs) * sizeof(double))
+                   (self._dense_end() - self.o_rs) * sizeof(double))
 
     cdef double _weight(self, object weight) except -1.0:
         cdef double w = _real(weight, "weight")
@@ -959,27 +1064,45 @@ cdef class LinearSGD:
         3.5
         """
         cdef const double *xp
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            self._torn_check()
+            if (type(x) is dict and self._hashing) or _is_sparse(x):
+                self._sparse_row(x, "x")
+                return self._predict_sparse_row()
+            xp = self._take_row(x, "x")
+            out = self._predict_dense_row(xp)
+            if type(x) is dict and not self.several and not (fabs(out) <= DBL_MAX):
+                _refuse_nonfinite(x, self.feature_index, "x")
+            return out
+        finally:
+            lock_leave(&self._lock)
+
+    cdef object _predict_dense_row(self, const double *xp):
         cdef const double *coef
         cdef double out
         cdef double[::1] res
         cdef Py_ssize_t q
-        lock_enter(&self._lock, "LinearSGD")
-        try:
-            xp = self._take_row(x, "x")
-            if not self.several:
-                coef = self._coef_ptr(0)
-                out = sf_dot(self.d, xp, coef) + self._intercept_of(0)
-                if type(x) is dict and not (fabs(out) <= DBL_MAX):
-                    _refuse_nonfinite(x, self.feature_index, "x")
-                return out
-            res = np.empty(self.m)
-            for q in range(self.m):
-                coef = self._coef_ptr(q)
-                res[q] = sf_dot(self.d, xp, coef) + self._intercept_of(q)
-            _sort_small(&res[0], self.m)
-            return np.asarray(res)
-        finally:
-            lock_leave(&self._lock)
+        if not self.several:
+            coef = self._coef_ptr(0)
+            out = sf_dot(self.d, xp, coef) + self._intercept_of(0)
+            return out
+        res = np.empty(self.m)
+        for q in range(self.m):
+            coef = self._coef_ptr(q)
+            res[q] = sf_dot(self.d, xp, coef) + self._intercept_of(q)
+        _sort_small(&res[0], self.m)
+        return np.asarray(res)
+
+    cdef int _torn_check(self) except -1:
+        # A fork while another thread's sparse call updated this object in
+        # place: the child's copy may hold part of a row
+        if self._inplace and self._lock.forked_mid_call:
+            raise RuntimeError(
+                f"{self._name()}: this process was forked while another thread was inside a "
+                "sparse call on this state object, which updates it in place: its copy "
+                "here may hold part of a row. Refit, or load a copy saved before the fork")
+        return 0
 
     cdef bint _averaged(self, Py_ssize_t q) noexcept:
         return self.P[q].average != 0 and self._S(self._live)[q].n_avg > 0
@@ -988,21 +1111,32 @@ cdef class LinearSGD:
         # The coefficients predictions use: the average once it runs, else
         # the iterate -- with a scaler, the iterate on the original scale,
         # beta = theta / sd, made in the work space (_intercept_of then gives
-        # its intercept b - mean' beta, summed in sf_dot's order). Every
-        # prediction (predict, predict_one, coef) reads these.
+        # its intercept b - mean' beta, summed in sf_dot's order; the sparse
+        # scaler does not centre: b). A lazy average is read into a scratch
+        # copy (O(n_features): the dense reads). Every prediction (predict,
+        # predict_one, coef) reads these.
         cdef const double *sc
         cdef const double *w
         cdef double *out
         cdef Py_ssize_t j, d = self.d
         if self._averaged(q):
+            if self._lazy_rep(self._live):
+                out = self._cbuf + q * self.ld
+                for j in range(self.d):
+                    out[j] = self._coef_at(q, j)
+                return out
             return self._Wbar(self._live) + q * self.ld
         if not self.has_sc:
             return self._W(self._live) + q * self.ld
         sc = self._blk[self._live] + self.o_sc
         w = self._W(self._live)
         out = self._work + max(self.wcap, 1) + 6 * d
-        for j in range(d):
-            out[j] = w[j] / feature_sd(sc, d, j)
+        if self._sc_kind() == SC_SPARSE:
+            for j in range(d):
+                out[j] = w[j] / sparse_sd(sc, d, j)
+        else:
+            for j in range(d):
+                out[j] = w[j] / feature_sd(sc, d, j)
         return out
 
     cdef double _intercept_of(self, Py_ssize_t q) noexcept:
@@ -1011,7 +1145,7 @@ cdef class LinearSGD:
         cdef const double *sc
         if self._averaged(q):
             return s.intercept_avg
-        if not self.has_sc or self.P[0].fit_intercept == 0:
+        if not self.has_sc or self.P[0].fit_intercept == 0 or self._sc_kind() == SC_SPARSE:
             return s.intercept
         sc = self._blk[self._live] + self.o_sc
         return s.intercept - sf_dot(self.d, sc + 1, self._work + max(self.wcap, 1) + 6 * self.d)
@@ -1042,12 +1176,15 @@ cdef class LinearSGD:
         """
         lock_enter(&self._lock, "LinearSGD")
         try:
+            self._torn_check()
             return self._learn_block(X, y, sample_weight, predictions, batch_size)
         finally:
             lock_leave(&self._lock)
 
     cdef object _learn_block(self, object X, object y, object sw, object preds,
                              object batch_size=None):
+        if _is_sparse(X):
+            return self._learn_sparse(X, y, sw, preds)
         n = self._check_block(X, y, sw)
         # (the loops read rows in C order: other layouts are copied once;
         # float32 rows are read as they are in single mode only)
@@ -1068,8 +1205,9 @@ cdef class LinearSGD:
             return self._learn_batch(X, y, sw, batch_size)
         return self._learn_storage(X, y, sw)
 
-    cdef int _grow_window(self, Py_ssize_t block) except -1:
-        cdef Py_ssize_t need = self._window_need(block)
+    cdef int _grow_window(self, Py_ssize_t block, double row_nnz=-1.0) except -1:
+        # (row_nnz < 0: dense rows, n_features non-zeros at most)
+        cdef Py_ssize_t need = self._window_need(block, self.d if row_nnz < 0 else row_nnz)
         if need > self.wcap:
             self._layout(need, self.has_rs, self.has_plug, self.has_sc)
         return 0
@@ -1126,7 +1264,13 @@ cdef class LinearSGD:
                 if count else np.zeros(1)
             etas = &etav[0]
         alarms = np.zeros(self._alarm_room(n, sw) + 1)
-        memcpy(self._blk[spare], self._blk[self._live], self._size * sizeof(double))
+        self._check_scaler(SC_CENTRED)
+        spare = 1 - self._live
+        if self.P[0].average != 0 and self._lazy_rep(self._live):
+            self._convert(self._live, spare, False)     # (dense rows: the running mean)
+        else:
+            memcpy(self._blk[spare], self._blk[self._live], self._size * sizeof(double))
+        self._set_scaler(spare, SC_CENTRED)
         self._lin(&c, spare)
         c.alarms = &alarms[0]
         c.dcap = alarms.shape[0]
@@ -1180,6 +1324,525 @@ cdef class LinearSGD:
         if self._pending is not None:
             n += self._pending[0].shape[0]
         return n
+
+    # -- sparse rows ----------------------------------------------------------------
+    # A CSR block, a sparse row or a hashed dict runs the loops of
+    # _qr_sparse.pxd at O(nnz) a row: in place on the live block with an undo
+    # log (the records, the lazy records and the window snapshotted at the
+    # start, each coordinate logged before it moves), so that a failure
+    # restores the call's start and an interrupt keeps the rows before it.
+    # A call that needs the other representation of the average (sparse
+    # rows with average=True on a state last fed dense rows, or dense rows
+    # on a lazy state) converts into the spare block (O(n_features)) and
+    # runs there: a failure then drops it.
+
+    cdef inline bint _lazy_rep(self, int k) noexcept:
+        return self._blk[k][self.o_hdr + H_REP] == REP_LAZY
+
+    cdef inline int _sc_kind(self) noexcept:
+        return <int> self._blk[self._live][self.o_hdr + H_SC]
+
+    cdef int _check_scaler(self, int kind) except -1:
+        # The online scaler's kind is fixed by the first row that reaches it
+        # (_set_scaler): dense rows centre, sparse rows cannot (O(n_features)
+        # a row); rows of the other kind are refused, before anything moves.
+        cdef int now
+        if not self.has_sc:
+            return 0
+        now = self._sc_kind()
+        if now == SC_NONE or now == kind:
+            return 0
+        if kind == SC_SPARSE:
+            raise ValueError(
+                f"X: {self._name()} with scale='online' learnt its scales from dense rows "
+                "(centred, which sparse rows cannot be without densifying them); pass "
+                "dense rows (X.toarray()), or start a new model on sparse rows (their "
+                "scaler keeps each feature's root mean square, uncentred)")
+        raise ValueError(
+            f"X: {self._name()} with scale='online' learnt its scales from sparse rows "
+            "(uncentred); pass sparse rows (scipy.sparse.csr_matrix(X)), or start a "
+            "new model on dense rows")
+
+    cdef void _set_scaler(self, int k, int kind) noexcept:
+        # (on the block the call works on, after its snapshot: a failure
+        # undoes it with the rest)
+        if self.has_sc and self._blk[k][self.o_hdr + H_SC] == SC_NONE:
+            self._blk[k][self.o_hdr + H_SC] = kind
+
+    cdef void _sp(self, Sp *sp, int k, bint logging) noexcept:
+        # the sparse loops' view of block k (logging: into self._log)
+        cdef double *blk = self._blk[k]
+        cdef bint lazy = self.P[0].average != 0 and self._lazy_rep(k)
+        cdef Py_ssize_t st = 2
+        sp.U = blk + self.o_Wbar if lazy else NULL
+        sp.T = blk + self.o_T if lazy else NULL
+        sp.XV = blk + self.o_plug if lazy and self.has_plug else NULL
+        sp.xvstride = 2 * self.d
+        sp.lz = <LazyRec *> (blk + self.o_lz)
+        sp.ssc = blk + self.o_sc if self.has_sc else NULL
+        sp.o_u = sp.o_x = sp.o_s = 0
+        if sp.U != NULL:
+            sp.o_u = st
+            st += 2
+        if sp.XV != NULL:
+            sp.o_x = st
+            st += 2
+        if sp.ssc != NULL:
+            sp.o_s = st
+            st += 2
+        sp.stride = st
+        sp.log = self._log if logging else NULL
+        sp.nlog = 0
+        sp.caplog = 0
+        sp.z = NULL
+
+    cdef int _room(self, Sp *sp, Py_ssize_t entries, Py_ssize_t zlen) except -1:
+        # the undo log's room for `entries` and the scaled values of a row
+        cdef Py_ssize_t need = entries * sp.stride + zlen + 1
+        cdef double *grown
+        if need > self._logcap:
+            grown = <double *> realloc(self._log, need * sizeof(double))
+            if grown == NULL:
+                raise MemoryError(f"{self._name()}: no room for a sparse call's undo log "
+                                  f"({entries} entries); the state was left as it was")
+            self._log = grown
+            self._logcap = need
+        if sp.log != NULL:
+            sp.log = self._log
+        sp.caplog = entries
+        sp.z = self._log + entries * sp.stride
+        return 0
+
+    cdef void _snap_small(self, int k, bint window) noexcept:
+        # what an in-place sparse call changes beside the logged coordinates
+        cdef double *blk = self._blk[k]
+        memcpy(self._snap, blk, self.m * NS * sizeof(double))
+        memcpy(self._snap + self.o_lz, blk + self.o_lz,
+               (self.m * LZ_LEN + HDR_LEN) * sizeof(double))
+        if window and self.wcap:
+            memcpy(self._snap + self.o_win, blk + self.o_win,
+                   self.m * self.wcap * sizeof(double))
+
+    cdef void _restore_small(self, int k, bint window, Sp *sp) noexcept:
+        cdef double *blk = self._blk[k]
+        log_undo(sp, blk + self.o_W, self.ld, self.d)
+        memcpy(blk, self._snap, self.m * NS * sizeof(double))
+        memcpy(blk + self.o_lz, self._snap + self.o_lz,
+               (self.m * LZ_LEN + HDR_LEN) * sizeof(double))
+        if window and self.wcap:
+            memcpy(blk + self.o_win, self._snap + self.o_win,
+                   self.m * self.wcap * sizeof(double))
+
+    cdef int _to_rep(self, bint lazy) except -2:
+        # Make the live block hold the average in the representation the
+        # call's rows need; returns the block to go back to on failure (-1:
+        # none, the live block was already right). The layout grows first
+        # (layout is not state).
+        cdef int prev = self._live
+        if self.P[0].average == 0 or self.has_rs or self._lazy_rep(prev) == lazy:
+            return -1
+        if lazy and not self.has_lazy:
+            self._layout(self.wcap, self.has_rs, self.has_plug, self.has_sc, True)
+            prev = self._live
+        self._convert(prev, 1 - prev, lazy)
+        self._live = 1 - prev
+        return prev
+
+    cdef void _convert(self, int src, int dst, bint to_lazy) noexcept:
+        # Block src into block dst (src may be dst), the average converted to
+        # the lazy representation (to_lazy) or back to the running mean:
+        # O(n_features). The other sections are copied as they are.
+        cdef double *b = self._blk[dst]
+        cdef SGDState *S = <SGDState *> b
+        cdef Py_ssize_t q, j, d = self.d, ld = self.ld
+        cdef double *W
+        cdef double *U
+        cdef double *T
+        cdef double *XV
+        cdef double *ssc
+        cdef LazyRec *lz
+        cdef double N, th, wb, xb, ww, u, v, X, lag
+        if src != dst:
+            memcpy(b, self._blk[src], self._size * sizeof(double))
+        ssc = b + self.o_sc if self.has_sc and b[self.o_hdr + H_SC] == SC_SPARSE else NULL
+        for q in range(self.m):
+            W = b + self.o_W + q * ld
+            U = b + self.o_Wbar + q * ld
+            T = b + self.o_T + q * ld
+            XV = b + self.o_plug + q * 2 * d if self.has_plug else NULL
+            lz = <LazyRec *> (b + self.o_lz) + q
+            N = S[q].n_avg
+            if to_lazy:
+                # u = N (theta - wbar); X = x_wsum xbar; v = -V = N (wwbar - wbar)
+                # (H = 0); every coordinate stamped, unless the average holds no
+                # iterate: then the slot keeps the dense value (stamp 0), the
+                # prior of a warm start's average
+                lz.ep = 1.0
+                lz.n_ref = N
+                lz.N0 = N
+                lz.H = lz.A = lz.Ac = lz.B = lz.Bc = 0.0
+                for j in range(d):
+                    if N > 0:
+                        th = W[j] if ssc == NULL else W[j] / sparse_sd(ssc, d, j)
+                        wb = U[j]
+                        if XV != NULL:
+                            xb = XV[j]
+                            ww = XV[d + j]
+                            XV[j] = S[q].x_wsum * xb
+                            XV[d + j] = N * (ww - wb)
+                        U[j] = N * (th - wb)
+                        T[j] = 1.0
+                        if XV != NULL:
+                            _nsum(&lz.A, &lz.Ac, XV[j] * U[j])
+                            _nsum(&lz.B, &lz.Bc, XV[j] * XV[d + j])
+                    else:
+                        T[j] = 0.0
+                        if XV != NULL:
+                            XV[j] = 0.0
+                            XV[d + j] = 0.0
+            else:
+                lag = 0.0
+                for j in range(d):
+                    th = W[j] if ssc == NULL else W[j] / sparse_sd(ssc, d, j)
+                    xb = 0.0
+                    if N > 0:
+                        u = lazy_u(U, T, lz, j, th)
+                        wb = th - u / N
+                        ww = wb
+                        if XV != NULL:
+                            X = XV[j] if T[j] == lz.ep else 0.0
+                            v = XV[d + j] if T[j] == lz.ep else 0.0
+                            xb = X / S[q].x_wsum if S[q].x_wsum > 0 else 0.0
+                            ww = th - (u + (u * lz.H - v)) / N
+                    else:
+                        wb = U[j] if T[j] == 0 else th
+                        ww = wb
+                    U[j] = wb
+                    T[j] = 0.0
+                    if XV != NULL:
+                        XV[j] = xb
+                        XV[d + j] = ww
+                        lag += xb * (ww - wb)
+                if XV != NULL and N > 0 and S[q].x_wsum > 0:
+                    S[q].intercept_avg = S[q].pi_avg + lag
+        b[self.o_hdr + H_REP] = REP_LAZY if to_lazy else REP_DENSE
+
+    cdef object _csr_arrays(self, object X, Py_ssize_t n, str name):
+        # X's (indptr, indices, data), checked: a CSR matrix of n rows and
+        # n_features columns, float64 data, int32 indices, a valid index
+        # pointer, each row's columns in [0, n_features), increasing (sorted,
+        # no repeats), finite values. Raises naming X.
+        cdef Py_ssize_t bad, nnz
+        cdef int what = 0
+        cdef const int[::1] ip
+        cdef const int[::1] ix
+        cdef const double[::1] dv
+        if getattr(X, "format", None) != "csr":
+            raise TypeError(f"{name} must be a scipy.sparse CSR matrix or array (convert with "
+                            f".tocsr()), got {type(X).__name__} of format "
+                            f"{getattr(X, 'format', None)!r}")
+        if len(X.shape) != 2 or X.shape[1] != self.d:
+            raise ValueError(f"{name} has {tuple(X.shape)[1:]} features, but {self._name()} "
+                             f"is expecting {self.d} features as input.")
+        data, indices, indptr = X.data, X.indices, X.indptr
+        for arr, what_, dt in ((data, "data", np.float64), (indices, "indices", np.int32),
+                               (indptr, "indptr", np.int32)):
+            if not (isinstance(arr, np.ndarray) and arr.dtype == dt and arr.ndim == 1):
+                raise TypeError(f"{name}.{what_} must be a 1-D {np.dtype(dt).name} array, got "
+                                f"{getattr(arr, 'dtype', type(arr).__name__)} (the state "
+                                "object reads 32-bit column indices and float64 values; the "
+                                "estimators convert int64 indices that fit)")
+        if indptr.shape[0] != n + 1:
+            raise ValueError(f"{name}.indptr must have {n + 1} entries (rows + 1), got "
+                             f"{indptr.shape[0]}")
+        ip = np.ascontiguousarray(indptr)
+        ix = np.ascontiguousarray(indices)
+        dv = np.ascontiguousarray(data)
+        nnz = ix.shape[0]
+        if dv.shape[0] != nnz:
+            raise ValueError(f"{name}.data and {name}.indices must have the same length, got "
+                             f"{dv.shape[0]} and {nnz}")
+        with nogil:
+            bad = _csr_fault(&ip[0], &ix[0] if nnz else NULL, &dv[0] if nnz else NULL, n,
+                             self.d, nnz, &what)
+        if bad >= 0:
+            _csr_error(name, what, bad, X, self.d)
+        return ip, ix, dv
+
+    cdef object _learn_sparse(self, object X, object y, object sw, object preds):
+        # A CSR block (single mode): checked whole, then the sparse loop
+        cdef Py_ssize_t n = X.shape[0], done = 0, row = -1, count, nnz, i, rmax = 0
+        cdef int code, prev, noncross = <int> _NONCROSSING[self._settings["noncrossing"]]
+        cdef bint logging
+        cdef Lin c
+        cdef Sp sp
+        cdef Poll pl
+        cdef const int[::1] ip
+        cdef const int[::1] ix
+        cdef const double[::1] dv
+        cdef const double[::1] yv
+        cdef const double[::1] swv
+        cdef const double *swp = NULL
+        cdef const double[::1] etav
+        cdef const double *etas = NULL
+        cdef double[::1] alarms
+        cdef double[:, ::1] pv
+        cdef double *po = NULL
+        if self.mode != MODE_SINGLE:
+            raise TypeError(f"X: sparse rows are learnt in mode 'single' only (a batch step "
+                            f"is dense); {self._name()} is in mode "
+                            f"{self._settings['mode']!r}: pass X.toarray()")
+        self._check_target(y, sw, n)
+        ip, ix, dv = self._csr_arrays(X, n, "X")
+        if preds is not None and (not self.several or type(preds) is not np.ndarray or
+                                  preds.dtype != np.float64 or preds.shape != (n, self.m)
+                                  or not preds.flags.c_contiguous or not preds.flags.writeable):
+            raise ValueError(f"predictions must be None or a writable float64 array of shape "
+                             f"({n}, {self.m}) (several taus)")
+        if n == 0:
+            return 0
+        if self.has_rs:
+            # inference keeps d x d sums: the rows go dense (their cost is the
+            # sums' O(d^2) anyway), up to a size
+            if self.d > SPARSE_INFERENCE_MAX:
+                raise ValueError(_INFERENCE_REFUSAL.format(d=self.d, most=SPARSE_INFERENCE_MAX))
+            return self._learn_single(np.ascontiguousarray(X.toarray()), y, sw, preds)
+        self._check_scaler(SC_SPARSE)
+        y = np.ascontiguousarray(y)
+        yv = y
+        if sw is not None:
+            sw = np.ascontiguousarray(sw)
+            swv = sw
+            swp = &swv[0]
+        if preds is not None:
+            pv = preds
+            po = &pv[0, 0]
+        for i in range(n):
+            rmax = max(rmax, ip[i + 1] - ip[i])
+        nnz = ip[n]
+        self._grow_window(0, rmax)
+        if self.P[0].kind == KIND_ARRAY:
+            count = n if sw is None else int(np.count_nonzero(sw))
+            etav = user_stepsizes(self._schedule, int(self._S(self._live).n_updates), count) \
+                if count else np.zeros(1)
+            etas = &etav[0]
+        alarms = np.zeros(self._alarm_room(n, sw) + 1)
+        prev = self._to_rep(True)
+        logging = prev < 0
+        self._sp(&sp, self._live, logging)
+        self._room(&sp, nnz * self.m if logging else 0, rmax)
+        if logging:
+            self._snap_small(self._live, True)
+        self._set_scaler(self._live, SC_SPARSE)
+        self._lin(&c, self._live)
+        c.alarms = &alarms[0]
+        c.dcap = alarms.shape[0]
+        poll_init(&pl, &_hook)
+        self._inplace = True
+        with nogil:
+            if self.m > 1:
+                code = sparse_multi_rows(&c, &sp, &ip[0], &ix[0] if nnz else NULL,
+                                         &dv[0] if nnz else NULL, n, &yv[0], swp, noncross, po,
+                                         &pl, &done, &row)
+            else:
+                code = sparse_single_rows(&c, &sp, &ip[0], &ix[0] if nnz else NULL,
+                                          &dv[0] if nnz else NULL, n, &yv[0], swp, etas, &pl,
+                                          &done, &row)
+        self._inplace = False
+        if code == OK or code == ERR_INTERRUPTED:
+            self._add_alarms(alarms, c.n_alarm)
+            if code == ERR_INTERRUPTED:
+                _reraise(pending_exception(), self._name(), done, n, "rows", self._n_seen())
+            return n
+        self._undo(prev, &sp, True)
+        if row >= 0:
+            self._raise(code, np.asarray(X[row].toarray()).ravel(), float(y[row]),
+                        1.0 if sw is None else float(sw[row]), f"row {row} of this call")
+        self._raise(code, None, 0.0, 1.0, None)
+
+    cdef void _undo(self, int prev, Sp *sp, bint window) noexcept:
+        # a failed sparse call: back to the block before a conversion, or the
+        # live block's changes undone
+        if prev >= 0:
+            self._live = prev
+        else:
+            self._restore_small(self._live, window, sp)
+
+    cdef int _check_target(self, object y, object sw, Py_ssize_t n) except -1:
+        if type(y) is not np.ndarray or y.dtype != np.float64 or y.ndim != 1:
+            raise TypeError(f"y must be a float64 ndarray of shape ({n},), got "
+                            f"{type(y).__name__} {getattr(y, 'dtype', '')}")
+        if y.shape[0] != n:
+            raise ValueError(f"y must have {n} values (X's rows), got {y.shape[0]}")
+        if sw is not None:
+            if type(sw) is not np.ndarray or sw.dtype != np.float64 or sw.ndim != 1:
+                raise TypeError("sample_weight must be None or a float64 ndarray")
+            if sw.shape[0] != n:
+                raise ValueError(f"sample_weight must have {n} values (X's rows), got "
+                                 f"{sw.shape[0]}")
+            if not (np.isfinite(sw).all() and (sw >= 0).all()):
+                bad = int(np.flatnonzero(~(np.isfinite(sw) & (sw >= 0)))[0])
+                raise ValueError(f"sample_weight must be finite and non-negative, got "
+                                 f"{sw[bad]!r} at row {bad}")
+        return 0
+
+    cdef int _sparse_row(self, object x, str name) except -1:
+        # x (a hashed dict, or a one-row sparse matrix) into self._row
+        cdef const int[::1] ix
+        cdef const double[::1] dv
+        cdef Py_ssize_t k, t
+        if not self._row_ok:
+            hash_row_init(&self._row)
+            self._row_ok = True
+        if type(x) is dict:
+            hash_dict_row(&self._row, <dict> x, self.d, True, name)
+            return 0
+        if getattr(x, "format", None) != "csr":
+            x = x.tocsr()
+        if x.shape[0] != 1:
+            raise ValueError(f"{name} must be one row, got a sparse matrix of shape {x.shape}")
+        if x.indices.dtype == np.int64 and (x.shape[1] < 2 ** 31):
+            # (one row: 32-bit columns whenever the matrix has fewer columns)
+            x = x.copy()
+            x.indices = x.indices.astype(np.int32)
+            x.indptr = x.indptr.astype(np.int32)
+        ip, ix, dv = self._csr_arrays(x, 1, name)
+        k = ix.shape[0]
+        _reserve_row(&self._row, k)
+        for t in range(k):
+            self._row.idx[t] = ix[t]
+            self._row.val[t] = dv[t]
+        self._row.k = k
+        return 0
+
+    cdef int _learn_one_sparse(self, double yv, double wv, object x) except -1:
+        # One sparse row (self._row) in single mode: O(nnz), in place with a
+        # log, or on a converted block; nothing of it left if it fails.
+        cdef int prev, code
+        cdef int ip[2]
+        cdef Lin c
+        cdef Sp sp
+        cdef Poll pl
+        cdef double eta_user = 0.0
+        cdef double *etas = NULL
+        cdef double alarm = 0.0
+        cdef Py_ssize_t k = self._row.k, done = 0, row = -1
+        if not (wv >= 0 and wv <= DBL_MAX):
+            raise ValueError(f"weight must be finite and >= 0, got {wv!r}")
+        if self.has_rs:
+            if self.d > SPARSE_INFERENCE_MAX:
+                raise ValueError(_INFERENCE_REFUSAL.format(d=self.d, most=SPARSE_INFERENCE_MAX))
+            return self._learn_row(self._dense_of_row(), yv, wv, x)
+        if not (yv - yv == 0):
+            raise ValueError(f"y must be finite, got {yv!r}")
+        self._check_scaler(SC_SPARSE)
+        if self.P[0].kind == KIND_ARRAY and wv != 0:
+            eta_user = user_stepsizes(self._schedule, int(self._S(self._live).n_updates), 1)[0]
+            etas = &eta_user
+        self._grow_window(0, k)
+        prev = self._to_rep(True)
+        self._sp(&sp, self._live, prev < 0)
+        self._room(&sp, k * self.m if prev < 0 else 0, k)
+        if prev < 0:
+            self._snap_small(self._live, False)
+        self._set_scaler(self._live, SC_SPARSE)
+        self._lin(&c, self._live)
+        c.alarms = &alarm
+        c.dcap = 1
+        ip[0] = 0
+        ip[1] = <int> k
+        poll_quiet(&pl, &_hook)
+        if self.m > 1:
+            code = sparse_multi_rows(&c, &sp, ip, self._row.idx, self._row.val, 1, &yv,
+                                     &wv if wv != 1.0 else NULL,
+                                     <int> _NONCROSSING[self._settings["noncrossing"]], NULL,
+                                     &pl, &done, &row)
+        else:
+            code = sparse_single_rows(&c, &sp, ip, self._row.idx, self._row.val, 1, &yv,
+                                      &wv if wv != 1.0 else NULL, etas, &pl, &done, &row)
+        if code != OK:
+            self._undo(prev, &sp, False)
+            self._raise(code, np.asarray(<double[:self.d]> self._dense_of_row()).copy(), yv,
+                        wv, "this row")
+        if c.n_alarm:
+            self._drift_rows = np.append(self._drift_rows, alarm)
+        return 0
+
+    cdef const double *_dense_of_row(self) noexcept:
+        # self._row spread over the work row (O(n_features): the rare paths)
+        cdef double *out = self._xrow()
+        cdef Py_ssize_t t
+        memset(out, 0, self.d * sizeof(double))
+        for t in range(self._row.k):
+            out[self._row.idx[t]] = self._row.val[t]
+        return out
+
+    cdef double _coef_at(self, Py_ssize_t q, Py_ssize_t j) noexcept:
+        # coefficient j of quantile q as predictions use it, without reading
+        # the other coordinates (the lazy average, the sparse scaler)
+        cdef double *blk = self._blk[self._live]
+        cdef Py_ssize_t base = q * self.ld
+        cdef const double *ssc = blk + self.o_sc if self.has_sc and \
+            blk[self.o_hdr + H_SC] == SC_SPARSE else NULL
+        if self._averaged(q):
+            if self._lazy_rep(self._live):
+                return lazy_avg_at(blk + self.o_W + base, blk + self.o_Wbar + base,
+                                   blk + self.o_T + base, (<LazyRec *> (blk + self.o_lz)) + q,
+                                   ssc, self.d, j, self._S(self._live)[q].n_avg)
+            return blk[self.o_Wbar + base + j]
+        if ssc != NULL:
+            return blk[self.o_W + base + j] / sparse_sd(ssc, self.d, j)
+        return blk[self.o_W + base + j]
+
+    cdef bint _sparse_ok(self) noexcept:
+        # sparse predictions at O(nnz): not with the centred scaler's iterate
+        # (its intercept takes every feature's mean)
+        return not (self.has_sc and self._sc_kind() == SC_CENTRED and not self._averaged(0))
+
+    cdef object _predict_sparse_row(self):
+        # the prediction(s) for self._row
+        cdef Py_ssize_t q, t
+        cdef double acc
+        cdef double[::1] res
+        if not self._sparse_ok():
+            return self._predict_dense_row(self._dense_of_row())
+        if not self.several:
+            acc = 0.0
+            for t in range(self._row.k):
+                acc += self._row.val[t] * self._coef_at(0, self._row.idx[t])
+            return acc + self._intercept_of(0)
+        res = np.empty(self.m)
+        for q in range(self.m):
+            acc = 0.0
+            for t in range(self._row.k):
+                acc += self._row.val[t] * self._coef_at(q, self._row.idx[t])
+            res[q] = acc + self._intercept_of(q)
+        _sort_small(&res[0], self.m)
+        return np.asarray(res)
+
+    cdef object _predict_sparse(self, object X):
+        # predictions for a CSR block at O(nnz m)
+        cdef Py_ssize_t n = X.shape[0], i, q, t
+        cdef double acc
+        cdef const int[::1] ip
+        cdef const int[::1] ix
+        cdef const double[::1] dv
+        cdef double[:, ::1] out
+        ip, ix, dv = self._csr_arrays(X, n, "X")
+        if not self._sparse_ok():
+            return self._predict_locked(np.ascontiguousarray(X.toarray()))
+        res = np.empty((n, self.m))
+        out = res
+        for i in range(n):
+            for q in range(self.m):
+                acc = 0.0
+                for t in range(ip[i], ip[i + 1]):
+                    acc += dv[t] * self._coef_at(q, ix[t])
+                out[i, q] = acc + self._intercept_of(q)
+            if self.m > 1:
+                _sort_small(&out[i, 0], self.m)
+        return res if self.several else res[:, 0]
+
 
     # batch mode ---------------------------------------------------------------
     cdef object _learn_batch(self, object X, object y, object sw, object batch_size):
@@ -1417,53 +2080,66 @@ cdef class LinearSGD:
         >>> LinearSGD(2, coef_init=[1.0, 2.0]).predict(np.ones((3, 2)))
         array([3., 3., 3.])
         """
+        cdef Py_ssize_t d = self.d
+        if _is_sparse(X):
+            lock_enter(&self._lock, "LinearSGD")
+            try:
+                self._torn_check()
+                return self._predict_sparse(X)
+            finally:
+                lock_leave(&self._lock)
+        if type(X) is not np.ndarray or X.dtype != np.float64 or X.ndim != 2:
+            raise TypeError(f"X must be a float64 ndarray of shape (n, {d}) or a "
+                            "scipy.sparse CSR matrix")
+        if X.shape[1] != d:
+            raise ValueError(f"X has {X.shape[1]} features, but {self._name()} is expecting "
+                             f"{d} features as input.")
+        if not X.flags.c_contiguous:
+            X = np.ascontiguousarray(X)
+        lock_enter(&self._lock, "LinearSGD")
+        try:
+            self._torn_check()
+            return self._predict_locked(X)
+        finally:
+            lock_leave(&self._lock)
+
+    cdef object _predict_locked(self, object X):
+        # predict's body for a checked C-contiguous float64 X (the lock held)
         cdef Py_buffer xb, ob
         cdef const double *xp
         cdef const double *cp
         cdef const double *bp
         cdef double *op
         cdef double b0
-        cdef Py_ssize_t n, i, m = self.m, d = self.d, bad = -1
-        if type(X) is not np.ndarray or X.dtype != np.float64 or X.ndim != 2:
-            raise TypeError(f"X must be a float64 ndarray of shape (n, {d})")
-        if X.shape[1] != d:
-            raise ValueError(f"X has {X.shape[1]} features, but {self._name()} is expecting "
-                             f"{d} features as input.")
-        n = X.shape[0]
-        if not X.flags.c_contiguous:
-            X = np.ascontiguousarray(X)
+        cdef Py_ssize_t n = X.shape[0], m = self.m, d = self.d, bad = -1
         if self.several:
             out_arr = np.empty((n, m))
         else:
             out_arr = np.empty(n)
         if n == 0:
             return out_arr
-        lock_enter(&self._lock, "LinearSGD")
-        try:
-            # the solution's coefficients, as predict_one takes them (one tau:
-            # read in place, no arrays made for a one-row call)
-            if m == 1:
-                cp = self._coef_ptr(0)
-                b0 = self._intercept_of(0)
-                bp = &b0
-            else:
-                coefs, bs = self._solution_arrays()
-                cp = _ptr2(coefs)
-                bp = _ptr1(bs)
-            xp = _c_rows(X, &xb, False)
-            op = <double *> _c_rows(out_arr, &ob, True)
-            if n * d * m < 65536:
+        # the solution's coefficients, as predict_one takes them (one tau:
+        # read in place, no arrays made for a one-row call)
+        if m == 1:
+            cp = self._coef_ptr(0)
+            b0 = self._intercept_of(0)
+            bp = &b0
+        else:
+            coefs, bs = self._solution_arrays()
+            cp = _ptr2(coefs)
+            bp = _ptr1(bs)
+        xp = _c_rows(X, &xb, False)
+        op = <double *> _c_rows(out_arr, &ob, True)
+        if n * d * m < 65536:
+            bad = _predict_rows(xp, n, d, m, cp, bp, op)
+        else:
+            with nogil:
                 bad = _predict_rows(xp, n, d, m, cp, bp, op)
-            else:
-                with nogil:
-                    bad = _predict_rows(xp, n, d, m, cp, bp, op)
-            PyBuffer_Release(&ob)
-            PyBuffer_Release(&xb)
-            if bad >= 0 and not np.isfinite(X[bad]).all():
-                raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
-                                 "finite")
-        finally:
-            lock_leave(&self._lock)
+        PyBuffer_Release(&ob)
+        PyBuffer_Release(&xb)
+        if bad >= 0 and not np.isfinite(X[bad]).all():
+            raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
+                             "finite")
         return out_arr
 
     cdef tuple _solution_arrays(self):
@@ -1665,8 +2341,8 @@ cdef class LinearSGD:
             merged["n_features"], merged["tau"], merged["loss"], merged["mode"],
             merged["schedule"], merged["batch_size"], merged["average"],
             merged["fit_intercept"], merged["inference"], merged["scale"], merged["drift"],
-            merged["noncrossing"])
-        for name in ("tau", "mode", "fit_intercept", "loss"):
+            merged["noncrossing"], merged["hashing"])
+        for name in ("tau", "mode", "fit_intercept", "loss", "hashing"):
             if settings[name] != old[name]:
                 before, now = old[name], settings[name]
                 if name == "tau" and isinstance(before, tuple):
@@ -1688,7 +2364,11 @@ cdef class LinearSGD:
             self._schedule = resolved
             self._settings = settings
             return False
-        # the changes, applied to the live state (between calls: nothing runs)
+        # the changes, applied to the live state (between calls: nothing runs),
+        # the average first back in its dense representation (its epochs
+        # assume the settings they ran under)
+        if self._lazy_rep(self._live):
+            self._convert(self._live, self._live, False)
         S = self._S(self._live)
         recs = self._records()
         for q in range(self.m):
@@ -1710,6 +2390,7 @@ cdef class LinearSGD:
         self._settings = settings
         self._schedule = resolved
         plug = self._plug_rule()
+        self._max_need = self._window_need(0, self.d)
         if settings["inference"] != self.has_rs or plug != self.has_plug:
             self._layout(max(self.wcap, self._window_need(0)), settings["inference"], plug,
                          self.has_sc)
@@ -1791,17 +2472,30 @@ cdef class LinearSGD:
         pending = self._pending
         store = self._store
         names = self.feature_names
+        lazy = self._lazy_rep(self._live)
+        kind = self._sc_kind()
         return {
             "format": FORMAT,
             "settings": settings,
             "state_fields": list(STATE_FIELDS),
             "records": np.array(self._array(0, NS)),
             "coef": np.array(self._array(self.o_W, self.ld)[:, :d]),
-            "coef_avg": np.array(self._array(self.o_Wbar, self.ld)[:, :d]),
+            "coef_avg": None if lazy else np.array(self._array(self.o_Wbar, self.ld)[:, :d]),
+            # sparse rows' lazy average (_qr_sparse.pxd): its records, u (or
+            # the dense average's value where the stamp is 0), the stamps and
+            # the plug-in intercept's X and v, in place of coef_avg and plug_in
+            "lazy": None if not lazy else {
+                "records": np.array(self._array(self.o_lz, LZ_LEN)),
+                "u": np.array(self._array(self.o_Wbar, self.ld)[:, :d]),
+                "stamps": np.array(self._array(self.o_T, self.ld)[:, :d]),
+                "plug": np.array(self._array(self.o_plug, 2 * d)) if self.has_plug else None},
+            "scale_kind": None if not self.has_sc or kind == SC_NONE else
+            ("sparse" if kind == SC_SPARSE else "centred"),
             "window": np.array(self._array(self.o_win, self.wcap)[:, :min(fill, self.wcap)])
             if self.wcap else np.zeros((self.m, 0)),
             "sums": np.array(self._array(self.o_rs, self.rlen)) if self.has_rs else None,
-            "plug_in": np.array(self._array(self.o_plug, 2 * d)) if self.has_plug else None,
+            "plug_in": np.array(self._array(self.o_plug, 2 * d)) if self.has_plug and not lazy
+            else None,
             "scaler": np.array(self._array(self.o_sc, 2 * d + 1)[0]) if self.has_sc else None,
             "pending_X": None if pending is None else pending[0].copy(),
             "pending_y": None if pending is None else pending[1].copy(),
@@ -1820,17 +2514,27 @@ cdef class LinearSGD:
         # the arrays of a checked state dict into the live block
         cdef Py_ssize_t q, d = self.d, fill
         cdef double *blk = self._blk[self._live]
+        lazy = st["lazy"]
         _copy_into(blk, st["records"], self.m * NS)
         for q in range(self.m):
             _copy_into(blk + self.o_W + q * self.ld, st["coef"][q], d)
-            _copy_into(blk + self.o_Wbar + q * self.ld, st["coef_avg"][q], d)
+            _copy_into(blk + self.o_Wbar + q * self.ld,
+                       st["coef_avg"][q] if lazy is None else lazy["u"][q], d)
             fill = st["window"].shape[1]
             if fill:
                 _copy_into(blk + self.o_win + q * self.wcap, st["window"][q], fill)
             if self.has_rs:
                 _copy_into(blk + self.o_rs + q * self.rlen, st["sums"][q], self.rlen)
             if self.has_plug:
-                _copy_into(blk + self.o_plug + q * 2 * d, st["plug_in"][q], 2 * d)
+                _copy_into(blk + self.o_plug + q * 2 * d,
+                           st["plug_in"][q] if lazy is None else lazy["plug"][q], 2 * d)
+            if lazy is not None:
+                _copy_into(blk + self.o_T + q * self.ld, lazy["stamps"][q], d)
+        if lazy is not None:
+            _copy_into(blk + self.o_lz, lazy["records"], self.m * LZ_LEN)
+        blk[self.o_hdr + H_REP] = REP_DENSE if lazy is None else REP_LAZY
+        blk[self.o_hdr + H_SC] = {None: SC_NONE, "centred": SC_CENTRED,
+                                  "sparse": SC_SPARSE}[st["scale_kind"]]
         if self.has_sc:
             _copy_into(blk + self.o_sc, st["scaler"], 2 * d + 1)
         if st["pending_X"] is not None and st["pending_X"].shape[0]:
@@ -1860,7 +2564,11 @@ cdef class LinearSGD:
         cdef const SGDState *R
         records = _loaded_array(st, "records", (m, NS), finite=False)
         _loaded_array(st, "coef", (m, d))
-        _loaded_array(st, "coef_avg", (m, d))
+        lazy = st["lazy"]
+        if lazy is None:
+            _loaded_array(st, "coef_avg", (m, d))
+        else:
+            self._check_lazy(st, lazy)
         window = st["window"]
         if not (isinstance(window, np.ndarray) and window.dtype == np.float64 and
                 window.ndim == 2 and window.shape[0] == m):
@@ -1876,15 +2584,24 @@ cdef class LinearSGD:
                                  f"an integer in [0, {window.shape[1]}] (the residuals saved "
                                  "with it); it was not used")
         _loaded_array(st, "sums", (m, self.rlen), optional=not self.has_rs)
-        _loaded_array(st, "plug_in", (m, 2 * d), optional=not self.has_plug)
+        _loaded_array(st, "plug_in", (m, 2 * d), optional=not self.has_plug or lazy is not None)
         _loaded_array(st, "scaler", (2 * d + 1,), optional=not self.has_sc)
-        for name, present in (("sums", self.has_rs), ("plug_in", self.has_plug),
+        kind = st["scale_kind"]
+        if not (kind is None or (self.has_sc and isinstance(kind, str) and
+                                 kind in ("centred", "sparse"))):
+            raise ValueError(f"state field 'scale_kind' must be None, or 'centred' or "
+                             f"'sparse' with scale='online', got {kind!r:.40} (a corrupted or "
+                             "foreign state?)")
+        for name, present in (("sums", self.has_rs),
+                              ("plug_in", self.has_plug and lazy is None),
                               ("scaler", self.has_sc)):
             if (st[name] is not None) != present:
                 raise ValueError(f"state field {name!r} must be {'an array' if present else 'None'}"
                                  " for these settings (a corrupted or foreign state?)")
         if self.has_sc and not (st["scaler"][0] >= 0 and (st["scaler"][1 + d:] >= 0).all()):
             raise ValueError("state field 'scaler': its weight and sums of squares must be >= 0")
+        if self.has_sc and kind == "sparse" and not (st["scaler"][1:1 + d] >= 0).all():
+            raise ValueError("state field 'scaler': the sparse scaler's weights must be >= 0")
         _check_rows(st, "pending", d, self.mode == MODE_BATCH)
         _check_rows(st, "store", d, self.mode == MODE_STORAGE)
         if not (0 <= R[0].n_drift <= 9e15 and
@@ -1918,12 +2635,54 @@ cdef class LinearSGD:
         # room for what the records hold, then the records' own check
         for q in range(m):
             fmax = max(fmax, <Py_ssize_t> R[q].fill)
-        if fmax + 1 > self.wcap:
-            self._layout(fmax + 1, self.has_rs, self.has_plug, self.has_sc)
+        if fmax + 1 > self.wcap or (lazy is not None) != self.has_lazy:
+            self._layout(max(fmax + 1, self.wcap), self.has_rs, self.has_plug, self.has_sc,
+                         lazy is not None)
         memcpy(self._blk[self._live], R, m * NS * sizeof(double))
-        self._grow_window(0)
+        self._grow_window(0, 0.0)
+        self._max_need = self._window_need(0, self.d)
         self._check_records()
+        if lazy is not None:
+            for q in range(m):
+                if lazy["records"][q, 1] != R[q].n_avg:
+                    raise ValueError(f"state field 'lazy': record {q}'s n_ref "
+                                     f"({lazy['records'][q, 1]!r}) must equal the average's "
+                                     f"n_avg ({R[q].n_avg!r}) (a corrupted or foreign state?)")
         self._load(st)
+        return 0
+
+    cdef int _check_lazy(self, dict st, object lazy) except -1:
+        # the lazy average's arrays: present only where the settings keep an
+        # average outside the random-scaling sums; records, u, stamps (whole
+        # epochs in [0, ep]) and the plug-in's X and v, every value finite
+        cdef Py_ssize_t m = self.m, d = self.d
+        if not (self.P[0].average != 0 and not self.has_rs):
+            raise ValueError("state field 'lazy' must be None for these settings (no average "
+                             "outside inference's sums; a corrupted or foreign state?)")
+        if not (isinstance(lazy, dict) and set(lazy) == {"records", "u", "stamps", "plug"}):
+            raise ValueError("state field 'lazy' must be None or a dict with the keys "
+                             "['plug', 'records', 'stamps', 'u'] (a corrupted or foreign "
+                             "state?)")
+        sub = {f"lazy.{k}": v for k, v in lazy.items()}
+        rec = _loaded_array(sub, "lazy.records", (m, LZ_LEN))
+        u = _loaded_array(sub, "lazy.u", (m, d))
+        stamps = _loaded_array(sub, "lazy.stamps", (m, d))
+        _loaded_array(sub, "lazy.plug", (m, 2 * d), optional=not self.has_plug)
+        if (lazy["plug"] is not None) != self.has_plug:
+            raise ValueError(f"state field 'lazy.plug' must be "
+                             f"{'an array' if self.has_plug else 'None'} for these settings "
+                             "(a corrupted or foreign state?)")
+        ep = rec[:, 0]
+        if not (np.all(ep >= 1) and np.all(ep == np.floor(ep)) and np.all(ep < 2.0 ** 53)
+                and np.all(rec[:, 1:3] >= 0) and np.all(rec[:, 2] <= rec[:, 1])
+                and np.all(rec[:, 3] >= 0)):
+            raise ValueError("state field 'lazy.records': each needs an epoch >= 1 (an "
+                             "integer), n_ref >= N0 >= 0 and H >= 0 (a corrupted or foreign "
+                             "state?)")
+        if not (np.all(stamps >= 0) and np.all(stamps == np.floor(stamps)) and
+                np.all(stamps <= ep[:, None])):
+            raise ValueError("state field 'lazy.stamps' must hold whole epochs in [0, the "
+                             "record's epoch] (a corrupted or foreign state?)")
         return 0
 
     cdef int _check_records(self) except -1:
@@ -1961,6 +2720,148 @@ cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ss
         if m > 1:
             _sort_small(out + i * m, m)
     return bad
+
+
+# Random-scaling inference keeps (d + 1)(d + 2) / 2 sums a quantile, updated
+# at O(d^2) a row: sparse rows go dense for it (their O(d) is nothing beside
+# that), up to this many features (2^12: 67 MB of sums a quantile, ~8 M
+# operations a row); above it inference is refused for sparse input (conf_int
+# needs only the sums' diagonal, which a lazily kept O(nnz) diagonal could
+# give: not built).
+SPARSE_INFERENCE_MAX = 4096
+_INFERENCE_REFUSAL = (
+    "X: inference=True keeps (d + 1)(d + 2) / 2 random-scaling sums, updated at O(d^2) a "
+    "row, and this model has d = {d} features: sparse rows are taken with inference only "
+    "up to d = {most} (streamfit.kernels.SPARSE_INFERENCE_MAX), where their cost is that "
+    "of dense rows anyway. Set inference=False, or hash into at most {most} columns")
+
+
+cdef Py_ssize_t _csr_fault(const int *indptr, const int *indices, const double *data,
+                           Py_ssize_t n, Py_ssize_t d, Py_ssize_t nnz,
+                           int *what) noexcept nogil:
+    # The first row of a CSR block that breaks what the sparse loops rely on
+    # (-1: none): what = 1 the index pointer, 2 a column outside [0, d), 3 a
+    # column not above the one before it (unsorted), 4 a repeated column, 5
+    # a value that is not finite.
+    cdef Py_ssize_t i, t, a, b
+    cdef int prev
+    if indptr[0] != 0 or indptr[n] != nnz:
+        what[0] = 1
+        return 0 if indptr[0] != 0 or n == 0 else n - 1
+    for i in range(n):
+        a = indptr[i]
+        b = indptr[i + 1]
+        if b < a or b > nnz:
+            what[0] = 1
+            return i
+        prev = -1
+        for t in range(a, b):
+            if indices[t] < 0 or indices[t] >= d:
+                what[0] = 2
+                return i
+            if indices[t] <= prev:
+                what[0] = 4 if indices[t] == prev else 3
+                return i
+            prev = indices[t]
+            if not isfinite(data[t]):
+                what[0] = 5
+                return i
+    return -1
+
+
+def _csr_error(name, what, row, X, d):
+    if what == 1:
+        raise ValueError(f"{name}.indptr is not a valid CSR index pointer (it must start at 0, "
+                         f"never decrease and end at nnz = {X.indices.shape[0]}; row {row})")
+    cols = X.indices[X.indptr[row]:X.indptr[row + 1]]
+    if what == 2:
+        bad = [int(j) for j in cols if not 0 <= j < d]
+        raise ValueError(f"{name}.indices: row {row} has column(s) {bad[:5]} outside "
+                         f"[0, {d}) (negative or past n_features)")
+    if what == 3:
+        raise ValueError(f"{name}.indices: the columns of row {row} are not sorted; call "
+                         f"{name}.sort_indices() first (the sparse loops read each row's "
+                         "columns in increasing order)")
+    if what == 4:
+        dup = sorted({int(j) for j in cols if np.count_nonzero(cols == j) > 1})
+        raise ValueError(f"{name}.indices: row {row} repeats column(s) {dup[:5]}; call "
+                         f"{name}.sum_duplicates() first (a column holds one value)")
+    vals = X.data[X.indptr[row]:X.indptr[row + 1]]
+    bad = "NaN" if np.isnan(vals).any() else "inf"
+    raise ValueError(f"{name} contains {bad} (row {row}); every value must be finite")
+
+
+_issparse = None
+
+
+cdef bint _is_sparse(object x) except -1:
+    # a scipy.sparse matrix or array (scipy.sparse imported on the first
+    # call that is not a plain row)
+    global _issparse
+    if type(x) is np.ndarray or type(x) is dict or type(x) is list or type(x) is tuple:
+        return False
+    if _issparse is None:
+        from scipy.sparse import issparse
+        _issparse = issparse
+    return _issparse(x)
+
+
+def hash_rows(rows, Py_ssize_t n_features, name="X"):
+    """Dict rows hashed as scikit-learn's ``FeatureHasher(n_features,
+    input_type="dict", alternate_sign=True)`` hashes them, in C: a CSR
+    matrix (scipy.sparse.csr_array) of len(rows) rows and n_features columns
+    (columns sorted in each row, features that collide added up). What a
+    LinearSGD made with ``hashing=True`` reads a dict row as.
+
+    Examples
+    --------
+    >>> from sklearn.feature_extraction import FeatureHasher
+    >>> from streamfit._kernels._quantile import hash_rows
+    >>> rows = [{"a": 1.0, "city": "Paris"}, {"b": -2.5, "été": 3}]
+    >>> ours = hash_rows(rows, 2 ** 10)
+    >>> theirs = FeatureHasher(2 ** 10).transform(rows)
+    >>> bool((ours != theirs).nnz == 0)
+    True
+    """
+    import scipy.sparse as sp
+    cdef HashRow h
+    cdef Py_ssize_t t, pos = 0
+    if n_features < 1 or n_features >= 2 ** 31:
+        raise ValueError(f"n_features must be in [1, 2**31), got {n_features}")
+    rows = list(rows)
+    hash_row_init(&h)
+    try:
+        indptr = np.zeros(len(rows) + 1, np.int32)
+        parts_i, parts_v = [], []
+        for i, row in enumerate(rows):
+            if type(row) is not dict:
+                if not isinstance(row, dict):
+                    raise TypeError(f"{name}: row {i} must be a dict of features, got "
+                                    f"{type(row).__name__}")
+                row = dict(row)
+            hash_dict_row(&h, <dict> row, n_features, True, f"{name} row {i}")
+            parts_i.append(np.asarray(<int[:h.k]> h.idx).copy() if h.k else
+                           np.zeros(0, np.int32))
+            parts_v.append(np.asarray(<double[:h.k]> h.val).copy() if h.k else np.zeros(0))
+            pos += h.k
+            indptr[i + 1] = pos
+    finally:
+        hash_row_free(&h)
+    indices = np.concatenate(parts_i).astype(np.int32) if parts_i else np.zeros(0, np.int32)
+    data = np.concatenate(parts_v) if parts_v else np.zeros(0)
+    X = sp.csr_array((data, indices, indptr), shape=(len(rows), n_features))
+    X.indices = indices
+    X.indptr = indptr
+    return X
+
+
+def _py_murmurhash3_32(key, seed=0):
+    """The C MurmurHash3_x86_32 (csrc/_murmur.h) of a str (utf-8) or bytes
+    key, signed (sklearn.utils.murmurhash3_32's positive=False)."""
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    cdef const unsigned char[::1] b = np.frombuffer(bytes(key) + b"\0", np.uint8)
+    return int(_murmur_of(&b[0], len(key), seed))
 
 
 cdef inline Py_ssize_t _up8(Py_ssize_t n) noexcept nogil:
@@ -2058,11 +2959,11 @@ def _loaded_array(st, name, shape, *, optional=False, finite=True):
     return a
 
 
-_KEYS = ("format", "settings", "state_fields", "records", "coef", "coef_avg", "window", "sums",
-         "plug_in", "scaler", "pending_X", "pending_y", "pending_w", "store_X", "store_y",
+_KEYS = ("format", "settings", "state_fields", "records", "coef", "coef_avg", "lazy",
+         "scale_kind", "window", "sums", "plug_in", "scaler", "pending_X", "pending_y", "pending_w", "store_X", "store_y",
          "store_w", "drift_rows", "feature_names", "feature_keys", "refuse_new")
 _SETTING_KEYS = ("n_features", "tau", "loss", "mode", "schedule", "batch_size", "average",
-                 "fit_intercept", "inference", "scale", "drift", "noncrossing")
+                 "fit_intercept", "inference", "scale", "drift", "noncrossing", "hashing")
 
 
 def _from_state(state, plain):
@@ -2093,7 +2994,8 @@ def _from_state(state, plain):
                           loss=s["loss"], mode=s["mode"], schedule=schedule,
                           batch_size=s["batch_size"], average=s["average"],
                           fit_intercept=s["fit_intercept"], inference=s["inference"],
-                          scale=s["scale"], drift=s["drift"], noncrossing=s["noncrossing"])
+                          scale=s["scale"], drift=s["drift"], noncrossing=s["noncrossing"],
+                          hashing=s["hashing"])
     except (TypeError, ValueError) as exc:
         raise ValueError(f"state field 'settings': {exc} (a corrupted or foreign state?)") \
             from None

@@ -9,7 +9,8 @@ from libc.math cimport isnan, isfinite
 from _common cimport ERR_INTERRUPTED, pending_exception, bad_field, is_int, is_real
 from _qr_schedule cimport (SGDState, SGDParams, KIND_CONSTANT, KIND_INVERSE_TIME,
                            KIND_STATISTICAL, KIND_ARRAY, MODE_SINGLE, MODE_BATCH,
-                           MODE_STORAGE, LOSS_CHECK, LOSS_SQUARED)
+                           MODE_STORAGE, LOSS_CHECK, LOSS_SQUARED, window_len,
+                           auto_window)
 
 
 cdef inline int get_record(object arr, object dtype, str name, Py_ssize_t size, bint writable,
@@ -71,18 +72,34 @@ cdef extern from *:
     const double MAX_COUNT "SF_MAX_COUNT"
 
 
+cdef inline double single_window(const SGDState *s, const SGDParams *p,
+                                 double row_nnz) noexcept nogil:
+    # single mode's window length, or (its warm-up still running, the
+    # window to follow the schedule's d: window_auto) the longest the
+    # warm-up can make it, from the most non-zeros of a row so far and of
+    # the call's rows (row_nnz)
+    cdef double most = s.nnz_max if s.nnz_max > row_nnz else row_nnz
+    if s.win_len > 0 or p.window_auto == 0:
+        return window_len(s, p)
+    most = auto_window(most + (1.0 if p.fit_intercept != 0 else 0.0))
+    return most if most < p.window else p.window
+
+
 cdef inline double window_need(const SGDState *s, const SGDParams *p,
-                               Py_ssize_t block) noexcept nogil:
+                               Py_ssize_t block, double row_nnz=0.0) noexcept nogil:
     # The residual window's capacity a call needs (values checked first):
     # single and multi-quantile rows append one residual before the test,
     # batch blocks `block`, storage calls up to a window of new rows.
-    cdef double most = s.fill
+    # row_nnz: single mode, the most non-zero entries of a row of the call.
+    cdef double most = s.fill, win = p.window
     if p.mode == MODE_STORAGE:
         return (p.window if p.window > most else most) + p.window
+    if p.mode == MODE_SINGLE:
+        win = single_window(s, p, row_nnz)
     if p.n_warmup > most:
         most = p.n_warmup
-    if p.window > most:
-        most = p.window
+    if win > most:
+        most = win
     return most + (block if p.mode == MODE_BATCH else 1)
 
 
@@ -113,6 +130,8 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
         bad_field(pn, "drift", p.drift, "0 or 1")
     if not is_int(p.drift_clock, 0, 1):
         bad_field(pn, "drift_clock", p.drift_clock, "0 or 1")
+    if not is_int(p.window_auto, 0, 1):
+        bad_field(pn, "window_auto", p.window_auto, "0 or 1")
     if p.drift != 0:
         if not (is_real(p.drift_h, 0) and p.drift_h > 0):
             bad_field(pn, "drift_h", p.drift_h, "a finite number > 0")
@@ -179,6 +198,18 @@ cdef inline int check_sgd_records(const SGDState *s, const SGDParams *p, Py_ssiz
         bad_field(name, "n_restarts", s.n_restarts, "an integer >= 0")
     if not is_int(s.n_drift, 0, MAX_COUNT):
         bad_field(name, "n_drift", s.n_drift, "an integer >= 0")
+    if not is_int(s.nnz_rows, 0, MAX_COUNT):
+        bad_field(name, "nnz_rows", s.nnz_rows, "an integer >= 0")
+    if not is_int(s.win_len, 0, MAX_COUNT):
+        bad_field(name, "win_len", s.win_len, "an integer >= 0")
+    if not (is_real(s.nnz_sum, 0) and is_real(s.nnz_max, 0)):
+        bad_field(name, "nnz_sum" if not is_real(s.nnz_sum, 0) else "nnz_max",
+                  s.nnz_sum if not is_real(s.nnz_sum, 0) else s.nnz_max,
+                  "a finite number >= 0")
+    if not (s.dim == 0 or (is_real(s.dim, 0) and s.dim >= 1)):
+        bad_field(name, "dim", s.dim, "0 or a finite number >= 1")
+    if s.win_len > 0 and s.dim == 0:
+        bad_field(name, "win_len", s.win_len, "0 while 'dim' is 0")
     if not (s.k_pow == -1 or is_real(s.k_pow, 0)):
         bad_field(name, "k_pow", s.k_pow, "-1 or a finite number >= 0")
     # finite values (non-negative where they are scales, sums or counts)

@@ -22,7 +22,8 @@ from sklearn.utils.validation import validate_data
 __all__ = ["InputTypeError", "check_matrix", "check_vector", "check_n_features", "check_fitted", "check_seed",
            "check_scalar", "check_random_state", "as_matrix", "as_float64", "is_float32_matrix",
            "as_target", "as_weights", "feature_names", "check_memory", "check_integer",
-           "check_real", "check_array", "check_bit_generator", "check_k", "check_nonempty_vector"]
+           "check_real", "check_array", "check_bit_generator", "check_k", "check_nonempty_vector",
+           "is_sparse", "as_csr"]
 
 
 class InputTypeError(TypeError, ValueError):
@@ -304,6 +305,67 @@ def as_float64(X):
     """X (from as_matrix) as C-contiguous float64: the kernels that read
     float64 rows only (one conversion, as check_matrix makes)."""
     return X if X.dtype == np.float64 else np.ascontiguousarray(X, dtype=np.float64)
+
+
+def is_sparse(X):
+    """A scipy.sparse matrix or array."""
+    if type(X) is np.ndarray or isinstance(X, (list, tuple, dict)):
+        return False
+    from scipy.sparse import issparse
+
+    return issparse(X)
+
+
+def as_csr(X, name="X"):
+    """A scipy.sparse matrix or array as the CSR rows the state objects read:
+    float64 values, 32-bit column indices (the caller's matrix is never
+    changed: converted ones are copies).
+
+    Any format converts (``.tocsr()``: COO's repeated entries add up);
+    integer, boolean and float32 values become float64; complex values are
+    refused. 64-bit indices (which scipy makes for large matrices, and for
+    ones built from int64 coordinates) become 32-bit when every column and
+    the number of non-zeros fit, else are refused naming ``name``. A row's
+    columns out of order (what scipy's products and sums often leave) are
+    sorted, in a copy. Repeated columns, negative ones, NaN and inf are left
+    to the state object, which refuses them naming ``name``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import scipy.sparse as sp
+    >>> from streamfit._validation import as_csr
+    >>> rows, cols = np.array([0, 1]), np.array([2, 0])
+    >>> X = sp.coo_array((np.ones(2, np.float32), (rows, cols)), shape=(2, 3))
+    >>> C = as_csr(X)
+    >>> C.format, C.dtype, C.indices.dtype
+    ('csr', dtype('float64'), dtype('int32'))
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-dimensional (n_samples, n_features), got a sparse "
+                         f"array of shape {X.shape}")
+    if X.format != "csr":
+        X = X.tocsr()
+    kind = X.dtype.kind
+    if kind not in "biuf":
+        raise InputTypeError(f"{name} must hold real numbers, got a sparse matrix of dtype "
+                             f"{X.dtype}" + (" (Complex data not supported)" if kind == "c"
+                                             else ""))
+    if X.dtype != np.float64:
+        X = X.astype(np.float64)
+    if X.indices.dtype != np.int32 or X.indptr.dtype != np.int32:
+        limit = np.iinfo(np.int32).max
+        if X.shape[1] > limit or X.indices.shape[0] > limit:
+            raise ValueError(f"{name} has 64-bit indices that do not fit in 32 bits "
+                             f"({X.shape[1]} columns, {X.indices.shape[0]} stored values): "
+                             "the sparse kernels read 32-bit columns; pass smaller blocks "
+                             "of rows (at most 2^31 - 1 values each)")
+        X = X.copy()
+        X.indices = X.indices.astype(np.int32)
+        X.indptr = X.indptr.astype(np.int32)
+    if not X.has_sorted_indices:
+        X = X.sorted_indices()
+    return X
 
 
 def as_target(y, n, name):

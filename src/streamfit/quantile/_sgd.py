@@ -6,6 +6,7 @@ which owns the learnt state, checks what enters it and runs every loop.
 """
 from __future__ import annotations
 
+import numbers
 import os
 import sys
 import warnings
@@ -16,7 +17,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import StreamRegressor
 from .._kernels._quantile import LinearSGD
-from .._validation import as_matrix, as_target, as_weights, check_matrix, feature_names
+from .._validation import (as_csr, as_matrix, as_target, as_weights, check_matrix,
+                           check_memory, check_scalar, feature_names, is_sparse)
 from ..exceptions import _warn_if_warming_up
 from ._inference import critical_value
 
@@ -46,20 +48,32 @@ class _OnlineLinearSGD(StreamRegressor):
     noncrossing = "rearrange"
     scale = None
     drift = None
+    hashing = None
 
     # -- scikit-learn -----------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # CSR/CSC/COO... blocks: mode "single" reads them at O(nnz) a row;
+        # batch and storage steps are dense (the block is densified)
+        tags.input_tags.sparse = True
+        return tags
+
     def _expected_failed_checks(self):
         """scikit-learn's checks this configuration fails by design, with the
         reason (read by ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
-        failures = {"check_sample_weight_equivalence_on_dense_data": (
-            "a weight scales one step where a repeat takes several, and an online fit "
-            "depends on the order of the rows (storage mode: one step per block of "
-            "batch_size rows, so repeats make more steps); the check compares weighted "
-            "rows, shuffled, with repeated rows in order")}
+        why = ("a weight scales one step where a repeat takes several, and an online fit "
+               "depends on the order of the rows (storage mode: one step per block of "
+               "batch_size rows, so repeats make more steps); the check compares weighted "
+               "rows, shuffled, with repeated rows in order")
+        failures = {"check_sample_weight_equivalence_on_dense_data": why,
+                    "check_sample_weight_equivalence_on_sparse_data": why}
         if isinstance(self.tau, (list, tuple, np.ndarray)):
-            failures["check_regressors_train"] = (
-                "several quantiles predict one column each: predict returns shape "
-                "(n_samples, len(tau)) for a 1-D y")
+            shape = ("several quantiles predict one column each: predict returns shape "
+                     "(n_samples, len(tau)) for a 1-D y")
+            failures["check_regressors_train"] = shape
+            # (sparse input is taken; the check then reads predict's shape)
+            failures["check_estimator_sparse_array"] = shape
+            failures["check_estimator_sparse_matrix"] = shape
         return failures
 
     def __sklearn_is_fitted__(self):
@@ -72,7 +86,7 @@ class _OnlineLinearSGD(StreamRegressor):
                 "schedule": self.schedule, "batch_size": self.batch_size,
                 "average": self.average, "fit_intercept": self.fit_intercept,
                 "inference": self.inference, "scale": self.scale, "drift": self.drift,
-                "noncrossing": self.noncrossing}
+                "noncrossing": self.noncrossing, "hashing": self.hashing is not None}
 
     def _key(self):
         """What the state was configured from: the class (its messages name
@@ -85,9 +99,16 @@ class _OnlineLinearSGD(StreamRegressor):
                 sched if isinstance(sched, str) or not hasattr(sched, "__dict__")
                 else (type(sched), dict(vars(sched))),
                 self.batch_size, self.average, self.fit_intercept, self.inference,
-                self.noncrossing, self.scale, self.drift)
+                self.noncrossing, self.scale, self.drift, self.hashing)
 
     def _new_state(self, d, coef_init=None, intercept_init=None):
+        check_scalar(self.hashing, "hashing", kind=numbers.Integral, low=1, high=2**31 - 1,
+                     allow_none=True)
+        if self.hashing is not None and d != self.hashing:
+            raise ValueError(f"X has {d} features, but hashing={self.hashing} hashes dict rows "
+                             f"into {self.hashing} columns: rows given as arrays or sparse "
+                             f"matrices must have {self.hashing} columns (FeatureHasher("
+                             f"n_features={self.hashing})'s output)")
         state = LinearSGD(d, coef_init=coef_init, intercept_init=intercept_init,
                           **self._settings())
         state.source = self._key()
@@ -151,7 +172,7 @@ class _OnlineLinearSGD(StreamRegressor):
         names = None if type(X) is np.ndarray else feature_names(X)
         if state is not None and (names is not None or state.feature_names is not None):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-        X = as_matrix(X, float32=True)
+        X = self._rows(X)
         n, d = X.shape
         if state is not None and d != state.n_features:
             raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
@@ -189,10 +210,23 @@ class _OnlineLinearSGD(StreamRegressor):
 
     def _learn(self, state, X, y, sw):
         n = X.shape[0]
-        if n == 1 and self.mode == "single":
+        if n == 1 and self.mode == "single" and type(X) is np.ndarray:
             state.learn_one(X[0], y[0], 1.0 if sw is None else sw[0])
         elif n:
             state.learn(X, y, sw)
+
+    def _rows(self, X):
+        """X as the state object reads it: a C-contiguous float64 (or float32)
+        array, or CSR rows (mode "single"; batch and storage steps are dense,
+        so there a sparse block is densified, if it fits in memory)."""
+        if not is_sparse(X):
+            return as_matrix(X, float32=True)
+        X = as_csr(X)
+        if self.mode != "single":
+            check_memory(8.0 * X.shape[0] * X.shape[1], "X", f"<sparse {X.shape}>",
+                         f"a dense copy for mode {self.mode!r}")
+            X = np.ascontiguousarray(X.toarray())
+        return X
 
     def _learn_fresh(self, new, X, y, sw):
         # The first rows: published before learning, so that a concurrent
@@ -200,7 +234,7 @@ class _OnlineLinearSGD(StreamRegressor):
         # leaves the estimator unfitted, as before the call.
         state = self.__dict__.setdefault("_state", new)
         try:
-            if X.shape[0] == 1 and self.mode == "single":
+            if X.shape[0] == 1 and self.mode == "single" and type(X) is np.ndarray:
                 state.learn_one(X[0], y[0], 1.0 if sw is None else sw[0])
             else:
                 state.learn(X, y, sw)
@@ -246,7 +280,7 @@ class _OnlineLinearSGD(StreamRegressor):
             still their start.
         """
         names = feature_names(X)
-        X = as_matrix(X, float32=True)
+        X = self._rows(X)
         n, d = X.shape
         if n == 0:
             raise ValueError(f"Found array with 0 sample(s) (shape=({n}, {d})) while a "
@@ -276,8 +310,9 @@ class _OnlineLinearSGD(StreamRegressor):
             seen = new.n_samples_seen
             try:
                 if b > a:
-                    new.learn(X[a:b], y[a:b], None if sw is None else sw[a:b],
-                              batch_size=block)
+                    # (a sparse block whole: slicing one copies it)
+                    new.learn(X if (a, b) == (0, n) else X[a:b], y[a:b],
+                              None if sw is None else sw[a:b], batch_size=block)
             except BaseException:
                 # a failed call leaves the state as it was; an interrupted one
                 # keeps the rows before the signal: the estimator then holds
@@ -339,11 +374,22 @@ class _OnlineLinearSGD(StreamRegressor):
             self._learn_first(x, y, weight)
 
     def _learn_first(self, x, y, weight):
-        row = np.asarray(x) if not isinstance(x, (str, bytes)) else x
-        if getattr(row, "ndim", 0) != 1 or row.shape[0] < 1:
-            raise ValueError(f"x must be a 1-D array of at least one value, got "
-                             f"{type(x).__name__} of shape {getattr(row, 'shape', None)}")
-        new = self._new_state(row.shape[0])
+        if isinstance(x, dict) and self.hashing is not None:
+            d = self.hashing
+        elif is_sparse(x):
+            d = x.shape[-1]
+        else:
+            if isinstance(x, dict):
+                raise TypeError(f"x: a dict row needs hashing=n_features (dict rows hashed "
+                                f"as FeatureHasher(n_features) does) on {type(self).__name__}; "
+                                "or use streamfit.river's adapters, whose columns are the "
+                                "dicts' keys")
+            row = np.asarray(x) if not isinstance(x, (str, bytes)) else x
+            if getattr(row, "ndim", 0) != 1 or row.shape[0] < 1:
+                raise ValueError(f"x must be a 1-D array of at least one value, got "
+                                 f"{type(x).__name__} of shape {getattr(row, 'shape', None)}")
+            d = row.shape[0]
+        new = self._new_state(d)
         state = self.__dict__.setdefault("_state", new)
         try:
             state.learn_one(x, y, weight)
@@ -443,6 +489,8 @@ class _OnlineLinearSGD(StreamRegressor):
         if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and \
                 state.feature_names is None:
             return state.predict(X)   # (checks the width and finiteness)
+        if is_sparse(X):
+            return state.predict(as_csr(X))   # (checks the width and every value)
         if feature_names(X) is not None or state.feature_names is not None:
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
         X = check_matrix(X, "X")
@@ -508,6 +556,27 @@ _COMMON_NOTES = """
     float64 (each row is widened exactly as it is read; every sum and the
     state are float64). Batch and storage modes, ``predict`` and ``score``
     convert float32 to float64 once (a copy of the call's rows).
+
+    **Sparse input.** ``fit``, ``partial_fit``, ``predict`` and ``score`` take
+    scipy.sparse matrices and arrays (CSR as it is; other formats convert;
+    64-bit indices that fit become 32-bit), ``learn_one``/``predict_one`` a
+    one-row sparse matrix (or a dict, with ``hashing``). In mode "single" a
+    sparse row costs O(its non-zeros) whatever n_features: the update, the
+    Polyak-Ruppert average (kept lazily), the drift test and the online
+    scaler touch only the row's columns; the coefficients equal those of the
+    same rows given dense to 1e-12 (relative). Batch and storage steps are
+    dense: a sparse block is densified there. ``scale="online"`` on sparse
+    rows scales each feature by the root mean square of its non-zero values,
+    without centring (centring would make every row dense); a model's first
+    rows fix which scaler it keeps. ``inference=True`` keeps d x d sums:
+    sparse rows are taken dense up to 4,096 features and refused above. The
+    statistical schedule's d (its geometric decay, its 1/t phase's time scale
+    and its window) is n_features (+1 with an intercept) for dense rows, the
+    paper's d, and for sparse rows the mean number of stored non-zeros of the
+    warm-up's rows (+1): a row's own size, not the hashed width. So under
+    that schedule a sparse block and its dense copy agree (to 1e-12) only
+    when the rows store every column; the other schedules agree on any rows.
+    See the user guide's "Sparse and hashed features".
 
     **Reproducibility.** The kernels call no BLAS: every result is the same
     for any BLAS library and thread count, and for any split of a stream into
@@ -616,6 +685,17 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         "inverse_time" is refused: under O(1/t) steps the last iterate beats
         its average on any stream, and the test would fire every few hundred
         rows. See the user guide's "Streams that change".
+    hashing : None or int
+        None (the default): rows are arrays or sparse matrices of the
+        columns the first call fixes. An int n: ``learn_one`` and
+        ``predict_one`` also take dict rows ``{feature: value}``, hashed into
+        n columns as scikit-learn's ``FeatureHasher(n_features=n)`` hashes
+        them (the signed MurmurHash3 of each string key picks a column and a
+        sign; a string value v makes the feature "key=v" of value 1), at
+        O(the row's features): features are taken as they come, with no
+        vocabulary to fix. Arrays and sparse matrices must then have n
+        columns (FeatureHasher's output, which gives the same model). Cannot
+        change mid-stream.
 
     Attributes
     ----------
@@ -708,7 +788,8 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
     def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
                  average=False, fit_intercept=True, random_state=None, inference=False,
-                 noncrossing="rearrange", scale=None, drift=None):
+                 noncrossing="rearrange", scale=None, drift=None, hashing=None):
+        self.hashing = hashing
         self.tau = tau
         self.mode = mode
         self.schedule = schedule
@@ -829,6 +910,9 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
         As :class:`OnlineQuantileRegressor`'s (the test compares the average's
         and the iterate's absolute residuals): "restart" restarts the average
         when the stream changes; needs ``average=True``.
+    hashing : None or int
+        As :class:`OnlineQuantileRegressor`'s: dict rows hashed into this many
+        columns (FeatureHasher's hashing).
 
     Attributes
     ----------
@@ -860,7 +944,8 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
     _loss = "squared"
 
     def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
-                 drift=None):
+                 drift=None, hashing=None):
+        self.hashing = hashing
         self.schedule = schedule
         self.average = average
         self.fit_intercept = fit_intercept

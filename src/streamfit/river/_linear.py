@@ -1,6 +1,8 @@
 """streamfit's online linear regressors as river mini-batch regressors."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from river import base as _rb
 
@@ -18,21 +20,47 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
     its feature index in compiled code."""
 
     _state = None           # (set in the instance by the first row learnt)
+    hashing = None
 
     def __init__(self):
         pass
 
     def _new_state(self, columns):
         est = self._make_estimator()
+        if self.hashing is not None:
+            # dict rows hashed in compiled code: no columns to fix, new
+            # features welcome
+            return est._new_state(self.hashing)
         state = est._new_state(len(columns))
         state.feature_index = {key: j for j, key in enumerate(columns)}
         state.refuse_new = self.new_features == "raise"
         return state
 
+    def _check_hashing(self):
+        from .._validation import check_scalar
+
+        check_scalar(self.hashing, "hashing", kind=numbers.Integral, low=1, high=2**31 - 1,
+                     allow_none=True)
+        if self.hashing is not None and self.features is not None:
+            raise ValueError("features and hashing exclude each other: hashed features "
+                             "have no columns to declare")
+
+    def _hashed(self, X):
+        """A DataFrame's rows as the hashed CSR rows learn_one would make."""
+        import pandas as pd
+
+        from .._kernels._quantile import hash_rows
+
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
+        if not X.columns.is_unique:
+            raise ValueError(f"X has repeated column names: {list(X.columns)!r}")
+        return hash_rows(X.to_dict("records"), self.hashing, "X")
+
     @property
     def _columns(self):
         state = self._state
-        if state is None:
+        if state is None or self.hashing is not None:
             return None
         index = state.feature_index
         keys = [None] * len(index)
@@ -65,7 +93,8 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         if not isinstance(x, dict):
             raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
         x = x if type(x) is dict else dict(x)
-        new = self._new_state(self._columns_for(x))
+        self._check_hashing()
+        new = self._new_state(None if self.hashing is not None else self._columns_for(x))
         new.learn_one(x, y)
         state = self.__dict__.setdefault("_state", new)
         if state is not new:
@@ -103,16 +132,21 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         y : pandas.Series
         """
         state = self._state
-        columns = self._columns if state is not None else \
-            self._columns_for(X.columns if hasattr(X, "columns") else ())
-        A = self._frame(X, columns)
+        if self.hashing is not None:
+            self._check_hashing()
+            A, columns = self._hashed(X), None
+        else:
+            columns = self._columns if state is not None else \
+                self._columns_for(X.columns if hasattr(X, "columns") else ())
+            A = self._frame(X, columns)
         target = _target(y, A.shape[0])
         if state is None:
             state = self._new_state(columns)
         try:
             state.learn(A, target)
         except ValueError:
-            self._check_finite(A, columns, "X")
+            if columns is not None:
+                self._check_finite(A, columns, "X")
             raise
         if self._state is None:
             self.__dict__.setdefault("_state", state)
@@ -135,16 +169,25 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
             if not isinstance(X, pd.DataFrame):
                 raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
             return pd.Series(0.0, index=X.index, dtype=np.float64)
+        if self.hashing is not None:
+            return pd.Series(self._state.predict(self._hashed(X)), index=X.index,
+                             dtype=np.float64)
         A = self._frame(X, self._columns)
         self._check_finite(A, self._columns, "X")
         return pd.Series(self._state.predict(A), index=X.index, dtype=np.float64)
 
     @property
     def weights(self):
-        """dict: feature -> coefficient ({} before the first row is learnt)."""
+        """dict: feature -> coefficient ({} before the first row is learnt);
+        with ``hashing``, hashed column -> coefficient for the columns whose
+        coefficient is not 0 (a hash cannot be turned back into a name)."""
         if self._state is None:
             return {}
-        return dict(zip(self._columns, self._state.coef.tolist()))
+        coef = self._state.coef
+        if self.hashing is not None:
+            nz = np.flatnonzero(coef)
+            return dict(zip(nz.tolist(), coef[nz].tolist()))
+        return dict(zip(self._columns, coef.tolist()))
 
     @property
     def intercept(self):
@@ -216,6 +259,14 @@ class QuantileRegressor(_LinearRegressor):
         learnt from, sorted when they are sortable.
     new_features : {"ignore", "raise"}, default "ignore"
         What a key outside the columns does: ignored, or a ``ValueError``.
+    hashing : None or int, default None
+        None: the model's columns are the dicts' keys, fixed by the first row
+        (or ``features``). An int n: every key is hashed into n columns as
+        scikit-learn's ``FeatureHasher(n_features=n)`` hashes it (string
+        keys; a string value v makes the feature "key=v" of value 1), in
+        compiled code at O(the row's features): features are taken as they
+        come, never ignored (collisions add up). ``weights`` then maps
+        hashed columns to coefficients. Excludes ``features``.
 
     Attributes
     ----------
@@ -243,6 +294,16 @@ class QuantileRegressor(_LinearRegressor):
     >>> isinstance(model.predict_one({"a": 1.0, "b": 0.0}), float)
     True
 
+    Open feature sets, hashed (new keys and categorical values are taken as
+    they come):
+
+    >>> hashed = QuantileRegressor(tau=0.9, average=True, hashing=2 ** 18)
+    >>> for row, target in zip(X.tolist(), y.tolist()):
+    ...     x = {"a": row[0], "b": row[1], "c": row[2], "city": "Lyon"}
+    ...     hashed.learn_one(x, target)
+    >>> isinstance(hashed.predict_one({"a": 1.0, "new": 2.0}), float)
+    True
+
     In a pipeline, with river's scaler in front:
 
     >>> from river import preprocessing
@@ -254,8 +315,9 @@ class QuantileRegressor(_LinearRegressor):
     """
 
     def __init__(self, tau=0.5, *, schedule="statistical", average=False, fit_intercept=True,
-                 scale=None, features=None, new_features="ignore"):
+                 scale=None, features=None, new_features="ignore", hashing=None):
         super().__init__()
+        self.hashing = hashing
         self.tau = tau
         self.schedule = schedule
         self.average = average
@@ -275,7 +337,8 @@ class QuantileRegressor(_LinearRegressor):
             raise ValueError("tau must be one number for a river regressor (predict_one "
                              f"returns one float), got {self.tau!r}")
         return _OnlineQuantile(tau=self.tau, schedule=self.schedule, average=self.average,
-                               fit_intercept=self.fit_intercept, scale=self.scale)
+                               fit_intercept=self.fit_intercept, scale=self.scale,
+                               hashing=self.hashing)
 
 
 class LeastSquaresRegressor(_LinearRegressor):
@@ -296,6 +359,9 @@ class LeastSquaresRegressor(_LinearRegressor):
     features : sequence of keys or None, default None
         The model's columns, in order (None: the keys of the first row).
     new_features : {"ignore", "raise"}, default "ignore"
+    hashing : None or int, default None
+        As :class:`QuantileRegressor`'s: keys hashed into this many columns
+        (FeatureHasher's hashing), new features taken as they come.
 
     Attributes
     ----------
@@ -319,8 +385,9 @@ class LeastSquaresRegressor(_LinearRegressor):
     """
 
     def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
-                 features=None, new_features="ignore"):
+                 features=None, new_features="ignore", hashing=None):
         super().__init__()
+        self.hashing = hashing
         self.schedule = schedule
         self.average = average
         self.fit_intercept = fit_intercept
@@ -335,4 +402,4 @@ class LeastSquaresRegressor(_LinearRegressor):
     def _make_estimator(self):
         self._check_common()
         return _OnlineLeastSquares(schedule=self.schedule, average=self.average,
-                                   fit_intercept=self.fit_intercept)
+                                   fit_intercept=self.fit_intercept, hashing=self.hashing)
