@@ -20,9 +20,22 @@ from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, Statistic
 from streamfit.utils.estimator_checks import check_pickle_resume
 
 from .._registry import make as make_case
-from ._cases import RTOL, SqrtSchedule, assert_same_results
+from ._cases import RTOL, SqrtSchedule, assert_same_results, state_bytes
 
 TAU = 0.3
+
+# Findings for the lead (src/csrc), kept as strict xfails until fixed on main:
+# a batch-mode call whose iterate diverges raises UnboundLocalError ('bad'
+# in LinearSGD._learn_batch) instead of FloatingPointError naming the cause
+XFAIL_BATCH_DIVERGED = pytest.mark.xfail(
+    strict=True, raises=UnboundLocalError,
+    reason="lead: batch-mode divergence raises UnboundLocalError, not FloatingPointError")
+# a call refused after set_params (a diverging or bad schedule) keeps the new
+# parameters configured in the state: not "the state unchanged" (setting the
+# old schedule back then restarts the statistical schedule's warm-up)
+XFAIL_CONFIGURED = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: a refused partial_fit leaves set_params' new settings in the state")
 
 
 def stat_schedule(**kw):
@@ -51,7 +64,9 @@ _UNSET = "<unset>"
 
 def snapshot(est):
     """Every attribute ending in "_" (learnt state and the public views of
-    it), copied, plus the pickled instance attributes ending in "_"."""
+    it), copied, plus the whole state object's state (every section, pending
+    and stored rows included) and the pickled instance attributes ending in
+    "_"."""
     attrs = {}
     for name in dir(est):
         if name.endswith("_") and not name.startswith("__"):
@@ -61,6 +76,8 @@ def snapshot(est):
                 value = _UNSET
             attrs[name] = value.copy() if isinstance(value, np.ndarray) else value
     raw = pickle.dumps({k: v for k, v in vars(est).items() if k.endswith("_")})
+    if "_state" in vars(est):
+        raw += state_bytes(est)
     return attrs, raw
 
 
@@ -138,8 +155,10 @@ BAD_PARAMS = {
 @pytest.mark.parametrize("case, bad", [
     (case, bad) for case in sorted(CASES) for bad in sorted(BAD_PARAMS)
     if not (BAD_PARAMS[bad][3] and case == "least-squares")])
-def test_bad_params_rejected_and_state_unchanged(case, make, stream, bad, method):
+def test_bad_params_rejected_and_state_unchanged(case, make, stream, bad, method, request):
     params, exc, match, _ = BAD_PARAMS[bad]
+    if bad.startswith("user") and method == "partial_fit":
+        request.applymarker(XFAIL_CONFIGURED)
     X, y = stream
     est = prefit(make(), X, y)
     before = snapshot(est)
@@ -229,12 +248,12 @@ def test_state_does_not_alias_input(make, stream):
     X, y = stream
     bx, by = X[:150].copy(), y[:150].copy()
     est = make().partial_fit(bx, by)
-    from streamfit.quantile._state import FIELDS
-    shared = [name for name in FIELDS if isinstance(value := getattr(est._fit_, name), np.ndarray)
-              and (np.shares_memory(value, bx) or np.shares_memory(value, by))]
-    assert shared == []
+    before = state_bytes(est)
     bx[:] = X[150:300]
     by[:] = y[150:300]
+    # the whole state (pending batch rows and stored data included) is as it
+    # was: nothing of it lives in the caller's buffers
+    assert state_bytes(est) == before
     est.partial_fit(bx, by)
     ref = make().partial_fit(X[:150], y[:150]).partial_fit(X[150:300], y[150:300])
     assert_same_results(est, ref)
@@ -364,7 +383,12 @@ def test_cumulative_loss_is_prequential_black_box(case, make, stream, schedule):
 # -- divergence ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["partial_fit", "fit"])
-def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_stream, method):
+def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_stream, method,
+                                                       case, request):
+    if case == "quantile-batch":
+        request.applymarker(XFAIL_BATCH_DIVERGED)
+    elif method == "partial_fit":
+        request.applymarker(XFAIL_CONFIGURED)
     X, y = stream
     est = prefit(make(), X, y)
     before = snapshot(est)
@@ -375,7 +399,28 @@ def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_s
     assert_unchanged(est, before)
 
 
-def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream):
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="lead: a refused partial_fit leaves set_params' new settings in the "
+                          "state")
+def test_refused_call_leaves_the_old_parameters_in_force(make, stream, diverging_stream, case):
+    # A call refused under new parameters (a diverging schedule here) leaves
+    # the estimator as before it, its parameters' effect included: with the
+    # old parameters set back, the stream goes on as if the call never was
+    # (the statistical schedule does not warm up afresh).
+    X, y = stream
+    est, ref = prefit(make(), X, y), prefit(make(), X, y)
+    old = est.get_params(deep=False)["schedule"]
+    est.set_params(schedule=ConstantSchedule(1e305))
+    with pytest.raises((FloatingPointError, UnboundLocalError)):
+        est.partial_fit(*diverging_stream)
+    est.set_params(schedule=old)
+    assert_same_results(est.partial_fit(X[100:], y[100:]), ref.partial_fit(X[100:], y[100:]))
+
+
+def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream, case,
+                                                          request):
+    if case == "quantile-batch":
+        request.applymarker(XFAIL_BATCH_DIVERGED)
     est = make(schedule=ConstantSchedule(1e305))
     with pytest.raises(FloatingPointError, match="diverged"):
         est.partial_fit(*diverging_stream)
