@@ -5,6 +5,7 @@ state's records and stopping a kernel at an exact row.
 Imported relatively (``from ._cases import ...``): pytest's importlib mode
 (pyproject.toml) puts no test folder on sys.path."""
 import contextlib
+import io
 import pickle
 import signal
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from streamfit._kernels import _quantile as _k
-from streamfit._kernels._quantile import STATE_DTYPE
+from streamfit._kernels._quantile import STATE_DTYPE, LinearSGD
 
 # float32 input is converted once; results then agree to float32's rounding
 RTOL = {np.float32: 1e-6, np.float64: 1e-12}
@@ -86,8 +87,9 @@ def learnt(obj):
     ``window`` (the residual windows, up to their fill), ``sums`` (the
     random-scaling sums), ``plug_in`` (the plug-in intercepts' means),
     ``scaler``, ``pending_X``/``_y``/``_w``, ``store_X``/``_y``/``_w``,
-    ``drift_rows``, ``feature_names``. With one tau the leading (quantile)
-    axis is dropped, as the estimator's ``coef_`` drops it. Copies."""
+    ``drift_rows``, ``feature_names``. With one tau the arrays' leading
+    (quantile) axis is dropped, as the estimator's ``coef_`` drops it; the
+    records keep it (shape (m,)). Copies."""
     st = raw_state(obj)
     if "quantiles" in st:
         st = st["quantiles"]
@@ -95,16 +97,60 @@ def learnt(obj):
     out = dict(st)
     out["records"] = state_of(obj)
     if not several:
-        for name in ("records", "coef", "coef_avg", "window", "sums", "plug_in"):
+        for name in ("coef", "coef_avg", "window", "sums", "plug_in"):
             if out[name] is not None:
                 out[name] = out[name][0]
     return SimpleNamespace(**out)
 
 
+def _canonical(value):
+    # a value of a state dict as bytes, the same for equal contents (pickle's
+    # bytes also depend on which equal strings are one object)
+    if isinstance(value, dict):
+        return b"{" + b",".join(_canonical(k) + b":" + _canonical(v)
+                                for k, v in sorted(value.items())) + b"}"
+    if isinstance(value, (list, tuple)):
+        return b"[" + b",".join(_canonical(v) for v in value) + b"]"
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype.str}{value.shape}".encode() + \
+            np.ascontiguousarray(value).tobytes()
+    if isinstance(value, (type(None), bool, int, float, str, np.generic)):
+        # (repr keeps a float's bits, -0.0 and NaN included)
+        return f"{type(value).__name__}:{value!r}".encode()
+    # a schedule object: its class and parameters
+    return type(value).__qualname__.encode() + _canonical(dict(vars(value)))
+
+
 def state_bytes(obj):
     """The whole state as bytes: equal means bit-identical (arrays, records,
     settings, pending and stored rows)."""
-    return pickle.dumps(raw_state(obj))
+    return _canonical(raw_state(obj))
+
+
+def edited_pickle(obj, edit, kind=None):
+    """A pickle of ``obj`` (an estimator or a state object) whose state
+    object's state dict went through ``edit(state)`` (in place) on the way:
+    what a damaged or hostile file holds. ``kind``: the state object's type
+    (default LinearSGD; IntervalState for OnlineIntervalRegressor)."""
+    kind = kind or LinearSGD
+    buf = io.BytesIO()
+
+    class Editing(pickle.Pickler):
+        def reducer_override(self, o):
+            if type(o) is kind:
+                rebuild, (state,) = o.__reduce__()
+                edit(state)
+                return rebuild, (state,)
+            return NotImplemented
+
+    Editing(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
+def records_of(state):
+    """The records of a state dict (``to_state()``'s or a pickle's) as a
+    writable view with named fields, shape (m,): edits change the dict."""
+    return state["records"].view(STATE_DTYPE).reshape(-1)
 
 
 class Stop(Exception):
