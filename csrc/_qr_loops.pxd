@@ -115,6 +115,8 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
     # schedule's stepsizes, one per update. done: rows applied (the state
     # holds exactly their effect); row: the row a code other than OK or
     # ERR_INTERRUPTED refers to (-1: none).
+    # (everything the loop reads in locals: the compiler need not reload
+    # them from c after each store to the iterate)
     cdef SGDState *s = c.S
     cdef const SGDParams *p = c.P
     cdef Py_ssize_t d = c.d, i, j = 0
@@ -124,6 +126,10 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
     cdef double *zbuf = c.zbuf
     cdef double *cur = c.cur
     cdef double *nxt = c.nxt
+    cdef double *win = c.win
+    cdef double *work = c.work
+    cdef double *rs = c.rs
+    cdef double *pt = c.pt
     cdef double *tmp
     cdef double r, coef = 0.0, step = 0.0, xw = 0.0, xx = 0.0, wi = 1.0
     cdef bint have_dot = False
@@ -135,7 +141,8 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
     cdef bint drift = p.drift != 0
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
     # a row's work, the random-scaling sums' da^2 / 2 included
-    cdef double row_work = d + ROW_WORK + (0.5 * da * da if c.rs != NULL else 0.0)
+    cdef double row_work = d + ROW_WORK + (0.5 * da * da if rs != NULL else 0.0)
+    cdef Py_ssize_t taken = 0
     done[0] = 0
     row[0] = -1
     for i in range(n):
@@ -173,10 +180,10 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
                 if c.n_alarm < c.dcap:
                     c.alarms[c.n_alarm] = s.n_seen
                 c.n_alarm += 1
-        code = quantile_row(s, p, c.win, c.work, x, d, da, r, xx, wi,
+        code = quantile_row(s, p, win, work, x, d, da, r, xx, wi,
                             etas[j] if kind == KIND_ARRAY and wi != 0 else 0.0, fit_b,
                             &coef, &step)
-        done[0] = i + 1
+        taken = i + 1
         if code == NO_UPDATE:
             code = OK
             continue          # weight 0 or a warm-up row: scored (and remembered) only
@@ -200,10 +207,11 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
         if avg and (s.avg_on != 0 or not stat):
             if sc != NULL:
                 average_step_scaled(d, wp, wbar, s, sc, zbuf + d, fit_b, zbuf + 2 * d)
-            elif c.pt != NULL:
-                plug_in_average_step(d, x, y[i], wp, wbar, s, p, step, wi, c.rs, fit_b, c.pt)
+            elif pt != NULL:
+                plug_in_average_step(d, x, y[i], wp, wbar, s, p, step, wi, rs, fit_b, pt)
             else:
-                average_step(d, wp, wbar, s, c.rs, fit_b)
+                average_step(d, wp, wbar, s, rs, fit_b)
+    done[0] = taken
     if code == OK and poll_final(pl):
         code = ERR_INTERRUPTED        # every row applied
     return code
@@ -213,11 +221,11 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
 # Several quantiles in one pass (single-sample mode): the row is read once,
 # each quantile keeps its own iterate, average, schedule state and window.
 
-cdef inline void multi_average(Lin *c, const double *x, double y, double wi) noexcept nogil:
+cdef inline void multi_average(Lin *c, const MultiWork *mw, const double *x, double y,
+                               double wi) noexcept nogil:
     # The averages of the quantiles that moved, after the row's updates (as
     # in single_rows)
     cdef Py_ssize_t q, d = c.d
-    cdef const MultiWork *mw = c.mw
     cdef bint fit_b = c.P[0].fit_intercept != 0
     for q in range(c.m):
         if not (mw.upd[q] and (c.S[q].avg_on != 0 or c.P[q].kind != KIND_STATISTICAL)):
@@ -241,10 +249,13 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
     # predictions at x are projected onto the ordered cone (pool adjacent
     # violators) before the residuals that decide the sub-gradients. po: NULL,
     # or n x m, row i's predictions under the iterates before its update.
-    cdef MultiWork *mw = c.mw
+    cdef MultiWork mw = c.mw[0]       # (a copy: its pointers in registers)
     cdef SGDState *S = c.S
     cdef const SGDParams *P = c.P
-    cdef Py_ssize_t i, q, d = c.d, m = c.m, ld = c.ld
+    cdef double *W = c.W
+    cdef double *win = c.win
+    cdef Py_ssize_t wcap = c.wcap
+    cdef Py_ssize_t i, q, d = c.d, m = c.m, ld = c.ld, taken = 0
     cdef bint fit_b = P[0].fit_intercept != 0, avg = P[0].average != 0
     cdef bint have_dot = False, any_upd
     cdef Py_ssize_t da = d + (1 if fit_b else 0)
@@ -263,7 +274,7 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
         if not have_dot:
             # (a call's first row) the predictions alone: no quantile moves
             memset(mw.upd, 0, m)
-            sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, c.W, ld, x, mw.dots, &xx)
+            sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, W, ld, x, mw.dots, &xx)
         have_dot = False
         # every quantile's residual first: a bad row changes nothing
         for q in range(m):
@@ -285,7 +296,7 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
             wi = swp[i]
         any_upd = False
         for q in range(m):
-            code = quantile_row(&S[q], &P[q], c.win + q * c.wcap, mw.work, x, d, da,
+            code = quantile_row(&S[q], &P[q], win + q * wcap, mw.work, x, d, da,
                                 mw.res[q], xx, wi, 0.0, fit_b, &mw.coef[q], &mw.step[q])
             mw.upd[q] = code == OK
             any_upd = any_upd or code == OK
@@ -300,20 +311,23 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
             if X32 != NULL:
                 # the next row widened first (this one, x, is read below)
                 sf_widen(d, X32 + (i + 1) * d, mw.nxt)
-                sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, c.W, ld, mw.nxt, mw.dots, &xx)
+                sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, W, ld, mw.nxt, mw.dots, &xx)
                 tmp = mw.cur
                 mw.cur = mw.nxt
                 mw.nxt = tmp
             else:
-                sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, c.W, ld, x + d, mw.dots, &xx)
+                sf_multi_axpy_dot2(d, m, mw.coef, mw.upd, x, W, ld, x + d, mw.dots, &xx)
             have_dot = True
         elif any_upd:
             for q in range(m):
                 if mw.upd[q]:
-                    sf_axpy(d, mw.coef[q], x, c.W + q * ld)
+                    sf_axpy(d, mw.coef[q], x, W + q * ld)
         if avg and any_upd:
-            multi_average(c, x, y[i], wi)
-        done[0] = i + 1
+            multi_average(c, &mw, x, y[i], wi)
+        taken = i + 1
+    done[0] = taken
+    c.mw[0].cur = mw.cur          # (the float32 row buffers may have swapped)
+    c.mw[0].nxt = mw.nxt
     if code == OK and poll_final(pl):
         code = ERR_INTERRUPTED
     return code

@@ -18,6 +18,7 @@
 import copy as _copy
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -50,6 +51,8 @@ from _qr_inference cimport rs_len, rs_core
 from _qr_plug_in cimport plug_in_means
 from _qr_scaler cimport feature_sd
 from _records cimport check_sgd_records
+from _linear_api cimport LinearAPI, LINEAR_API_NAME
+from cpython.pycapsule cimport PyCapsule_New
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet
 from _dense cimport sf_dot
 
@@ -194,6 +197,13 @@ def check_settings(n_features, tau, loss, mode, schedule, batch_size, average, f
         # the learner's own copy: the caller's object may change (set_params)
         schedule = _copy.deepcopy(schedule)
         resolved = resolve_schedule(schedule)
+    # (interned: a learner and its unpickled copy hold the very same strings,
+    # so that they pickle to the same bytes)
+    loss, mode, noncrossing = sys.intern(loss), sys.intern(mode), sys.intern(noncrossing)
+    scale = None if scale is None else sys.intern(scale)
+    drift = None if drift is None else sys.intern(drift)
+    if isinstance(schedule, str):
+        schedule = sys.intern(schedule)
     settings = {"n_features": int(n_features), "tau": taus if several else taus[0],
                 "loss": loss, "mode": mode, "schedule": schedule,
                 "batch_size": None if batch_size is None else int(batch_size),
@@ -578,16 +588,18 @@ cdef class LinearSGD:
         # state over (sections new to the layout start at zero), and the work
         # space. Layout is not state: a failed call may leave a larger one.
         cdef Py_ssize_t m = self.m, d = self.d, ld = self.ld, q, rlen = self.rlen
-        cdef Py_ssize_t o_W = m * NS
+        # (sections start on 64-byte boundaries: the iterates' rows, ld apart,
+        # then load and store whole vectors in the fused multi-quantile pass)
+        cdef Py_ssize_t o_W = _up8(m * NS)
         cdef Py_ssize_t o_Wbar = o_W + m * ld
         cdef Py_ssize_t o_win = o_Wbar + m * ld
-        cdef Py_ssize_t o_rs = o_win + m * wcap
-        cdef Py_ssize_t o_plug = o_rs + (m * rlen if has_rs else 0)
-        cdef Py_ssize_t o_sc = o_plug + (m * 2 * d if has_plug else 0)
+        cdef Py_ssize_t o_rs = _up8(o_win + m * wcap)
+        cdef Py_ssize_t o_plug = _up8(o_rs + (m * rlen if has_rs else 0))
+        cdef Py_ssize_t o_sc = _up8(o_plug + (m * 2 * d if has_plug else 0))
         cdef Py_ssize_t size = o_sc + (2 * d + 1 if has_sc else 0)
         cdef void *raw0 = malloc(size * sizeof(double) + 64)
         cdef void *raw1 = malloc(size * sizeof(double) + 64)
-        cdef double *work = <double *> malloc((max(wcap, 1) + 6 * d + 8) * sizeof(double))
+        cdef double *work = <double *> malloc((max(wcap, 1) + 7 * d + 8) * sizeof(double))
         cdef double *snap = <double *> malloc(size * sizeof(double))
         cdef MultiWork mw
         cdef double *new
@@ -714,6 +726,8 @@ cdef class LinearSGD:
             v = <object> val
             if PyFloat_Check(v):
                 out[j] = PyFloat_AS_DOUBLE(v)
+            elif PyBool_Check(v) or isinstance(v, np.bool_):
+                out[j] = 1.0 if v else 0.0      # (a flag feature counts as 0/1)
             else:
                 try:
                     out[j] = _real(v, f"x[{(<object> key)!r}]")
@@ -858,14 +872,7 @@ cdef class LinearSGD:
 
     cdef int _learn_one(self, object x, object y, object weight) except -1:
         cdef const double *xp
-        cdef double yv, wv, eta_user = 0.0
-        cdef Lin c
-        cdef Poll pl
-        cdef Py_ssize_t done = 0, row = -1, split = self.o_win
-        cdef int code, k = self._live
-        cdef double alarm = 0.0
-        cdef double *blk = self._blk[k]
-        cdef double *etas = NULL
+        cdef double yv, wv
         if self.mode != MODE_SINGLE:
             return self._learn_block(self._as_block(x, "x"), np.array([_real(y, "y")]),
                                      None if weight == 1.0 else np.array([self._weight(weight)]),
@@ -873,11 +880,24 @@ cdef class LinearSGD:
         xp = self._take_row(x, "x")
         yv = _real(y, "y")
         wv = 1.0 if type(weight) is float and <double> weight == 1.0 else self._weight(weight)
+        return self._learn_row(xp, yv, wv, x)
+
+    cdef int _learn_row(self, const double *xp, double yv, double wv, object x) except -1:
+        # One row of single mode at xp (n_features values), in place, with the
+        # GIL held; x (or None) names what the caller passed, for errors.
+        cdef double eta_user = 0.0
+        cdef Lin c
+        cdef Poll pl
+        cdef Py_ssize_t done = 0, row = -1
+        cdef int code, k = self._live
+        cdef double alarm = 0.0
+        cdef double *blk = self._blk[k]
+        cdef double *etas = NULL
+        if not (wv >= 0 and wv <= DBL_MAX):
+            raise ValueError(f"weight must be finite and >= 0, got {wv!r}")
         if self.P[0].kind == KIND_ARRAY and wv != 0:
             eta_user = user_stepsizes(self._schedule, int(self._S(k).n_updates), 1)[0]
             etas = &eta_user
-        if self.P[0].drift != 0:
-            split = self._size      # (a rare configuration: the whole block)
         # the sections a row can move: records, iterates, averages | sums,
         # plug-in means, scaler (the window only grows past its fill)
         memcpy(self._snap, blk, self.o_win * sizeof(double))
@@ -939,6 +959,7 @@ cdef class LinearSGD:
         3.5
         """
         cdef const double *xp
+        cdef const double *coef
         cdef double out
         cdef double[::1] res
         cdef Py_ssize_t q
@@ -946,16 +967,15 @@ cdef class LinearSGD:
         try:
             xp = self._take_row(x, "x")
             if not self.several:
-                if self.has_sc and not self._averaged(0):
-                    out = self._predict_scaled(xp)
-                else:
-                    out = sf_dot(self.d, xp, self._coef_ptr(0)) + self._intercept_of(0)
+                coef = self._coef_ptr(0)
+                out = sf_dot(self.d, xp, coef) + self._intercept_of(0)
                 if type(x) is dict and not (fabs(out) <= DBL_MAX):
                     _refuse_nonfinite(x, self.feature_index, "x")
                 return out
             res = np.empty(self.m)
             for q in range(self.m):
-                res[q] = sf_dot(self.d, xp, self._coef_ptr(q)) + self._intercept_of(q)
+                coef = self._coef_ptr(q)
+                res[q] = sf_dot(self.d, xp, coef) + self._intercept_of(q)
             _sort_small(&res[0], self.m)
             return np.asarray(res)
         finally:
@@ -965,30 +985,36 @@ cdef class LinearSGD:
         return self.P[q].average != 0 and self._S(self._live)[q].n_avg > 0
 
     cdef const double *_coef_ptr(self, Py_ssize_t q) noexcept:
-        # the coefficients a prediction uses: the average once it runs, else
-        # the iterate (with a scaler, the iterate is on the scaled features:
-        # _predict_scaled)
+        # The coefficients predictions use: the average once it runs, else
+        # the iterate -- with a scaler, the iterate on the original scale,
+        # beta = theta / sd, made in the work space (_intercept_of then gives
+        # its intercept b - mean' beta, summed in sf_dot's order). Every
+        # prediction (predict, predict_one, coef) reads these.
+        cdef const double *sc
+        cdef const double *w
+        cdef double *out
+        cdef Py_ssize_t j, d = self.d
         if self._averaged(q):
             return self._Wbar(self._live) + q * self.ld
-        return self._W(self._live) + q * self.ld
+        if not self.has_sc:
+            return self._W(self._live) + q * self.ld
+        sc = self._blk[self._live] + self.o_sc
+        w = self._W(self._live)
+        out = self._work + max(self.wcap, 1) + 6 * d
+        for j in range(d):
+            out[j] = w[j] / feature_sd(sc, d, j)
+        return out
 
     cdef double _intercept_of(self, Py_ssize_t q) noexcept:
+        # (after _coef_ptr(q), whose scaled coefficients it reads)
         cdef const SGDState *s = &self._S(self._live)[q]
-        return s.intercept_avg if self._averaged(q) else s.intercept
-
-    cdef double _predict_scaled(self, const double *x) noexcept:
-        # the iterate on the original scale: beta = theta / sd, b -= mean' beta
-        cdef const double *sc = self._blk[self._live] + self.o_sc
-        cdef const double *w = self._W(self._live)
-        cdef Py_ssize_t j, d = self.d
-        cdef double acc = 0.0, b = self._S(self._live).intercept, beta
-        cdef bint center = self.P[0].fit_intercept != 0
-        for j in range(d):
-            beta = w[j] / feature_sd(sc, d, j)
-            acc += x[j] * beta
-            if center:
-                b -= sc[1 + j] * beta
-        return acc + b
+        cdef const double *sc
+        if self._averaged(q):
+            return s.intercept_avg
+        if not self.has_sc or self.P[0].fit_intercept == 0:
+            return s.intercept
+        sc = self._blk[self._live] + self.o_sc
+        return s.intercept - sf_dot(self.d, sc + 1, self._work + max(self.wcap, 1) + 6 * self.d)
 
     # -- blocks -----------------------------------------------------------------
     def learn(self, X, y, sample_weight=None, predictions=None, batch_size=None):
@@ -1214,6 +1240,7 @@ cdef class LinearSGD:
             raise MemoryError(f"{self._name()}: a work space for a batch of {block} rows "
                               "could not be allocated; the state was left as it was")
         exc = None
+        bad = None
         try:
             poll_init(&pl, &_hook)
             for part_X, part_y, part_w, first in parts:
@@ -1360,6 +1387,11 @@ cdef class LinearSGD:
             self._commit(spare)
             self._store = new_store
             _reraise(exc, self._name(), n, n, "rows", self._n_seen())
+        if code == ERR_INTERRUPTED:
+            # before the step: nothing of the call is kept
+            exc = pending_exception()
+            _zero_rows(sX, sy, sw_old, n_old, stored)
+            _reraise(exc, self._name(), 0, n, "rows", self._n_seen())
         if code != OK:
             _zero_rows(sX, sy, sw_old, n_old, stored)
             if row >= 0:
@@ -1387,10 +1419,10 @@ cdef class LinearSGD:
         """
         cdef Py_buffer xb, ob
         cdef const double *xp
+        cdef const double *cp
+        cdef const double *bp
         cdef double *op
         cdef Py_ssize_t n, i, m = self.m, d = self.d, bad = -1
-        cdef double b[8]
-        cdef const double *cq[8]
         if type(X) is not np.ndarray or X.dtype != np.float64 or X.ndim != 2:
             raise TypeError(f"X must be a float64 ndarray of shape (n, {d})")
         if X.shape[1] != d:
@@ -1399,72 +1431,46 @@ cdef class LinearSGD:
         n = X.shape[0]
         if not X.flags.c_contiguous:
             X = np.ascontiguousarray(X)
+        if self.several:
+            out_arr = np.empty((n, m))
+        else:
+            out_arr = np.empty(n)
+        if n == 0:
+            return out_arr
         lock_enter(&self._lock, "LinearSGD")
         try:
-            if m > 8 or (self.has_sc and not self._averaged(0)):
-                out_arr = self._predict_general(X)
-                if not self.several:
-                    out_arr = out_arr[:, 0]
+            # the solution's coefficients, as predict_one takes them
+            coefs, bs = self._solution_arrays()
+            cp = _ptr2(coefs)
+            bp = _ptr1(bs)
+            xp = _c_rows(X, &xb, False)
+            op = <double *> _c_rows(out_arr, &ob, True)
+            if n * d * m < 65536:
+                bad = _predict_rows(xp, n, d, m, cp, bp, op)
             else:
-                if self.several:
-                    out_arr = np.empty((n, m))
-                else:
-                    out_arr = np.empty(n)
-                if n:
-                    for i in range(m):
-                        cq[i] = self._coef_ptr(i)
-                        b[i] = self._intercept_of(i)
-                    xp = _c_rows(X, &xb, False)
-                    op = <double *> _c_rows(out_arr, &ob, True)
-                    if n * d * m < 65536:
-                        bad = _predict_rows(xp, n, d, m, cq, b, op)
-                    else:
-                        with nogil:
-                            bad = _predict_rows(xp, n, d, m, cq, b, op)
-                    PyBuffer_Release(&ob)
-                    PyBuffer_Release(&xb)
-                    if bad >= 0 and not np.isfinite(X[bad]).all():
-                        raise ValueError(f"X contains NaN or inf (row {bad}); every value "
-                                         "must be finite")
+                with nogil:
+                    bad = _predict_rows(xp, n, d, m, cp, bp, op)
+            PyBuffer_Release(&ob)
+            PyBuffer_Release(&xb)
+            if bad >= 0 and not np.isfinite(X[bad]).all():
+                raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
+                                 "finite")
         finally:
             lock_leave(&self._lock)
         return out_arr
 
-    cdef object _predict_general(self, object X):
-        # (a scaler's iterate, or more than 8 quantiles) from the solution
-        coef, b = self._solution_arrays()
-        with np.errstate(all="ignore"):
-            out = X @ coef.T + b
-        if not np.isfinite(out).all():
-            bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
-            if not np.isfinite(X[bad]).all():
-                raise ValueError(f"X contains NaN or inf (row {bad}); every value must be "
-                                 "finite")
-        if self.m > 1:
-            out.sort(axis=1)
-        return out
-
     cdef tuple _solution_arrays(self):
-        # (coef (m, d), intercepts (m,)) as predictions use them
-        cdef Py_ssize_t q, j, d = self.d
+        # (coef (m, d), intercepts (m,)): what predictions use (_coef_ptr)
+        cdef Py_ssize_t q, d = self.d
         coef = np.empty((self.m, d))
         b = np.empty(self.m)
         cdef double[:, ::1] cv = coef
+        cdef double[::1] bv = b
         cdef const double *src
-        cdef const double *sc
-        cdef double sd
         for q in range(self.m):
             src = self._coef_ptr(q)
-            for j in range(d):
-                cv[q, j] = src[j]
-            b[q] = self._intercept_of(q)
-        if self.has_sc and not self._averaged(0):
-            # back to the original scale: beta = theta / sd, b -= mean' beta
-            sc = self._blk[self._live] + self.o_sc
-            for j in range(d):
-                cv[0, j] = cv[0, j] / feature_sd(sc, d, j)
-            if self.P[0].fit_intercept != 0:
-                b[0] = b[0] - float(np.asarray(<double[:d]> (sc + 1)) @ coef[0])
+            memcpy(&cv[q, 0], src, d * sizeof(double))
+            bv[q] = self._intercept_of(q)
         return coef, b
 
     # -- read-only state ----------------------------------------------------------
@@ -1583,7 +1589,6 @@ cdef class LinearSGD:
         """(z, V): the averaged iterate (coefficients, then the intercept) and
         the random-scaling matrix V_k / k (Lee, Liao, Seo & Shin 2022), one
         per quantile with several taus. Needs ``inference=True``."""
-        from streamfit.quantile._inference import random_scaling_matrix
         lock_enter(&self._lock, "LinearSGD")
         try:
             if not self.has_rs:
@@ -1875,6 +1880,10 @@ cdef class LinearSGD:
             raise ValueError("state field 'scaler': its weight and sums of squares must be >= 0")
         _check_rows(st, "pending", d, self.mode == MODE_BATCH)
         _check_rows(st, "store", d, self.mode == MODE_STORAGE)
+        if not (0 <= R[0].n_drift <= 9e15 and
+                R[0].n_drift == <double> <Py_ssize_t> R[0].n_drift):
+            raise ValueError(f"state record 0: field 'n_drift' is {R[0].n_drift!r}, expected a "
+                             "non-negative integer (a corrupted or foreign state?)")
         rows = st["drift_rows"]
         _loaded_array(st, "drift_rows", (rows.shape[0] if isinstance(rows, np.ndarray)
                                          and rows.ndim == 1 else -1,))
@@ -1929,7 +1938,7 @@ cdef class LinearSGD:
 
 
 cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ssize_t m,
-                              const double **coef, const double *b,
+                              const double *coef, const double *b,
                               double *out) noexcept nogil:
     # out[i, q] = x_i' coef_q + b_q (the loops' summation order), each row's
     # m values sorted; returns the first row whose prediction is not finite
@@ -1938,13 +1947,17 @@ cdef Py_ssize_t _predict_rows(const double *X, Py_ssize_t n, Py_ssize_t d, Py_ss
     cdef double v
     for i in range(n):
         for q in range(m):
-            v = sf_dot(d, X + i * d, coef[q]) + b[q]
+            v = sf_dot(d, X + i * d, coef + q * d) + b[q]
             out[i * m + q] = v
             if bad < 0 and not (fabs(v) <= DBL_MAX):
                 bad = i
         if m > 1:
             _sort_small(out + i * m, m)
     return bad
+
+
+cdef inline Py_ssize_t _up8(Py_ssize_t n) noexcept nogil:
+    return (n + 7) & ~(<Py_ssize_t> 7)
 
 
 cdef inline void _sort_small(double *a, Py_ssize_t m) noexcept nogil:
@@ -2142,3 +2155,99 @@ def _keys_of(index, d, plain):
         raise TypeError("feature keys other than str, int or float cannot be saved as plain "
                         "data (pickle instead)")
     return keys
+
+
+# -- the C API (streamfit.cython.linear): the state object's one-row and block
+# calls on raw rows, for a compiled caller's own loop. Each takes the object's
+# lock as its Python methods do.
+
+cdef int _api_learn_one(object state, const double *x, double y, double weight) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    lock_enter(&s._lock, "LinearSGD")
+    try:
+        if s.mode != MODE_SINGLE:
+            s._learn_block(np.asarray(<const double[:1, :s.d]> x).copy(), np.array([y]),
+                           None if weight == 1.0 else np.array([weight]), None)
+        else:
+            s._learn_row(x, y, weight, None)
+    finally:
+        lock_leave(&s._lock)
+    return 0
+
+
+cdef int _api_predict_one(object state, const double *x, double *out) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    cdef Py_ssize_t q
+    cdef const double *coef
+    lock_enter(&s._lock, "LinearSGD")
+    try:
+        for q in range(s.m):
+            coef = s._coef_ptr(q)
+            out[q] = sf_dot(s.d, x, coef) + s._intercept_of(q)
+        if s.m > 1:
+            _sort_small(out, s.m)
+    finally:
+        lock_leave(&s._lock)
+    return 0
+
+
+cdef int _api_learn(object state, const double *X, const double *y, const double *w,
+                    Py_ssize_t n) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    if n <= 0:
+        return 0
+    Xa = np.asarray(<const double[:n, :s.d]> X)
+    ya = np.asarray(<const double[:n]> y)
+    wa = None if w == NULL else np.asarray(<const double[:n]> w)
+    s.learn(Xa, ya, wa)
+    return 0
+
+
+cdef int _api_shape(object state, Py_ssize_t *n_features, Py_ssize_t *n_quantiles) except -1:
+    cdef LinearSGD s = <LinearSGD?> state
+    n_features[0] = s.d
+    n_quantiles[0] = s.m
+    return 0
+
+
+cdef LinearAPI _c_api
+_c_api.version = 1
+_c_api.learn_one = _api_learn_one
+_c_api.predict_one = _api_predict_one
+_c_api.learn = _api_learn
+_c_api.shape = _api_shape
+_C_API = PyCapsule_New(&_c_api, LINEAR_API_NAME, NULL)
+
+
+def random_scaling_matrix(rs, z, k):
+    """V_k / k from the random-scaling sums ``rs`` (_qr_inference.pxd), the
+    current averaged iterate ``z`` (coefficients, then the intercept) and the
+    average's length ``k`` (Lee, Liao, Seo & Shin 2022).
+
+    Raises ValueError when float64 cannot hold the answer: the squares of the
+    path's steps underflowed (a coefficient that moved, sum s^2 u_s != 0,
+    whose sum of s^2 u_s^2 is below the smallest normal number on average:
+    its interval would come out empty or noise), or V overflowed."""
+    da = z.shape[0]
+    ref = rs[:da]
+    c = rs[da]
+    b = rs[da + 1:2 * da + 1]
+    A = np.zeros((da, da))
+    A[np.triu_indices(da)] = rs[2 * da + 1:2 * da + 1 + da * (da + 1) // 2]   # (a tail follows)
+    A = A + np.triu(A, 1).T
+    lost = (b != 0) & (np.diag(A) < c * np.finfo(float).tiny)
+    if lost.any():
+        raise ValueError(f"the random-scaling sums underflow float64: entry "
+                         f"{int(np.flatnonzero(lost)[0])} of (coef_, intercept_) moves by "
+                         f"steps whose squares are below {np.finfo(float).tiny:.3g}, so its "
+                         "interval would be empty; rescale y (or X) by a power of ten and "
+                         "scale the intervals back")
+    u = z - ref
+    with np.errstate(over="ignore", invalid="ignore"):
+        V = A - np.outer(b, u) - np.outer(u, b) + c * np.outer(u, u)
+        V = (V + V.T) / 2.0
+    if not np.isfinite(V).all():
+        raise ValueError("the random-scaling matrix overflows float64 at this scale of the "
+                         "coefficients; rescale y (or X) by a power of ten and scale the "
+                         "intervals back")
+    return V / (float(k) ** 3)

@@ -12,9 +12,10 @@ import streamfit.cython
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from numpy.random cimport bitgen_t
 
-from streamfit.cython.common cimport API_VERSION, OK
+from streamfit.cython.common cimport API_VERSION, OK, interrupted, raise_pending
 from streamfit.cython.eigen cimport EIG_EVR, EigWork, eig_top, eig_work_free, eig_work_init
 from streamfit.cython.goe cimport goe_fill
+from streamfit.cython.linear cimport learn_one, predict_one, shape
 
 # built against one version of the declarations, run against another: refuse
 if streamfit.cython.API_VERSION != API_VERSION:
@@ -55,3 +56,39 @@ def goe(Py_ssize_t n, double sigma, rng):
     with bit_generator.lock, nogil:
         goe_fill(bitgen, n, sigma, &ov[0, 0])
     return out
+
+
+def prequential(state, double[:, ::1] X, double[::1] y):
+    """Score each row with a streamfit.kernels.LinearSGD's prediction, then
+    learn from it: the event loop of an online learner, in compiled code.
+    Returns the mean absolute error of the predictions (the first quantile's
+    with several taus). A bad row raises (naming it) with the state as it
+    was before that row."""
+    cdef Py_ssize_t i, d, m
+    cdef double total = 0.0
+    shape(state, &d, &m)
+    if X.shape[1] != d:
+        raise ValueError(f"X has {X.shape[1]} columns, the learner {d}")
+    pred = np.empty(m)
+    cdef double[::1] pv = pred
+    for i in range(X.shape[0]):
+        predict_one(state, &X[i, 0], &pv[0])
+        total += abs(y[i] - pv[0])
+        learn_one(state, &X[i, 0], y[i], 1.0)
+    return total / X.shape[0]
+
+
+def count_slowly(Py_ssize_t n):
+    """A long nogil loop that stops between whole steps on Ctrl-C (or any
+    signal handler that raises) and re-raises the handler's exception."""
+    cdef Py_ssize_t i, done = 0
+    cdef bint stopped = False
+    with nogil:
+        for i in range(n):
+            if i % 100000 == 0 and interrupted():
+                stopped = True
+                break
+            done += 1
+    if stopped:
+        raise_pending()
+    return done

@@ -18,7 +18,7 @@ import pytest
 import streamfit
 import streamfit.cython
 
-PUBLIC = ("common", "eigen", "goe", "rank1", "simplex", "topk")
+PUBLIC = ("common", "eigen", "goe", "linear", "rank1", "simplex", "topk")
 
 EXT = '''
 # cython: language_level=3, boundscheck=False, wraparound=False
@@ -210,3 +210,47 @@ def test_the_documented_cython_example_builds_and_runs(tmp_path):
     from streamfit.kernels import goe
     expected = goe(50, 2.0, random_state=np.random.default_rng(1))
     np.testing.assert_allclose(N, expected, rtol=0, atol=0)
+    # the linear learner driven row by row from compiled code is the learner
+    # fed the same block (bit for bit), and a bad row raises naming it
+    from streamfit.kernels import LinearSGD
+    from streamfit.simulate import make_linear_stream
+    X, y, beta = make_linear_stream(5000, 4, tau=0.5, random_state=0)
+    ours, block = LinearSGD(4, average=True), LinearSGD(4, average=True)
+    mae = ext.prequential(ours, X, y)
+    block.learn(X, y)
+    np.testing.assert_array_equal(ours.coef, block.coef)
+    assert ours.n_samples_seen == 5000 and np.isfinite(mae)
+    bad = X[:3].copy()
+    bad[1, 2] = np.nan
+    before = ours.to_state()
+    with pytest.raises(ValueError, match="NaN or inf"):
+        ext.prequential(ours, bad, y[:3])
+    assert ours.n_samples_seen == 5001        # the row before the bad one
+    assert ext.count_slowly(1000) == 1000
+
+
+def test_raise_pending_reraises_the_handler_exception(tmp_path):
+    """The documented pattern after interrupted(): raise_pending() raises
+    the signal handler's own exception (a bare `raise KeyboardInterrupt`
+    would be a SystemError with an exception already set)."""
+    import signal
+    if not hasattr(signal, "SIGALRM"):
+        pytest.skip("no SIGALRM on this platform")
+    ext = _build(tmp_path, DOCS_EXAMPLE.read_text()) if DOCS_EXAMPLE.exists() else None
+    if ext is None:
+        pytest.skip("docs/ not beside the tests")
+
+    class Stop(Exception):
+        pass
+
+    def handler(signum, frame):
+        raise Stop()
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(Stop):
+            ext.count_slowly(10**13)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)

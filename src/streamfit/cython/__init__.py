@@ -17,10 +17,12 @@ Examples
 --------
 >>> import streamfit.cython
 >>> streamfit.cython.API_VERSION
-1
+2
 """
 #: The version of the declarations (an int; ``common.pxd``'s ``API_VERSION`` is the
-#: one a module was compiled against).
-API_VERSION = 1
+#: one a module was compiled against). 2 added ``streamfit.cython.linear`` (the
+#: linear learner's state object driven from a compiled loop) and
+#: ``common.raise_pending``.
+API_VERSION = 2
 
 __all__ = ["API_VERSION"]

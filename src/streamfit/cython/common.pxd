@@ -9,7 +9,7 @@
 cdef enum:
     # Compare with the installed package's streamfit.cython.API_VERSION at
     # import: a module built against another version may misread a struct.
-    API_VERSION = 1
+    API_VERSION = 2
 
 cdef enum:
     OK = 0
@@ -28,5 +28,22 @@ ctypedef int blas_int
 cdef bint interrupted() noexcept nogil
     # True when a Python signal handler raised (Ctrl-C); the exception stays
     # set for the caller to raise once it holds the GIL and its state is
-    # consistent. Takes the GIL for a moment (~1 us): call it about once a
-    # millisecond of work and stop between whole steps.
+    # consistent: with raise_pending(), not `raise KeyboardInterrupt` (an
+    # exception already set makes that a SystemError). Takes the GIL for a
+    # moment (~1 us): call it about once a millisecond of work and stop
+    # between whole steps:
+    #
+    #   cdef bint stopped = False
+    #   with nogil:
+    #       for i in range(n):
+    #           if i % 1000 == 0 and interrupted():
+    #               stopped = True
+    #               break
+    #           ...                           # one whole step
+    #   if stopped:
+    #       raise_pending()                   # the handler's own exception
+
+cdef int raise_pending() except -1
+    # Raise the exception a signal handler left set (after interrupted()
+    # returned True; KeyboardInterrupt if none is set). Always returns -1
+    # with the exception raised.

@@ -3,8 +3,17 @@
 cimport _common
 import streamfit.cython
 
+from cpython.exc cimport PyErr_Occurred
+
+
 cdef bint interrupted() noexcept nogil:
     return _common.interrupted()
+
+
+cdef int raise_pending() except -1:
+    if PyErr_Occurred() == NULL:
+        raise KeyboardInterrupt()
+    return -1           # Cython raises the exception already set
 
 
 # The declarations must say what the package and the kernels say: the version

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# (the state object computes V from its sums; named here too, as before)
+from .._kernels._quantile import random_scaling_matrix
+
 __all__ = ["CRITICAL_VALUES", "critical_value", "random_scaling_matrix",
            "simulate_critical_value"]
 
@@ -100,34 +103,3 @@ def simulate_critical_value(alpha, n_draws=10**6, seed=20221, terms=400):
     return float(brentq(lambda c: erfc(c * half).mean() - alpha, 0.1, 100.0))
 
 
-def random_scaling_matrix(rs, z, k):
-    """V_k / k from the kernel's sums ``rs`` (see the module docstring), the
-    current averaged iterate ``z`` (coefficients, then the intercept) and the
-    average's length ``k``.
-
-    Raises ValueError when float64 cannot hold the answer: the squares of the
-    path's steps underflowed (a coefficient that moved, sum s^2 u_s != 0,
-    whose sum of s^2 u_s^2 is below the smallest normal number on average:
-    its interval would come out empty or noise), or V overflowed."""
-    da = z.shape[0]
-    ref = rs[:da]
-    c = rs[da]
-    b = rs[da + 1:2 * da + 1]
-    A = np.zeros((da, da))
-    A[np.triu_indices(da)] = rs[2 * da + 1:2 * da + 1 + da * (da + 1) // 2]   # (a tail follows)
-    A = A + np.triu(A, 1).T
-    lost = (b != 0) & (np.diag(A) < c * np.finfo(float).tiny)
-    if lost.any():
-        raise ValueError(f"the random-scaling sums underflow float64: entry "
-                         f"{int(np.flatnonzero(lost)[0])} of (coef_, intercept_) moves by steps whose squares are "
-                         f"below {np.finfo(float).tiny:.3g}, so its interval would be empty; "
-                         f"rescale y (or X) by a power of ten and scale the intervals back")
-    u = z - ref
-    with np.errstate(over="ignore", invalid="ignore"):
-        V = A - np.outer(b, u) - np.outer(u, b) + c * np.outer(u, u)
-        V = (V + V.T) / 2.0
-    if not np.isfinite(V).all():
-        raise ValueError("the random-scaling matrix overflows float64 at this scale of the "
-                         "coefficients; rescale y (or X) by a power of ten and scale the "
-                         "intervals back")
-    return V / (float(k) ** 3)

@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._base import StreamRegressor
 from .._kernels._conformal import IntervalState
+from .._legacy import OldState as _IntervalWork  # noqa: F401 (pickles of streamfit 0.1)
 from .._validation import as_matrix, as_target, check_matrix, feature_names
 from ..exceptions import _warn_if_warming_up
 

@@ -139,6 +139,15 @@ class _OnlineLinearSGD(StreamRegressor):
         self
         """
         state = self.__dict__.get("_state")
+        if type(X) is np.ndarray and type(y) is np.ndarray and state is not None and \
+                X.ndim == 2 and X.shape[0] == 1 and y.shape == (1,) and \
+                X.shape[1] == state.n_features and sample_weight is None and \
+                coef_init is None and intercept_init is None and self.mode == "single" and \
+                state.feature_names is None and state.source == self._key():
+            # one row of an event loop: learn_one's path, the checks it needs
+            # done above (its own check of the row and target follow)
+            state.learn_one(X[0], y[0])
+            return self
         names = None if type(X) is np.ndarray else feature_names(X)
         if state is not None and (names is not None or state.feature_names is not None):
             validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
@@ -162,12 +171,28 @@ class _OnlineLinearSGD(StreamRegressor):
                              f"{type(self).__name__} has already learnt from "
                              f"{state.n_samples_seen} rows. Call fit() to start afresh from "
                              "them")
+        if state.source == self._key():
+            self._learn(state, X, y, sw)
+            return self
+        # new parameters since the last call: a refused call leaves the old
+        # ones in force, so the state is kept as it was before configuring
+        # (settings changes are rare; the copy costs one state's size)
+        before = state.copy()
         self._configured(state)
+        try:
+            self._learn(state, X, y, sw)
+        except BaseException:
+            if state.n_samples_seen == before.n_samples_seen:
+                self.__dict__["_state"] = before
+            raise
+        return self
+
+    def _learn(self, state, X, y, sw):
+        n = X.shape[0]
         if n == 1 and self.mode == "single":
             state.learn_one(X[0], y[0], 1.0 if sw is None else sw[0])
         elif n:
             state.learn(X, y, sw)
-        return self
 
     def _learn_fresh(self, new, X, y, sw):
         # The first rows: published before learning, so that a concurrent

@@ -82,8 +82,23 @@ class _Columns:
             raise TypeError(f"X must be a pandas DataFrame, got {type(X).__name__}")
         if not X.columns.is_unique:
             raise ValueError(f"X has repeated column names: {list(X.columns)!r}")
-        self._refuse_new(X.columns, columns)
-        X = X.reindex(columns=list(columns), fill_value=0.0)
+        names = X.columns
+        if names is not self.__dict__.get("_frame_columns"):
+            # (an Index is immutable and row slices of a frame share it: a
+            # frame already in the model's columns is read as it is)
+            if list(names) != list(columns):
+                self._refuse_new(names, columns)
+                X = X.reindex(columns=list(columns), fill_value=0.0)
+            else:
+                self.__dict__["_frame_columns"] = names
+        A = X.to_numpy()
+        if A.dtype.kind in "iuf":
+            return np.ascontiguousarray(A, dtype=np.float64)
+        bad = [c for c, t in zip(columns, X.dtypes) if getattr(t, "kind", "O") not in "biuf"]
+        if bad:
+            # (strings, numeric ones included, and objects are refused, as in
+            # learn_one's dicts: to_numpy would convert '2.5' silently)
+            raise TypeError(f"X: the values of features {bad!r} are not numbers")
         try:
             return X.to_numpy(dtype=np.float64)
         except (TypeError, ValueError):
@@ -138,6 +153,7 @@ class _Columns:
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_lock", None)                # the call lock of object_lock
+        state.pop("_frame_columns", None)       # the last frame's columns, seen in order
         if "_solution" in state:
             state["_solution"] = None           # a cache, rebuilt on demand
         return state

@@ -102,12 +102,11 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         X : pandas.DataFrame
         y : pandas.Series
         """
-        from .._validation import as_target
         state = self._state
         columns = self._columns if state is not None else \
             self._columns_for(X.columns if hasattr(X, "columns") else ())
         A = self._frame(X, columns)
-        target = as_target(y, A.shape[0], type(self).__name__)
+        target = _target(y, A.shape[0])
         if state is None:
             state = self._new_state(columns)
         try:
@@ -170,7 +169,19 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         return self._columns
 
     def __getstate__(self):
-        return dict(self.__dict__)
+        state = dict(self.__dict__)
+        state.pop("_frame_columns", None)       # the last frame's columns, seen in order
+        return state
+
+
+def _target(y, n):
+    """A mini-batch's targets as float64: numbers only, n of them."""
+    values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
+    if values.dtype.kind not in "biuf":
+        raise TypeError(f"y must hold numbers, got dtype {values.dtype}")
+    if values.shape != (n,):
+        raise ValueError(f"y must have {n} values (X's rows), got shape {values.shape}")
+    return np.ascontiguousarray(values, dtype=np.float64)
 
 
 class QuantileRegressor(_LinearRegressor):
