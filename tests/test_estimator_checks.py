@@ -17,24 +17,12 @@ from ._registry import CASES, data, make
 
 # -- every configuration, every check ------------------------------------------------------
 
-# Findings for the lead (src/csrc), strict xfails until fixed on main.
-XFAIL = {
-    # storage mode interrupted in the kernel before its step (polls 1, 64):
-    # the handler's exception is never fetched, and _errors.raise_for's
-    # KeyboardInterrupt() then fails with SystemError
-    "quantile-storage-check_interrupt": "lead: storage mode interrupted before its step "
-                                        "raises SystemError, not the handler's exception",
-}
-
 PARAMS = []
 for _name, _case in CASES.items():
     _est = make(_name)
     _X, _y = data(_name)
     for _check in yield_checks(_est, _X, _y):
         _marks = ()
-        if f"{_name}-{_check.__name__}" in XFAIL:
-            _marks = pytest.mark.xfail(strict=True, raises=AssertionError,
-                                       reason=XFAIL[f"{_name}-{_check.__name__}"])
         if _check.__name__ in _case.skip:
             _marks = pytest.mark.skip(reason=_case.skip[_check.__name__])
         PARAMS.append(pytest.param(_est, _check, marks=_marks,
@@ -112,10 +100,6 @@ def test_downstream_estimator_on_the_kernels_passes():
     check_estimator(MedianSGD())
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="lead: an unpickled LinearSGD pickles to other bytes than the "
-                          "original (equal strings shared or not in its settings), and "
-                          "estimator_checks compares objects by their pickle bytes")
 def test_downstream_estimator_with_its_state_object_in_view_passes():
     check_estimator(MedianSGDPublicState())
 

@@ -101,13 +101,8 @@ def pyx_imports(source):
                                               "package (an installed wheel)")
 @pytest.mark.parametrize("path", sorted(CSRC.glob("*.pyx")) if CSRC.is_dir() else [],
                          ids=lambda p: p.name)
-def test_the_compiled_state_objects_import_nothing_above_them(path, request):
+def test_the_compiled_state_objects_import_nothing_above_them(path):
     rel = f"csrc/{path.name}"
-    if path.name == "_quantile.pyx":
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=AssertionError,
-            reason="lead: csrc/_quantile.pyx imports streamfit.quantile._inference "
-                   "(random_scaling_matrix), the estimator layer"))
     allowed = ALLOWED["kernels"]
     wrong = {m for m in pyx_imports(path.read_text(encoding="utf-8"))
              if not m.startswith(allowed) and (rel, m) not in KNOWN

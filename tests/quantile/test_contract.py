@@ -24,20 +24,6 @@ from ._cases import RTOL, SqrtSchedule, assert_same_results, state_bytes
 
 TAU = 0.3
 
-# Findings for the lead (src/csrc), kept as strict xfails until fixed on main:
-# a batch-mode call whose iterate diverges raises UnboundLocalError ('bad'
-# in LinearSGD._learn_batch) instead of FloatingPointError naming the cause
-XFAIL_BATCH_DIVERGED = pytest.mark.xfail(
-    strict=True, raises=UnboundLocalError,
-    reason="lead: batch-mode divergence raises UnboundLocalError, not FloatingPointError")
-# a call refused after set_params (a diverging or bad schedule) keeps the new
-# parameters configured in the state: not "the state unchanged" (setting the
-# old schedule back then restarts the statistical schedule's warm-up)
-XFAIL_CONFIGURED = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="lead: a refused partial_fit leaves set_params' new settings in the state")
-
-
 def stat_schedule(**kw):
     # a short warm-up and window, so that 400 rows reach the later phases
     return StatisticalSchedule(n_warmup=20, window=32, **kw)
@@ -155,10 +141,8 @@ BAD_PARAMS = {
 @pytest.mark.parametrize("case, bad", [
     (case, bad) for case in sorted(CASES) for bad in sorted(BAD_PARAMS)
     if not (BAD_PARAMS[bad][3] and case == "least-squares")])
-def test_bad_params_rejected_and_state_unchanged(case, make, stream, bad, method, request):
+def test_bad_params_rejected_and_state_unchanged(case, make, stream, bad, method):
     params, exc, match, _ = BAD_PARAMS[bad]
-    if bad.startswith("user") and method == "partial_fit":
-        request.applymarker(XFAIL_CONFIGURED)
     X, y = stream
     est = prefit(make(), X, y)
     before = snapshot(est)
@@ -383,12 +367,7 @@ def test_cumulative_loss_is_prequential_black_box(case, make, stream, schedule):
 # -- divergence ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method", ["partial_fit", "fit"])
-def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_stream, method,
-                                                       case, request):
-    if case == "quantile-batch":
-        request.applymarker(XFAIL_BATCH_DIVERGED)
-    elif method == "partial_fit":
-        request.applymarker(XFAIL_CONFIGURED)
+def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_stream, method):
     X, y = stream
     est = prefit(make(), X, y)
     before = snapshot(est)
@@ -399,9 +378,6 @@ def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_s
     assert_unchanged(est, before)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="lead: a refused partial_fit leaves set_params' new settings in the "
-                          "state")
 def test_refused_call_leaves_the_old_parameters_in_force(make, stream, diverging_stream, case):
     # A call refused under new parameters (a diverging schedule here) leaves
     # the estimator as before it, its parameters' effect included: with the
@@ -411,16 +387,13 @@ def test_refused_call_leaves_the_old_parameters_in_force(make, stream, diverging
     est, ref = prefit(make(), X, y), prefit(make(), X, y)
     old = est.get_params(deep=False)["schedule"]
     est.set_params(schedule=ConstantSchedule(1e305))
-    with pytest.raises((FloatingPointError, UnboundLocalError)):
+    with pytest.raises(FloatingPointError, match="diverged"):
         est.partial_fit(*diverging_stream)
     est.set_params(schedule=old)
     assert_same_results(est.partial_fit(X[100:], y[100:]), ref.partial_fit(X[100:], y[100:]))
 
 
-def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream, case,
-                                                          request):
-    if case == "quantile-batch":
-        request.applymarker(XFAIL_BATCH_DIVERGED)
+def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream):
     est = make(schedule=ConstantSchedule(1e305))
     with pytest.raises(FloatingPointError, match="diverged"):
         est.partial_fit(*diverging_stream)
