@@ -209,11 +209,14 @@ def test_states_pickle_and_resume_bit_identically(data):
     (LinearSGD, {"mode": "storage"}),                          # rows stored
     (LinearSGD, {"average": True, "drift": "restart"}),
     (LinearSGD, {"tau": [0.2, 0.8], "average": True, "inference": True}),
+    # a schedule object (a parameter named as a state field: "window")
+    (LinearSGD, {"schedule": StatisticalSchedule(n_warmup=20, window=32)}),
     (IntervalState, {"alpha": 0.2})])
 def test_an_unpickled_state_pickles_to_the_same_bytes(data, kind, kw):
     # pickle bytes are how estimator_checks (and users' caches) compare
     # objects; before: a loaded state kept the unpickled arrays' dtype
-    # objects, which pickle again as new objects (other bytes, same values)
+    # objects, and a loaded schedule its attribute names as unpickled (not
+    # interned), which pickle again as new objects (other bytes, same values)
     X, y, _ = data
     state = kind(6, **kw)
     state.learn(X[:203], y[:203])
