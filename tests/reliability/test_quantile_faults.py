@@ -256,8 +256,23 @@ def test_interrupt_at_an_exact_row_keeps_whole_rows(mode, at, raise_at):
     assert_same_state(est, ref)
 
 
+# Findings for the lead (src/csrc), strict xfails until fixed on main:
+# fit() publishes the fresh state on an interrupt only if the interrupted
+# span took rows (quantile/_sgd.py: `new.n_samples_seen > seen`); storage
+# mode takes none of an interrupted block, so an interrupt in fit's second
+# block leaves the previous fit (while the note says the estimator holds the
+# state after the rows before). Comparing with 0 instead would also publish a
+# partial fit on a *failure* in a later block: the fix needs the state object
+# to tell an interrupt from a failure.
+XFAIL_STORAGE_FIT_INTERRUPT = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: an interrupt in a later block of fit (storage) keeps the previous fit, "
+           "not the fresh fit of the blocks before")
+
+
 @POSIX_SIGNALS
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ["single", "batch",
+                                  pytest.param("storage", marks=XFAIL_STORAGE_FIT_INTERRUPT)])
 def test_interrupted_fit_holds_the_fresh_fit_of_the_rows_before(mode, raise_at):
     X, y = stream(3000)
     old = make(mode).fit(X[:500] * 2, y[:500])          # an older fit, to be replaced
@@ -491,11 +506,33 @@ def test_online_fits_are_scale_equivariant_over_1e150(mode):
                                       ref)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_outside_float64s_range_the_error_says_what_to_rescale(mode):
+# LinearSGD._raise (csrc/_quantile.pyx) names X's largest entry for a scale
+# error only when it has the row (one-row calls): a block of tiny X is told
+# that "the sum of ||x||^2 ... overflows" (it underflows); and the detail for
+# a first stepsize that overflows (y's scale, D0, against X's, Cl), which the
+# estimator gave before the state objects, is gone: "the iterate diverged".
+XFAIL_TINY_X_MESSAGE = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: a block of tiny X is refused saying ||x||^2 overflows, without "
+           "X's largest entry")
+XFAIL_D0_MESSAGE = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: an overflowing first stepsize says 'the iterate diverged', not that y's "
+           "scale (D0) is too large against X's")
+
+
+@pytest.mark.parametrize("mode", ["single", pytest.param("batch", marks=XFAIL_TINY_X_MESSAGE),
+                                  pytest.param("storage", marks=XFAIL_TINY_X_MESSAGE)])
+def test_tiny_X_is_refused_saying_what_to_rescale(mode):
     X, y = stream(3000, d=5)
     with pytest.raises(ValueError, match=r"too small.*entries are at most \d\.\d+e-1[67]\d"):
         make(mode).fit(X * 1e-170, y)
+
+
+@XFAIL_D0_MESSAGE
+@pytest.mark.parametrize("mode", MODES)
+def test_y_too_large_against_X_is_refused_saying_what_to_rescale(mode):
+    X, y = stream(3000, d=5)
     with pytest.raises(FloatingPointError, match=r"y's scale \(D0 = .*\) is too large "
                                                  r"against X's"):
         make(mode, fit_intercept=False).fit(X * 1e-140, y * 1e180)
