@@ -419,7 +419,10 @@ def _edited(log, state, edit, field, must_refuse):
     """A LinearSGD loaded from ``state``'s state dict after ``edit``: a value
     out of range must be refused, naming ``field``. Returns the new state
     (None when refused)."""
-    rebuild, st = _raw(state)
+    ok, raw = _call(log, _raw, state)      # (an absurd n_features: no arrays to save)
+    if not ok:
+        return None
+    rebuild, st = raw
     with np.errstate(invalid="ignore", over="ignore"):
         edit(st)
     ok, new = _call(log, rebuild, st)
