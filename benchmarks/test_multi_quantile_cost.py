@@ -53,6 +53,7 @@ import numpy as np
 import pytest
 
 from streamfit import OnlineQuantileRegressor
+from streamfit._kernels._quantile import STATE_DTYPE
 from streamfit.simulate import make_linear_stream
 
 from ._timing import blas_threads, clock, interleave, record_ratios, seconds
@@ -71,6 +72,11 @@ SMOKE = {"fit_rows": 5_000, "call_rows": 200, "conf_int_calls": 2, "rounds": 1}
 MULTI = {"multi_fit": "one pass, fit", "separate_fit": "9 fits, fit",
          "multi_rows": "one pass, partial_fit/row", "separate_rows": "9 models, partial_fit/row"}
 INFERENCE = {"average": "average=True", "inference": "+ inference=True"}
+
+
+def records(est):
+    """The schedule records of an estimator's state object, fields named."""
+    return est._state.to_state()["records"].view(STATE_DTYPE).reshape(-1)
 
 
 @pytest.fixture(scope="module")
@@ -174,12 +180,12 @@ def test_conf_int_tracking_cost(benchmark, sizes, results, d):
     # the sums (and inference's plug-in intercepts) only watch the path: the
     # fit is unchanged (but for intercept_: inference's is the plug-ins')
     with_sums, plain = models["inference"], models["average"]
-    window = int(with_sums._fit_.state["n_avg"][0])      # rows that paid for the sums
+    recs = {name: records(models[name]) for name in INFERENCE}
+    window = int(recs["inference"]["n_avg"][0])            # rows that paid for the sums
     assert window >= 2, f"the average never started in {n_fit} rows: nothing measured"
     results[("window", d)] = window
     np.testing.assert_array_equal(with_sums.coef_, plain.coef_)
-    np.testing.assert_array_equal(with_sums._fit_.state["intercept"],
-                                  plain._fit_.state["intercept"])
+    np.testing.assert_array_equal(recs["inference"]["intercept"], recs["average"]["intercept"])
     ci = with_sums.conf_int(alpha=0.05)
     assert ci.shape == (d + 1, 2)
     assert np.all(np.isfinite(ci)) and np.all(ci[:, 0] < ci[:, 1])

@@ -1422,6 +1422,7 @@ cdef class LinearSGD:
         cdef const double *cp
         cdef const double *bp
         cdef double *op
+        cdef double b0
         cdef Py_ssize_t n, i, m = self.m, d = self.d, bad = -1
         if type(X) is not np.ndarray or X.dtype != np.float64 or X.ndim != 2:
             raise TypeError(f"X must be a float64 ndarray of shape (n, {d})")
@@ -1439,10 +1440,16 @@ cdef class LinearSGD:
             return out_arr
         lock_enter(&self._lock, "LinearSGD")
         try:
-            # the solution's coefficients, as predict_one takes them
-            coefs, bs = self._solution_arrays()
-            cp = _ptr2(coefs)
-            bp = _ptr1(bs)
+            # the solution's coefficients, as predict_one takes them (one tau:
+            # read in place, no arrays made for a one-row call)
+            if m == 1:
+                cp = self._coef_ptr(0)
+                b0 = self._intercept_of(0)
+                bp = &b0
+            else:
+                coefs, bs = self._solution_arrays()
+                cp = _ptr2(coefs)
+                bp = _ptr1(bs)
             xp = _c_rows(X, &xb, False)
             op = <double *> _c_rows(out_arr, &ob, True)
             if n * d * m < 65536:

@@ -2,16 +2,19 @@
 report folder (report.md with per-experiment setting, claim, verdict, tables,
 and PNG figures drawn like the papers').
 
-    python -m streamfit                      # quick preset (~5,000 s of tasks: ~45 min on 2 cores)
-    python -m streamfit --full               # the paper's sizes, 50 replications
+    python -m streamfit                      # the quick preset: {QUICK_TIME}
+    python -m streamfit --full               # the paper's sizes, 50 replications (hours)
     python -m streamfit --only qr-fig4 --only pca-goe --out my-report
+    python -m streamfit --only qr-table1 --data PATH   # Table 1 on the news data
     python -m streamfit --scheduler tcp://host:8786   # on an existing Dask cluster
     python -m streamfit --workers 0          # no Dask: run in this process
 
 Replications and grid points run as Dask tasks on a LocalCluster started and
 closed by the command (one single-threaded worker process per core), or on
 the cluster at --scheduler; results equal the sequential run's for the same
-seeds.
+seeds. One line is printed per finished experiment (its verdict and times).
+--only into a folder that holds a report updates those sections and keeps the
+others.
 """
 from __future__ import annotations
 
@@ -21,22 +24,35 @@ import shlex
 import sys
 import time
 
+#: the quick preset's measured duration, as the docstring and the docs state
+#: it (README, docs/install.md; the report's header holds each run's own)
+QUICK_TIME = ("not quick: 28 of its 29 experiments (all but lowrank-qr) took 53 minutes "
+              "wall, 5,534 s of task time, on a 2-core machine shared with other work; each "
+              "report's header states its own run's wall and CPU time")
+__doc__ = __doc__.replace("{QUICK_TIME}", QUICK_TIME)
+
 
 def _parser(names):
     parser = argparse.ArgumentParser(prog="python -m streamfit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="preset", action="store_const", const="quick",
-                      help="small replication counts (the default)")
+                      help="the default replication counts: " + QUICK_TIME)
     size.add_argument("--full", dest="preset", action="store_const", const="full",
                       help="the papers' sizes and 50 replications (5 seeds a point for the "
                            "PCA scans, 20 for Theorem 5's million-sample runs, 100 for the GOE "
                            "and noise tables); hours on 2 cores")
     parser.set_defaults(preset="quick")
     parser.add_argument("--out", metavar="DIR", default="streamfit-report",
-                        help="report folder (default ./streamfit-report)")
+                        help="report folder (default ./streamfit-report); checked writable "
+                             "before any work")
     parser.add_argument("--only", metavar="NAME", action="append", choices=names,
                         help="run only this experiment (repeatable): " + ", ".join(names))
+    parser.add_argument("--data", metavar="PATH", default=None,
+                        help="the news popularity data of the quantile paper's Table 1 (the "
+                             "UCI 'News Popularity in Multiple Social Media Platforms' "
+                             "folder or zip: News_Final.csv and Facebook_Economy.csv) for "
+                             "qr-table1; without it qr-table1 is reported as not run")
     parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help="replications per setting, overriding the preset")
     parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
@@ -67,6 +83,8 @@ def _check_report_dependencies():
 
 def main(argv=None):
     from .experiments import EXPERIMENTS, open_runner, write_report
+    from .experiments.report import ReportMergeError, _merge_plan, check_writable
+    from .experiments.qr_table1 import check_news_data
 
     names = [e.name for e in EXPERIMENTS]
     parser = _parser(names)
@@ -83,6 +101,20 @@ def main(argv=None):
     chosen = [e for e in EXPERIMENTS if not args.only or e.name in args.only]
     overrides = {e.name: {"reps": args.reps} for e in chosen
                  if args.reps is not None and "reps" in e.presets[args.preset]}
+    if args.data is not None:
+        if not any(e.name == "qr-table1" for e in chosen):
+            parser.error("--data is the input of qr-table1, which this run does not include")
+        try:
+            check_news_data(args.data)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--data {args.data}: {exc}")
+        overrides.setdefault("qr-table1", {})["data"] = os.path.abspath(args.data)
+    # before any work: a folder we cannot write, or a report we cannot update
+    try:
+        check_writable(args.out)
+        _merge_plan(args.out, {e.name for e in chosen}, args.preset)
+    except (PermissionError, ReportMergeError) as exc:
+        parser.error(str(exc))
     command = "python -m streamfit " + shlex.join(sys.argv[1:] if argv is None else argv)
     print(f"streamfit: {len(chosen)} experiment(s), {args.preset} preset, report in "
           f"{args.out}/", flush=True)
@@ -93,7 +125,8 @@ def main(argv=None):
         write_report(chosen, preset=args.preset, out=args.out, runner=runner,
                      progress=progress, overrides=overrides,
                      echo=lambda line: print(line, flush=True), command=command.strip())
-    print(f"wrote {os.path.join(args.out, 'report.md')} in {time.perf_counter() - t0:.0f} s")
+    print(f"wrote {os.path.join(args.out, 'report.md')} in {time.perf_counter() - t0:.0f} s",
+          flush=True)
     return 0
 
 

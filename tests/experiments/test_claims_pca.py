@@ -48,7 +48,7 @@ def test_goe_top_eigenvalue_tends_to_sqrt2_not_1():
 
 
 def test_noise_processes_have_the_same_expected_regret():
-    runs = {z: [run_noise("adversary", 8, 2, 2000, z, s) for s in range(12)]
+    runs = {z: [run_noise("adversary", 8, 2, 2000, z, s)[0] for s in range(12)]
             for z in ("fixed", "random_walk", "independent")}
     for z in ("random_walk", "independent"):
         d, half = diff_ci(runs[z], runs["fixed"], level=0.975)

@@ -12,7 +12,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from streamfit import OnlineLowRankQuantileRegressor
-from streamfit._kernels import _quantile as _q
+from streamfit.quantile import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from streamfit._kernels import _lowrank as _lr
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 
 Est = OnlineLowRankQuantileRegressor
@@ -79,9 +80,18 @@ def oracle(Xd, y, r, tau, eta, loss="quantile"):
 
 # -- the kernel against the oracle --------------------------------------------------
 
+@pytest.fixture(params=["jacobi", "lapack"])
+def core_svd(request):
+    """The core's SVD by one-sided Jacobi (the default) or by its fallback,
+    LAPACK's dgesvd (forced through the module's test hook)."""
+    _lr._core_svd_by_lapack(request.param == "lapack")
+    yield request.param
+    _lr._core_svd_by_lapack(False)
+
+
 @pytest.mark.parametrize("form", ["dense", "rank1", "index"])
 @pytest.mark.parametrize("loss", ["quantile", "squared"])
-def test_kernel_matches_numpy_oracle(form, loss):
+def test_kernel_matches_numpy_oracle(form, loss, core_svd):
     d1, d2, r = 8, 6, 2
     X, y, _ = stream(form, 40, d1, d2, r, seed=3)
     eta = 0.05 if loss == "quantile" else 0.01
@@ -97,6 +107,29 @@ def test_kernel_matches_numpy_oracle(form, loss):
     assert est.n_updates_ == 40
 
 
+@pytest.mark.parametrize("form", ["dense", "rank1"])
+def test_close_and_repeated_singular_values_match_the_oracle(form, core_svd):
+    """r = 3 on a matrix of rank 3 with equal singular values, a long run:
+    the core's singular values sit close together (Jacobi's hard case) and
+    the iterate must still follow the oracle and stay orthonormal."""
+    d1, d2, r = 9, 7, 3
+    rng = np.random.default_rng(8)
+    M = np.linalg.qr(rng.standard_normal((d1, r)))[0] @ np.linalg.qr(
+        rng.standard_normal((d2, r)))[0].T
+    T = 150
+    if form == "dense":
+        X = rng.standard_normal((T, d1, d2))
+        y = np.einsum("tij,ij->t", X, M)
+    else:
+        X = (rng.standard_normal((T, d1)), rng.standard_normal((T, d2)))
+        y = np.einsum("ti,ij,tj->t", X[0], M, X[1])
+    ref = oracle(dense_of(form, X, d1, d2), y, r, 0.5, 0.02)
+    est = Est(rank=r, schedule=ConstantSchedule(0.02), shape=(d1, d2)).fit(X, y)
+    np.testing.assert_allclose(est.coef_, ref[-1], rtol=0, atol=1e-10 * np.linalg.norm(M))
+    np.testing.assert_allclose(est.U_.T @ est.U_, np.eye(r), atol=1e-12)
+    np.testing.assert_allclose(est.V_.T @ est.V_, np.eye(r), atol=1e-12)
+
+
 def test_rank_grows_one_step_at_a_time_from_zero_for_rank_one_samples():
     X, y, _ = stream("rank1", 3, r=3)
     est = Est(rank=3, schedule=ConstantSchedule(0.1))
@@ -109,48 +142,52 @@ def test_rank_grows_one_step_at_a_time_from_zero_for_rank_one_samples():
 @pytest.mark.parametrize("loss", ["quantile", "squared"])
 def test_statistical_schedule_is_the_vector_familys(loss):
     """The kernel's stepsizes are those of the vector family's single-sample
-    schedule (_quantile.schedule_step) with d = d_eff and ||x||^2 =
-    d_eff ||X||^2 / (d1 d2), fed the same residuals."""
+    schedule with d = d_eff and ||x||^2 = d_eff ||X||^2 / (d1 d2), fed the
+    same residuals: a vector estimator on d_eff features, each row
+    (sqrt(d_eff ||X_t||^2 / (d1 d2)), 0, ..., 0) with the target that makes
+    its residual the low-rank one's."""
     d1, d2, r = 10, 8, 2
     X, y, _ = stream("dense", 600, d1, d2, r, seed=5)
     # decay 0.5: a phase one short enough to end within the 600 samples
     sched = StatisticalSchedule(n_warmup=20, window=40, decay=0.5)
     est = Est(rank=r, tau=0.4, loss=loss, schedule=sched)
     deff = r * (d1 + d2 - r)
-    code_loss = {"quantile": _q.LOSS_CHECK, "squared": _q.LOSS_SQUARED}[loss]
-    p = _q.new_params()
-    for key, value in sched._kernel_params(code_loss, "single", deff).items():
-        p[key] = value
-    p["tau"], p["loss"] = 0.4, code_loss
-    s = _q.new_state()
-    w = np.zeros(41)
-    etas, phases = [], []
+    vec = (OnlineQuantileRegressor(0.4, schedule=sched, fit_intercept=False)
+           if loss == "quantile" else
+           OnlineLeastSquaresRegressor(schedule=sched, fit_intercept=False))
+    phases, n_steps = [], 0
     for t in range(600):
         M_before = est.coef_ if t else np.zeros((d1, d2))
         res = y[t] - np.sum(X[t] * M_before)
         x = np.zeros(deff)
         x[0] = np.sqrt(np.sum(X[t] ** 2) * deff / (d1 * d2))
-        code, eta, update = _q.schedule_step(s, p, w, x, res, 1.0)
-        assert code == 0
+        w = vec.coef_ if t else np.zeros(deff)
+        vec.learn_one(x, res + x @ w)        # its residual: res (to rounding)
         est.partial_fit(X[t:t + 1], y[t:t + 1])
-        if update:
-            etas.append(eta)
+        assert est.n_updates_ == vec.n_updates_
+        if est.n_updates_ > n_steps:
+            n_steps = est.n_updates_
             # (the residuals agree to rounding: <X, M> is summed differently)
-            assert est.schedule_state_["stepsize"] == pytest.approx(eta, rel=1e-9)
+            assert est.schedule_state_["stepsize"] == pytest.approx(
+                vec.schedule_state_["stepsize"], rel=1e-9)
         phases.append(est.schedule_state_["phase"])
-        assert (phases[-1], est.schedule_state_["t_switch"]) == (s["phase"][0],
-                                                                 s["t_switch"][0])
-    assert est.n_updates_ == len(etas) == 580
+        assert (phases[-1], est.schedule_state_["t_switch"]) == (
+            vec.schedule_state_["phase"], vec.schedule_state_["t_switch"])
+    assert est.n_updates_ == 580
     assert 2 in phases         # phase one ended within the run
 
 
 # -- the contract -------------------------------------------------------------------
 
 def same_state(a, b):
-    fa, fb = a._fit_, b._fit_
-    for name in ("U", "s", "V", "window"):
-        np.testing.assert_array_equal(getattr(fa, name), getattr(fb, name))
-    assert fa.state.tobytes() == fb.state.tobytes()
+    """The two estimators' whole states are equal, bit for bit."""
+    fa, fb = a._state.to_state(), b._state.to_state()
+    assert fa.keys() == fb.keys()
+    for name, value in fa.items():
+        if isinstance(value, np.ndarray):
+            assert value.tobytes() == fb[name].tobytes(), name
+        else:
+            assert value == fb[name], name
 
 
 def test_bad_input_names_the_argument_and_leaves_the_state():
@@ -158,7 +195,7 @@ def test_bad_input_names_the_argument_and_leaves_the_state():
     # X[0] and y) is check_rejected_input's; these are the sensing forms' own
     X, y, _ = stream("rank1", 200)
     est = Est(rank=2).partial_fit((X[0][:100], X[1][:100]), y[:100])
-    before = pickle.dumps(est._fit_)
+    before = pickle.dumps(est._state)
     B = X[1][100:110]
     cases = [
         (((X[0][100:110], B[:, :5]), y[100:110]), ValueError, r"shape \(12, 5\)"),
@@ -166,17 +203,22 @@ def test_bad_input_names_the_argument_and_leaves_the_state():
         # finite, but its square (and the residual) leave float64: a scale
         # error naming the sample, not 'contains NaN or inf'
         (((X[0][100:110] * 1e300, B), y[100:110]), ValueError,
-         r"too large or too small.*At sample 0 .*\|\|X\|\|\^2 or the residual"),
+         r"too large or too small.* at sample 0 .*\|\|X\|\|\^2 or the residual"),
         ((np.full((10, 12, 9), 1e300), y[100:110]), ValueError,
-         r"too large or too small.*At sample 0 "),
-        ((np.array([[0, 0], [12, 1]]), [1.0, 2.0]), ValueError, "outside shape"),
+         r"too large or too small.* at sample 0 "),
+        ((np.array([[0, 0], [12, 1]]), [1.0, 2.0]), ValueError,
+         r"index pair \(12, 1\) \(sample 1 of this call\) lies outside shape"),
+        (((X[0][100:110], np.where(B > 1, np.nan, B)), y[100:110]), ValueError,
+         r"X contains NaN or inf \(sample \d+ of this call\)"),
+        (((X[0][100:110], B), np.r_[y[100:109], np.inf]), ValueError,
+         r"y contains NaN or inf \(sample 9 of this call\)"),
         ((np.zeros((3, 12)), np.zeros(3)), ValueError, r"shape \(T, d1, d2\)"),
         ((np.array(["a"] * 3), np.zeros(3)), TypeError, "real numbers"),
     ]
     for args, exc, match in cases:
         with pytest.raises(exc, match=match):
             est.partial_fit(*args)
-        assert pickle.dumps(est._fit_) == before
+        assert pickle.dumps(est._state) == before
     with pytest.raises(ValueError, match="tau changed"):
         est.set_params(tau=0.7).partial_fit((X[0][100:], X[1][100:]), y[100:])
     est.set_params(tau=0.5)
@@ -191,14 +233,17 @@ def test_bad_input_names_the_argument_and_leaves_the_state():
         Est(rank=2).fit(np.array([[0, 1]]), [1.0])
     with pytest.raises(NotFittedError):
         Est(rank=2).predict(np.zeros((1, 3, 3)))
-    assert pickle.dumps(est._fit_) == before
+    assert pickle.dumps(est._state) == before
 
 
-def test_read_only_state_after_loading_works():
+def test_a_state_loaded_from_read_only_arrays_learns_on():
     X, y, _ = stream("index", 400)
     est = Est(rank=2, shape=(12, 9)).fit(X[:200], y[:200])
-    for name in ("U", "s", "V", "state", "window"):
-        getattr(est._fit_, name).flags.writeable = False
+    saved = est._state.to_state()
+    for value in saved.values():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    est._state = type(est._state).from_state(saved)
     ref = Est(rank=2, shape=(12, 9)).fit(X[:200], y[:200])
     est.partial_fit(X[200:], y[200:])
     ref.partial_fit(X[200:], y[200:])

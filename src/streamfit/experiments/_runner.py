@@ -39,14 +39,14 @@ class Task:
 
 def execute(task):
     """Run one task with BLAS on one thread (the same in every runner);
-    returns (result, seconds)."""
-    t0 = time.perf_counter()
+    returns (result, seconds, CPU seconds of the process while it ran)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1):
         if task.seed is None:
             out = task.func(**task.setting)
         else:
             out = task.func(**task.setting, seed=task.seed)
-    return out, time.perf_counter() - t0
+    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def _progress(total, desc, enabled):
@@ -60,9 +60,19 @@ class SequentialRunner:
 
     workers = 0
     description = "sequential, in this process"
+    #: CPU seconds of the tasks of the last gather (on a loaded machine the
+    #: wall time overstates what an idle core would take; the CPU time less so)
+    last_cpu = 0.0
 
     def submit(self, tasks):
         return list(tasks)
+
+    def ready(self, pending):
+        """Whether gather() would not wait: here tasks run when gathered."""
+        return True
+
+    def wait_any(self, pending):  # pragma: no cover - ready() is always True here
+        return None
 
     def gather(self, pending, desc="", progress=False):
         """(results in task order, total seconds spent in the tasks)."""
@@ -71,7 +81,8 @@ class SequentialRunner:
             for task in pending:
                 out.append(execute(task))
                 bar.update()
-        return [r for r, _ in out], sum(s for _, s in out)
+        self.last_cpu = sum(c for _, _, c in out)
+        return [r for r, _, _ in out], sum(s for _, s, _ in out)
 
 
 class DaskRunner:
@@ -83,6 +94,8 @@ class DaskRunner:
     (a nanny retires a worker that cannot unpickle a task: the scheduler would
     wait forever) or a lost scheduler fails within ``timeout`` seconds.
     """
+
+    last_cpu = 0.0
 
     def __init__(self, client, description=None, timeout=60.0):
         self.client = client
@@ -96,6 +109,17 @@ class DaskRunner:
                                    key=f"streamfit-{getattr(task.func, '__name__', 'task')}-"
                                        f"{tag}-{i}")
                 for i, task in enumerate(tasks)]
+
+    def ready(self, pending):
+        """Whether every future of ``pending`` has finished (or failed)."""
+        return all(f.done() for f in pending)
+
+    def wait_any(self, pending):
+        """Wait until one of ``pending`` finishes (bounded like gather)."""
+        from ..dask._client import settle
+
+        settle(self.client, [f for f in pending if not f.done()], "the report's tasks",
+               self.timeout, return_when="FIRST_COMPLETED")
 
     def gather(self, pending, desc="", progress=False):
         from ..dask._client import settle
@@ -112,7 +136,8 @@ class DaskRunner:
                         bar.update()
                     remaining = [f for f in remaining if not f.done()]
             out = [future.result() for future in pending]
-            return [r for r, _ in out], sum(s for _, s in out)
+            self.last_cpu = sum(c for _, _, c in out)
+            return [r for r, _, _ in out], sum(s for _, s, _ in out)
         finally:
             for future in pending:
                 future.release()

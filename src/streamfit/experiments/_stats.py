@@ -7,6 +7,7 @@ import numpy as np
 from scipy import optimize, stats
 
 __all__ = ["loglog_slope", "mean_ci", "diff_ci", "fit_log_growth", "fit_power_growth",
+           "median_ci", "interval", "check_inside", "check_below", "check_above",
            "fit_boxcox_growth", "boxcox_model", "last_decade_slope", "median", "log_model"]
 
 
@@ -138,3 +139,69 @@ def fit_boxcox_growth(t, r):
 
 def log_model(t, fit):
     return _log_model(np.asarray(t, float), fit["b"], fit["A"], fit["a"])
+
+
+# -- intervals and the criteria they decide -----------------------------------------------
+
+def median_ci(values, level=0.95):
+    """Median and a distribution-free confidence interval for it: the order
+    statistics whose ranks the binomial(n, 1/2) law puts around the middle
+    (exact coverage >= level; for heavy tails, where a mean's t-interval is
+    not to be trusted). Returns (median, lo, hi); NaN ends below 6 values."""
+    v = np.sort(np.asarray(values, float))
+    n = v.size
+    if n == 0:
+        return float("nan"), float("nan"), float("nan")
+    med = float(np.median(v))
+    j = int(stats.binom.ppf((1 - level) / 2, n, 0.5))      # lower rank (0-based: j - 1)
+    k = n - j                                              # symmetric upper rank
+    if j < 1:
+        return med, float("nan"), float("nan")
+    return med, float(v[j - 1]), float(v[k])
+
+
+def interval(values, center="mean", level=0.95):
+    """(center, lo, hi): the mean with its Student-t interval, or the median
+    with its order-statistic interval (``center="median"``)."""
+    if center == "median":
+        return median_ci(values, level)
+    m, h = mean_ci(values, level)
+    return m, m - h, m + h
+
+
+def _cmp_check(values, what, *, lo=None, hi=None, center="mean", role="claim", n_of="seeds",
+               fmt=".3g", level=0.95, requires=None):
+    from ._types import Check
+
+    c, a, b = interval(values, center, level)
+    n = np.asarray(values).size
+    if lo is not None and hi is not None:
+        passed = lo <= a and b <= hi
+        against = b < lo or a > hi
+        need = requires or f"the whole {level:.0%} interval inside [{lo:g}, {hi:g}]"
+    elif hi is not None:
+        passed, against = b <= hi, a > hi
+        need = requires or f"the whole {level:.0%} interval at or below {hi:g}"
+    else:
+        passed, against = a >= lo, b < lo
+        need = requires or f"the whole {level:.0%} interval at or above {lo:g}"
+    text = (f"{what}: {center} {c:{fmt}}, {level:.0%} CI [{a:{fmt}}, {b:{fmt}}] over {n} "
+            f"{n_of}")
+    return Check(text, bool(passed) and np.isfinite([a, b]).all(), role=role,
+                 requires=need, against=bool(against))
+
+
+def check_inside(values, lo, hi, what, **kw):
+    """A criterion: the interval of ``values`` lies inside [lo, hi]; evidence
+    against when it lies wholly outside."""
+    return _cmp_check(values, what, lo=lo, hi=hi, **kw)
+
+
+def check_below(values, hi, what, **kw):
+    """A criterion: the interval of ``values`` lies at or below ``hi``."""
+    return _cmp_check(values, what, hi=hi, **kw)
+
+
+def check_above(values, lo, what, **kw):
+    """A criterion: the interval of ``values`` lies at or above ``lo``."""
+    return _cmp_check(values, what, lo=lo, **kw)

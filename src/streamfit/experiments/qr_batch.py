@@ -10,8 +10,8 @@ from ..schedules import StatisticalSchedule
 from . import _plot
 from ._qr_common import D_PAPER, PaperBatchSchedule, noise_facts, paper_stream
 from ._runner import Task
-from ._stats import loglog_slope, median
-from ._types import Check, Experiment, Outcome
+from ._stats import check_below, check_inside, loglog_slope, median
+from ._types import CLAIM, VARIANT, Check, Experiment, Outcome
 
 VARIANTS = ("paper, oracle constants", "library default")
 
@@ -114,6 +114,24 @@ def _phase_stats(res, norm, floor):
     return m(n2), m(rates), m(ends), m(start3)
 
 
+def _rep_stats(r, it, norm, floor):
+    """One replication's (updates in phase two, contraction per update there,
+    log-log slope of the error over the 1/t phase from twice its start)."""
+    sg = _segments(r["phase"])
+    n2, rate, slope = 0, np.nan, np.nan
+    if 2 in sg:
+        a, b = sg[2]
+        n2 = b - a + 1
+        e = np.asarray(r["err"][max(a - 1, 0):b + 1])
+        if e.size >= 3:
+            rate = float(np.exp(np.polyfit(np.arange(e.size), np.log(e), 1)[0]))
+    if 3 in sg:
+        lo = 2 * (sg[3][0] + 1)
+        if it[-1] >= 3 * lo:
+            slope = loglog_slope(it[it >= lo], np.asarray(r["err"])[it >= lo])
+    return n2, rate, slope
+
+
 def _analyse(p, results):
     reps, tau, d = p["reps"], p["tau"], p["d"]
     gamma, b0 = noise_facts(tau)
@@ -148,24 +166,31 @@ def _analyse(p, results):
                     ax.plot(it[a:b + 1], errs[0][a:b + 1], "-", color=line.get_color(), lw=4,
                             alpha=0.35)
             ax.axhline(floor / norm, color=line.get_color(), ls=":", lw=0.8)
-            if v.startswith("paper"):
-                checks.append(Check(f"{v}, batch {bs}: the constant phase converges linearly to "
-                                    f"1.5x the one-batch floor ({n2:.0f} updates <= "
-                                    f"{MAX_CONSTANT}, {rate:.2f} per update)",
-                                    bool(n2 < MAX_CONSTANT and end <= 1.5)))
-                checks.append(Check(f"{v}, batch {bs}: then O(1/t) in squared error (slope "
-                                    f"{slope:+.2f} in [-0.75, -0.3])",
-                                    bool(-0.75 <= slope <= -0.3)))
-            elif bs < thr:
-                checks.append(Check(f"{v}, batch {bs} < {thr:.0f} rows (C0 = "
+            per = [_rep_stats(r, it, norm, floor) for r in res]
+            n2s = [x[0] for x in per]
+            rates = [x[1] for x in per if np.isfinite(x[1])]
+            slopes = [x[2] for x in per if np.isfinite(x[2])]
+            role = CLAIM if v.startswith("paper") else VARIANT
+            where = f"{v}, batch {bs}"
+            if v.startswith("paper") or bs >= thr:
+                checks.append(check_below(
+                    n2s, MAX_CONSTANT - 1, f"{where}: the constant phase reaches 1.5x the "
+                    f"one-batch floor b0 sqrt(tau (1 - tau) d / n) in few updates, updates in "
+                    f"phase two", role=role, n_of="replications", fmt=".1f",
+                    requires=f"the whole 95% interval below the cap of {MAX_CONSTANT} updates"))
+                checks.append(check_below(
+                    rates, 0.95, f"{where}: linear convergence there, error contraction per "
+                    f"update", role=role, n_of="replications", fmt=".2f",
+                    requires="the whole 95% interval at or below 0.95"))
+                checks.append(check_inside(
+                    slopes, -0.75, -0.3, f"{where}: then O(1/t) in squared error, error's "
+                    f"log-log slope over the 1/t phase", role=role, n_of="replications",
+                    fmt="+.2f"))
+            else:
+                checks.append(Check(f"{where} < {thr:.0f} rows (C0 = "
                                     f"{StatisticalSchedule().C0:g}): the constant phase is "
                                     f"skipped (phases {','.join(map(str, seen))})",
-                                    2 not in seen))
-            else:
-                checks.append(Check(f"{v}, batch {bs} >= {thr:.0f}: the constant phase is "
-                                    f"entered ({n2:.0f} updates) and the 1/t phase reaches "
-                                    f"O(1/t) (slope {slope:+.2f} in [-0.75, -0.3])",
-                                    bool(n2 >= 1 and -0.75 <= slope <= -0.3)))
+                                    2 not in seen, role=VARIANT))
         _plot.finish(ax, xlabel="update t (one batch each)", ylabel="relative error",
                      fontsize=7, title=f"Theorem 5, {v}\n(thick: phase 2; dotted: one-batch "
                                        "floors)")
@@ -196,13 +221,16 @@ def _analyse(p, results):
 EXPERIMENT = Experiment(
     name="qr-thm5", paper="001",
     title="Theorem 5: batch updates, constant phase exercised",
-    claim=("With batches of n >= C0 (Cu/Cl) tau*^2 d rows: phase one geometric, phase two a "
-           "constant stepsize with linear convergence down to O(b0 sqrt(d/n)) in "
+    claim=("Theorem 5, with batches of n >= C0 (Cu/Cl) tau*^2 d rows: phase one geometric, "
+           "phase two a constant stepsize with linear convergence down to O(b0 sqrt(d/n)) in "
            "O(log((n/d)(gamma/b0))) updates, phase three Ca b0 / (Cl (t - t2 + Cb)) with the "
-           "O(1/t) rate. The paper's experiments use batches of 100 and 200 at d = 100."),
+           "O(1/t) rate. The switch times are the theorem's, set by constants the data do not "
+           "give (phase one ends when the error reaches the noise level, phase two at the "
+           "one-batch floor): we switch there with the true error (an oracle), as the paper "
+           "describes them. The paper's experiments use batches of 100 and 200 at d = 100."),
     presets={"quick": dict(n=400_000, d=D_PAPER, snr=20.0, tau=0.5,
-                           batch_sizes=(200, 500, 2000), reps=2),
-             "tiny": dict(n=20_000, d=10, snr=20.0, tau=0.5, batch_sizes=(20, 100), reps=1),
+                           batch_sizes=(200, 500, 2000), reps=8),
+             "tiny": dict(n=20_000, d=10, snr=20.0, tau=0.5, batch_sizes=(20, 100), reps=6),
              "full": dict(n=1_000_000, d=D_PAPER, snr=20.0, tau=0.5,
                           batch_sizes=(100, 200, 500, 1000, 2000), reps=20)},
     tasks=_tasks, analyse=_analyse)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..quantile import OnlineQuantileRegressor, offline_quantile_regression
+from ..quantile import OnlineQuantileRegressor
+from ._frisch_newton import frisch_newton
 from ..schedules import StatisticalSchedule
 from . import _plot
 from ._qr_common import D_PAPER, noise_facts, paper_stream
@@ -49,7 +50,7 @@ def run_efficiency(n, d, tau, snr, cas, decay, seed):
         out["avg"].append(err(sched, True)[0])
     out["default"], out["default_b0"] = err("statistical", False)
     out["default_avg"] = err("statistical", True)[0]
-    coef, _ = offline_quantile_regression(X, y, tau)
+    coef = frisch_newton(X, y, tau)
     out["offline"] = float(np.linalg.norm(coef - beta) / norm)
     out["beta_norm"] = float(norm)
     return out

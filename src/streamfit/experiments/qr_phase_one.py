@@ -172,20 +172,24 @@ def _analyse(p, results):
         e = summary[(snr, "decay 0.5")][3]
         checks.append(Check(f"SNR {snr:g}, the paper's decay 0.5/d: phase one "
                             f"reaches the noise level (error at the switch {e:.2f} E|xi| <= 1)",
-                            bool(e <= 1.0)))
+                            bool(e <= 1.0),
+                            requires="the error at the switch at most E|xi|"))
     if "decay 0.2" in variants:
         es = [summary[(snr, "decay 0.2")][3] for snr in p["snrs"]]
         bs = [summary[(snr, "decay 0.2")][4] for snr in p["snrs"]]
         checks.append(Check(f"decay 0.2/d (below the largest contraction rate {rate:.3f}/d): "
                             f"error at the switch {max(es):.2f} E|xi| <= 1 and b0 within 2x "
                             f"(up to {max(bs):.2f}x) at every SNR",
-                            max(es) <= 1.0 and max(bs) <= 2.0))
+                            max(es) <= 1.0 and max(bs) <= 2.0,
+                            requires="at every SNR, the error at the switch at most E|xi| "
+                                     "and b0 within a factor 2 of the oracle's"))
     # ||beta*|| = SNR E|xi| in paper_stream (tau = 0.5)
     stalls = [summary[(snr, "decay 0.5")][3] / snr for snr in p["snrs"]]
     checks.append(Check(f"the drift model predicts the decay-0.5 stall: measured error at the "
                         f"switch / ||b*|| = {', '.join(f'{s:.3f}' for s in stalls)} vs model "
                         f"{u_inf:.3f} (within 2x)",
-                        all(0.5 <= s / u_inf <= 2.0 for s in stalls)))
+                        all(0.5 <= s / u_inf <= 2.0 for s in stalls),
+                        requires="every measured stall within a factor 2 of the model's"))
     rows = {"decay c": [], "stall factor u_inf (model)": [], "c / max rate": []}
     for c in (0.5, 0.4, 0.3, 0.2, 0.1):
         rows["decay c"].append(c)

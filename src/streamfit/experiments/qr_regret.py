@@ -10,8 +10,9 @@ from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedu
 from . import _plot
 from ._qr_common import D_PAPER, T_PAPER, check_loss, checkpoints, paper_stream, run_path
 from ._runner import Task
-from ._stats import boxcox_model, fit_boxcox_growth, fit_log_growth, log_model, mean_ci
-from ._types import Check, Experiment, Outcome
+from ._stats import boxcox_model, check_below, check_inside, fit_boxcox_growth, \
+    fit_log_growth, log_model, mean_ci
+from ._types import Experiment, Outcome
 from .quantile import CONSTANT_GRID, INVERSE_TIME_GRID
 
 SCHEDULES = {
@@ -84,7 +85,7 @@ def _analyse(p, results):
     table = {k: [] for k in ("schedule", "regret at T", "switch t1", "log fit A", "a", "b",
                              "log fit R^2", "fit from t", "Box-Cox p (mean path)",
                              "p over reps", "p 95% CI +-", "second / first half increment")}
-    checks, fits = [], {}
+    checks, fits, p_each_of = [], {}, {}
     for i, name in enumerate(p["schedules"]):
         res = results[i * reps:(i + 1) * reps]
         t = np.asarray(res[0]["t"])
@@ -99,6 +100,7 @@ def _analyse(p, results):
         pow_fit, inc = growth(t, mean, start)
         # the exponent of each replication's path: its spread is the test's noise
         p_each = [growth(t, r["regret"], start)[0]["p"] for r in res]
+        p_each_of[name] = p_each
         p_mean, p_half = mean_ci(p_each)
         fits[name] = (log_fit, pow_fit, inc, p_mean, p_half)
         for key, v in zip(table, (name, mean[-1], t1, log_fit["A"], log_fit["a"], log_fit["b"],
@@ -133,22 +135,23 @@ def _analyse(p, results):
     _plot.finish(ax_b, xlabel="t (samples)", ylabel="regret against beta*", fontsize=6.5,
                  title="Figure 9b: other schedules (p: Box-Cox exponent, 0 = log)")
     log9a, pow9a, inc9a, p9a, h9a = fits[p["schedules"][0]]
-    checks.append(Check(f"Theorem 4, 9a: after phase one the regret is consistent with the "
-                        f"O(log T) bound -- no faster growth (Box-Cox exponent of the mean "
-                        f"regret {pow9a['p']:+.2f} <= {P_BAND}; increment over the second half "
-                        f"of log t / the first {inc9a:.2f} <= {RATIO_BAND})",
-                        bool(pow9a["p"] <= P_BAND and inc9a <= RATIO_BAND)))
+    checks.append(check_below(
+        p_each_of[p["schedules"][0]], P_BAND, "Theorem 4, 9a: after phase one the regret grows "
+        "no faster than O(log T), Box-Cox exponent of each replication's path",
+        n_of="replications", fmt="+.2f",
+        requires=f"the whole 95% interval at or below {P_BAND} (0 is log, 1/2 square root)"))
     stat = [n for n in p["schedules"][1:] if n.startswith("statistical")]
-    ps = [fits[n][1]["p"] for n in stat]
-    checks.append(Check("Theorem 4, 9b: every other statistical variant consistent with the "
-                        "O(log T) bound (Box-Cox exponents "
-                        f"{', '.join(f'{x:+.2f}' for x in ps)} <= {P_BAND})",
-                        bool(all(x <= P_BAND for x in ps))))
-    two_sided = (abs(p9a) + h9a <= P_BAND) and (1 / RATIO_BAND <= inc9a <= RATIO_BAND)
-    checks.append(Check(f"Figure 9a, two-sided: the regret grows like log T, neither faster nor "
-                        f"slower (Box-Cox exponent over {reps} replications {p9a:+.2f} +- "
-                        f"{h9a:.2f}, 95% CI inside [-{P_BAND}, {P_BAND}]; increment ratio "
-                        f"{inc9a:.2f} in [{1 / RATIO_BAND:.2f}, {RATIO_BAND}])", two_sided))
+    for n in stat:
+        checks.append(check_below(
+            p_each_of[n], P_BAND, f"Theorem 4, 9b, {n}: no faster than O(log T), Box-Cox "
+            f"exponent", n_of="replications", fmt="+.2f",
+            requires=f"the whole 95% interval at or below {P_BAND}"))
+    checks.append(check_inside(
+        p_each_of[p["schedules"][0]], -P_BAND, P_BAND, "Figure 9a: 'highly parallel growth' to "
+        "b + log(1 + t/a), i.e. logarithmic, neither faster nor slower: Box-Cox exponent",
+        n_of="replications", fmt="+.2f",
+        requires=f"the whole 95% interval inside [-{P_BAND}, {P_BAND}] (0 is log; below, "
+                 "growth levelling off faster than log)"))
     other = [n for n in p["schedules"] if not n.startswith("statistical")]
     slower = [n for n in p["schedules"] if n.startswith("statistical") and fits[n][2] < 1]
     notes = ("**How growth is tested.** On the mean regret over replications from twice the "
@@ -193,13 +196,15 @@ EXPERIMENT = Experiment(
     title="Figure 9 / Theorem 4: regret O(log T)",
     claim=("Theorem 4: regret <= C1 (Cu/Cl) sqrt(Cu) d ||beta_0 - beta*|| + C2 Ca ... d "
            "log(1 + T/...), logarithmic in T. Figure 9a: d = 100 (the text: 200), SNR 20, "
-           "T = 1e5, t_1.1, eta_t = (1 - 0.05/d)^t eta_0 then Ca/(t - t1 + Cb d): the regret "
-           "runs parallel to a benchmark b + log(1 + t/a). 9b: other stepsize schemes, 'all "
-           "showing a logarithmic trend ... albeit with different parameterizations'."),
-    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=10,
+           "T = 1e5, t_1.1, eta_t = (1 - 0.05/d)^t eta_0 then Ca/(t - t1 + Cb d). In the "
+           "paper's words: 'As shown in Figure 9a, the curves exhibit highly parallel growth "
+           "patterns' to the benchmark b + log(1 + t/a); 'Figure 9b displays the regret values "
+           "over time t under different stepsize schemes, all showing a logarithmic trend of "
+           "the form b + log(1 + t/a), albeit with different parameterizations.'"),
+    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=20,
                            n_points=50, fit_from=2000),
              "tiny": dict(n=4000, d=10, snr=20.0, schedules=("statistical, decay 0.05 (9a)",
-                          "statistical, decay 0.5", "constant (best of grid)"), reps=2,
+                          "statistical, decay 0.5", "constant (best of grid)"), reps=6,
                           n_points=12, fit_from=200),
              "full": dict(n=T_PAPER, d=D_PAPER, snr=20.0, schedules=tuple(SCHEDULES), reps=50,
                           n_points=60, fit_from=2000)},

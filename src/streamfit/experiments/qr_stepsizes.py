@@ -11,8 +11,8 @@ from .quantile import CONSTANT_GRID, INVERSE_TIME_GRID
 from ._qr_common import (D_PAPER, DECAY_PAPER, T_PAPER, checkpoints, default_decay, noise_facts,
                          paper_stream, run_path)
 from ._runner import Task
-from ._stats import last_decade_slope, median
-from ._types import Check, Experiment, Outcome
+from ._stats import check_above, check_below, check_inside, last_decade_slope, median
+from ._types import CLAIM, CORRECTION, VARIANT, Experiment, Outcome
 
 
 def run_figure4(n, d, snr, tau, n_points, seed):
@@ -91,14 +91,32 @@ def _analyse(p, results):
                                     CONSTANT_GRID[jc], inv, INVERSE_TIME_GRID[ji], const / stat,
                                     inv / stat, slope, sw_err, sw_b0)):
                 table[k].append(v)
-            name = f"SNR {snr:g}, {label} {c:g}/d"
-            checks.append(Check(f"{name}: statistical {stat:.2e} < best constant {const:.2e} "
-                                f"< best O(1/t) {inv:.2e} (each step >= 1.2x)",
-                                const >= 1.2 * stat and inv >= 1.2 * const))
-            checks.append(Check(f"{name}: O(1/t) phase two, last-decade slope {slope:+.2f} "
-                                f"in [-0.75, -0.30]", -0.75 <= slope <= -0.30))
-            checks.append(Check(f"{name}: phase one ends at the noise level, error at the "
-                                f"switch {sw_err:.2f} E|xi| <= 1", bool(sw_err <= 1.0)))
+            paper = key == "paper"
+            role = CLAIM if paper else VARIANT
+            name = (f"Figure 4{'ab'[list(per_snr).index(snr)]} (SNR {snr:g}), "
+                    f"{'the paper' if paper else 'the library'}'s decay {c:g}/d")
+            stat_r = np.array([r[key][-1] for r in res])
+            checks.append(check_above(
+                np.log(const_final[jc] / stat_r), np.log(1.2),
+                f"{name}: the statistical schedule ends below the best constant stepsize, "
+                f"log(constant / statistical) at T", role=role, n_of="replications",
+                requires="the whole 95% interval above log 1.2 (the constant's error at least "
+                         "1.2x the statistical schedule's)"))
+            if paper:
+                checks.append(check_above(
+                    np.log(inv_final[ji] / const_final[jc]), np.log(1.2),
+                    f"{name}: O(1/t) 'considerably inferior' to the constant, log(O(1/t) / "
+                    f"constant) at T", role=CLAIM, n_of="replications",
+                    requires="the whole 95% interval above log 1.2"))
+            slopes = [last_decade_slope(t, r[key]) for r in res]
+            checks.append(check_inside(
+                slopes, -0.75, -0.3, f"{name}: O(1/t) phase two (squared error), error's "
+                f"last-decade log-log slope", role=role, n_of="replications", fmt="+.2f"))
+            checks.append(check_below(
+                sw[:, 0], 1.0, f"{name}: phase one ends at the noise level, error at the switch "
+                f"in units of E|xi|", role=CLAIM if paper else CORRECTION,
+                n_of="replications", center="median",
+                requires="the whole 95% interval of the median at or below 1 E|xi|"))
             tag = "paper" if key == "paper" else "default"
             headline[f"snr{snr:g}_{tag}_switch_err_over_Exi"] = sw_err
             headline[f"snr{snr:g}_{tag}_final_rel_err"] = stat
@@ -142,7 +160,7 @@ def _analyse(p, results):
                f"input), Ca = 20, Cb = 30, run twice: with the library's default phase-one "
                f"decay (1 - {decay['default']:g}/d)^t, and with the paper's (1 - "
                f"{DECAY_PAPER:g}/d)^t (StatisticalSchedule(decay={DECAY_PAPER:g})); the verdict "
-               "needs both. The comparators' constants are the best of 16-point log grids "
+               "is the paper's decay's, the default's criteria stand beside it. The comparators' constants are the best of 16-point log grids "
                "(constant 1e-5..1, c/(t+1) with c 0.1..1e4) by median final error, picked in "
                "hindsight -- a favour the statistical schedule does not get. Curves are medians "
                "over replications with inter-quartile bands; circles and squares mark the end "
@@ -166,12 +184,16 @@ EXPERIMENT = Experiment(
     name="qr-fig4", paper="001",
     title="Figure 4: statistical vs constant vs O(1/t) stepsizes",
     claim=("Single-sample updates, d = 100, T = 1e5, tau = 1/2, t_1.1 noise, first phase "
-           "eta_t = (1 - 0.5/d)^t eta_0, second phase Ca = 20, Cb = 30 (Section 3.1). Claim: the statistical "
-           "schedule converges linearly in phase one until the error is at the noise level "
-           "E|xi|, then resets the stepsize and converges at the O(1/t) rate; a constant "
-           "stepsize stalls at the end-of-phase-one error; O(1/t) is considerably worse than "
-           "both. Moderate and strong SNR panels."),
-    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=3, n_points=40),
-             "tiny": dict(n=3000, d=10, snrs=(20.0, 200.0), reps=1, n_points=8),
+           "eta_t = (1 - 0.5/d)^t eta_0, second phase Ca = 20, Cb = 30 (Section 3.1); moderate "
+           "and strong SNR panels. In the paper's words: 'our proposed stepsize scheme can "
+           "ensure a linear convergence [...] in the first phase. The linear convergence "
+           "behavior stops once the algorithm reaches at a sufficiently accurate estimate, "
+           "i.e., when the error rate is dominated by the noise scale E|xi| [...] The error "
+           "rate continues to decrease in the second phase, which is sub-linear and exhibits "
+           "an O(1/t) convergence rate. [...] the constant stepsize scheme [...] cannot "
+           "further improve the estimate [...] The performance under the O(1/t) stepsize "
+           "scheme is considerably inferior to those under the other two.'"),
+    presets={"quick": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=20, n_points=40),
+             "tiny": dict(n=3000, d=10, snrs=(20.0, 200.0), reps=6, n_points=8),
              "full": dict(n=T_PAPER, d=D_PAPER, snrs=(20.0, 200.0), reps=50, n_points=50)},
     tasks=_tasks, analyse=_analyse)

@@ -1,21 +1,23 @@
 """Online low-rank matrix quantile regression by Riemannian sub-gradient descent.
 
-Python validates input and owns the state; ``streamfit._kernels._lowrank``
-runs the whole sample loop without the GIL on working copies, which a call
-publishes with one assignment when it ends (or is interrupted).
+The estimator converts input and parameters; the whole state -- the
+factors, the schedule's records and residual window, the work space -- is
+one compiled object, :class:`streamfit._kernels._lowrank.LowRankState`,
+which checks what enters it, runs the sample loop and commits a call by
+swapping its buffers. Publishing a fresh fit is one assignment.
 """
 from __future__ import annotations
 
 import numbers
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.metrics import d2_pinball_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import StreamRegressor, deferred_signals, serialized
-from .._errors import ERR_INTERRUPTED, ERR_SCALE, OK, raise_for
+from .._base import StreamRegressor
 from .._kernels import _lowrank as _k
-from .._validation import _as_float64, _check_finite, check_scalar, check_vector
+from .._validation import _as_float64, check_scalar, check_vector
 from ..exceptions import _warn_if_warming_up
 from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule, \
     resolve_schedule
@@ -24,50 +26,15 @@ __all__ = ["OnlineLowRankQuantileRegressor"]
 
 _LOSSES = {"quantile": _k.LOSS_CHECK, "squared": _k.LOSS_SQUARED}
 _KERNEL_KINDS = (StatisticalSchedule, ConstantSchedule, InverseTimeSchedule)
-
-
-class _LowRankFit:
-    """The whole learnt state: the factors (U (r, d1) and V (r, d2) hold the
-    singular vectors as rows; s the singular values, 0 for unused ones), the
-    schedule's state and parameter records and its residual window."""
-
-    __slots__ = ("U", "s", "V", "state", "params", "window")
-
-    def __getstate__(self):
-        return {k: getattr(self, k) for k in self.__slots__}
-
-    def __setstate__(self, state):
-        if not isinstance(state, dict) or set(state) != set(self.__slots__):
-            raise ValueError("low-rank fit pickle: not the fields "
-                             f"{self.__slots__} (a corrupted or foreign pickle?)")
-        U, s, V, window = (state[k] for k in ("U", "s", "V", "window"))
-        for name, a, ndim in (("U", U, 2), ("s", s, 1), ("V", V, 2), ("window", window, 1)):
-            if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == ndim
-                    and a.flags.c_contiguous):
-                raise ValueError(f"low-rank fit pickle: {name} is not a C-ordered float64 "
-                                 f"array of {ndim} dimensions (a corrupted or foreign "
-                                 f"pickle?); it was not used")
-            if name != "window" and not np.isfinite(a).all():
-                raise ValueError(f"low-rank fit pickle: {name} holds a non-finite value")
-        if not U.shape[0] == s.shape[0] == V.shape[0]:
-            raise ValueError(f"low-rank fit pickle: U, s and V disagree on the rank "
-                             f"({U.shape[0]}, {s.shape[0]}, {V.shape[0]})")
-        if (s < 0).any():
-            raise ValueError("low-rank fit pickle: s holds a negative singular value")
-        for k, v in state.items():
-            setattr(self, k, v)
-
-    def copy(self):
-        new = _LowRankFit()
-        new.U, new.s, new.V = self.U.copy(), self.s.copy(), self.V.copy()
-        new.state, new.window = self.state.copy(), self.window.copy()
-        new.params = self.params
-        return new
+_REFIT = "Set it back, or call fit() to start afresh"
+_KINDS = {"statistical": _k.KIND_STATISTICAL, "constant": _k.KIND_CONSTANT,
+          "inverse_time": _k.KIND_INVERSE_TIME}
 
 
 def _parse_X(X, shape, name="X"):
-    """(form, arrays, n, (d1, d2)) for the three forms of X (see the class
-    docstring); everything checked (finite, shapes, index range)."""
+    """(form, X for the state object, n, (d1, d2)) for the three forms of X
+    (see the class docstring): converted and shaped; the state object
+    checks the values (finite, indices in range) as it reads them."""
     if isinstance(X, tuple):
         if len(X) != 2:
             raise ValueError(f"{name} as a tuple must be (A, B), the factors of rank-one "
@@ -80,8 +47,6 @@ def _parse_X(X, shape, name="X"):
         if A.shape[1] == 0 or B.shape[1] == 0:
             raise ValueError(f"{name} = (A, B): d1 and d2 must be at least 1, got "
                              f"{A.shape} and {B.shape}")
-        _check_finite(A, f"{name}[0] (A)")
-        _check_finite(B, f"{name}[1] (B)")
         return "rank1", (A, B), A.shape[0], (A.shape[1], B.shape[1])
     if isinstance(X, np.ndarray) and X.dtype.kind in "iu":
         if X.ndim != 2 or X.shape[1] != 2:
@@ -90,11 +55,9 @@ def _parse_X(X, shape, name="X"):
         if shape is None:
             raise ValueError(f"{name} holds index pairs (matrix completion): give the "
                              f"matrix's size as shape=(d1, d2)")
-        idx = np.ascontiguousarray(X, dtype=np.intp)
-        if idx.size and (idx.min(axis=0) < 0).any() or \
-                (idx.size and ((idx[:, 0] >= shape[0]).any() or (idx[:, 1] >= shape[1]).any())):
+        if X.dtype.kind == "u" and X.size and X.max() > np.iinfo(np.intp).max:
             raise ValueError(f"{name}: an index pair lies outside shape={tuple(shape)}")
-        return "index", (idx,), idx.shape[0], tuple(shape)
+        return "index", np.ascontiguousarray(X, dtype=np.intp), X.shape[0], tuple(shape)
     arr = _as_float64(X, name)
     if arr.ndim != 3:
         raise ValueError(f"{name} must be a float array of shape (T, d1, d2), a tuple (A, B) "
@@ -102,8 +65,65 @@ def _parse_X(X, shape, name="X"):
                          f"got an array of shape {arr.shape}")
     if arr.shape[1] == 0 or arr.shape[2] == 0:
         raise ValueError(f"{name}: d1 and d2 must be at least 1, got shape {arr.shape}")
-    _check_finite(arr, name)
-    return "dense", (arr,), arr.shape[0], arr.shape[1:]
+    return "dense", arr, arr.shape[0], arr.shape[1:]
+
+
+def _parse_x(x, shape, name="x"):
+    """(x for the state object, (d1, d2)) for one sample: a (d1, d2) array,
+    a pair of vectors (a, b), or a pair of ints (i, j)."""
+    if isinstance(x, (tuple, list)) and len(x) == 2 and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x):
+        if shape is None:
+            raise ValueError(f"{name} is an index pair (matrix completion): give the "
+                             f"matrix's size as shape=(d1, d2)")
+        i, j = int(x[0]), int(x[1])
+        if not (0 <= i < shape[0] and 0 <= j < shape[1]):
+            raise ValueError(f"{name}: the index pair ({i}, {j}) lies outside "
+                             f"shape={tuple(shape)}")
+        return (i, j), tuple(shape)
+    if isinstance(x, tuple):
+        if len(x) != 2:
+            raise ValueError(f"{name} as a tuple must be (a, b), the factors of a rank-one "
+                             f"sample a b^T, or (i, j), got a tuple of {len(x)} items")
+        a = _as_float64(x[0], f"{name}[0] (a)")
+        b = _as_float64(x[1], f"{name}[1] (b)")
+        if a.ndim != 1 or b.ndim != 1 or not a.size or not b.size:
+            raise ValueError(f"{name} = (a, b) needs two non-empty vectors, got shapes "
+                             f"{a.shape} and {b.shape}")
+        return (a, b), (a.shape[0], b.shape[0])
+    arr = _as_float64(x, name)
+    if arr.ndim != 2 or not arr.size:
+        raise ValueError(f"{name} must be a (d1, d2) array, a pair (a, b) of vectors or a "
+                         f"pair (i, j) of ints, got an array of shape {arr.shape}")
+    return arr, arr.shape
+
+
+def _native_x(x, shape):
+    """x as the state object takes it, converted only when it is not
+    already: a float64 C-ordered (d1, d2) array, a pair of such vectors, or
+    a pair of ints."""
+    if type(x) is tuple and len(x) == 2:
+        a, b = x
+        if type(a) is int and type(b) is int:
+            return x            # the state object checks the range
+        if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == np.float64
+                and b.dtype == np.float64 and a.ndim == 1 and b.ndim == 1
+                and a.flags.c_contiguous and b.flags.c_contiguous):
+            return x
+    elif (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 2
+          and x.flags.c_contiguous):
+        return x
+    xk, dims = _parse_x(x, shape)
+    if tuple(dims) != tuple(shape):
+        raise ValueError(f"x describes a matrix of shape {tuple(dims)}, but this "
+                         f"estimator learnt from {tuple(shape)}")
+    return xk
+
+
+def _target(y, name="y"):
+    if isinstance(y, (bool, np.bool_)) or not isinstance(y, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {y!r}")
+    return float(y)
 
 
 class OnlineLowRankQuantileRegressor(StreamRegressor):
@@ -189,6 +209,10 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
     depend on how a stream is split into calls (bit for bit); they use BLAS
     and LAPACK (scipy's), so another BLAS may change the last bits.
 
+    **One sample at a time**: ``learn_one(x, y)`` and ``predict_one(x)``
+    (river's names) take one matrix: a (d1, d2) array, a pair (a, b) of
+    vectors, or a pair (i, j) of ints; they cost one compiled call.
+
     Not (yet) here: sample weights, Polyak-Ruppert averaging, user
     ``stepsizes()`` schedules, intercepts.
 
@@ -217,9 +241,13 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
     >>> est = OnlineLowRankQuantileRegressor(rank=2).fit((A, B), y)
     >>> bool(np.linalg.norm(est.coef_ - M) < 0.1 * np.linalg.norm(M))
     True
-    """
 
-    _TRANSIENT_ATTRS = ()
+    One event at a time:
+
+    >>> est = est.learn_one((A[0], B[0]), float(y[0]))
+    >>> round(est.predict_one((3, 4)) - float(est.coef_[3, 4]), 12)
+    0.0
+    """
 
     def __init__(self, rank=1, tau=0.5, *, loss="quantile", schedule="statistical",
                  shape=None):
@@ -235,6 +263,23 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         tags.input_tags.two_d_array = False
         tags.input_tags.three_d_array = True
         return tags
+
+    def __sklearn_is_fitted__(self):
+        return "_state" in self.__dict__
+
+    # The state object takes its own lock when it is pickled or copied; the
+    # estimator holds nothing else to guard.
+    def __getstate__(self):
+        state = BaseEstimator.__getstate__(self)
+        state.pop("_lock", None)
+        return state
+
+    def __copy__(self):
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        if "_state" in self.__dict__:
+            new.__dict__["_state"] = self._state.copy()
+        return new
 
     # -- parameters -------------------------------------------------------------
     def _check_params(self, dims):
@@ -265,31 +310,51 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
             check_scalar(v, "shape", kind=numbers.Integral, low=1)
         return int(d1), int(d2)
 
-    def _params_record(self, schedule, d1, d2):
+    def _params(self, dims):
+        """The state object's parameter record (a dict) for matrices of
+        shape ``dims``, every parameter checked."""
+        schedule = self._check_params(dims)
+        d1, d2 = dims
         r = int(self.rank)
         if r > min(d1, d2):
             raise ValueError(f"rank={r} exceeds min(d1, d2) = {min(d1, d2)}")
-        deff = r * (d1 + d2 - r)
         loss = _LOSSES[self.loss]
-        p = _k.new_params()
-        p["tau"] = self.tau
-        p["loss"] = loss
-        p["mode"] = _k.MODE_SINGLE
-        params = schedule._kernel_params(loss, "single", deff)
-        # The kernel runs the vector family's schedule (_qr_schedule.pxd),
-        # warm-start clock included, but a warm start of the factors is not
-        # offered, and the clock alone (a fresh M treated as t0 iterates
-        # old) would only shrink the first steps.
+        params = schedule._kernel_params(loss, "single", r * (d1 + d2 - r))
+        # The state object runs the vector family's schedule, warm-start
+        # clock included, but a warm start of the factors is not offered, and
+        # the clock alone (a fresh M treated as t0 iterates old) would only
+        # shrink the first steps.
         if params.pop("t0", 0.0):
             raise ValueError("schedule.t0 (a warm start's clock) is not supported by "
                              "OnlineLowRankQuantileRegressor; leave it at 0")
-        for key, value in params.items():
-            p[key] = value
-        p.flags.writeable = False
-        return p
+        params.update(tau=float(self.tau), loss=loss, mode=_k.MODE_SINGLE)
+        return params
+
+    def _state_for(self, dims):
+        """The state object to learn into: the fitted one with the current
+        parameters (those that belong to the learnt state must not have
+        changed), or a fresh one (not yet published)."""
+        state = self.__dict__.get("_state")
+        params = self._params(dims)
+        if state is None:
+            return _k.LowRankState(dims, int(self.rank), params), True
+        if state.rank != self.rank:
+            raise ValueError(f"rank changed from {state.rank} to {self.rank!r} since the "
+                             f"first call; the learnt state belongs to the old rank. {_REFIT}")
+        if tuple(dims) != state.shape:
+            raise ValueError(f"X describes matrices of shape {tuple(dims)}, but this "
+                             f"estimator learnt from {state.shape}")
+        try:
+            state.set_params(params)
+        except ValueError as exc:
+            raise ValueError(f"{exc}. {_REFIT}") from None
+        return state, False
+
+    def _fitted_shape(self):
+        state = self.__dict__.get("_state")
+        return state.shape if state is not None else self._shape()
 
     # -- fitting ----------------------------------------------------------------
-    @serialized
     def partial_fit(self, X, y):
         """Learn from one block of the stream: one step per sample, in order.
 
@@ -312,35 +377,16 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         >>> est.n_samples_seen_
         2
         """
-        fit = self.__dict__.get("_fit_")
-        shape = None
-        if fit is not None:
-            shape = (fit.U.shape[1], fit.V.shape[1])
-        form, arrays, n, dims = _parse_X(X, shape or self._shape())
-        y = check_vector(y, n, "y")
-        schedule = self._check_params(dims)
-        if fit is not None and fit.s.shape[0] != self.rank:
-            raise ValueError(f"rank changed from {fit.s.shape[0]} to {self.rank!r} since "
-                             "the first call; the learnt state belongs to the old rank. "
-                             "Set it back, or call fit() to start afresh")
-        params = self._params_record(schedule, *dims)
-        if fit is None:
-            if n == 0:
-                return self
-            work = self._fresh(dims, params)
-        else:
-            if dims != shape:
-                raise ValueError(f"X describes matrices of shape {dims}, but this "
-                                 f"estimator learnt from {shape}")
-            self._check_continuation(fit.params, params, fit.s.shape[0])
-            if n == 0:
-                return self
-            work = fit.copy()
-            work.params = params
-        self._run(work, form, arrays, y, "partial_fit", fresh=False)
+        form, Xk, n, dims = _parse_X(X, self._fitted_shape())
+        y = check_vector(y, n, "y", finite=False)
+        state, fresh = self._state_for(dims)
+        if n == 0:
+            return self
+        state.learn(Xk, y)
+        if fresh:
+            self._state = state
         return self
 
-    @serialized
     def fit(self, X, y):
         """Forget what was learnt and make one pass over (X, y).
 
@@ -367,89 +413,83 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         >>> OnlineLowRankQuantileRegressor(rank=2).fit(X, X[:, 0, 0]).coef_.shape
         (4, 4)
         """
-        form, arrays, n, dims = _parse_X(X, self._shape())
+        form, Xk, n, dims = _parse_X(X, self._shape())
         if n == 0:
             raise ValueError(f"X has 0 samples while a minimum of 1 is required by "
                              f"{type(self).__name__}.fit; the estimator keeps its "
                              "previous state")
-        y = check_vector(y, n, "y")
-        schedule = self._check_params(dims)
-        params = self._params_record(schedule, *dims)
-        work = self._fresh(dims, params)
-        self._run(work, form, arrays, y, "fit", fresh=True)
-        _warn_if_warming_up(self, params, int(work.state["n_updates"][0]), n, after=1)
+        y = check_vector(y, n, "y", finite=False)
+        params = self._params(dims)
+        state = _k.LowRankState(dims, int(self.rank), params)
+        state.learn(Xk, y)
+        self._state = state
+        _warn_if_warming_up(self, [params], state.n_updates, n, after=1)
         return self
 
-    def _fresh(self, dims, params):
-        d1, d2 = dims
-        r = int(self.rank)
-        work = _LowRankFit()
-        work.U, work.s, work.V = np.zeros((r, d1)), np.zeros(r), np.zeros((r, d2))
-        work.state = np.zeros(1, _k.STATE_DTYPE)
-        work.params = params
-        p = params[0]
-        size = int(max(p["window"], p["n_warmup"])) + 1 if p["kind"] == _k.KIND_STATISTICAL \
-            else 0
-        work.window = np.zeros(size)
-        return work
+    def learn_one(self, x, y):
+        """Learn from one sample: one step.
 
-    @staticmethod
-    def _check_continuation(old_params, params, rank_old):
-        old, new = old_params[0], params[0]
-        names = {v: k for k, v in _LOSSES.items()}
-        for name, before, now in (("loss", names[int(old["loss"])], names[int(new["loss"])]),
-                                  ("tau", float(old["tau"]), float(new["tau"])),
-                                  ("schedule", int(old["kind"]), int(new["kind"]))):
-            if before != now:
-                what = "kind " if name == "schedule" else ""
-                raise ValueError(f"{name} {what}changed from {before!r} to {now!r} since the "
-                                 f"first call; the learnt state belongs to the old value. "
-                                 f"Set it back, or call fit() to start afresh")
-        if new["window"] != old["window"] or new["n_warmup"] != old["n_warmup"]:
-            raise ValueError("schedule: window and n_warmup cannot change mid-stream (the "
-                             "residual window is sized by them); call fit() to start afresh")
+        The learnt state's settings (rank, tau, loss, the schedule's kind)
+        are compared on every call; new constants of the same schedule kind
+        take effect at the next ``partial_fit`` or ``fit`` (which check every
+        parameter).
 
-    def _run(self, work, form, arrays, y, method, fresh):
-        args = (work.U, work.s, work.V, work.state, work.params, work.window)
-        if form == "dense":
-            code, done, exc, row = _k.run_dense(arrays[0], y, *args)
-        elif form == "rank1":
-            code, done, exc, row = _k.run_rank1(arrays[0], arrays[1], y, *args)
-        else:
-            code, done, exc, row = _k.run_index(arrays[0], y, *args)
-        where = f"{type(self).__name__}.{method}"
-        if code != OK and code != ERR_INTERRUPTED:
-            detail = f"At sample {row} of this call." if row >= 0 else ""
-            if code == ERR_SCALE and row >= 0:
-                detail = (f"At sample {row} of this call, ||X||^2 or the residual "
-                          "y - <X, M> overflows.")
-            raise_for(code, where, detail=detail)
-        if code == ERR_INTERRUPTED and done == 0 and (fresh or "_fit_" not in self.__dict__):
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"{where} was interrupted after 0 of its {y.shape[0]} samples: "
-                             "the estimator is as it was before the call")
-            raise_for(ERR_INTERRUPTED, where, exc=exc)
-        with deferred_signals():
-            self._fit_ = work
-        if code == ERR_INTERRUPTED:
-            if hasattr(exc, "add_note"):
-                exc.add_note(f"{where} was interrupted after {done} of its {y.shape[0]} "
-                             f"samples: the estimator holds the state after them "
-                             f"(n_samples_seen_ = {self.n_samples_seen_})")
-            raise_for(ERR_INTERRUPTED, where, exc=exc)
+        Parameters
+        ----------
+        x : ndarray (d1, d2), tuple (a, b) of vectors or tuple (i, j) of ints
+            The sensing matrix: dense, rank one (a b^T) or the entry (i, j)
+            (matrix completion; needs ``shape``).
+        y : float
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> from streamfit.lowrank import OnlineLowRankQuantileRegressor
+        >>> from streamfit.schedules import ConstantSchedule
+        >>> est = OnlineLowRankQuantileRegressor(
+        ...     rank=1, shape=(2, 2), schedule=ConstantSchedule(0.5))
+        >>> est.learn_one((0, 1), 3.0).predict_one((0, 1))
+        0.25
+        """
+        state = self.__dict__.get("_state")
+        if state is None or not self._same_settings(state):
+            # the first sample, or changed settings: every parameter checked
+            xk, dims = _parse_x(x, self._fitted_shape())
+            y = _target(y)
+            state, fresh = self._state_for(dims)
+            state.learn_one(xk, y)
+            if fresh:
+                self._state = state
+            return self
+        state.learn_one(_native_x(x, state.shape), _target(y))
+        return self
+
+    def _same_settings(self, state):
+        """Whether the parameters that belong to the learnt state (rank,
+        tau, loss, the schedule's kind) are still those it was made with:
+        a few compares, so that a stream of learn_one calls does not check
+        every schedule constant each row (new constants of the same kind take
+        effect at the next partial_fit or fit, which check them)."""
+        kind = _KINDS.get(self.schedule) if isinstance(self.schedule, str) else \
+            getattr(type(self.schedule), "_kind", None)
+        return (self.rank == state.rank and self.tau == state.tau
+                and _LOSSES.get(self.loss) == state.loss_code and kind == state.kind
+                and (self.shape is None or tuple(self.shape) == state.shape))
 
     # -- learnt attributes ------------------------------------------------------
     def _fitted(self):
-        fit = self.__dict__.get("_fit_")
-        if fit is None:
+        state = self.__dict__.get("_state")
+        if state is None:
             check_is_fitted(self)
-        return fit
+        return state
 
     @property
     def coef_(self):
         """The iterate M, shape (d1, d2)."""
-        fit = self._fitted()
-        return (fit.U.T * fit.s) @ fit.V
+        return self._fitted().coef
 
     @property
     def U_(self):
@@ -464,33 +504,27 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
     @property
     def singular_values_(self):
         """Singular values of M, descending (0 for unused directions)."""
-        return self._fitted().s.copy()
-
-    def _field(self, name):
-        return self._fitted().state[name][0]
+        return self._fitted().s
 
     @property
     def n_samples_seen_(self):
         """Samples received so far."""
-        return int(self._field("n_seen"))
+        return self._fitted().n_seen
 
     @property
     def n_updates_(self):
         """Steps taken (the statistical schedule's warm-up takes none)."""
-        return int(self._field("n_updates"))
+        return self._fitted().n_updates
 
     @property
     def cumulative_loss_(self):
         """Prequential loss: each sample's loss under the iterate before its step."""
-        return float(self._field("loss"))
+        return self._fitted().loss
 
     @property
     def schedule_state_(self):
         """The schedule's phase, last stepsize, D0, b0 and Cl (as in the vector case)."""
-        s = self._fitted().state[0]
-        return {"phase": int(s["phase"]), "stepsize": float(s["last_eta"]),
-                "t_switch": int(s["t_switch"]), "d0": float(s["d0"]), "b0": float(s["b0"]),
-                "cl": float(s["cl"]), "restarts": int(s["n_restarts"])}
+        return self._fitted().schedule_state
 
     def predict(self, X):
         """<X_t, M> for each sample.
@@ -512,18 +546,35 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         >>> est.predict(np.array([[1, 1]])).round(6)
         array([0.])
         """
-        fit = self._fitted()
-        shape = (fit.U.shape[1], fit.V.shape[1])
-        form, arrays, n, dims = _parse_X(X, shape)
-        if dims != shape:
-            raise ValueError(f"X describes matrices of shape {dims}, but this estimator "
-                             f"learnt from {shape}")
-        if form == "dense":
-            return np.einsum("tij,ij->t", arrays[0], self.coef_)
-        if form == "rank1":
-            return ((arrays[0] @ fit.U.T) * fit.s * (arrays[1] @ fit.V.T)).sum(axis=1)
-        idx = arrays[0]
-        return (fit.U.T[idx[:, 0]] * fit.s * fit.V.T[idx[:, 1]]).sum(axis=1)
+        state = self._fitted()
+        form, Xk, n, dims = _parse_X(X, state.shape)
+        if tuple(dims) != state.shape:
+            raise ValueError(f"X describes matrices of shape {tuple(dims)}, but this "
+                             f"estimator learnt from {state.shape}")
+        return state.predict(Xk)
+
+    def predict_one(self, x):
+        """<X, M> for one sample.
+
+        Parameters
+        ----------
+        x : ndarray (d1, d2), tuple (a, b) of vectors or tuple (i, j) of ints
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from streamfit.lowrank import OnlineLowRankQuantileRegressor
+        >>> X = np.random.default_rng(0).standard_normal((200, 4, 4))
+        >>> est = OnlineLowRankQuantileRegressor(rank=2).fit(X, X[:, 0, 0])
+        >>> bool(abs(est.predict_one(X[0]) - est.predict(X[:1])[0]) < 1e-12)
+        True
+        """
+        state = self._fitted()
+        return state.predict_one(_native_x(x, state.shape))
 
     def score(self, X, y, sample_weight=None):
         """D^2 pinball at ``tau`` (``loss="quantile"``) or R^2 (``"squared"``).

@@ -62,7 +62,8 @@ its own input validation) passes as well:
 
 >>> import numpy as np
 >>> from sklearn.base import BaseEstimator, RegressorMixin
->>> from streamfit.kernels import LinearState, sgd
+>>> from streamfit.kernels import LinearSGD
+>>> from streamfit.schedules import ConstantSchedule
 >>> class MedianSGD(RegressorMixin, BaseEstimator):
 ...     def __init__(self, eta=0.05):
 ...         self.eta = eta
@@ -74,14 +75,16 @@ its own input validation) passes as well:
 ...         if y.dtype.kind not in "biuf" or y.shape != (len(X),):
 ...             raise ValueError(f"y must hold {len(X)} real numbers, "
 ...                              "one a row of X")
-...         if hasattr(self, "state_") and X.shape[1] != self.state_.coef.size:
+...         if hasattr(self, "state_") and X.shape[1] != self.state_.n_features:
 ...             raise ValueError(f"X has {X.shape[1]} features, expected "
-...                              f"{self.state_.coef.size}")
-...         # sgd rejects NaN/inf (naming X or y), leaving the state alone
-...         state = (self.state_ if hasattr(self, "state_")
-...                  else LinearState(X.shape[1]))
-...         steps = np.full(len(X), self.eta)
-...         sgd(X.astype(float), y.astype(float), state, steps)
+...                              f"{self.state_.n_features}")
+...         # the state object rejects NaN/inf (naming X or y), leaving
+...         # itself as it was
+...         state = (self.state_ if hasattr(self, "state_") else
+...                  LinearSGD(X.shape[1], schedule=ConstantSchedule(self.eta)))
+...         state.configure(schedule=ConstantSchedule(self.eta))
+...         state.learn(np.ascontiguousarray(X, dtype=np.float64),
+...                     np.ascontiguousarray(y, dtype=np.float64))
 ...         self.state_ = state
 ...         return self
 ...     @property
@@ -89,7 +92,7 @@ its own input validation) passes as well:
 ...         return self.state_.coef
 ...     @property
 ...     def n_samples_seen_(self):
-...         return self.state_.n_seen
+...         return self.state_.n_samples_seen
 >>> # pickle finds a class by its module: one defined here cannot be pickled
 >>> check_estimator(MedianSGD(),
 ...                 skip={"check_pickle_resume": "defined in a doctest"})
