@@ -583,9 +583,11 @@ cdef class IntervalState:
         fill, head = rec["fill"], rec["head"]
         # values the recurrence would take silently and turn into a wrong
         # coverage or offset
-        if not (all(0 <= c <= counts[0] and c == int(c) for c in counts)
-                and 0 <= fill <= w and fill == int(fill)
-                and 0 <= head < w and head == int(head)):
+        # (float.is_integer: False for inf and NaN, where int() would raise
+        # OverflowError on an infinite n)
+        if not (all(0 <= c <= counts[0] and c.is_integer() for c in counts)
+                and 0 <= fill <= w and fill.is_integer()
+                and 0 <= head < w and head.is_integer()):
             raise ValueError("state field 'calibration': the counts (n, n_covered, n_base, "
                              "n_bounded) must be whole numbers with none above n, and fill "
                              "and head whole positions in the window (a corrupted or foreign "

@@ -2538,13 +2538,13 @@ cdef class LinearSGD:
         if self.has_sc:
             _copy_into(blk + self.o_sc, st["scaler"], 2 * d + 1)
         if st["pending_X"] is not None and st["pending_X"].shape[0]:
-            self._pending = (st["pending_X"].copy(), st["pending_y"].copy(),
-                             None if st["pending_w"] is None else st["pending_w"].copy())
+            self._pending = (_owned(st["pending_X"]), _owned(st["pending_y"]),
+                             None if st["pending_w"] is None else _owned(st["pending_w"]))
         if st["store_X"] is not None:
             n = st["store_X"].shape[0]
-            self._store = [st["store_X"].copy(), st["store_y"].copy(),
-                           None if st["store_w"] is None else st["store_w"].copy(), n]
-        self._drift_rows = st["drift_rows"].copy()
+            self._store = [_owned(st["store_X"]), _owned(st["store_y"]),
+                           None if st["store_w"] is None else _owned(st["store_w"]), n]
+        self._drift_rows = _owned(st["drift_rows"])
         names = st["feature_names"]
         self.feature_names = None if names is None else np.asarray(names, dtype=object)
         keys = st["feature_keys"]
@@ -2943,6 +2943,14 @@ def _rebuild(state):
 
 
 _ARRAY_SHAPES = None
+
+
+def _owned(a):
+    # A C-ordered copy of a loaded float64 array holding NumPy's own float64
+    # dtype object: .copy() would keep the unpickled array's dtype, an equal
+    # but distinct object, and this state would then pickle to other bytes
+    # than the one it was loaded from (pickle shares one dtype object).
+    return a.astype(np.float64, order="C")
 
 
 def _loaded_array(st, name, shape, *, optional=False, finite=True):

@@ -7,6 +7,11 @@ from threadpoolctl import threadpool_limits
 
 from streamfit.simulate import make_linear_stream
 
+# tests/quantile/_cases holds what the quantile test modules share (and
+# tests/kernels reads the state through it): rewrite its asserts as pytest
+# does a test module's, for the same failure messages. Registered here, since
+# tests/kernels imports it before tests/quantile/conftest.py is loaded.
+pytest.register_assert_rewrite("tests.quantile._cases")
 
 # A shell starts background jobs with SIGINT ignored, and Python then keeps it
 # ignored: the interrupt tests (tests/reliability) would see no

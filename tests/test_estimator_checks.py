@@ -7,7 +7,8 @@ import pytest
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor, PerturbedLeaderPCA
-from streamfit.kernels import LinearState, sgd
+from streamfit.kernels import LinearSGD
+from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
 from streamfit.utils.estimator_checks import (check_estimator, parametrize_with_checks,
                                               yield_checks)
@@ -67,25 +68,40 @@ class MedianSGD(RegressorMixin, BaseEstimator):
         if y.dtype.kind not in "biuf" or y.shape != (X.shape[0],):
             raise ValueError(f"y must be real numbers of shape ({X.shape[0]},), got "
                              f"{y.dtype} {y.shape}")
-        if hasattr(self, "state_") and X.shape[1] != self.state_.coef.size:
-            raise ValueError(f"X has {X.shape[1]} features, expected {self.state_.coef.size}")
-        # sgd checks X and y for NaN/inf and leaves the state as it was
-        state = self.state_ if hasattr(self, "state_") else LinearState(X.shape[1])
-        sgd(X, y.astype(np.float64), state, np.full(X.shape[0], self.eta), tau=0.5)
-        self.state_ = state
+        if hasattr(self, "_sgd") and X.shape[1] != self._sgd.n_features:
+            raise ValueError(f"X has {X.shape[1]} features, expected {self._sgd.n_features}")
+        # the state object checks X and y for NaN/inf and leaves itself as it was
+        state = self._sgd if hasattr(self, "_sgd") else \
+            LinearSGD(X.shape[1], tau=0.5, schedule=ConstantSchedule(self.eta))
+        state.configure(schedule=ConstantSchedule(self.eta))
+        state.learn(np.ascontiguousarray(X), np.ascontiguousarray(y, dtype=np.float64))
+        self._sgd = state
         return self
 
     @property
     def coef_(self):
-        return self.state_.coef
+        return self._sgd.coef
 
     @property
     def n_samples_seen_(self):
-        return self.state_.n_seen
+        return self._sgd.n_samples_seen
+
+
+class MedianSGDPublicState(MedianSGD):
+    """MedianSGD holding its LinearSGD in a public fitted attribute, which
+    the checks then compare between the pickled and the uninterrupted run."""
+
+    @property
+    def state_(self):
+        return self._sgd
 
 
 def test_downstream_estimator_on_the_kernels_passes():
     check_estimator(MedianSGD())
+
+
+def test_downstream_estimator_with_its_state_object_in_view_passes():
+    check_estimator(MedianSGDPublicState())
 
 
 _X, _y, _ = make_linear_stream(300, 3, random_state=1)

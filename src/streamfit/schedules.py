@@ -16,6 +16,7 @@ well (see :class:`Schedule`); such schedules cannot look at the data.
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
 
@@ -53,6 +54,15 @@ class Schedule(BaseEstimator):
 
     def stepsizes(self, start, count):  # pragma: no cover - interface
         raise NotImplementedError
+
+    def __setstate__(self, state):
+        # Unpickling interns an object's attribute names, unless the class
+        # has a __setstate__ (BaseEstimator's keeps them as loaded). Interned,
+        # they are the same string objects as equal names elsewhere (a
+        # LinearSGD's state field "window"), so that a loaded state object
+        # pickles to the bytes of the one it was saved from.
+        super().__setstate__({sys.intern(k) if type(k) is str else k: v
+                              for k, v in state.items()})
 
     def _validate(self):
         pass

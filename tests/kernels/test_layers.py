@@ -4,6 +4,7 @@ nothing of streamfit's above them -- the estimators import the kernels, never
 the reverse. Every import statement counts, those inside functions too."""
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -19,11 +20,11 @@ ALLOWED = {
     "_validation": ("streamfit._kernels",),
     "_errors": ("streamfit._kernels",),
 }
-# The one import across the rule still in the code: StatisticalScheduleState
-# takes the estimators' schedule objects (a name or a StatisticalSchedule)
-# and asks them for the kernel's parameters. streamfit.schedules imports only
+# The one import across the rule still in the code: LinearSGD takes the
+# estimators' schedule objects (a name or a StatisticalSchedule) and asks
+# them for the kernel's parameters. streamfit.schedules imports only
 # _validation, so it makes no cycle.
-KNOWN = {("kernels/quantile.py", "streamfit.schedules")}
+KNOWN = {("csrc/_quantile.pyx", "streamfit.schedules")}
 ABOVE = ("streamfit.quantile", "streamfit.pca", "streamfit.lowrank", "streamfit.dask",
          "streamfit.experiments")
 
@@ -83,14 +84,48 @@ def test_lower_layers_import_nothing_above_them(key, path):
     assert not wrong, f"{rel} imports {sorted(wrong)}, above its layer"
 
 
+# The compiled state objects (csrc/*.pyx, built into streamfit._kernels) are
+# the lowest layer of all: read from the source tree when it is there.
+CSRC = SRC.parent.parent / "csrc"
+_PYX_IMPORT = re.compile(r"^\s*(?:from\s+(streamfit[\w.]*)\s+import\s|import\s+(streamfit[\w.]*))",
+                         re.MULTILINE)
+
+
+def pyx_imports(source):
+    """The streamfit modules a Cython source imports at run time (cimports
+    are compile-time and name .pxd files, not modules above)."""
+    return {a or b for a, b in _PYX_IMPORT.findall(source)}
+
+
+@pytest.mark.skipif(not CSRC.is_dir(), reason="the compiled sources are not beside the "
+                                              "package (an installed wheel)")
+@pytest.mark.parametrize("path", sorted(CSRC.glob("*.pyx")) if CSRC.is_dir() else [],
+                         ids=lambda p: p.name)
+def test_the_compiled_state_objects_import_nothing_above_them(path):
+    rel = f"csrc/{path.name}"
+    allowed = ALLOWED["kernels"]
+    wrong = {m for m in pyx_imports(path.read_text(encoding="utf-8"))
+             if not m.startswith(allowed) and (rel, m) not in KNOWN
+             and not any(f == rel and m.startswith(k + ".") for f, k in KNOWN)}
+    assert not wrong, f"{rel} imports {sorted(wrong)}, above its layer"
+
+
+def test_the_pyx_import_reader_sees_imports_and_skips_cimports():
+    source = ("from streamfit._validation import a\n    from streamfit.quantile._sgd import b\n"
+              "from _common cimport OK\nfrom streamfit.cython cimport x\nimport streamfit.pca\n"
+              "import numpy as np\n")
+    assert pyx_imports(source) == {"streamfit._validation", "streamfit.quantile._sgd",
+                                   "streamfit.pca"}
+
+
 def test_the_import_parser_sees_relative_and_nested_imports():
     """The check above catches what it must: relative imports of an estimator
     package, written inside a function, and absolute ones."""
-    source = ("def f():\n    from ..quantile._state import Work\n"
+    source = ("def f():\n    from ..quantile._sgd import Work\n"
               "    from .. import pca\n\nimport streamfit.dask\nfrom . import quantile\n")
     found = imports(SRC / "kernels" / "quantile.py", source)
-    assert {"streamfit.quantile._state", "streamfit.pca", "streamfit.dask",
+    assert {"streamfit.quantile._sgd", "streamfit.pca", "streamfit.dask",
             "streamfit.kernels.quantile"} <= found
     assert sorted(m for m in found if m.startswith(ABOVE)) == [
-        "streamfit.dask", "streamfit.pca", "streamfit.quantile._state",
-        "streamfit.quantile._state.Work"]
+        "streamfit.dask", "streamfit.pca", "streamfit.quantile._sgd",
+        "streamfit.quantile._sgd.Work"]

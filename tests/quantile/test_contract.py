@@ -20,10 +20,9 @@ from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, Statistic
 from streamfit.utils.estimator_checks import check_pickle_resume
 
 from .._registry import make as make_case
-from ._cases import RTOL, SqrtSchedule, assert_same_results
+from ._cases import RTOL, SqrtSchedule, assert_same_results, state_bytes
 
 TAU = 0.3
-
 
 def stat_schedule(**kw):
     # a short warm-up and window, so that 400 rows reach the later phases
@@ -51,7 +50,9 @@ _UNSET = "<unset>"
 
 def snapshot(est):
     """Every attribute ending in "_" (learnt state and the public views of
-    it), copied, plus the pickled instance attributes ending in "_"."""
+    it), copied, plus the whole state object's state (every section, pending
+    and stored rows included) and the pickled instance attributes ending in
+    "_"."""
     attrs = {}
     for name in dir(est):
         if name.endswith("_") and not name.startswith("__"):
@@ -61,6 +62,8 @@ def snapshot(est):
                 value = _UNSET
             attrs[name] = value.copy() if isinstance(value, np.ndarray) else value
     raw = pickle.dumps({k: v for k, v in vars(est).items() if k.endswith("_")})
+    if "_state" in vars(est):
+        raw += state_bytes(est)
     return attrs, raw
 
 
@@ -229,12 +232,12 @@ def test_state_does_not_alias_input(make, stream):
     X, y = stream
     bx, by = X[:150].copy(), y[:150].copy()
     est = make().partial_fit(bx, by)
-    from streamfit.quantile._state import FIELDS
-    shared = [name for name in FIELDS if isinstance(value := getattr(est._fit_, name), np.ndarray)
-              and (np.shares_memory(value, bx) or np.shares_memory(value, by))]
-    assert shared == []
+    before = state_bytes(est)
     bx[:] = X[150:300]
     by[:] = y[150:300]
+    # the whole state (pending batch rows and stored data included) is as it
+    # was: nothing of it lives in the caller's buffers
+    assert state_bytes(est) == before
     est.partial_fit(bx, by)
     ref = make().partial_fit(X[:150], y[:150]).partial_fit(X[150:300], y[150:300])
     assert_same_results(est, ref)
@@ -373,6 +376,21 @@ def test_diverging_stepsize_raises_and_state_unchanged(make, stream, diverging_s
     with pytest.raises(FloatingPointError, match="diverged"):
         getattr(est, method)(Xd, yd)
     assert_unchanged(est, before)
+
+
+def test_refused_call_leaves_the_old_parameters_in_force(make, stream, diverging_stream, case):
+    # A call refused under new parameters (a diverging schedule here) leaves
+    # the estimator as before it, its parameters' effect included: with the
+    # old parameters set back, the stream goes on as if the call never was
+    # (the statistical schedule does not warm up afresh).
+    X, y = stream
+    est, ref = prefit(make(), X, y), prefit(make(), X, y)
+    old = est.get_params(deep=False)["schedule"]
+    est.set_params(schedule=ConstantSchedule(1e305))
+    with pytest.raises(FloatingPointError, match="diverged"):
+        est.partial_fit(*diverging_stream)
+    est.set_params(schedule=old)
+    assert_same_results(est.partial_fit(X[100:], y[100:]), ref.partial_fit(X[100:], y[100:]))
 
 
 def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream):

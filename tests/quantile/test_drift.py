@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
+from streamfit.kernels import LinearSGD
 from streamfit.experiments.qr_drift import abrupt_stream, gradual_stream, rotating_betas
 
 from .._registry import data, make
+from ._cases import edited_pickle, records_of, state_bytes, state_of
 
 D = 20
 
@@ -152,22 +154,34 @@ def test_float32_rows_same_alarms(change):
     assert np.array_equal(b.coef_, c.coef_) and a.n_drift_restarts_ == 1
 
 
-def test_loaded_state_is_checked(change):
+def _cusum(st):
+    records_of(st)["dr_cusum"] = -1.0
+
+
+def _rows(st):
+    st["drift_rows"] = np.zeros(3)
+
+
+def _count(st):
+    records_of(st)["n_drift"] = 0.5
+
+
+@pytest.mark.parametrize("edit, field", [
+    (_cusum, "dr_cusum"), (_rows, "drift_rows"), (_count, "n_drift")])
+def test_loaded_state_is_checked(change, edit, field):
+    # a pickle (or a to_state dict) with an edited drift test is refused,
+    # naming the field; the object it was taken from is unchanged
     X, y, _, _ = change
     est = OnlineQuantileRegressor(average=True, drift="restart").fit(X[:30_000], y[:30_000])
-    blob = pickle.dumps(est)
-    bad = pickle.loads(blob)
-    bad._fit_.state["dr_cusum"] = -1.0
-    with pytest.raises(ValueError, match="dr_cusum"):
-        pickle.loads(pickle.dumps(bad))
-    bad = pickle.loads(blob)
-    bad._fit_.drift_rows = np.zeros(3)
-    with pytest.raises(ValueError, match="drift_rows"):
-        pickle.loads(pickle.dumps(bad))
-    bad = pickle.loads(blob)
-    bad._fit_.state["n_drift"] = 0.5
-    with pytest.raises(ValueError, match="n_drift"):
-        pickle.loads(pickle.dumps(bad))
+    before = state_bytes(est)
+    with pytest.raises(ValueError, match=field):
+        pickle.loads(edited_pickle(est, edit))
+    state = est._state.to_state()
+    edit(state)
+    with pytest.raises(ValueError, match=field):
+        LinearSGD.from_state(state)
+    assert state_bytes(est) == before
+    assert pickle.loads(pickle.dumps(est)).n_drift_restarts_ == est.n_drift_restarts_ == 1
 
 
 def test_switched_on_mid_stream(change):
@@ -191,4 +205,4 @@ def test_registry_streams_raise_alarms(name):
     assert est.n_drift_restarts_ >= 1 and est.drift_restart_rows_[0] >= 211
     if name != "quantile-drift-statistical":
         early = make(name).fit(X[:211], y[:211])
-        assert early._fit_.state["dr_cusum"][0] > 5
+        assert state_of(early)["dr_cusum"][0] > 5

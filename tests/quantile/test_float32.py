@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
-from streamfit.kernels import LinearState, StatisticalScheduleState, sgd
-from streamfit.quantile._state import FIELDS
+from streamfit.kernels import LinearSGD
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._cases import SqrtSchedule, stopped_at
+from ._cases import SqrtSchedule, state_bytes, stopped_at
 
 
 def short():
@@ -57,18 +56,6 @@ def weights(n, seed):
     w = np.random.default_rng(seed).exponential(size=n)
     w[::7] = 0.0                                # rows left out, mid-chunk too
     return w
-
-
-def state_bytes(est):
-    """The whole learnt state (est._fit_) as bytes: equal means bit-identical."""
-    fit = est._fit_
-    out = {}
-    for name in FIELDS:
-        v = getattr(fit, name, None)
-        if name == "window":
-            v = v[:int(fit.state["fill"][0])]
-        out[name] = (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else v
-    return out
 
 
 def assert_bit_identical(got, ref):
@@ -213,8 +200,10 @@ def test_single_mode_makes_no_float64_copy_of_the_block():
     # (the modes that convert do allocate the copy: the measurement sees it)
     batch = OnlineQuantileRegressor(mode="batch", batch_size=50).partial_fit(X32[:50], y[:50])
     assert peak_bytes(lambda: batch.partial_fit(X32, y)) >= 2 * X32.nbytes
-    state = LinearState(100)
-    peak = peak_bytes(lambda: sgd(X32, y, state, np.full(len(y), 1e-3)))
+    # (the kernel API's block call on float32 rows neither)
+    state = LinearSGD(100, schedule=ConstantSchedule(1e-3))
+    state.learn(X32[:10], y[:10])
+    peak = peak_bytes(lambda: state.learn(X32, y))
     assert peak < X32.nbytes / 8
     # several taus neither
     multi = OnlineQuantileRegressor([0.1, 0.5, 0.9]).partial_fit(X32[:10], y[:10])
@@ -272,13 +261,15 @@ def test_an_interrupt_leaves_whole_float32_rows(at):
 
 @pytest.mark.parametrize("block", [1, 4])
 def test_kernel_api_float32(block):
+    # the kernel API's state object: float32 rows (read as they are in single
+    # mode, converted once in batch mode) give the float64 rows' state
     X32, X64, y = stream(400, 13, seed=16)
     results = []
     for X in (X32, X64):
-        state = LinearState(13)
-        sched = StatisticalScheduleState(13, tau=0.3, block=block, average=True)
+        state = LinearSGD(13, tau=0.3, average=True, mode="single" if block == 1 else "batch",
+                          batch_size=None if block == 1 else block)
         for a in range(0, 400, 100):
-            sgd(X[a:a + 100], y[a:a + 100], state, schedule=sched, block=block)
-        results.append((state.coef.tobytes(), state.coef_avg.tobytes(),
-                        state._state.tobytes(), sched._state.tobytes()))
+            state.learn(X[a:a + 100], y[a:a + 100])
+        results.append(state_bytes(state))
     assert results[0] == results[1]
+    assert state.n_updates == 400 // block - 50 // block     # (a 50-row warm-up)

@@ -17,7 +17,7 @@ from streamfit.quantile._inference import CRITICAL_VALUES
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._cases import stopped_at
+from ._cases import learnt, state_bytes, state_of, stopped_at
 
 POSIX_SIGNALS = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -29,14 +29,14 @@ def recorded_path(est, X, y, sw=None, block=1):
     for i in range(0, len(y), block):
         est.partial_fit(X[i:i + block], y[i:i + block],
                         sample_weight=None if sw is None else sw[i:i + block])
-        fit = est._fit_
-        k = int(fit.state["n_avg"][0])
+        fit = learnt(est)
+        k = int(fit.records["n_avg"][0])
         if k < len(path):
             path = []          # the average restarted
         if k > len(path):
-            z = fit.wbar.copy()
+            z = fit.coef_avg.copy()
             if est.fit_intercept:
-                z = np.append(z, fit.state["intercept_avg"][0])
+                z = np.append(z, fit.records["intercept_avg"][0])
             path.append(z)
     return np.array(path)
 
@@ -78,7 +78,7 @@ def test_one_call_equals_row_by_row_and_the_interval_formula():
     b = OnlineQuantileRegressor(average=True, inference=True)
     for i in range(0, 3000, 7):
         b.partial_fit(X[i:i + 7], y[i:i + 7])
-    np.testing.assert_array_equal(a._fit_.rs, b._fit_.rs)
+    np.testing.assert_array_equal(learnt(a).sums, learnt(b).sums)
     ci = a.conf_int(0.10)
     z = np.append(a.coef_, a.intercept_)
     half = 5.323 * np.sqrt(np.diag(a.coef_covariance_))
@@ -97,14 +97,14 @@ def test_the_plug_in_intercept_is_moved_to_the_last_average():
     rows, path = [], []
     for i in range(len(y)):
         est.partial_fit(X[i:i + 1], y[i:i + 1])
-        k = int(est._fit_.state["n_avg"][0])
+        k = int(state_of(est)["n_avg"][0])
         if k < len(path):
             rows, path = [], []
         if k > len(path):
             rows.append(X[i])
-            path.append(est._fit_.wbar.copy())
+            path.append(learnt(est).coef_avg.copy())
     assert len(path) > 300
-    pi_avg = est._fit_.state["pi_avg"][0]
+    pi_avg = state_of(est)["pi_avg"][0]
     lag = np.mean(rows, axis=0) @ (np.mean(path, axis=0) - path[-1])
     np.testing.assert_allclose(est.intercept_, pi_avg + lag, rtol=1e-9, atol=1e-9)
     assert abs(lag) > 1e-3
@@ -173,7 +173,7 @@ def test_pickled_mid_stream_resumes_bit_identically():
     copy = pickle.loads(pickle.dumps(est))
     est.partial_fit(X[2500:], y[2500:])
     copy.partial_fit(X[2500:], y[2500:])
-    np.testing.assert_array_equal(est._fit_.rs, copy._fit_.rs)
+    np.testing.assert_array_equal(learnt(est).sums, learnt(copy).sums)
     np.testing.assert_array_equal(est.conf_int(), copy.conf_int())
 
 
@@ -188,10 +188,10 @@ def test_interrupt_keeps_the_sums_of_whole_rows(at):
     assert taken == at
     ref = OnlineQuantileRegressor(average=True, inference=True).fit(X[:2000 + at],
                                                                     y[:2000 + at])
-    np.testing.assert_array_equal(est._fit_.rs, ref._fit_.rs)
-    np.testing.assert_array_equal(est._fit_.wbar, ref._fit_.wbar)
+    np.testing.assert_array_equal(learnt(est).sums, learnt(ref).sums)
+    np.testing.assert_array_equal(learnt(est).coef_avg, learnt(ref).coef_avg)
     # the plug-in intercepts (state fields) stop at the same whole row
-    assert est._fit_.state.tobytes() == ref._fit_.state.tobytes()
+    assert state_of(est).tobytes() == state_of(ref).tobytes()
     assert est.intercept_ == ref.intercept_
 
 
@@ -203,14 +203,14 @@ def test_refusals_name_the_argument_and_leave_the_state():
         with pytest.raises(ValueError, match="inference=True needs average=True"):
             OnlineQuantileRegressor(**kw).fit(X, y)
     est = OnlineQuantileRegressor(average=True, inference=True).fit(X, y)
-    before = pickle.dumps(est._fit_)
+    before = state_bytes(est)
     with pytest.raises(ValueError, match="alpha must be one of"):
         est.conf_int(0.03)
     with pytest.raises(TypeError, match="inference must be True or False"):
         est.set_params(inference="yes").partial_fit(X[:10], y[:10])
     with pytest.raises(ValueError, match="inference=True needs average=True"):
         est.set_params(inference=True, average=False).partial_fit(X[:10], y[:10])
-    assert pickle.dumps(est._fit_) == before
+    assert state_bytes(est) == before
     plain = OnlineQuantileRegressor(average=True).fit(X, y)
     with pytest.raises(AttributeError, match="set inference=True"):
         plain.conf_int()
@@ -226,7 +226,7 @@ def test_switching_inference_mid_stream():
     sched = ConstantSchedule(0.01)
     est = OnlineQuantileRegressor(average=True, schedule=sched).fit(X[:1000], y[:1000])
     est.set_params(inference=True).partial_fit(X[1000:], y[1000:])
-    assert est._fit_.state["n_avg"][0] == 3000
+    assert state_of(est)["n_avg"][0] == 3000
     Z = recorded_path(OnlineQuantileRegressor(average=True, schedule=sched)
                       .fit(X[:1000], y[:1000]).set_params(inference=True), X[1000:], y[1000:])
     np.testing.assert_allclose(est.coef_covariance_, by_definition(Z), rtol=1e-9)
@@ -241,12 +241,12 @@ def test_sums_that_overflow_are_refused_naming_inference_and_the_state_is_kept()
     X, y, _ = make_linear_stream(6000, 3, random_state=2)
     # (2000 rows: the average's 1183 steps still fit; the next 4000 do not)
     est = OnlineQuantileRegressor(average=True, inference=True).fit(X[:2000], 1e150 * y[:2000])
-    assert np.isfinite(est._fit_.rs).all()
-    rs, state, coef = est._fit_.rs.copy(), est._fit_.state.tobytes(), est.coef_
+    assert np.isfinite(learnt(est).sums).all()
+    rs, state, coef = learnt(est).sums.copy(), state_of(est).tobytes(), est.coef_
     with pytest.raises(ValueError, match="inference=True.*overflow"):
         est.partial_fit(X[2000:], 1e150 * y[2000:])
-    np.testing.assert_array_equal(est._fit_.rs, rs)
-    assert est._fit_.state.tobytes() == state
+    np.testing.assert_array_equal(learnt(est).sums, rs)
+    assert state_of(est).tobytes() == state
     np.testing.assert_array_equal(est.coef_, coef)
     fresh = OnlineQuantileRegressor(average=True, inference=True)
     with pytest.raises(ValueError, match="inference=True.*overflow"):
@@ -289,7 +289,7 @@ def test_several_taus_give_each_quantile_its_separate_intervals():
             X, y, sample_weight=sw)
         np.testing.assert_array_equal(ci[q], one.conf_int())
         np.testing.assert_array_equal(V[q], one.coef_covariance_)
-        np.testing.assert_array_equal(multi._fit_.rs[q], one._fit_.rs)
+        np.testing.assert_array_equal(learnt(multi).sums[q], learnt(one).sums)
         assert multi.intercept_[q] == one.intercept_
     # the intervals' estimates are the fitted quantiles
     np.testing.assert_allclose(ci.mean(axis=-1)[:, :3], multi.coef_, rtol=1e-12)
@@ -306,13 +306,13 @@ def test_several_taus_pickling_switching_and_refusals():
     # off: the sums go, the plug-in intercepts run on as with inference on
     half = OnlineQuantileRegressor(taus, average=True, inference=True).fit(X[:3000], y[:3000])
     half.set_params(inference=False).partial_fit(X[3000:], y[3000:])
-    assert half._fit_.rs is None
+    assert learnt(half).sums is None
     np.testing.assert_array_equal(half.intercept_, est.intercept_)
     with pytest.raises(AttributeError, match="set inference=True"):
         half.conf_int()
     # on mid-stream: the averages restart with the sums
     half.set_params(inference=True).partial_fit(X[:2000], y[:2000])
-    assert (half._fit_.state["n_avg"] <= 2000).all()
+    assert (state_of(half)["n_avg"] <= 2000).all()
     assert half.conf_int().shape == (2, 4, 2)
     early = OnlineQuantileRegressor(taus, average=True, inference=True).fit(X[:60], y[:60])
     with pytest.raises(ValueError, match="average of tau=0.2 holds"):

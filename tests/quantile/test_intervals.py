@@ -10,9 +10,12 @@ import pytest
 
 from streamfit import OnlineIntervalRegressor
 from streamfit._kernels import _conformal
+from streamfit._kernels._conformal import CSAT
 from streamfit.experiments.qr_coverage import STREAMS, make_coverage_stream
-from streamfit.quantile._interval import CSAT
+from streamfit.kernels import IntervalState
 from streamfit.schedules import StatisticalSchedule
+
+from ._cases import edited_pickle, raw_state, state_bytes
 
 
 def reference(pred, y, method, alpha, gamma=0.005, lr=0.1, ki=1.0, window=1000):
@@ -80,9 +83,17 @@ def test_calibration_matches_the_reference_on_the_prequential_pair(method):
 def test_window_stays_sorted_and_holds_the_last_scores():
     X, y = make_coverage_stream("hetero", 3000, 4, random_state=2)
     est = OnlineIntervalRegressor(window=97).fit(X, y)
-    fit = est._fit_
-    assert np.array_equal(fit.srt, np.sort(fit.ring))
-    assert int(fit.conf["fill"][0]) == 97
+    state = raw_state(est)
+    assert np.array_equal(state["sorted"], np.sort(state["ring"]))
+    assert est._state.calibration["fill"] == 97
+    # the ring holds the last 97 scores, each against the pair before its row
+    ref = OnlineIntervalRegressor(window=97).fit(X[:-97], y[:-97])
+    scores = []
+    for i in range(len(y) - 97, len(y)):
+        lo, hi = np.sort(X[i] @ ref.coef_.T + ref.intercept_)
+        scores.append(max(lo - y[i], y[i] - hi))
+        ref.partial_fit(X[i:i + 1], y[i:i + 1])
+    np.testing.assert_allclose(state["sorted"], np.sort(scores), rtol=1e-12, atol=1e-12)
 
 
 def test_aci_quantile_is_the_split_conformal_rank():
@@ -163,13 +174,18 @@ def test_predictions():
     assert np.allclose(est.predict(X[:50]), iv.mean(axis=1))
     lo_hi = np.sort(X[:50] @ est.coef_.T + est.intercept_, axis=1)
     assert np.allclose(iv, lo_hi + [-est.offset_, est.offset_])
-    # an offset below -(hi - lo) / 2 is the empty set: the midpoint twice
-    est._fit_.conf["offset"] = -1e6
-    iv = est.predict_interval(X[:5])
+    # an offset below -(hi - lo) / 2 is the empty set: the midpoint twice;
+    # +inf the whole line (states with those offsets, loaded)
+    state = est._state.to_state()
+    at = _conformal.STATE_FIELDS.index("offset")
+    rows = np.ascontiguousarray(X[:5])
+    state["calibration"][at] = -1e6
+    iv = IntervalState.from_state(state).predict_interval(rows)
     assert np.array_equal(iv[:, 0], iv[:, 1])
-    est._fit_.conf["offset"] = np.inf
-    assert np.all(est.predict_interval(X[:5]) == [-np.inf, np.inf])
-    assert np.all(np.isfinite(est.predict(X[:5])))
+    state["calibration"][at] = np.inf
+    edited = IntervalState.from_state(state)
+    assert np.all(edited.predict_interval(rows) == [-np.inf, np.inf])
+    assert np.all(np.isfinite(edited.predict(rows)))
 
 
 def test_first_rows_are_unbounded_under_aci():
@@ -234,25 +250,43 @@ def test_bad_row_names_the_row_and_leaves_the_state():
 def test_corrupted_pickle_is_refused():
     X, y = make_coverage_stream("stationary", 300, 2, random_state=11)
     est = OnlineIntervalRegressor(window=30).fit(X, y)
-    est._fit_.srt = np.zeros(5)
-    with pytest.raises(ValueError, match="srt"):
-        pickle.loads(pickle.dumps(est))
+
+    def shorter(state):
+        state["sorted"] = np.zeros(5)
+
+    with pytest.raises(ValueError, match="'sorted'"):
+        pickle.loads(edited_pickle(est, shorter, IntervalState))
+
+
+def _calibration_edit(name, value):
+    def edit(state):
+        state["calibration"][_conformal.STATE_FIELDS.index(name)] = value
+    return edit
+
+
+def _reversed_window(state):
+    state["sorted"][:] = state["sorted"][::-1]
 
 
 @pytest.mark.parametrize("edit", ["fill", "n", "n_covered", "srt"])
 def test_a_hand_edited_calibration_record_is_refused_on_load(edit):
     """Values the kernel would take silently (a fractional fill, a negative
-    or too large count, an unsorted window) are refused when the pickle
-    loads, instead of turning into a wrong coverage_ or offset."""
+    or too large count, an unsorted window) are refused when the pickle (or
+    a to_state dict) loads, naming the field, instead of turning into a
+    wrong coverage_ or offset."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 3))
     y = X @ [1.0, 2.0, 3.0] + rng.standard_normal(400)
     est = OnlineIntervalRegressor(window=50).fit(X, y)
-    edited = pickle.loads(pickle.dumps(est))
-    if edit == "srt":
-        edited._fit_.srt[:] = edited._fit_.srt[::-1]
-    else:
-        edited._fit_.conf[edit] = {"fill": 30.5, "n": -1.0, "n_covered": 1e9}[edit]
-    with pytest.raises(ValueError, match="corrupted or foreign pickle"):
-        pickle.loads(pickle.dumps(edited))
+    before = state_bytes(est)
+    change = _reversed_window if edit == "srt" else _calibration_edit(
+        edit, {"fill": 30.5, "n": -1.0, "n_covered": 1e9}[edit])
+    field = "'sorted'" if edit == "srt" else "'calibration'"
+    with pytest.raises(ValueError, match=f"{field}.*corrupted or foreign"):
+        pickle.loads(edited_pickle(est, change, IntervalState))
+    state = est._state.to_state()
+    change(state)
+    with pytest.raises(ValueError, match=f"{field}.*corrupted or foreign"):
+        IntervalState.from_state(state)
+    assert state_bytes(est) == before
     pickle.loads(pickle.dumps(est)).partial_fit(X[:5], y[:5])      # the unedited one loads

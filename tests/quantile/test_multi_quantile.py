@@ -9,12 +9,12 @@ import pytest
 from sklearn.metrics import d2_pinball_score
 
 from streamfit import OnlineQuantileRegressor
-from streamfit._kernels import _quantile as _k
 from streamfit._kernels import _testing
+from streamfit.kernels import LinearSGD
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._cases import stopped_at
+from ._cases import learnt, state_bytes, state_of, stopped_at
 
 TAUS = [0.1, 0.5, 0.9]
 
@@ -74,13 +74,14 @@ def test_every_schedule_field_matches_the_separate_fits(kw, weights):
     multi = OnlineQuantileRegressor(tau=TAUS, **kw)
     for a, b in [(0, 37), (37, 1000), (1000, 1001), (1001, 6000)]:
         multi.partial_fit(X[a:b], y[a:b], sample_weight=None if sw is None else sw[a:b])
-    states = multi._fit_.state
+    states = state_of(multi)
     assert len(states) == len(TAUS)
     for q, t in enumerate(TAUS):
         one = OnlineQuantileRegressor(tau=t, **kw).fit(X, y, sample_weight=sw)
-        assert states[q].tobytes() == one._fit_.state[0].tobytes(), {
-            name: (states[q][name], one._fit_.state[0][name])
-            for name in states.dtype.names if states[q][name] != one._fit_.state[0][name]}
+        ref = state_of(one)[0]
+        assert states[q].tobytes() == ref.tobytes(), {
+            name: (states[q][name], ref[name])
+            for name in states.dtype.names if states[q][name] != ref[name]}
         np.testing.assert_array_equal(multi.coef_[q], one.coef_)
 
 
@@ -134,8 +135,8 @@ def test_pickled_mid_stream_resumes_bit_identically():
     est.partial_fit(X[2500:], y[2500:])
     copy.partial_fit(X[2500:], y[2500:])
     np.testing.assert_array_equal(est.coef_, copy.coef_)
-    np.testing.assert_array_equal(est._fit_.state, copy._fit_.state)
-    np.testing.assert_array_equal(est._fit_.window, copy._fit_.window)
+    assert state_bytes(est) == state_bytes(copy)
+    np.testing.assert_array_equal(learnt(est).window, learnt(copy).window)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -148,11 +149,11 @@ def test_interrupt_keeps_whole_rows_of_every_quantile(at, kw):
         est.partial_fit(X[1000:], y[1000:])
     assert est.n_samples_seen_ == 1000 + at
     ref = OnlineQuantileRegressor(tau=TAUS, **kw).fit(X[:1000 + at], y[:1000 + at])
-    np.testing.assert_array_equal(est._fit_.state, ref._fit_.state)
+    assert state_of(est).tobytes() == state_of(ref).tobytes()
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
     if kw:
-        np.testing.assert_array_equal(est._fit_.rs, ref._fit_.rs)
+        np.testing.assert_array_equal(learnt(est).sums, learnt(ref).sums)
 
 
 def test_refusals_name_the_argument_and_leave_the_state():
@@ -166,7 +167,7 @@ def test_refusals_name_the_argument_and_leave_the_state():
         with pytest.raises(ValueError, match=match):
             OnlineQuantileRegressor(**kw).fit(X, y)
     est = OnlineQuantileRegressor(tau=TAUS).fit(X, y)
-    before = pickle.dumps(est._fit_)
+    before = state_bytes(est)
     with pytest.raises(ValueError, match="tau changed"):
         est.set_params(tau=0.1).partial_fit(X[:5], y[:5])
     with pytest.raises(ValueError, match="tau changed"):
@@ -177,7 +178,7 @@ def test_refusals_name_the_argument_and_leave_the_state():
         est.set_params(tau=TAUS).partial_fit(bad, y[:5])
     with pytest.raises(ValueError, match="coef_init must have shape"):
         OnlineQuantileRegressor(tau=TAUS).fit(X, y, coef_init=np.zeros((2, 3)))
-    assert pickle.dumps(est._fit_) == before
+    assert state_bytes(est) == before
     one = OnlineQuantileRegressor(tau=0.5).fit(X, y)
     with pytest.raises(ValueError, match="tau changed"):
         one.set_params(tau=[0.5]).partial_fit(X[:5], y[:5])
@@ -191,11 +192,10 @@ def test_warm_start_per_quantile():
     np.testing.assert_allclose(est.coef_, ref.coef_, atol=1e-3)
 
 
-def test_one_row_calls_reuse_the_state_records_and_switching_tau_count_is_safe():
-    # Each call copies the published records into the previous call's (a
-    # spare): the copies must be whole (one-row calls end where one fit ends),
-    # and a spare of three records must never reach a one-tau state's copy
-    # (fit() from three taus to one, then partial_fit).
+def test_one_row_calls_equal_one_call_and_switching_tau_count_is_safe():
+    # One-row calls (learn_one's in-place path) end where one fit ends, every
+    # record bit for bit; fit() from three taus to one and back, then
+    # partial_fit, learns with the new count's state only.
     X, y, _ = make_linear_stream(600, 4, random_state=3)
     multi = OnlineQuantileRegressor(tau=TAUS, average=True)
     for i in range(600):
@@ -203,7 +203,7 @@ def test_one_row_calls_reuse_the_state_records_and_switching_tau_count_is_safe()
     whole = OnlineQuantileRegressor(tau=TAUS, average=True).fit(X, y)
     np.testing.assert_array_equal(multi.coef_, whole.coef_)
     np.testing.assert_array_equal(multi.intercept_, whole.intercept_)
-    assert multi._fit_.state.tobytes() == whole._fit_.state.tobytes()
+    assert state_of(multi).tobytes() == state_of(whole).tobytes()
     multi.set_params(tau=0.5).fit(X[:300], y[:300])
     multi.partial_fit(X[300:], y[300:])
     one = OnlineQuantileRegressor(tau=0.5, average=True).fit(X, y)
@@ -237,40 +237,44 @@ def test_fused_pass_is_bit_identical_across_widths_and_quantile_counts(d, m, ave
         multi.partial_fit(X[a:b], y[a:b], sample_weight=sw[a:b])
     for q, t in enumerate(taus):
         one = OnlineQuantileRegressor(tau=t, average=average).fit(X, y, sample_weight=sw)
-        np.testing.assert_array_equal(bits(multi._fit_.w[q]), bits(one._fit_.w))
-        np.testing.assert_array_equal(bits(multi._fit_.wbar[q]), bits(one._fit_.wbar))
-        assert multi._fit_.state[q].tobytes() == one._fit_.state.tobytes(), f"tau={t}"
+        np.testing.assert_array_equal(bits(learnt(multi).coef[q]), bits(learnt(one).coef))
+        np.testing.assert_array_equal(bits(learnt(multi).coef_avg[q]),
+                                      bits(learnt(one).coef_avg))
+        assert state_of(multi)[q].tobytes() == state_of(one).tobytes(), f"tau={t}"
 
 
 def test_quantiles_that_skip_a_row_are_left_alone():
     # Quantiles whose warm-up ends at different rows: for a while some update
     # and the others do not, within one row's pass (the groups fall apart).
     # A skipped quantile's w is not touched (adding 0 * x would turn its -0.0
-    # into +0.0); each quantile is still its own single-quantile run.
+    # into +0.0); each quantile is still its own single-quantile run. The
+    # quantiles of one stream end their warm-ups together, so the state is
+    # put together from single-quantile states at different points of their
+    # warm-up (n_warmup = 50 rows), loaded through from_state.
     d, taus = 11, [0.1, 0.3, 0.5, 0.7, 0.9]
     X, y, _ = make_linear_stream(1500, d, random_state=11)
-    # (partial_fit: a one-row fit() would warn that the warm-up has not ended)
-    est = OnlineQuantileRegressor(tau=taus).partial_fit(X[:1], y[:1])
-    params = est._fit_.params.copy()
-    params["n_warmup"] = [40, 25, 60, 25, 30]
-    m = len(taus)
-    cap = int(params["window"].max()) + 100
-    W, Wbar = np.full((m, d), -0.0), np.full((m, d), -0.0)
-    states, windows = np.zeros(m, _k.STATE_DTYPE), np.zeros((m, cap))
-    code, done, exc, row = _k.sgd_multi(X[:30], y[:30], np.zeros(0), W, Wbar, states, params,
-                                        windows, _k.NONCROSS_NONE)
-    assert (code, done) == (0, 30)
-    # rows 1-30: quantiles 1 and 3 (warm-up 25) have moved, the others not yet
+    ahead = [10, 25, 0, 25, 20]
+    zero = np.full(d, -0.0)
+    ones = [LinearSGD(d, tau=t, coef_init=zero) for t in taus]
+    for one, k in zip(ones, ahead):
+        for i in range(k):
+            one.learn_one(X[i], y[i])
+    parts = [one.to_state() for one in ones]
+    state = LinearSGD(d, tau=taus, coef_init=zero).to_state()
+    fill = max(p["window"].shape[1] for p in parts)
+    for name in ("records", "coef", "coef_avg"):
+        state[name] = np.vstack([p[name] for p in parts])
+    state["window"] = np.vstack([np.pad(p["window"], ((0, 0), (0, fill - p["window"].shape[1])))
+                                 for p in parts])
+    multi = LinearSGD.from_state(state)
+    assert multi.learn(X[:30], y[:30]) == 30
+    # rows 1-30: quantiles 1 and 3 (25 rows ahead) have moved, the others not yet
+    W = multi.iterate[0]
     assert np.all(np.signbit(W[[0, 2, 4]]) & (W[[0, 2, 4]] == 0)) and np.all(W[[1, 3]] != 0)
-    code, done, exc, row = _k.sgd_multi(X[30:], y[30:], np.zeros(0), W, Wbar, states, params,
-                                        windows, _k.NONCROSS_NONE)
-    assert (code, done) == (0, 1470)
-    for q in range(m):
-        w, wbar = np.full(d, -0.0), np.full(d, -0.0)
-        state, window = np.zeros(1, _k.STATE_DTYPE), np.zeros(cap)
-        for a, b in ((0, 30), (30, 1500)):
-            code, done, exc, row = _k.sgd_single(X[a:b], y[a:b], np.zeros(0), w, wbar, state,
-                                                 params[q:q + 1], window, np.zeros(0))
-            assert code == 0
-        np.testing.assert_array_equal(bits(W[q]), bits(w))
-        assert states[q].tobytes() == state.tobytes()
+    assert multi.learn(X[30:], y[30:]) == 1470
+    W, records = multi.iterate[0], state_of(multi)
+    for q, one in enumerate(ones):
+        one.learn(X[:30], y[:30])
+        one.learn(X[30:], y[30:])
+        np.testing.assert_array_equal(bits(W[q]), bits(one.iterate[0]))
+        assert records[q].tobytes() == state_of(one).tobytes()

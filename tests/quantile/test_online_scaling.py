@@ -9,7 +9,7 @@ import pytest
 from streamfit import OnlineQuantileRegressor, offline_quantile_regression
 from streamfit.simulate import make_linear_stream
 
-from ._cases import stopped_at
+from ._cases import learnt, state_bytes, stopped_at
 
 
 def scaled_stream(big, seed=0, tau=0.5, n=20000, d=10):
@@ -74,7 +74,7 @@ def test_pickled_mid_stream_resumes_bit_identically():
     est.partial_fit(Xs[2500:], y[2500:])
     copy.partial_fit(Xs[2500:], y[2500:])
     np.testing.assert_array_equal(est.coef_, copy.coef_)
-    np.testing.assert_array_equal(est._fit_.scaler, copy._fit_.scaler)
+    np.testing.assert_array_equal(learnt(est).scaler, learnt(copy).scaler)
 
 
 def test_chunks_and_weights():
@@ -84,13 +84,13 @@ def test_chunks_and_weights():
     b = OnlineQuantileRegressor(scale="online")
     for i in range(0, 4000, 333):
         b.partial_fit(Xs[i:i + 333], y[i:i + 333], sample_weight=sw[i:i + 333])
-    np.testing.assert_array_equal(a._fit_.w, b._fit_.w)
-    np.testing.assert_array_equal(a._fit_.scaler, b._fit_.scaler)
+    np.testing.assert_array_equal(learnt(a).coef, learnt(b).coef)
+    np.testing.assert_array_equal(learnt(a).scaler, learnt(b).scaler)
     # rows of weight 0 do not enter the statistics
-    assert a._fit_.scaler[0] == sw.sum()
+    assert learnt(a).scaler[0] == sw.sum()
     kept = sw > 0
     mean = np.average(Xs[kept], axis=0, weights=sw[kept])
-    np.testing.assert_allclose(a._fit_.scaler[1:4], mean, rtol=1e-9)
+    np.testing.assert_allclose(learnt(a).scaler[1:4], mean, rtol=1e-9)
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -103,7 +103,7 @@ def test_interrupt_keeps_whole_rows(at):
     assert est.n_samples_seen_ == 1000 + at
     ref = OnlineQuantileRegressor(average=True, scale="online").fit(Xs[:1000 + at],
                                                                    y[:1000 + at])
-    np.testing.assert_array_equal(est._fit_.scaler, ref._fit_.scaler)
+    np.testing.assert_array_equal(learnt(est).scaler, learnt(ref).scaler)
     np.testing.assert_array_equal(est.coef_, ref.coef_)
 
 
@@ -118,14 +118,14 @@ def test_refusals_name_the_argument_and_leave_the_state():
     with pytest.raises(ValueError, match="coef_init/intercept_init with scale='online'"):
         OnlineQuantileRegressor(scale="online").fit(X, y, coef_init=np.zeros(3))
     est = OnlineQuantileRegressor(scale="online").fit(X, y)
-    before = pickle.dumps(est._fit_)
+    before = state_bytes(est)
     with pytest.raises(ValueError, match="scale changed"):
         est.set_params(scale=None).partial_fit(X[:5], y[:5])
     bad = X[:5].copy()
     bad[3, 2] = np.inf
     with pytest.raises(ValueError, match="NaN or inf"):
         est.set_params(scale="online").partial_fit(bad, y[:5])
-    assert pickle.dumps(est._fit_) == before
+    assert state_bytes(est) == before
 
 
 @pytest.mark.parametrize("level", [5.0, -3e150, 1e300])
@@ -141,4 +141,4 @@ def test_a_constant_feature_at_any_level_is_ignored(level):
     assert est.coef_[1] == 0.0
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     assert est.intercept_ == ref.intercept_
-    assert np.isfinite(est.predict(Xc[:5])).all() and np.isfinite(est._fit_.scaler).all()
+    assert np.isfinite(est.predict(Xc[:5])).all() and np.isfinite(learnt(est).scaler).all()

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from streamfit import OnlineQuantileRegressor
-from streamfit.kernels import LinearState, StatisticalScheduleState, sgd
+from streamfit.kernels import LinearSGD
 from streamfit.simulate import make_linear_stream
+
+from ._cases import edited_pickle, learnt, state_bytes, state_of
 
 
 @pytest.mark.parametrize("tau", [0.1, 0.9])
@@ -25,13 +27,24 @@ def test_the_averaged_intercept_is_the_plug_in_and_unbiased(tau):
         # the same path, the same intercept: inference only adds the sums
         assert est.intercept_ == with_inference.intercept_
         np.testing.assert_array_equal(est.coef_, with_inference.coef_)
-        # the kernel API runs the paper's average (the iterate's intercept):
-        # same coefficients, the biased intercept
-        state, sched = LinearState(5), StatisticalScheduleState(5, tau=tau, average=True)
-        sgd(X, y, state, schedule=sched)
-        np.testing.assert_array_equal(state.coef_avg, est.coef_)
+        # the kernel API's state object is the estimator's, row by row too;
+        # the paper's average of the iterate's own intercept is the mean of
+        # the iterates over the average's steps (the last n_avg rows: one
+        # update a row, no restart of the average), which gives coef_ too
+        state = LinearSGD(5, tau=tau, average=True)
+        path = []
+        for xi, yi in zip(X, y):
+            state.learn_one(xi, yi)
+            w, b = state.iterate
+            path.append(np.append(w, b))
+        np.testing.assert_array_equal(state.coef, est.coef_)
+        assert state.intercept == est.intercept_
+        k = int(state_of(state)["n_avg"][0])
+        assert 10_000 < k < 20_000
+        paper = np.mean(path[-k:], axis=0)
+        np.testing.assert_allclose(paper[:5], est.coef_, rtol=1e-9, atol=1e-12)
         plug.append(est.intercept_)
-        iterate.append(state.intercept_avg)
+        iterate.append(paper[5])
     # the noise's tau-quantile is 0: the truth is 0
     rmse_plug, rmse_iterate = np.sqrt(np.mean(np.square(plug))), \
         np.sqrt(np.mean(np.square(iterate)))
@@ -46,34 +59,41 @@ def test_several_taus_carry_the_same_plug_in_intercepts():
     for q, tau in enumerate(taus):
         one = OnlineQuantileRegressor(tau, average=True).fit(X, y)
         assert multi.intercept_[q] == one.intercept_
-        np.testing.assert_array_equal(multi._fit_.plug_in[q], one._fit_.plug_in)
+        np.testing.assert_array_equal(learnt(multi).plug_in[q], learnt(one).plug_in)
 
 
 @pytest.mark.parametrize("taus", [0.3, [0.3, 0.7]])
 def test_pickled_mid_average_resumes_bit_identically(taus):
     X, y, _ = make_linear_stream(6000, 4, tau=0.3, random_state=8)
     est = OnlineQuantileRegressor(taus, average=True).fit(X[:3000], y[:3000])
-    assert (est._fit_.state["n_avg"] > 0).all()
+    assert (state_of(est)["n_avg"] > 0).all()
     copy = pickle.loads(pickle.dumps(est))
     est.partial_fit(X[3000:], y[3000:])
     copy.partial_fit(X[3000:], y[3000:])
     np.testing.assert_array_equal(est.intercept_, copy.intercept_)
-    np.testing.assert_array_equal(est._fit_.plug_in, copy._fit_.plug_in)
-    assert est._fit_.state.tobytes() == copy._fit_.state.tobytes()
+    np.testing.assert_array_equal(learnt(est).plug_in, learnt(copy).plug_in)
+    assert state_of(est).tobytes() == state_of(copy).tobytes()
 
 
 @pytest.mark.parametrize("taus", [0.3, [0.3, 0.7]])
-def test_a_state_without_plug_in_goes_on_as_it_began(taus):
-    # a pickle from before the plug-in: its average runs on the iterate's
-    # intercept until the average restarts, and the call does not fail
+def test_a_state_without_plug_in_is_refused_naming_it(taus):
+    # the plug-in's means belong to every averaged single-mode state with an
+    # intercept: a pickle (or a to_state dict) without them is damaged or of
+    # another version, refused naming the field, the source unchanged
     X, y, _ = make_linear_stream(6000, 4, tau=0.3, random_state=8)
     est = OnlineQuantileRegressor(taus, average=True).fit(X[:3000], y[:3000])
-    old = pickle.loads(pickle.dumps(est))
-    old._fit_.plug_in = None
-    old.partial_fit(X[3000:], y[3000:])
-    assert old._fit_.plug_in is None
-    assert np.isfinite(old.intercept_).all()
-    assert not np.array_equal(old.intercept_, est.partial_fit(X[3000:], y[3000:]).intercept_)
+    before = state_bytes(est)
+
+    def drop(state):
+        state["plug_in"] = None
+
+    with pytest.raises(ValueError, match="'plug_in'"):
+        pickle.loads(edited_pickle(est, drop))
+    state = est._state.to_state()
+    drop(state)
+    with pytest.raises(ValueError, match="'plug_in'"):
+        LinearSGD.from_state(state)
+    assert state_bytes(est) == before
 
 
 def test_inference_switched_off_keeps_the_plug_in_path():
@@ -82,9 +102,9 @@ def test_inference_switched_off_keeps_the_plug_in_path():
     X, y, _ = make_linear_stream(6000, 4, tau=0.8, random_state=11)
     on = OnlineQuantileRegressor(0.8, average=True, inference=True).fit(X, y)
     est = OnlineQuantileRegressor(0.8, average=True, inference=True).fit(X[:3000], y[:3000])
-    assert est._fit_.state["n_avg"][0] > 0
+    assert state_of(est)["n_avg"][0] > 0
     est.set_params(inference=False).partial_fit(X[3000:], y[3000:])
-    assert est._fit_.rs is None and est._fit_.plug_in is not None
+    assert learnt(est).sums is None and learnt(est).plug_in is not None
     assert est.intercept_ == on.intercept_
     np.testing.assert_array_equal(est.coef_, on.coef_)
 
@@ -99,7 +119,7 @@ def test_where_there_is_no_plug_in():
                 OnlineQuantileRegressor(average=True, mode="batch", batch_size=8),
                 OnlineQuantileRegressor(average=True, scale="online")):
         est.fit(X, y)
-        assert getattr(est._fit_, "plug_in", None) is None, est
+        assert learnt(est).plug_in is None, est
 
 
 def uncentred_warm_start(t0, switch_at=None, switch_to=None):
@@ -115,18 +135,18 @@ def uncentred_warm_start(t0, switch_at=None, switch_to=None):
                                   schedule=StatisticalSchedule(start="phase2", t0=t0))
     rows, path, start = [], [], None
     for i in range(len(y)):
-        before = None if i == 0 else est._fit_.wbar.copy()
+        before = None if i == 0 else learnt(est).coef_avg.copy()
         if i == 0:
             est.partial_fit(X[:1], y[:1], coef_init=cold.coef_, intercept_init=cold.intercept_)
         else:
             est.partial_fit(X[i:i + 1], y[i:i + 1])
-        k = int(est._fit_.state["n_avg"][0])
+        k = int(state_of(est)["n_avg"][0])
         if k and start is None:
             assert k == t0 + 1
             start = before
         if k > t0 + len(path):
             rows.append(X[i])
-            path.append(est._fit_.wbar.copy())
+            path.append(learnt(est).coef_avg.copy())
         if i == switch_at:
             assert k > t0
             est.set_params(schedule=switch_to)
@@ -146,7 +166,7 @@ def test_a_warm_start_counts_its_prior_iterates_in_the_lag():
     assert len(path) > 300
     wwbar = (t0 * start + np.sum(path, axis=0)) / (t0 + len(path))
     lag = np.mean(rows, axis=0) @ (wwbar - path[-1])
-    np.testing.assert_allclose(est.intercept_, est._fit_.state["pi_avg"][0] + lag,
+    np.testing.assert_allclose(est.intercept_, state_of(est)["pi_avg"][0] + lag,
                                rtol=1e-9, atol=1e-9)
     # and on a centred stream, a later round's intercept stays at the truth
     X, y, _ = make_linear_stream(5000, 10, tau=0.5, random_state=100)
@@ -171,20 +191,20 @@ def test_an_average_switched_on_after_a_warm_start_has_no_prior(taus):
     est = OnlineQuantileRegressor(taus, average=False,
                                   schedule=StatisticalSchedule(start="phase2", t0=3000))
     est.partial_fit(X[:2000], y[:2000], coef_init=cold.coef_, intercept_init=cold.intercept_)
-    assert (est._fit_.state["n_avg"] == 3000).all()
+    assert (state_of(est)["n_avg"] == 3000).all()
     est.set_params(average=True)
     rows, path = [], []
     for i in range(2000, 4000):
         est.partial_fit(X[i:i + 1], y[i:i + 1])
         rows.append(X[i])
-        path.append(np.ravel(est._fit_.wbar).copy())
-    fit = est._fit_
-    assert (fit.state["n_avg"] == len(rows)).all()
+        path.append(np.ravel(learnt(est).coef_avg).copy())
+    fit = learnt(est)
+    assert (fit.records["n_avg"] == len(rows)).all()
     plug_in = np.ravel(fit.plug_in)
     np.testing.assert_allclose(plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
     np.testing.assert_allclose(plug_in[3:], np.mean(path, axis=0), rtol=1e-12)
     lag = np.mean(rows, axis=0) @ (np.mean(path, axis=0) - path[-1])
-    np.testing.assert_allclose(np.ravel(est.intercept_)[0], fit.state["pi_avg"][0] + lag,
+    np.testing.assert_allclose(np.ravel(est.intercept_)[0], fit.records["pi_avg"][0] + lag,
                                rtol=1e-9, atol=1e-9)
 
 
@@ -198,9 +218,9 @@ def test_a_t0_changed_mid_average_keeps_the_means_row_count():
     est, rows, path, start = uncentred_warm_start(
         t0, switch_at=2500, switch_to=StatisticalSchedule(start="phase2", t0=100))
     assert len(rows) > 1000
-    np.testing.assert_allclose(est._fit_.plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(learnt(est).plug_in[:3], np.mean(rows, axis=0), rtol=1e-12)
     wwbar = (t0 * start + np.sum(path, axis=0)) / (t0 + len(path))
-    np.testing.assert_allclose(est._fit_.plug_in[3:], wwbar, rtol=1e-12)
+    np.testing.assert_allclose(learnt(est).plug_in[3:], wwbar, rtol=1e-12)
 
 
 @pytest.mark.parametrize("taus", [0.7, [0.3, 0.7]])
@@ -216,8 +236,8 @@ def test_the_lag_uses_the_rows_weighted_mean(taus):
     est = OnlineQuantileRegressor(taus, average=True)
     for a in range(0, 6000, 1500):
         est.partial_fit(X[a:a + 1500], y[a:a + 1500], sample_weight=sw[a:a + 1500])
-    fit = est._fit_
-    for q, k in enumerate(np.atleast_1d(fit.state["n_avg"]).astype(int)):
+    fit = learnt(est)
+    for q, k in enumerate(fit.records["n_avg"].astype(int)):
         assert k > 1000
         rows = np.flatnonzero(sw > 0)[-k:]      # no restart: the last k updates
         xw = np.average(X[rows], axis=0, weights=sw[rows])
@@ -227,22 +247,30 @@ def test_the_lag_uses_the_rows_weighted_mean(taus):
 
 
 @pytest.mark.parametrize("taus", [0.3, [0.3, 0.7]])
-def test_a_state_of_another_layout_predicts_but_refuses_to_learn(taus):
+def test_a_state_of_another_layout_is_refused_on_load(taus):
     # an estimator pickled by a streamfit whose state record had other fields
-    # (x_wsum is new in API_VERSION 3): a clear error, the estimator unchanged
+    # (x_wsum is new in API_VERSION 3), or a state of another format: a clear
+    # error when it loads (states of earlier versions cannot be resumed), the
+    # estimator it was taken from unchanged
     X, y, _ = make_linear_stream(2000, 3, random_state=5)
     est = OnlineQuantileRegressor(taus, average=True).fit(X, y)
-    old_names = [n for n in est._fit_.state.dtype.names if n != "x_wsum"]
-    old = np.zeros(est._fit_.state.shape, [(n, "f8") for n in old_names])
-    for n in old_names:
-        old[n] = est._fit_.state[n]
-    est._fit_.state = old
-    before = pickle.dumps(est)
-    pred = est.predict(X[:5])
-    with pytest.raises(ValueError, match="another layout.*Call fit"):
-        est.partial_fit(X[:10], y[:10])
-    assert pickle.dumps(est) == before
+    before, pred = state_bytes(est), est.predict(X[:5])
+
+    def older(state):
+        at = state["state_fields"].index("x_wsum")
+        state["state_fields"].pop(at)
+        state["records"] = np.delete(state["records"], at, axis=1)
+
+    def other_format(state):
+        state["format"] += 1
+
+    for edit, match in ((older, "another layout"), (other_format, "format")):
+        with pytest.raises(ValueError, match=match):
+            pickle.loads(edited_pickle(est, edit))
+        state = est._state.to_state()
+        edit(state)
+        with pytest.raises(ValueError, match=match):
+            LinearSGD.from_state(state)
+    assert state_bytes(est) == before
     np.testing.assert_array_equal(est.predict(X[:5]), pred)
-    est.fit(X, y)              # a fresh fit replaces the old state
-    assert "x_wsum" in est._fit_.state.dtype.names
     est.partial_fit(X[:10], y[:10])

@@ -21,7 +21,7 @@ from streamfit import OnlineLeastSquaresRegressor, OnlineQuantileRegressor
 from streamfit.schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._cases import RTOL, SqrtSchedule, assert_same_results, feed
+from ._cases import RTOL, SqrtSchedule, assert_same_results, feed, state_of
 
 INV_MAD = 1.482602218505602     # 1 / Phi^{-1}(3/4), as in the kernel
 NAN = float("nan")
@@ -594,7 +594,7 @@ def assert_matches(est, ref, rtol=RTOL[np.float64]):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
     np.testing.assert_allclose(est.cumulative_loss_, ref.s.loss, rtol=rtol)
     assert est.n_updates_ == ref.s.n_updates
-    assert est._fit_.state["t"][0] == ref.s.t        # the schedule's clock
+    assert state_of(est)["t"][0] == ref.s.t        # the schedule's clock
     state = est.schedule_state_
     assert state["phase"] == ref.s.phase
     np.testing.assert_allclose(state["stepsize"], ref.s.last_eta, rtol=SCHEDULE_RTOL)

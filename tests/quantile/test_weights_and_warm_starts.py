@@ -13,6 +13,8 @@ from streamfit import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
+from ._cases import state_of
+
 MODES = ["single", "batch", "storage"]
 
 
@@ -49,7 +51,7 @@ def test_a_weight_of_two_is_the_row_twice(est, far_above):
     # copy's update, a weight-2 row once before it: equal to the step's size
     assert weighted.cumulative_loss_ == pytest.approx(repeated.cumulative_loss_, rel=1e-6)
     # the schedule's clock counts weights; the counters count rows and updates
-    assert weighted._fit_.state["t"][0] == repeated._fit_.state["t"][0] == reps.sum()
+    assert state_of(weighted)["t"][0] == state_of(repeated)["t"][0] == reps.sum()
     assert weighted.n_samples_seen_ == weighted.n_updates_ == len(y)
     assert repeated.n_updates_ == reps.sum()
 
@@ -64,7 +66,7 @@ def test_the_inverse_time_clock_moves_by_the_weights(far_above):
     last = np.flatnonzero(sw)[-1]
     assert est.schedule_state_["stepsize"] == pytest.approx(1e-2 / (sw[:last].sum() + 1),
                                                             rel=1e-12)
-    assert est._fit_.state["t"][0] == sw.sum()
+    assert state_of(est)["t"][0] == sw.sum()
 
 
 @pytest.mark.parametrize("schedule", ["statistical", ConstantSchedule(0.01)])
@@ -158,7 +160,7 @@ def test_coef_init_starts_the_iterate_there(cls):
 
 
 @pytest.mark.parametrize("kw, exc, match", [
-    (dict(coef_init=np.ones(4)), ValueError, "coef_init has 4 values"),
+    (dict(coef_init=np.ones(4)), ValueError, r"coef_init must have 5 values .* \(4,\)"),
     (dict(coef_init=np.full(5, np.nan)), ValueError, "coef_init contains NaN"),
     (dict(coef_init=np.ones(5) + 1j), TypeError, "coef_init must hold real numbers"),
     (dict(intercept_init=np.nan), ValueError, "intercept_init must be finite"),

@@ -22,7 +22,9 @@ from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
                        OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                        PerturbedLeaderPCA)
 from streamfit import kernels as K
+from streamfit._kernels import _quantile as _k
 from streamfit.lowrank import OnlineLowRankQuantileRegressor
+from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream, make_spiked_stream
 
 # -- values ----------------------------------------------------------------------------
@@ -54,7 +56,7 @@ def _raised(exc):
 
 STATE_SIGNED = {"intercept", "intercept_avg", "intercept_pi", "intercept_pi2", "pi_avg"}
 STATE_INTEGER = {"n_updates", "n_seen", "phase", "fill", "avg_on", "n_flat", "n_high",
-                 "n_restarts"}
+                 "n_restarts", "n_drift"}
 # codes and indices: a value far out of their range is refused too
 STATE_RANGE = {"phase": (0, 3), "avg_on": (0, 1), "fill": (0, 1e9)}
 LINEAR_FIELDS = ("intercept", "intercept_avg", "loss", "n_seen", "n_updates", "n_avg")
@@ -133,7 +135,8 @@ PCA = {
     "dropout": lambda: DropoutPCA(2, random_state=0),
     "dropout-fresh": lambda: DropoutPCA(2, resample="fresh", random_state=0),
 }
-KERNELS = ("topk", "linear-state", "schedule-state", "schedule-state-batch")
+KERNELS = ("topk", "linear-sgd", "linear-sgd-statistical", "linear-sgd-batch",
+           "interval-state")
 FAMILIES = (*QUANTILE, "lowrank", *PCA, *KERNELS)
 
 N_PCA = 16          # n_features of the PCA streams (Krylov needs n >= 2 b = 14)
@@ -171,15 +174,21 @@ def build(family):
         topk.update(vector=X[0], scale=0.5)
         topk.solve(1e-8)
         return topk
-    if family == "linear-state":
-        state = K.LinearState(4)
-        K.sgd(X, y, state, np.full(len(y), 0.01), average=True)
-        return state
-    block = 1 if family == "schedule-state" else 7
-    sched = K.StatisticalScheduleState(4, tau=0.3, block=block, average=True)
-    n = len(y) // block * block
-    K.sgd(X[:n], y[:n], K.LinearState(4), schedule=sched, block=block)
-    return sched
+    state = KERNEL_STATES[family]()
+    state.learn(X, y)
+    return state
+
+
+KERNEL_STATES = {
+    "linear-sgd": lambda: K.LinearSGD(4, tau=[0.3, 0.7], schedule=ConstantSchedule(0.01),
+                                      average=True),
+    "linear-sgd-statistical": lambda: K.LinearSGD(4, tau=0.3, average=True, inference=True,
+                                                  drift="restart"),
+    # 301 rows in batches of 7: rows pending
+    "linear-sgd-batch": lambda: K.LinearSGD(4, tau=0.3, mode="batch", batch_size=7,
+                                            average=True),
+    "interval-state": lambda: K.IntervalState(4, alpha=0.2),
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,10 +224,10 @@ def sane_after_fit(family, est, before):
         if not np.allclose(vals, top, rtol=1e-6, atol=1e-9 * max(1.0, abs(top).max())):
             return False, f"values {vals} are not the top eigenvalues {top}"
         return True, ""
-    if family in ("linear-state",) or family.startswith("schedule-state"):
-        state = est if family == "linear-state" else before[1]
-        if state.n_seen != before[0] + before[2] or not _finite(state.coef):
-            return False, f"n_seen {state.n_seen} after {before[0]} + {before[2]}"
+    if family in KERNEL_STATES:
+        seen = est.n_samples_seen
+        if seen != before + len(y2) or not _finite(est.coef):
+            return False, f"n_samples_seen {seen} after {before} + {len(y2)}"
         return True, ""
     seen = est.n_samples_seen_
     coef = est.coef_
@@ -252,16 +261,10 @@ def _continue(family, obj):
         obj.update(rows=X2[:3])
         obj.solve(1e-8)
         return None
-    if family == "linear-state":
-        before = obj.n_seen
-        K.sgd(X2, y2, obj, np.full(len(y2), 0.01), average=True)
-        return (before, None, len(y2))
-    if family.startswith("schedule-state"):
-        block = obj.block
-        n = len(y2) // block * block
-        state = K.LinearState(4)
-        K.sgd(X2[:n], y2[:n], state, schedule=obj, block=block)
-        return (0, state, n)
+    if family in KERNEL_STATES:
+        before = obj.n_samples_seen
+        obj.learn(X2, y2)
+        return before
     before = obj.n_samples_seen_
     obj.partial_fit(X2, y2)
     return before
@@ -288,12 +291,15 @@ def _step(family, name, blob):
             return ok, f"n_trials_, cumulative_gain_, regret_ = {vals}"
         if family == "topk":
             return _finite(obj.matrix), "matrix not finite"
-        if family.startswith("schedule-state"):
-            vals = [obj.phase, obj.stepsize, obj.d0, obj.b0, obj.restarts]
-            return obj.phase in (0, 1, 2, 3) and obj.restarts >= 0, f"{vals}"
-        if family == "linear-state":
-            vals = [obj.n_seen, obj.n_updates, obj.loss]
-            return min(vals) >= 0 and _finite(obj.coef), f"{vals}"
+        if family == "interval-state":
+            vals = [obj.n_samples_seen, obj.coverage, obj.n_updates]
+            return (min(vals) >= 0 and vals[1] <= 1 and _finite(obj.coef) and
+                    _finite(obj.intercept)), f"{vals}"
+        if family in KERNEL_STATES:
+            vals = [obj.n_samples_seen, obj.n_updates, obj.cumulative_loss]
+            sched = obj.schedule_state
+            return (min(np.min(v) for v in vals) >= 0 and _finite(obj.coef) and
+                    _finite(obj.intercept) and sched is not None), f"{vals}"
         vals = [obj.n_samples_seen_, obj.n_updates_, obj.cumulative_loss_]
         obj.schedule_state_
         ok = min(vals) >= 0 and _finite(obj.coef_) and _finite(vals)
@@ -341,14 +347,66 @@ def try_blob(family, blob):
 
 # -- editing a pickled state ---------------------------------------------------------------
 
+STATE_OBJECTS = (K.LinearSGD, K.IntervalState)
+
+
+class Reduced(dict):
+    """A compiled state object's state dict (what its ``__reduce__`` hands to
+    its rebuild function), to edit in place; its schedule records viewed with
+    their fields named (``STATE_DTYPE``, shape (m, 1)), so that a field can be
+    set as in a record."""
+
+    def __init__(self, state_object):
+        rebuild, (state,) = type(state_object).__reduce__(state_object)
+        super().__init__(_named_records(state))
+        self.rebuild = rebuild
+
+    def payload(self):
+        return _plain_records(dict(self))
+
+
+def _named_records(d):
+    out = {}
+    for key, value in d.items():
+        if isinstance(value, dict):
+            value = _named_records(value)
+        elif key == "records" and isinstance(value, np.ndarray):
+            value = np.ascontiguousarray(value).view(_k.STATE_DTYPE)
+        out[key] = value
+    return out
+
+
+def _plain_records(d):
+    out = {}
+    for key, value in d.items():
+        if isinstance(value, dict):
+            value = _plain_records(value)
+        elif isinstance(value, np.ndarray) and value.dtype == _k.STATE_DTYPE:
+            # (edited or moved) records back to the float64 rows they are stored as
+            rows = np.ascontiguousarray(value).view(np.float64)
+            value = rows.reshape(value.shape[0], -1) if value.size else \
+                np.zeros((0, len(_k.STATE_FIELDS)))
+        out[key] = value
+    return out
+
+
+def _payload(value):
+    return value.payload() if isinstance(value, Reduced) else value
+
+
 def _dumps_as(obj, reduced):
     """The pickle of ``obj`` with its reduce tuple replaced by ``reduced`` (an
-    edited state): what pickle.dumps would write had the state been so."""
+    edited state): what pickle.dumps would write had the state been so. A
+    state object's state dict (a Reduced) is pickled as its rebuild call."""
     buf = io.BytesIO()
 
     class Pickler(pickle.Pickler):
         def reducer_override(self, o):
-            return tuple(reduced) if o is obj else NotImplemented
+            if o is obj:
+                return (reduced[0], tuple(_payload(a) for a in reduced[1]), *reduced[2:])
+            if isinstance(o, Reduced):
+                return o.rebuild, (o.payload(),)
+            return NotImplemented
 
     Pickler(buf, protocol=pickle.DEFAULT_PROTOCOL).dump(obj)
     return buf.getvalue()
@@ -356,14 +414,21 @@ def _dumps_as(obj, reduced):
 
 def _state_of(family):
     """A fresh unpickled copy, its reduce tuple (a list) and its state (a
-    mutable dict) whose nested slot objects (Work, MultiWork, _LowRankFit)
-    are plain objects to edit in place."""
+    mutable dict) whose nested slot objects (_LowRankFit) are plain objects
+    to edit in place, and whose compiled state objects (LinearSGD,
+    IntervalState) are their state dicts (Reduced)."""
     obj = pickle.loads(base_pickle(family))
+    if isinstance(obj, STATE_OBJECTS):
+        state = Reduced(obj)
+        reduced = [state.rebuild, (state,)]
+        return obj, reduced, state
     reduced = list(obj.__reduce_ex__(pickle.DEFAULT_PROTOCOL))
     state = reduced[2]
     if isinstance(state, tuple):        # (dict, slots) of a slots object
         state = state[0]
-    return obj, reduced, dict(state)
+    state = {key: Reduced(value) if isinstance(value, STATE_OBJECTS) else value
+             for key, value in state.items()}
+    return obj, reduced, state
 
 
 def _container(state, path):
@@ -392,15 +457,34 @@ def _slots(obj):
     return names
 
 
+def _leaf(value):
+    return isinstance(value, (np.ndarray, int, float, np.integer, np.floating)) and \
+        not isinstance(value, bool)
+
+
 def walk(family):
     """(path, value) for every editable leaf of the family's pickled state:
-    arrays (records included), ints and floats, into slot objects one level."""
+    arrays (records included), ints and floats, into slot objects one level,
+    into state objects' state dicts (their settings, their quantile pair's)
+    at every depth."""
     _, _, state = _state_of(family)
     out = []
+
+    def dict_leaves(prefix, d):
+        for key, value in d.items():
+            if _leaf(value):
+                out.append((prefix + [key], value))
+            elif isinstance(value, dict):
+                dict_leaves(prefix + [key], value)
+
+    if isinstance(state, Reduced):
+        dict_leaves([], state)
+        return out
     for key, value in state.items():
-        if isinstance(value, (np.ndarray, int, float, np.integer, np.floating)) and \
-                not isinstance(value, bool):
+        if _leaf(value):
             out.append(([key], value))
+        elif isinstance(value, Reduced):
+            dict_leaves([key], value)
         elif hasattr(type(value), "__slots__") and not isinstance(value, np.random.Generator):
             for slot in _slots(value):
                 v = getattr(value, slot, None)
@@ -441,10 +525,11 @@ def record_ops(rec):
 
 def structured_cases(family, record_fields=None):
     """Every structured edit of the family's pickled state (the fields of the
-    schedule's records only if ``record_fields``: test_record_faults edits
-    those; by default the PCA and top-k records' fields only)."""
+    records only if ``record_fields``: by default the PCA and top-k records'
+    and the linear state objects' schedule records; an estimator's schedule
+    records are the same records as those of the state object it holds)."""
     if record_fields is None:
-        record_fields = family in PCA or family == "topk"
+        record_fields = family in PCA or family == "topk" or family in KERNEL_STATES
     leaves = walk(family)
     cases = []
     arrays = [p for p, v in leaves if isinstance(v, np.ndarray)]
@@ -546,7 +631,9 @@ def edited_pickle(case):
              _edited_array(value, op))
     else:
         _set(cur, key, _edited_scalar(value, op))
-    if isinstance(reduced[2], tuple):
+    if isinstance(state, Reduced):
+        reduced[1] = (state,)
+    elif isinstance(reduced[2], tuple):
         reduced[2] = (state, reduced[2][1])
     else:
         reduced[2] = state
@@ -580,72 +667,6 @@ def truncated(case):
         except Exception:
             pass
     return {"length": len(blob), "loaded": loaded[:20]}
-
-
-# -- the schedule records, edited in the objects that hold them --------------------------
-
-def record_case(case):
-    """Case function: one field of a schedule state or parameter record (or a
-    LinearState record) set to a value, in a kernel object (directly, or through
-    its pickle) or in a fitted estimator's pickle; then the next call."""
-    target, field, value = case["target"], case["field"], VALUES[case["value"]]
-    family = case["family"]
-    if target.startswith("kernel-"):
-        obj = pickle.loads(base_pickle(family))
-        kind = target.split("-")[1]           # state, params (schedule) or linear
-        attr = "_params" if kind == "params" else "_state"
-        rec = np.array(getattr(obj, attr), copy=True)
-        rec[field] = value
-        setattr(obj, attr, rec)
-        if case["via"] == "pickle":
-            blob = pickle.dumps(obj)
-        else:
-            blob = None
-        return _record_next(family, obj, blob)
-    # a fitted estimator's pickle: its _fit_ holds the records
-    est = pickle.loads(base_pickle(family))
-    rec = est._fit_.state if target == "est-state" else est._fit_.params
-    rec = np.array(rec, copy=True)
-    rec[field] = value       # (several quantiles: every row)
-    if target == "est-state":
-        est._fit_.state = rec
-    else:
-        est._fit_.params = rec
-    return _record_next(family, None, pickle.dumps(est))
-
-
-def _record_next(family, obj, blob):
-    """Load (if a pickle), then each next call (in order, on one object: the
-    kernel objects' first use is the call that must check)."""
-    out = {}
-    if blob is not None:
-        try:
-            obj = pickle.loads(blob)
-            out["load"] = {"status": "ok"}
-        except Exception as exc:
-            out["load"] = _raised(exc)
-            return out
-    for name in steps_of(family):
-        try:
-            if blob is not None:
-                sane, why = _step(family, name, blob)
-            else:
-                if name == "continue":
-                    if family.startswith("schedule-state") and obj.block == 1:
-                        _, _, X2, y2 = data(family)
-                        obj.step(float(y2[0]), X2[0])   # the other entry
-                    sane, why = sane_after_fit(family, obj, _continue(family, obj))
-                elif name == "dumps":
-                    sane, why = True, ""
-                    pickle.dumps(obj)
-                else:
-                    sane, why = True, ""
-            out[name] = {"status": "ok", "sane": bool(sane), "why": "" if sane else why}
-        except Exception as exc:
-            out[name] = _raised(exc)
-            if blob is None:
-                break       # the object may be left as it was: nothing more to learn
-    return out
 
 
 def judge_steps(result, must_refuse, field=None):

@@ -20,6 +20,8 @@ import pickle
 import numpy as np
 
 from streamfit import kernels as K
+from streamfit._kernels._quantile import STATE_DTYPE as _STATE_DTYPE
+from streamfit.schedules import StatisticalSchedule
 
 TOKENS = {"-1e6": -1e6, "-1": -1.0, "nan": math.nan, "inf": math.inf, "-inf": -math.inf,
           "1e300": 1e300, "0": 0.0, "0.5": 0.5, "1": 1.0, "2": 2.0, "1e-300": 1e-300}
@@ -394,65 +396,153 @@ def _numpy_sgd(X, y, etas, loss, tau, block, sw, fit_intercept, w, b):
     return w, b, total
 
 
-def case_sgd(spec, log):
+class GivenSteps:
+    """A user schedule handing out the stepsizes of the call under way:
+    ``STEPS["etas"]`` from update ``STEPS["base"]`` on (set before each
+    call; a module-level class, so that a state holding it pickles)."""
+
+    def stepsizes(self, start, count):
+        base = STEPS["base"]
+        return STEPS["etas"][start - base:start - base + count]
+
+
+STEPS = {"etas": np.zeros(0), "base": 0}
+
+
+def _raw(state):
+    # the state dict the object pickles (a user schedule kept as an object)
+    rebuild, (st,) = type(state).__reduce__(state)
+    return rebuild, st
+
+
+def _edited(log, state, edit, field, must_refuse):
+    """A LinearSGD loaded from ``state``'s state dict after ``edit``: a value
+    out of range must be refused, naming ``field``. Returns the new state
+    (None when refused)."""
+    ok, raw = _call(log, _raw, state)      # (an absurd n_features: no arrays to save)
+    if not ok:
+        return None
+    rebuild, st = raw
+    with np.errstate(invalid="ignore", over="ignore"):
+        edit(st)
+    ok, new = _call(log, rebuild, st)
+    if must_refuse:
+        _check(not ok, f"an edited {field} was loaded")
+    if ok:
+        _check(pickle.dumps(new) == pickle.dumps(rebuild(_raw(new)[1])), "reloaded")
+    return new if ok else None
+
+
+def case_linear(spec, log):
+    """kernels.LinearSGD: settings drawn (bad ones refused), then blocks of
+    rows with given stepsizes (checked against NumPy) or under the
+    statistical schedule (checked for sanity), single rows, records and
+    coefficients edited through the state dict, pickle round trips."""
     d = scalar(spec["n_features"])
-    ok, state = _call(log, K.LinearState, d)
+    block = scalar(spec["block"])
+    given = spec.get("schedule", "given") == "given"
+    tau = spec["tau"]
+    kw = dict(tau=tau if isinstance(tau, list) else scalar(tau), loss=spec["loss"], fit_intercept=spec["fit_intercept"],
+              average=spec.get("average", False),
+              schedule=GivenSteps() if given else StatisticalSchedule(n_warmup=20, window=32))
+    if block != 1:
+        kw.update(mode="batch", batch_size=block)
+    ok, state = _call(log, K.LinearSGD, d, **kw)
     if not ok:
         return
+    m = len(np.atleast_1d(kw["tau"]))
     edited = False
-    bad_edits = {}          # edits out of range, that every later call must refuse
     for op in spec["ops"]:
         what = op["op"]
         if what == "field":
-            rec = np.array(state._state, copy=True)
-            with np.errstate(invalid="ignore", over="ignore"):
-                rec[op["field"]] = scalar(op["value"])
-            state._state = rec
-            edited = True
-            bad_edits.pop(op["field"], None)
-            if _must_refuse("field", op["field"], scalar(op["value"])):
-                bad_edits[op["field"]] = op["value"]
+            field, value = op["field"], scalar(op["value"])
+
+            def edit(st):
+                st["records"].view(_STATE_DTYPE)[field] = value
+            new = _edited(log, state, edit, field, _must_refuse("field", field, value))
+            if new is not None:
+                state, edited = new, True
         elif what == "coef":
-            setattr(state, op["name"], array(op["value"]))
-            edited = True
+            name, value = op["name"], array(op["value"])
+            new = _edited(log, state, lambda st: st.__setitem__(name, value), name,
+                          not _is_f64(value, (m, int(d))))
+            if new is not None:
+                state = new
         elif what == "pickle":
             ok, blob = _call(log, pickle.dumps, state)
             if ok:
                 ok, state = _call(log, pickle.loads, blob)
                 if not ok:
                     return
-                edited = False
-        elif what == "sgd":
+                _check(pickle.dumps(state) == blob, "an unpickled state pickles to other bytes")
+        elif what == "one":
+            x, yv, wv = array(op["x"]), scalar(op["y"]), scalar(op.get("weight", 1.0))
+            before = (state.iterate, state.n_samples_seen, state.cumulative_loss)
+            STEPS.update(etas=f64(array(op["etas"])), base=state.n_updates)
+            ok, _ = _call(log, state.learn_one, x, yv, wv)
+            if not ok:
+                _check(state.n_samples_seen == before[1], "a refused row was counted")
+                continue
+            _check(state.n_samples_seen == before[1] + 1, f"n_samples_seen "
+                                                          f"{state.n_samples_seen}")
+            _check(np.isfinite(state.coef).all(), "non-finite iterate")
+            if given and not edited and m == 1 and block == 1:
+                xf, ef = f64(x).reshape(1, -1), f64(STEPS["etas"])
+                w, b, total = _numpy_sgd(xf, np.array([float(yv)]), ef, spec["loss"],
+                                         kw["tau"], 1, np.array([float(wv)]),
+                                         kw["fit_intercept"], np.atleast_2d(before[0][0])[0],
+                                         float(np.atleast_1d(before[0][1])[0]))
+                _compare(state, w, b, total, before[2])
+        elif what == "learn":
             X, y = array(op["X"]), array(op["y"])
             sw = array(op["sw"]) if op.get("sw") is not None else None
-            etas = array(op["etas"])
-            loss, tau, block = op["loss"], scalar(op["tau"]), scalar(op["block"])
-            fi = op["fit_intercept"]
-            before = (state.coef.copy(), state.intercept, state.loss, state.n_seen,
-                      state.n_updates) if not edited else None
-            ok, done = _call(log, K.sgd, X, y, state, etas, loss=loss, tau=tau, block=block,
-                             sample_weight=sw, fit_intercept=fi)
-            if ok and len(f64(y)):
-                _check(not bad_edits, f"sgd used the state's {bad_edits}")
-            if not ok or edited:
-                if ok:
-                    _check(np.isfinite(state.coef).all() and state.n_seen >= 0,
-                           "an edited state was used into a non-finite iterate")
+            STEPS.update(etas=array(op["etas"]), base=state.n_updates)
+            pending = _raw(state)[1]["pending_X"]
+            before = (state.iterate, state.n_samples_seen, state.cumulative_loss,
+                      state.n_updates, pending is not None and len(pending) > 0)
+            ok, done = _call(log, state.learn, X, y, sw)
+            if not ok:
+                _check(state.n_samples_seen == before[1], "a refused call changed the state")
                 continue
-            Xf, yf, swf, ef = f64(X), f64(y), f64(sw), f64(etas)
+            Xf, yf, swf = f64(X), f64(y), f64(sw)
             _check(Xf is not None and Xf.ndim == 2 and np.isfinite(Xf).all() and
-                   np.isfinite(yf).all() and np.isfinite(ef).all() and (ef > 0).all(),
-                   "non-finite rows or bad stepsizes accepted")
+                   np.isfinite(yf).all(), "non-finite rows accepted")
             n = len(yf)
-            _check(done == n, f"{done} of {n} rows")
-            w, b, total = _numpy_sgd(Xf, yf, ef, loss, tau if loss == "check" else 0.5, block,
-                                     swf, fi, before[0], before[1])
-            _check(state.n_seen == before[3] + n, f"n_seen {state.n_seen}")
-            sc = max(1.0, float(np.abs(w).max()))
-            _check(np.allclose(state.coef, w, rtol=1e-9, atol=1e-9 * sc),
-                   f"coef {state.coef} != {w}")
-            _check(abs(state.intercept - b) <= 1e-9 * max(1.0, abs(b)), "intercept")
-            _check(abs(state.loss - before[2] - total) <= 1e-9 * max(1.0, abs(total)), "loss")
+            _check(done == n and state.n_samples_seen == before[1] + n,
+                   f"{done} of {n} rows, n_samples_seen {state.n_samples_seen}")
+            _check(np.isfinite(state.coef).all(), "non-finite iterate")
+            if not given:
+                sched = state.schedule_state
+                for s in (sched if isinstance(sched, list) else [sched]):
+                    _check(s["phase"] in (0, 1, 2, 3) and s["restarts"] >= 0 and
+                           math.isfinite(s["stepsize"]) and s["stepsize"] >= 0,
+                           f"schedule state {s}")
+            # NumPy's loop, from the iterate before the call, with the
+            # stepsizes given (a batch: when no rows were pending before it
+            # and none are after it)
+            if given and not edited and m == 1 and (block == 1 or (
+                    not before[4] and n % block == 0)):
+                ef = f64(STEPS["etas"])
+                w, b, total = _numpy_sgd(Xf, yf, ef, spec["loss"], kw["tau"], block, swf,
+                                         kw["fit_intercept"], np.atleast_2d(before[0][0])[0],
+                                         float(np.atleast_1d(before[0][1])[0]))
+                _compare(state, w, b, total, before[2])
+
+
+def _compare(state, w, b, total, loss_before):
+    coef = np.atleast_2d(state.iterate[0])[0]
+    sc = max(1.0, float(np.abs(w).max()))
+    _check(np.allclose(coef, w, rtol=1e-9, atol=1e-9 * sc), f"coef {coef} != {w}")
+    got_b = float(np.atleast_1d(state.iterate[1])[0])
+    _check(abs(got_b - b) <= 1e-9 * max(1.0, abs(b)), f"intercept {got_b} != {b}")
+    got = float(np.atleast_1d(state.cumulative_loss)[0]) - \
+        float(np.atleast_1d(loss_before)[0])
+    _check(abs(got - total) <= 1e-9 * max(1.0, abs(total)), f"loss {got} != {total}")
+
+
+def _is_f64(a, shape):
+    return isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == shape and \
+        bool(np.isfinite(a).all())
 
 
 def _must_refuse(kind, field, value):
@@ -473,68 +563,9 @@ def _must_refuse(kind, field, value):
         del F.VALUES[token]
 
 
-def case_schedule(spec, log):
-    d = scalar(spec["n_features"])
-    kw = {key: scalar(spec[key]) if key not in ("loss",) else spec[key]
-          for key in ("tau", "block", "loss", "average", "fit_intercept") if key in spec}
-    ok, sched = _call(log, K.StatisticalScheduleState, d, **kw)
-    if not ok:
-        return
-    state = K.LinearState(int(d))
-    bad_edits = {}          # edits out of range, that every later call must refuse
-    for op in spec["ops"]:
-        what = op["op"]
-        if what in ("field", "param"):
-            attr = "_state" if what == "field" else "_params"
-            rec = np.array(getattr(sched, attr), copy=True)
-            with np.errstate(invalid="ignore", over="ignore"):
-                rec[op["field"]] = scalar(op["value"])
-            setattr(sched, attr, rec)
-            key = f"{attr}[{op['field']!r}]"
-            bad_edits.pop(key, None)
-            if _must_refuse(what, op["field"], scalar(op["value"])):
-                bad_edits[key] = op["value"]
-        elif what == "window":
-            # a private attribute: replaced by an array (of any dtype and
-            # layout), as an edited pickle would hold; not by a list
-            sched._window = np.asarray(array(op["value"]))
-        elif what == "pickle":
-            ok, blob = _call(log, pickle.dumps, sched)
-            if ok:
-                ok, sched = _call(log, pickle.loads, blob)
-                if not ok:
-                    return
-        elif what == "step":
-            x = array(op["x"])
-            seen = sched._state["n_seen"][0] if isinstance(sched._state, np.ndarray) and \
-                sched._state.dtype.names else None
-            ok, eta = _call(log, sched.step, scalar(op["residual"]), x,
-                            scalar(op.get("weight", 1.0)))
-            if ok:
-                _check(not bad_edits, f"step used {bad_edits}")
-                _check(isinstance(eta, float) and math.isfinite(eta) and eta >= 0,
-                       f"stepsize {eta}")
-                _check(sched.phase in (0, 1, 2, 3), f"phase {sched.phase}")
-                _check(seen is None or sched._state["n_seen"][0] >= seen, "clock went back")
-        elif what == "sgd":
-            X, y = array(op["X"]), array(op["y"])
-            before = state.n_seen
-            ok, done = _call(log, K.sgd, X, y, state, schedule=sched, block=scalar(op["block"]))
-            if ok:
-                _check(not bad_edits or len(f64(y)) == 0, f"sgd used {bad_edits}")
-                n = len(f64(y))
-                _check(done == n and state.n_seen == before + n, f"n_seen {state.n_seen}")
-                _check(np.isfinite(state.coef).all() and np.isfinite(state.coef_avg).all(),
-                       "non-finite iterate")
-                _check(sched.phase in (0, 1, 2, 3) and sched.restarts >= 0 and
-                       math.isfinite(sched.stepsize) and sched.stepsize >= 0,
-                       f"schedule phase {sched.phase}, stepsize {sched.stepsize}")
-
-
 CASES = {"goe": case_goe, "sizes": case_sizes, "project_capped_simplex": case_project,
          "mixture_decomposition": case_mixture, "systematic_sample": case_sample,
-         "TopK": case_topk, "sgd+LinearState": case_sgd,
-         "StatisticalScheduleState": case_schedule}
+         "TopK": case_topk, "LinearSGD": case_linear, "LinearSGD-statistical": case_linear}
 
 
 def kernel_case(spec):

@@ -46,36 +46,68 @@ def _blank(rec, value):
 
 # -- records ------------------------------------------------------------------------------
 
-def schedule_state_filled(value, entry):
-    """A kernel StatisticalScheduleState that ran on a stream, its ``_state``
-    record's every field set to ``value``, then used by sgd or step."""
+def _fitted_linear(n=300, **kw):
+    """A kernels.LinearSGD that learnt the first n rows of the stream."""
     from streamfit import kernels as K
     X, y = _stream()
-    sched = K.StatisticalScheduleState(4, tau=0.3, average=True)
-    K.sgd(X[:300], y[:300], K.LinearState(4), schedule=sched)
-    sched._state = _blank(sched._state, FILL[value])
-    state = K.LinearState(4)
+    state = K.LinearSGD(4, tau=0.3, average=True, **kw)
+    state.learn(X[:n], y[:n])
+    return state
+
+
+def _edited_pickle(obj, edit):
+    """A pickle of ``obj`` whose LinearSGD's state dict (what its rebuild
+    function receives) went through ``edit`` on the way."""
+    import io
+    from streamfit import kernels as K
+    buf = io.BytesIO()
+
+    class Editing(pickle.Pickler):
+        def reducer_override(self, o):
+            if type(o) is K.LinearSGD:
+                rebuild, (state,) = type(o).__reduce__(o)
+                edit(state)
+                return rebuild, (state,)
+            return NotImplemented
+
+    Editing(buf).dump(obj)
+    return buf.getvalue()
+
+
+def _fill_records(value):
+    def edit(state):
+        state["records"][...] = FILL[value]
+    return edit
+
+
+def linear_records_filled(value, entry):
+    """A kernels.LinearSGD that ran on a stream, pickled with its schedule
+    record's every field set to ``value``; unpickled, then more rows by
+    learn or learn_one."""
+    X, y = _stream()
+    state = _fitted_linear()
     try:
-        if entry == "sgd":
-            K.sgd(X[300:], y[300:], state, schedule=sched)
+        state = pickle.loads(_edited_pickle(state, _fill_records(value)))
+        if entry == "learn":
+            state.learn(X[300:], y[300:])
         else:
             for x, target in zip(X[300:], y[300:]):
-                sched.step(float(target - x @ state.coef), x)
+                state.learn_one(x, float(target))
     except Exception as exc:
         return _refused(exc)
+    sched = state.schedule_state
     return {"result": "wrong", "why": f"a record of {value}s was used: phase "
-                                      f"{sched._state['phase'][0]}, stepsize "
-                                      f"{sched._state['last_eta'][0]}, n_seen {state.n_seen}"}
+                                      f"{sched['phase']}, stepsize {sched['stepsize']}, "
+                                      f"n_samples_seen {state.n_samples_seen}"}
 
 
 def estimator_state_filled(value):
     """A fitted OnlineQuantileRegressor whose learnt state record has every
-    field set to ``value``, pickled, unpickled and fed more rows."""
+    field set to ``value`` in its pickle, unpickled and fed more rows."""
     from streamfit import OnlineQuantileRegressor
     X, y = _stream()
     est = OnlineQuantileRegressor(tau=0.3).fit(X[:300], y[:300])
-    est._fit_.state = _blank(est._fit_.state, FILL[value])
-    blob = pickle.dumps(est)
+    blob = _edited_pickle(est, _fill_records(value))
     try:
         est = pickle.loads(blob)
         est.partial_fit(X[300:], y[300:])
@@ -87,25 +119,31 @@ def estimator_state_filled(value):
                                       f"{bool(np.isfinite(pred).all())}"}
 
 
+def _nan_window_setting(state):
+    # the statistical schedule's window parameter, as the state dict holds it
+    schedule = state["settings"]["schedule"]
+    if isinstance(schedule, dict):              # as plain data: (class, params)
+        schedule["params"]["window"] = math.nan
+    else:
+        schedule.window = math.nan
+
+
 def window_nan(target):
-    """The schedule's ``window`` parameter set to NaN, in a kernel schedule
-    state or in a fitted estimator's pickle, then more rows."""
+    """The schedule's ``window`` parameter set to NaN in the pickle of a
+    kernels.LinearSGD or of a fitted estimator, then more rows."""
+    from streamfit.schedules import StatisticalSchedule
     X, y = _stream()
     try:
         if target == "kernel":
-            from streamfit import kernels as K
-            sched = K.StatisticalScheduleState(4, tau=0.3)
-            params = np.array(sched._params, copy=True)
-            params["window"] = math.nan
-            sched._params = params
-            K.sgd(X, y, K.LinearState(4), schedule=sched)
-            return {"result": "wrong", "why": f"a NaN window was used (phase {sched.phase})"}
+            state = _fitted_linear(schedule=StatisticalSchedule())
+            state = pickle.loads(_edited_pickle(state, _nan_window_setting))
+            state.learn(X[300:], y[300:])
+            return {"result": "wrong", "why": f"a NaN window was used "
+                                              f"({state.schedule_state})"}
         from streamfit import OnlineQuantileRegressor
-        est = OnlineQuantileRegressor(tau=0.3).fit(X[:300], y[:300])
-        params = np.array(est._fit_.params, copy=True)
-        params["window"] = math.nan
-        est._fit_.params = params
-        est = pickle.loads(pickle.dumps(est))
+        est = OnlineQuantileRegressor(tau=0.3, schedule=StatisticalSchedule()).fit(X[:300],
+                                                                                  y[:300])
+        est = pickle.loads(_edited_pickle(est, _nan_window_setting))
         est.partial_fit(X[300:], y[300:])
     except Exception as exc:
         return _refused(exc)
@@ -114,23 +152,24 @@ def window_nan(target):
 
 def window_values_nan(target):
     """The residual window's filled part (the values the schedule's order
-    statistics read) set to NaN, in a kernel schedule state or in a fitted
-    estimator's pickle, then more rows: quickselect never splits a range
-    around a NaN pivot."""
+    statistics read) set to NaN, in the pickle of a kernels.LinearSGD (in its
+    warm-up) or of a fitted estimator, then more rows: quickselect never
+    splits a range around a NaN pivot."""
     X, y = _stream()
+
+    def edit(state):
+        state["window"][...] = math.nan
+
     try:
         if target == "kernel":
-            from streamfit import kernels as K
-            sched = K.StatisticalScheduleState(4, tau=0.3)
-            K.sgd(X[:30], y[:30], K.LinearState(4), schedule=sched)    # in the warm-up
-            fill = int(sched._state["fill"][0])
-            sched._window[:fill] = math.nan
-            K.sgd(X[30:], y[30:], K.LinearState(4), schedule=sched)
+            state = _fitted_linear(n=30)
+            fill = state.to_state()["window"].shape[1]
+            state = pickle.loads(_edited_pickle(state, edit))
+            state.learn(X[30:], y[30:])
             return {"result": "wrong", "why": f"a NaN window was used (fill {fill})"}
         from streamfit import OnlineQuantileRegressor
         est = OnlineQuantileRegressor(tau=0.3).fit(X[:330], y[:330])
-        est._fit_.window[...] = math.nan
-        est = pickle.loads(pickle.dumps(est))
+        est = pickle.loads(_edited_pickle(est, edit))
         est.partial_fit(X[330:], y[330:])
     except Exception as exc:
         return _refused(exc)
@@ -219,25 +258,26 @@ def topk_threads():
 
 
 def linear_state_threads():
-    """One kernels.LinearState fed 80,000 rows by sgd from several threads
-    (100-row calls): every row must be counted."""
+    """One kernels.LinearSGD fed 80,000 rows from several threads (100-row
+    learn calls; one call at a time, the others wait): every row must be
+    counted, every update made."""
     from streamfit import kernels as K
+    from streamfit.schedules import ConstantSchedule
     rows = 80_000 // N_THREADS
     rng = np.random.default_rng(1)
     X = rng.standard_normal((N_THREADS, rows, 5))
     y = X.sum(axis=2) + rng.standard_normal((N_THREADS, rows))
-    state = K.LinearState(5)
-    etas = np.full(100, 1e-3)
+    state = K.LinearSGD(5, schedule=ConstantSchedule(1e-3))
 
     def work(i):
         for s in range(0, rows, 100):
-            K.sgd(X[i, s:s + 100], y[i, s:s + 100], state, etas)
+            state.learn(X[i, s:s + 100], y[i, s:s + 100])
 
     _together(work)
-    ok = state.n_seen == state.n_updates == 80_000 and bool(np.isfinite(state.coef).all())
-    return {"result": "correct" if ok else "wrong", "n_seen": state.n_seen,
-            "n_updates": state.n_updates,
-            "why": f"n_seen {state.n_seen}, n_updates {state.n_updates} of 80000 rows"}
+    seen, updates = state.n_samples_seen, state.n_updates
+    ok = seen == updates == 80_000 and bool(np.isfinite(state.coef).all())
+    return {"result": "correct" if ok else "wrong", "n_seen": seen, "n_updates": updates,
+            "why": f"n_samples_seen {seen}, n_updates {updates} of 80000 rows"}
 
 
 # -- fork while another thread is inside a call ---------------------------------------------
@@ -569,19 +609,22 @@ def fit_in_fork_worker(n_jobs=-1):
 # -- by name ---------------------------------------------------------------------------------
 
 CASES = {
-    **{f"schedule _state = {v} -> sgd": (schedule_state_filled, (v, "sgd")) for v in FILL},
-    **{f"schedule _state = {v} -> step": (schedule_state_filled, (v, "step")) for v in FILL},
+    **{f"LinearSGD records state = {v}, unpickled -> learn": (linear_records_filled,
+                                                             (v, "learn")) for v in FILL},
+    **{f"LinearSGD records state = {v}, unpickled -> learn_one": (linear_records_filled,
+                                                                 (v, "learn_one"))
+       for v in FILL},
     **{f"OnlineQuantileRegressor state = {v}, unpickled -> partial_fit":
        (estimator_state_filled, (v,)) for v in FILL},
-    "schedule params window = NaN -> sgd": (window_nan, ("kernel",)),
+    "LinearSGD schedule window = NaN, unpickled -> learn": (window_nan, ("kernel",)),
     "OnlineQuantileRegressor params window = NaN, unpickled -> partial_fit":
         (window_nan, ("estimator",)),
-    "schedule window values = NaN -> sgd": (window_values_nan, ("kernel",)),
+    "LinearSGD window values = NaN, unpickled -> learn": (window_values_nan, ("kernel",)),
     "OnlineQuantileRegressor window values = NaN, unpickled -> partial_fit":
         (window_values_nan, ("estimator",)),
     "TopK block edited to non-orthonormal, pickled -> solve(tol)": (topk_block_edited, ()),
     "TopK updated from 4 threads": (topk_threads, ()),
-    "LinearState fed 80,000 rows from 4 threads": (linear_state_threads, ()),
+    "LinearSGD fed 80,000 rows from 4 threads": (linear_state_threads, ()),
     "os.fork mid partial_fit (quantile): pickle.dumps in child": (fork_quantile, ("os.fork",)),
     "'fork' Process mid partial_fit (quantile): pickle.dumps in child":
         (fork_quantile, ("mp-fork",)),

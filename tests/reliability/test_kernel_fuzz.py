@@ -23,12 +23,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from streamfit._kernels import _quantile as _k
+
 from ._isolated import describe, run_cases
 
 # examples drawn per kernel (bounded: the suite runs in well under a minute)
 EXAMPLES = {"goe": 80, "sizes": 60, "project_capped_simplex": 120,
             "mixture_decomposition": 100, "systematic_sample": 100, "TopK": 150,
-            "sgd+LinearState": 150, "StatisticalScheduleState": 150}
+            "LinearSGD": 150, "LinearSGD-statistical": 120}
 
 # the names an error may cite, per kernel (arguments, fields, attributes)
 NAMES = {
@@ -39,12 +41,12 @@ NAMES = {
     "systematic_sample": ["w", "k", "size", "random_state"],
     "TopK": ["n", "k", "block", "max_iter", "vector", "rows", "matrix", "scale", "tol",
              "hint", "seed", "update", "S", "_S", "_V", "_values", "TopK", "state", "field"],
-    "sgd+LinearState": ["n_features", "X", "y", "state", "stepsizes", "sample_weight",
-                        "loss", "tau", "block", "coef", "coef_avg", "LinearState", "field",
-                        "row"],
-    "StatisticalScheduleState": ["n_features", "tau", "loss", "block", "X", "y", "x",
-                                 "residual", "weight", "schedule", "window", "field", "state",
-                                 "params", "StatisticalScheduleState", "row", "phase"],
+    "LinearSGD": ["n_features", "X", "y", "x", "weight", "sample_weight", "stepsizes",
+                  "schedule", "loss", "tau", "batch_size", "mode", "coef", "coef_avg",
+                  "records", "LinearSGD", "field", "row"],
+    "LinearSGD-statistical": ["n_features", "X", "y", "x", "weight", "sample_weight",
+                              "schedule", "loss", "tau", "batch_size", "mode", "coef",
+                              "coef_avg", "records", "LinearSGD", "field", "row"],
 }
 
 BAD_INTS = ["i:-1", "i:2^62", "i:-2^62", "f:nan", "f:1e300", "f:2", "f:-1e6", "s:3", "b:1",
@@ -180,15 +182,8 @@ def topk_specs(draw):
     return spec
 
 
-STATE_FIELDS = ["t", "n_updates", "n_seen", "intercept", "intercept_avg", "loss", "phase",
-                "eta_geo", "t_switch", "d0", "b0", "cl", "sumsq", "n_sumsq", "fill", "n_avg",
-                "min_med", "last_eta", "eta_start", "avg_on", "n_flat", "b0_cap", "block",
-                "k_pow", "eta_pow", "cu", "level", "n_high", "n_restarts", "win_sumsq",
-                "win_wsum", "xmax", "intercept_pi", "intercept_pi2", "pi_avg", "x_wsum"]
-PARAM_FIELDS = ["tau", "loss", "kind", "c", "eta0", "eta0_scale", "decay", "Ca", "Cb", "b0",
-                "t_switch", "n_warmup", "window", "average", "avg_power", "fit_intercept",
-                "plateau", "eta_const", "ema", "patience", "mode", "C0", "start", "restart",
-                "t0"]
+# the schedule records' fields, as the compiled module lays them out
+STATE_FIELDS = list(_k.STATE_FIELDS)
 
 
 def _block_data(draw, d, block, most, least=0):
@@ -197,75 +192,51 @@ def _block_data(draw, d, block, most, least=0):
 
 
 @st.composite
-def sgd_specs(draw):
+def linear_specs(draw, schedule):
+    """kernels.LinearSGD: its settings (a few bad), then calls: blocks of
+    rows (with the stepsizes of a user schedule: their number, values and
+    type drawn too), single rows, a record's field or the coefficients set
+    through the state dict, pickle round trips."""
     d = draw(ints(1, 5, bad=0.1))
     good = d if isinstance(d, int) and d >= 1 else 3
+    loss = draw(st.sampled_from(["check", "check", "check", "squared", "l1"]))
+    block = draw(st.sampled_from([1, 1, 1, 2, 3, "i:0", "i:-1"] if loss != "squared" else
+                                 [1, 1, 1, 2]))
+    b = block if isinstance(block, int) and block >= 1 else 1
+    spec = {"kernel": "LinearSGD" if schedule == "given" else "LinearSGD-statistical",
+            "schedule": schedule, "n_features": d, "loss": loss, "block": block,
+            "tau": draw(mostly(st.floats(0.05, 0.95), st.sampled_from(BAD_REALS),
+                               st.just([0.25, 0.75]))),
+            "fit_intercept": draw(st.booleans()), "average": draw(st.booleans())}
+    most = 12 if schedule == "given" else 120
     ops = []
     for _ in range(draw(st.integers(1, 6))):
-        what = draw(st.sampled_from(["sgd", "sgd", "sgd", "field", "coef", "pickle"]))
-        if what == "sgd":
-            block = draw(st.sampled_from([1, 1, 2, 3, "i:0", "i:-1"]))
-            b = block if isinstance(block, int) else 1
-            m, X, y = _block_data(draw, good, b, 12)
+        what = draw(st.sampled_from(["learn", "learn", "learn", "one", "field", "coef",
+                                     "pickle"]))
+        if what == "learn":
+            m, X, y = _block_data(draw, good, b, most)
             sw = draw(st.one_of(st.none(), st.none(), arrays([m])))
-            n_etas = m // b if sw is None or draw(st.booleans()) else draw(st.integers(0, m))
-            ops.append({"op": "sgd", "X": X, "y": y, "sw": sw,
-                        "etas": draw(arrays([n_etas])),
-                        "loss": draw(st.sampled_from(["check", "check", "squared", "l1"])),
-                        "tau": draw(mostly(st.floats(0.05, 0.95), st.sampled_from(BAD_REALS))),
-                        "block": block, "fit_intercept": draw(st.booleans())})
+            n_etas = m // b if draw(st.integers(0, 3)) else draw(st.integers(0, m))
+            ops.append({"op": "learn", "X": X, "y": y, "sw": sw,
+                        "etas": draw(mostly(st.just({"shape": [n_etas], "seed": m,
+                                                     "nonneg": True}),
+                                            arrays([n_etas])))})
+        elif what == "one":
+            ops.append({"op": "one", "x": draw(arrays([good])),
+                        "y": draw(mostly(st.floats(-3, 3), st.sampled_from(BAD_REALS))),
+                        "weight": draw(mostly(st.floats(0, 2), st.sampled_from(BAD_REALS))),
+                        "etas": draw(mostly(st.just({"shape": [1], "nonneg": True}),
+                                            arrays([draw(st.integers(0, 2))])))})
         elif what == "field":
             ops.append({"op": "field", "field": draw(st.sampled_from(STATE_FIELDS)),
                         "value": draw(st.sampled_from(FIELD_VALUES))})
-            m, seed = draw(st.integers(1, 12)), draw(st.integers(0, 10_000))
-            ops.append({"op": "sgd", "X": {"shape": [m, good], "seed": seed},
+            m, seed = b * draw(st.integers(1, 12 // b)), draw(st.integers(0, 10_000))
+            ops.append({"op": "learn", "X": {"shape": [m, good], "seed": seed},
                         "y": {"shape": [m], "seed": seed + 1}, "sw": None,
-                        "etas": {"shape": [m], "seed": seed + 2, "nonneg": True},
-                        "loss": "check", "tau": 0.5, "block": 1, "fit_intercept": True})
+                        "etas": {"shape": [m // b], "seed": seed + 2, "nonneg": True}})
         elif what == "coef":
             ops.append({"op": "coef", "name": draw(st.sampled_from(["coef", "coef_avg"])),
-                        "value": draw(arrays([good]))})
-        else:
-            ops.append({"op": "pickle"})
-    return {"kernel": "sgd+LinearState", "n_features": d, "ops": ops}
-
-
-@st.composite
-def schedule_specs(draw):
-    d = draw(ints(1, 4, bad=0.1))
-    good = d if isinstance(d, int) and d >= 1 else 3
-    block = draw(st.sampled_from([1, 1, 1, 2, 4, "i:0", "f:nan"]))
-    b = block if isinstance(block, int) and block >= 1 else 1
-    spec = {"kernel": "StatisticalScheduleState", "n_features": d, "block": block,
-            "tau": draw(mostly(st.floats(0.05, 0.95), st.sampled_from(BAD_REALS))),
-            "loss": draw(st.sampled_from(["check", "check", "squared"])),
-            "average": draw(st.booleans()), "fit_intercept": draw(st.booleans())}
-    ops = []
-    for _ in range(draw(st.integers(1, 6))):
-        what = draw(st.sampled_from(["sgd", "sgd", "step", "field", "param", "window",
-                                     "pickle"]))
-        if what == "sgd":
-            m, X, y = _block_data(draw, good, b, 160)
-            ops.append({"op": "sgd", "X": X, "y": y,
-                        "block": draw(st.sampled_from([b, b, b, b + 1]))})
-        elif what == "step":
-            ops.append({"op": "step", "x": draw(arrays([good])),
-                        "residual": draw(mostly(st.floats(-3, 3), st.sampled_from(BAD_REALS))),
-                        "weight": draw(mostly(st.floats(0, 2), st.sampled_from(BAD_REALS)))})
-        elif what in ("field", "param"):
-            ops.append({"op": what,
-                        "field": draw(st.sampled_from(STATE_FIELDS if what == "field"
-                                                      else PARAM_FIELDS)),
-                        "value": draw(st.sampled_from(FIELD_VALUES))})
-            # then a call that reads it, on plain data (nothing else to refuse)
-            m = b * draw(st.integers(1, 40 // b))
-            seed = draw(st.integers(0, 10_000))
-            ops.append({"op": "sgd", "X": {"shape": [m, good], "seed": seed},
-                        "y": {"shape": [m], "seed": seed + 1}, "block": b}
-                       if draw(st.booleans()) else
-                       {"op": "step", "x": {"shape": [good], "seed": seed}, "residual": 0.5})
-        elif what == "window":
-            ops.append({"op": "window", "value": draw(arrays([draw(st.integers(0, 300))]))})
+                        "value": draw(arrays([1, good]))})
         else:
             ops.append({"op": "pickle"})
     spec["ops"] = ops
@@ -275,7 +246,8 @@ def schedule_specs(draw):
 STRATEGIES = {"goe": goe_specs(), "sizes": size_specs(), "project_capped_simplex":
               project_specs(), "mixture_decomposition": capped_specs("mixture_decomposition"),
               "systematic_sample": capped_specs("systematic_sample"), "TopK": topk_specs(),
-              "sgd+LinearState": sgd_specs(), "StatisticalScheduleState": schedule_specs()}
+              "LinearSGD": linear_specs("given"),
+              "LinearSGD-statistical": linear_specs("statistical")}
 
 
 def draw_examples(kernel):

@@ -2,13 +2,14 @@
 every family: quantile single/batch/storage, several quantiles,
 averaged with inference, scale="online", least squares, low-rank, FPL with each
 noise and solver, FTL, MEG, GD, DropoutPCA (lazy and fresh), kernels.TopK,
-kernels.LinearState and StatisticalScheduleState.
+kernels.LinearSGD (three configurations) and kernels.IntervalState.
 
 Structured edits (``_fuzz_cases.structured_cases``): the unpickled state's
 arrays filled with NaN, inf, 1e300 or -1, one entry NaN or -1e6, one row more,
 one fewer or none, flattened, an axis added, transposed, Fortran-ordered, cast
 to float32, int64, object, complex or raw bytes, replaced by None or a scalar,
-swapped pairwise; records' fields (nested ones too) set to -1, -1e6, NaN, inf,
+swapped pairwise (a state object's state dict is edited as its rebuild
+function receives it); records' fields (nested ones too) set to -1, -1e6, NaN, inf,
 1e300 (or huge integers), records replaced by one of another layout; integer
 attributes (n_features_in_, n_components_, store_n, TopK's n/k/block, ...) set
 to -1, 0, 2^62, 1e300, NaN, a string, None or one more. The edited state is
@@ -33,8 +34,8 @@ from ._isolated import describe, run_cases
 # byte-level mutations per family (1-3 bytes each, fixed seeds)
 MUTATIONS = 6
 # families whose every structured edit runs (the others: a fixed quarter)
-FULL = ("q-single", "q-multi", "fpl-fixed-krylov", "topk", "linear-state", "schedule-state",
-        "schedule-state-batch")
+FULL = ("q-single", "q-multi", "fpl-fixed-krylov", "topk", "linear-sgd-statistical",
+        "linear-sgd-batch", "interval-state")
 
 
 def structured_cases(family):
@@ -113,7 +114,7 @@ def test_byte_mutations_of_the_pickle_are_never_used_silently(mutated, family):
 def test_every_truncation_of_a_pickle_is_refused():
     cases = [{"family": family, "stride": 3 if family in ("q-single", "topk") else 11}
              for family in ("q-single", "q-multi", "lowrank", "fpl-fixed-krylov", "meg",
-                            "dropout", "topk", "schedule-state")]
+                            "dropout", "topk", "linear-sgd-statistical", "interval-state")]
     outcomes = run_cases("_fuzz_cases", "truncated", cases, timeout=60, workers=2)
     for case, out in zip(cases, outcomes):
         assert out["status"] == "ok", describe(case, out)

@@ -26,11 +26,10 @@ from streamfit import (OnlineLeastSquaresRegressor, OnlineQuantileRegressor,
                        offline_quantile_regression)
 from streamfit._kernels import _quantile as _k
 from streamfit.exceptions import WarmupWarning
-from streamfit.quantile._state import FIELDS
 from streamfit.schedules import ConstantSchedule, StatisticalSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._quantile_cases import assert_same_state, learnt
+from ._quantile_cases import assert_same_state, learnt, state_dict
 
 MODES = ["single", "batch", "storage"]
 POSIX_SIGNALS = pytest.mark.skipif(not hasattr(signal, "setitimer"),
@@ -257,8 +256,23 @@ def test_interrupt_at_an_exact_row_keeps_whole_rows(mode, at, raise_at):
     assert_same_state(est, ref)
 
 
+# Findings for the lead (src/csrc), strict xfails until fixed on main:
+# fit() publishes the fresh state on an interrupt only if the interrupted
+# span took rows (quantile/_sgd.py: `new.n_samples_seen > seen`); storage
+# mode takes none of an interrupted block, so an interrupt in fit's second
+# block leaves the previous fit (while the note says the estimator holds the
+# state after the rows before). Comparing with 0 instead would also publish a
+# partial fit on a *failure* in a later block: the fix needs the state object
+# to tell an interrupt from a failure.
+XFAIL_STORAGE_FIT_INTERRUPT = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: an interrupt in a later block of fit (storage) keeps the previous fit, "
+           "not the fresh fit of the blocks before")
+
+
 @POSIX_SIGNALS
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", ["single", "batch",
+                                  pytest.param("storage", marks=XFAIL_STORAGE_FIT_INTERRUPT)])
 def test_interrupted_fit_holds_the_fresh_fit_of_the_rows_before(mode, raise_at):
     X, y = stream(3000)
     old = make(mode).fit(X[:500] * 2, y[:500])          # an older fit, to be replaced
@@ -357,7 +371,7 @@ def test_two_threads_on_a_fresh_estimator_initialise_it_once(mode):
     assert est.n_samples_seen_ == 400_000
     refs = [make(mode).partial_fit(XA, yA).partial_fit(XB, yB),
             make(mode).partial_fit(XB, yB).partial_fit(XA, yA)]
-    assert any(learnt(est)["w"] == learnt(ref)["w"] and
+    assert any(learnt(est)["coef"] == learnt(ref)["coef"] and
                est.n_updates_ == ref.n_updates_ for ref in refs)
 
 
@@ -398,7 +412,7 @@ def test_lowering_batch_size_while_rows_wait_keeps_every_row():
     ref.partial_fit(X[:100], y[:100]).set_params(batch_size=10)
     ref.partial_fit(X[100:165], y[100:165])
     assert_same_state(est, ref)
-    assert est._fit_.pending_X.shape[0] == 5
+    assert state_dict(est)["pending_X"].shape[0] == 5
 
 
 @pytest.mark.parametrize("new", [1, 3, 7, 64, 500])
@@ -418,25 +432,30 @@ def test_changing_what_the_state_belongs_to_is_refused(name, value):
     """Before: a mode change was not checked and later raised FloatingPointError."""
     X, y = stream(1000)
     est = make("batch", batch_size=16).partial_fit(X[:500], y[:500])
-    before = pickle.dumps(learnt(est))
+    before = learnt(est)
     est.set_params(**{name: value})
     with pytest.raises(ValueError, match=f"{name} changed from"):
         est.partial_fit(X[500:], y[500:])
-    assert pickle.dumps(learnt(est)) == before
+    assert learnt(est) == before
     est.fit(X, y)           # fit starts afresh with the new value
     assert est.n_samples_seen_ == 1000
+
+
+def n_avg(est):
+    return int(state_dict(est)["records"].view(_k.STATE_DTYPE)["n_avg"][0, 0])
 
 
 def test_average_switched_mid_stream_takes_effect_at_the_next_call():
     X, y = stream(4000)
     est = make("single", schedule=ConstantSchedule(0.01)).partial_fit(X[:2000], y[:2000])
     est.set_params(average=True)
-    np.testing.assert_array_equal(est.coef_, est._fit_.w)   # not before the next call
+    iterate = est._state.iterate[0]
+    np.testing.assert_array_equal(est.coef_, iterate)          # not before the next call
     est.partial_fit(X[2000:3000], y[2000:3000])
-    assert est._fit_.state["n_avg"][0] == 1000               # restarted at the call
-    assert not np.array_equal(est.coef_, est._fit_.w)
+    assert n_avg(est) == 1000                                   # restarted at the call
+    assert not np.array_equal(est.coef_, est._state.iterate[0])
     est.set_params(average=False).partial_fit(X[3000:], y[3000:])
-    np.testing.assert_array_equal(est.coef_, est._fit_.w)
+    np.testing.assert_array_equal(est.coef_, est._state.iterate[0])
 
 
 def test_a_new_schedule_takes_over_mid_stream():
@@ -466,12 +485,12 @@ def test_rows_too_large_for_float64_are_refused_naming_the_row(mode, scale, when
     est = make(mode)
     if when == "after warm-up":
         est.partial_fit(X[:1000], y[:1000])
-    before = pickle.dumps(learnt(est))
+    before = learnt(est)
     Xb = X[1000:1100].copy()
     Xb[7] *= scale
     with pytest.raises(ValueError, match=r"X is too large.*X's row 7 of this call"):
         est.partial_fit(Xb, y[1000:1100])
-    assert pickle.dumps(learnt(est)) == before
+    assert learnt(est) == before
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -488,11 +507,33 @@ def test_online_fits_are_scale_equivariant_over_1e150(mode):
                                       ref)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_outside_float64s_range_the_error_says_what_to_rescale(mode):
+# LinearSGD._raise (csrc/_quantile.pyx) names X's largest entry for a scale
+# error only when it has the row (one-row calls): a block of tiny X is told
+# that "the sum of ||x||^2 ... overflows" (it underflows); and the detail for
+# a first stepsize that overflows (y's scale, D0, against X's, Cl), which the
+# estimator gave before the state objects, is gone: "the iterate diverged".
+XFAIL_TINY_X_MESSAGE = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: a block of tiny X is refused saying ||x||^2 overflows, without "
+           "X's largest entry")
+XFAIL_D0_MESSAGE = pytest.mark.xfail(
+    strict=True, raises=AssertionError,
+    reason="lead: an overflowing first stepsize says 'the iterate diverged', not that y's "
+           "scale (D0) is too large against X's")
+
+
+@pytest.mark.parametrize("mode", ["single", pytest.param("batch", marks=XFAIL_TINY_X_MESSAGE),
+                                  pytest.param("storage", marks=XFAIL_TINY_X_MESSAGE)])
+def test_tiny_X_is_refused_saying_what_to_rescale(mode):
     X, y = stream(3000, d=5)
     with pytest.raises(ValueError, match=r"too small.*entries are at most \d\.\d+e-1[67]\d"):
         make(mode).fit(X * 1e-170, y)
+
+
+@XFAIL_D0_MESSAGE
+@pytest.mark.parametrize("mode", MODES)
+def test_y_too_large_against_X_is_refused_saying_what_to_rescale(mode):
+    X, y = stream(3000, d=5)
     with pytest.raises(FloatingPointError, match=r"y's scale \(D0 = .*\) is too large "
                                                  r"against X's"):
         make(mode, fit_intercept=False).fit(X * 1e-140, y * 1e180)
@@ -573,17 +614,20 @@ def test_least_squares_is_unaffected_by_the_restart_rule(stuck_streams):
 @pytest.mark.parametrize("average", [False, True])
 def test_joblib_mmap_loaded_estimator_keeps_learning(tmp_path, mode, average):
     """Before: storage mode wrote into the read-only memory map ('assignment
-    destination is read-only')."""
+    destination is read-only'). The state object's loader takes copies of
+    what it loads (joblib hands it memory maps of the state's arrays)."""
     X, y = stream(3000)
     est = make(mode, average=average, batch_size=16)
-    for a, b in ((0, 100), (100, 150), (150, 181)):    # spare room, rows pending
+    for a, b in ((0, 100), (100, 150), (150, 181)):    # stored data, rows pending
         est.partial_fit(X[a:b], y[a:b])
     if mode == "storage":
-        assert est._fit_.store_X.shape[0] > est._fit_.store_n
+        assert state_dict(est)["store_X"].shape == (181, 8)
+    if mode == "batch":
+        assert state_dict(est)["pending_X"].shape == (181 % 16, 8)
     path = tmp_path / "est.joblib"
     joblib.dump(est, path)
     loaded = joblib.load(path, mmap_mode="r")
-    assert any(isinstance(getattr(loaded._fit_, f), np.memmap) for f in FIELDS)
+    assert_same_state(loaded, est)
     on_disk = path.read_bytes()
     for a, b in ((181, 190), (190, 2000)):     # the first fits in storage's spare room
         loaded.partial_fit(X[a:b], y[a:b])
@@ -602,12 +646,12 @@ def test_empty_calls(mode):
     fresh = make(mode).partial_fit(X[:0], y[:0])        # a no-op, still unfitted
     assert not fresh.__sklearn_is_fitted__()
     est = make(mode, batch_size=None).partial_fit(X[:300], y[:300])
-    before = pickle.dumps(learnt(est))
+    before = learnt(est)
     est.partial_fit(X[:0], y[:0])
-    assert pickle.dumps(learnt(est)) == before
+    assert learnt(est) == before
     with pytest.raises(ValueError, match="0 sample"):
         est.fit(X[:0], y[:0])
-    assert pickle.dumps(learnt(est)) == before          # the previous fit stays
+    assert learnt(est) == before          # the previous fit stays
 
 
 # the machine's memory comes from os.sysconf (POSIX): without it (Windows)
@@ -663,13 +707,13 @@ def test_results_do_not_depend_on_the_blas_thread_count(kw):
 @POSIX_SIGNALS
 @pytest.mark.parametrize("signum", [signal.SIGINT, getattr(signal, "SIGALRM", None)])
 def test_a_signal_around_the_commit_sees_the_state_before_or_after(signum):
-    """The new state is published with one assignment (est._fit_ = work): a
+    """fit publishes the new state with one assignment (est._state = new): a
     signal handler, which Python runs between bytecodes, cannot see half of
-    it. Raised right before and right after the assignment (through a
-    descriptor on _fit_), the handler's exception leaves the estimator before
-    or after the call. Before: several assignments, with only SIGINT held
-    back; a SIGALRM handler raising between them left a half-updated
-    estimator."""
+    it. Raised right before and right after the assignment (through
+    __setattr__), the handler's exception leaves the estimator with the
+    previous fit or the new one. Before: several assignments, with only
+    SIGINT held back; a SIGALRM handler raising between them left a
+    half-updated estimator."""
     X, y = stream(2000)
 
     def handler(s, frame):
@@ -679,23 +723,22 @@ def test_a_signal_around_the_commit_sees_the_state_before_or_after(signum):
         when = None
 
         def __setattr__(self, name, value):
-            if name == "_fit_" and self.when == "before":
+            if name == "_state" and self.when == "before":
                 signal.raise_signal(signum)
             super().__setattr__(name, value)
-            if name == "_fit_" and self.when == "after":
+            if name == "_state" and self.when == "after":
                 signal.raise_signal(signum)
 
     old = signal.signal(signum, handler)
     try:
         for when in ("before", "after"):
-            est = Raising(mode="batch", batch_size=16).partial_fit(X[:1000], y[:1000])
+            est = Raising(mode="batch", batch_size=16).fit(X[:1000], y[:1000])
             before = learnt(est)
             est.when = when
             with pytest.raises(TimeoutError):
-                est.partial_fit(X[1000:1503], y[1000:1503])
-            ref = make("batch", batch_size=16).partial_fit(X[:1000], y[:1000])
+                est.fit(X[1000:1503], y[1000:1503])
+            ref = make("batch", batch_size=16).fit(X[1000:1503], y[1000:1503])
             if when == "after":
-                ref.partial_fit(X[1000:1503], y[1000:1503])
                 assert learnt(est) == learnt(ref)
             else:
                 assert learnt(est) == before
