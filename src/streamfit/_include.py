@@ -9,7 +9,7 @@ def get_include() -> str:
 
     streamfit's Cython API is the package :mod:`streamfit.cython`:
     ``from streamfit.cython.eigen cimport eig_top`` and its siblings
-    ``common``, ``goe``, ``rank1``, ``simplex`` and ``topk``, whose ``.pxd``
+    ``common``, ``goe``, ``linear``, ``rank1``, ``simplex`` and ``topk``, whose ``.pxd``
     files ship inside the package. The directory returned holds the
     ``streamfit`` package (the ``site-packages`` directory of an installed
     wheel, ``src`` of a source checkout); Cython also finds the declarations
@@ -24,7 +24,7 @@ def get_include() -> str:
     >>> import pathlib, streamfit
     >>> api = pathlib.Path(streamfit.get_include()) / "streamfit" / "cython"
     >>> sorted(p.name for p in api.glob("*.pxd"))
-    ['common.pxd', 'eigen.pxd', 'goe.pxd', 'rank1.pxd', 'simplex.pxd', 'topk.pxd']
+    ['common.pxd', 'eigen.pxd', 'goe.pxd', 'linear.pxd', 'rank1.pxd', 'simplex.pxd', 'topk.pxd']
 
     A complete Cython module using the eigen-solver chain without the GIL
     (the Cython API page of the documentation has it with the GOE draw and

@@ -363,7 +363,7 @@ class _OnlineLinearSGD(StreamRegressor):
         >>> est = OnlineQuantileRegressor(average=True)
         >>> for xi, yi in zip(X, y):
         ...     est.learn_one(xi, yi)
-        >>> est.n_samples_seen_, round(est.predict_one(X[0]) - est.predict(X[:1])[0], 9)
+        >>> est.n_samples_seen_, float(est.predict_one(X[0]) - est.predict(X[:1])[0])
         (5000, 0.0)
         """
         try:

@@ -75,13 +75,14 @@ its own input validation) passes as well:
 ...         if y.dtype.kind not in "biuf" or y.shape != (len(X),):
 ...             raise ValueError(f"y must hold {len(X)} real numbers, "
 ...                              "one a row of X")
-...         if hasattr(self, "state_") and X.shape[1] != self.state_.n_features:
-...             raise ValueError(f"X has {X.shape[1]} features, expected "
+...         d = X.shape[1]
+...         if hasattr(self, "state_") and d != self.state_.n_features:
+...             raise ValueError(f"X has {d} features, expected "
 ...                              f"{self.state_.n_features}")
 ...         # the state object rejects NaN/inf (naming X or y), leaving
 ...         # itself as it was
 ...         state = (self.state_ if hasattr(self, "state_") else
-...                  LinearSGD(X.shape[1], schedule=ConstantSchedule(self.eta)))
+...                  LinearSGD(d, schedule=ConstantSchedule(self.eta)))
 ...         state.configure(schedule=ConstantSchedule(self.eta))
 ...         state.learn(np.ascontiguousarray(X, dtype=np.float64),
 ...                     np.ascontiguousarray(y, dtype=np.float64))
