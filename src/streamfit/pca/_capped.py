@@ -54,7 +54,7 @@ class _CappedSimplexPCA(_OnlinePCA):
     """MEG and GD: the estimator around a CappedState."""
 
     _STATE_TYPE = CappedState
-    _algo = None
+    _algo: str | None = None
     # the eigen-solver chain's first routine (1 dsyevd, 0 dsyevr, 2 dsyev, 3
     # Jacobi): a class attribute tests override to run the later routines
     _eig_first = 1
