@@ -54,3 +54,19 @@ R = TypeVar("R")
 # what the estimators take as data: array-likes, and (where the docstrings
 # say so) DataFrames, sparse matrices or dict rows; checked at run time
 ArrayIn = Any
+
+# the estimators streamfit.save writes and streamfit.load returns
+# (streamfit._model_file.ESTIMATORS)
+import os
+from typing import BinaryIO
+
+from .lowrank import OnlineLowRankQuantileRegressor
+from .pca import DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA, PerturbedLeaderPCA
+from .quantile import (OnlineIntervalRegressor, OnlineLeastSquaresRegressor,
+                       OnlineQuantileRegressor)
+
+Estimator = (PerturbedLeaderPCA | FollowTheLeaderPCA | DropoutPCA | MatrixEGPCA | MatrixGDPCA
+             | OnlineQuantileRegressor | OnlineLeastSquaresRegressor | OnlineIntervalRegressor
+             | OnlineLowRankQuantileRegressor)
+# a path, or a binary file object
+FileLike = str | os.PathLike[str] | BinaryIO

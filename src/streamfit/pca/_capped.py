@@ -32,8 +32,6 @@ from ..kernels.pca import mixture_decomposition, project_capped_simplex, systema
 from ._common import _OnlinePCA, check_n_components, refuse_change
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from .._typing import Float64Array, RandomStateLike
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
