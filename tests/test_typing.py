@@ -14,6 +14,7 @@ import pathlib
 import re
 import sysconfig
 
+import numpy as np
 import pytest
 
 mypy_api = pytest.importorskip("mypy.api")
@@ -58,8 +59,10 @@ lowrank = OnlineLowRankQuantileRegressor(rank=1, tau=0.5, shape=(2, 2))
 
 streamfit.save(est, "est.sfm")
 loaded = streamfit.load("est.sfm")
+assert isinstance(loaded, OnlineQuantileRegressor)
+loaded_pred: npt.NDArray[np.float64] = loaded.predict(X)
 params = est.get_params()
-est = est.set_params(tau=0.5)
+est = est.set_params(average=False)
 
 reveal_type(OnlineQuantileRegressor().fit(X, y))
 reveal_type(est.partial_fit(X, y))
@@ -70,19 +73,29 @@ reveal_type(ftl.partial_fit(S))
 reveal_type(ols.fit(X, y))
 reveal_type(interval.partial_fit(X, y))
 reveal_type(lowrank.rank)
+reveal_type(streamfit.load("est.sfm"))
+reveal_type(pca.components_)
 '''
 
-# What each reveal_type line must show (in order).
+# What each reveal_type line must show (in order); numpy's own spelling of an
+# array's shape type varies with its version, so it is written SHAPE here.
 REVEALED = [
     "streamfit.quantile._sgd.OnlineQuantileRegressor",
     "streamfit.quantile._sgd.OnlineQuantileRegressor",
-    "numpy.ndarray[Any, numpy.dtype[numpy.float64]]",
+    "numpy.ndarray[SHAPE, numpy.dtype[numpy.float64]]",
     "None",
     "streamfit.pca._fpl.PerturbedLeaderPCA",
     "streamfit.pca._fpl.FollowTheLeaderPCA",
     "streamfit.quantile._sgd.OnlineLeastSquaresRegressor",
     "streamfit.quantile._interval.OnlineIntervalRegressor",
     "int",
+    "streamfit.pca._fpl.PerturbedLeaderPCA | streamfit.pca._fpl.FollowTheLeaderPCA | "
+    "streamfit.pca._dropout.DropoutPCA | streamfit.pca._capped.MatrixEGPCA | "
+    "streamfit.pca._capped.MatrixGDPCA | streamfit.quantile._sgd.OnlineQuantileRegressor | "
+    "streamfit.quantile._sgd.OnlineLeastSquaresRegressor | "
+    "streamfit.quantile._interval.OnlineIntervalRegressor | "
+    "streamfit.lowrank._sgd.OnlineLowRankQuantileRegressor",
+    "numpy.ndarray[SHAPE, numpy.dtype[numpy.float64]]",
 ]
 
 # Each line must give a mypy error on that very line.
@@ -140,10 +153,37 @@ def test_a_user_script_passes_mypy_strict(tmp_path):
 
 def test_reveal_type_shows_the_documented_types(tmp_path):
     stdout, _ = _mypy(tmp_path, GOOD, "--strict")
-    revealed = [re.search(r'Revealed type is "(.*)"', notes[0]).group(1)
+    revealed = [_shape_free(re.search(r'Revealed type is "(.*)"', notes[0]).group(1))
                 for _, notes in sorted(_messages(stdout, "note").items())
                 if notes[0].startswith("Revealed type")]
     assert revealed == REVEALED, stdout
+
+
+def _shape_free(revealed):
+    return re.sub(r"numpy\.ndarray\[(tuple\[Any, \.\.\.\]|Any), ", "numpy.ndarray[SHAPE, ",
+                  revealed)
+
+
+def _runtime_type_is(value, revealed):
+    """Whether a value run time gives fits the type mypy revealed for it."""
+    if revealed == "None":
+        return value is None
+    if revealed == "int":
+        return isinstance(value, int)
+    if revealed.startswith("numpy.ndarray["):
+        return isinstance(value, np.ndarray) and value.dtype == np.float64
+    cls = type(value)
+    return f"{cls.__module__}.{cls.__qualname__}" in revealed.split(" | ")
+
+
+def test_the_revealed_types_are_what_the_script_gets(tmp_path, monkeypatch):
+    # the same script, run: the annotations describe what the calls return
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    exec(compile(GOOD, "user.py", "exec"), {"reveal_type": seen.append, "__name__": "user"})
+    assert len(seen) == len(REVEALED)
+    for value, revealed in zip(seen, REVEALED):
+        assert _runtime_type_is(value, revealed), (type(value), revealed)
 
 
 def test_wrong_calls_are_flagged_on_their_lines(tmp_path):
