@@ -108,6 +108,7 @@ y = np.zeros(10)
 est = OnlineQuantileRegressor()
 est.partial_fitt(X, y)
 OnlineQuantileRegressor(mode="batchy")
+OnlineQuantileRegressor(tau="median")
 PerturbedLeaderPCA(n_components="two")
 OnlineQuantileRegressor(sample_weights=np.ones(10))
 n: int = est.predict(X)
@@ -194,6 +195,6 @@ def test_wrong_calls_are_flagged_on_their_lines(tmp_path):
     must_fail = {n for n, line in enumerate(lines, 1)
                  if line.startswith(("est.", "OnlineQuantileRegressor(", "PerturbedLeaderPCA(",
                                      "n: int"))}
-    assert len(must_fail) == 5
+    assert len(must_fail) == 6
     assert set(errors) == must_fail, stdout
     assert any('has no attribute "partial_fitt"' in m for m in errors[min(must_fail)]), stdout
