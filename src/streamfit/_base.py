@@ -27,9 +27,17 @@ import contextlib
 import functools
 import signal
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+
+if TYPE_CHECKING:   # scikit-learn's bases, typed (see streamfit/_typing.pyi)
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from ._typing import P, R, BaseEstimator, RegressorMixin
+else:
+    from sklearn.base import BaseEstimator, RegressorMixin
 
 from ._kernels._threads import call_holding, object_lock
 
@@ -48,7 +56,7 @@ _DEFERRED = tuple(getattr(signal, name) for name in
 
 
 @contextlib.contextmanager
-def deferred_signals():
+def deferred_signals() -> Iterator[None]:
     """Hold signals with Python handlers back for the duration of the block,
     then deliver them.
 
@@ -95,7 +103,7 @@ def deferred_signals():
         for signum, frame in received:
             previous[signum](signum, frame)
 
-def serialized(method):
+def serialized(method: Callable[P, R]) -> Callable[P, R]:
     """Run ``method`` holding its estimator's call lock (see the module
     docstring).
 
@@ -108,7 +116,7 @@ def serialized(method):
     2
     """
     @functools.wraps(method)
-    def call(self, *args, **kwargs):
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         lock = self._serialized()
         if "_torn" in self.__dict__ and method.__name__ not in _REFITS:
             raise RuntimeError(
@@ -117,7 +125,8 @@ def serialized(method):
                 f"arrays in place: its state here may hold part of a trial. Call fit() to "
                 f"start afresh, or load a copy pickled before the fork")
         return call_holding(lock, method, self, *args, **kwargs)
-    return call
+    # (the wrapper's own signature is the method's, through functools.wraps)
+    return call  # type: ignore[return-value]
 
 
 # calls that start afresh, and so may run on a state torn by a fork
@@ -144,13 +153,13 @@ class StreamEstimator(BaseEstimator):
             self.__dict__["_torn"] = True
 
     @serialized
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         return {key: (value.copy() if isinstance(value, np.ndarray) else value)
                 for key, value in state.items()
                 if key not in _TRANSIENT and key not in self._TRANSIENT_ATTRS}
 
-    def __copy__(self):
+    def __copy__(self) -> Any:
         # copy.copy: the parameters shared, a state object copied (the
         # original's later calls must not change the copy)
         new = type(self).__new__(type(self))
@@ -158,7 +167,7 @@ class StreamEstimator(BaseEstimator):
                              for key, value in self.__dict__.items() if key not in _TRANSIENT})
         return new
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict):
             raise ValueError(f"{type(self).__name__} pickle: the state is a "
                              f"{type(state).__name__}, not a dict (a corrupted or foreign "
@@ -185,5 +194,5 @@ class StreamRegressor(RegressorMixin, StreamEstimator):
         tags.regressor_tags.poor_score = True
         return tags
 
-    def __sklearn_is_fitted__(self):
+    def __sklearn_is_fitted__(self) -> bool:
         return "_fit_" in self.__dict__

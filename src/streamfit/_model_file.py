@@ -46,8 +46,12 @@ import re
 import struct
 import tempfile
 import zipfile
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ._typing import Estimator, FileLike
 
 __all__ = ["save", "load", "FORMAT_VERSION"]
 
@@ -235,7 +239,7 @@ def _is_fitted(estimator):
     return True
 
 
-def save(estimator, file):
+def save(estimator: Estimator, file: FileLike) -> None:
     """Save a fitted (or unfitted) streamfit estimator in the safe format.
 
     The file holds the estimator's class name, its parameters and its
@@ -585,7 +589,7 @@ def _file_size(file):
     return size
 
 
-def load(file):
+def load(file: FileLike) -> Estimator:
     """Load an estimator saved by :func:`save`, running no code from the file.
 
     The file is checked before anything in it is used, and refused with a

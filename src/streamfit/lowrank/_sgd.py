@@ -9,6 +9,7 @@ swapping its buffers. Publishing a fresh fit is one assignment.
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -21,6 +22,14 @@ from .._validation import _as_float64, check_scalar, check_vector
 from ..exceptions import _warn_if_warming_up
 from ..schedules import ConstantSchedule, InverseTimeSchedule, StatisticalSchedule, \
     resolve_schedule
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    from .._typing import ArrayIn, Float64Array, ScheduleLike
+
+    # fit and partial_fit return the estimator they were called on
+    _LowRankT = TypeVar("_LowRankT", bound="OnlineLowRankQuantileRegressor")
 
 __all__ = ["OnlineLowRankQuantileRegressor"]
 
@@ -249,8 +258,10 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
     0.0
     """
 
-    def __init__(self, rank=1, tau=0.5, *, loss="quantile", schedule="statistical",
-                 shape=None):
+    def __init__(self, rank: int = 1, tau: float = 0.5, *,
+                 loss: Literal["quantile", "squared"] = "quantile",
+                 schedule: ScheduleLike = "statistical",
+                 shape: tuple[int, int] | None = None) -> None:
         self.rank = rank
         self.tau = tau
         self.loss = loss
@@ -355,7 +366,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         return state.shape if state is not None else self._shape()
 
     # -- fitting ----------------------------------------------------------------
-    def partial_fit(self, X, y):
+    def partial_fit(self: _LowRankT, X: ArrayIn, y: ArrayIn) -> _LowRankT:
         """Learn from one block of the stream: one step per sample, in order.
 
         Parameters
@@ -387,7 +398,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
             self._state = state
         return self
 
-    def fit(self, X, y):
+    def fit(self: _LowRankT, X: ArrayIn, y: ArrayIn) -> _LowRankT:
         """Forget what was learnt and make one pass over (X, y).
 
         Parameters
@@ -426,7 +437,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         _warn_if_warming_up(self, [params], state.n_updates, n, after=1)
         return self
 
-    def learn_one(self, x, y):
+    def learn_one(self: _LowRankT, x: ArrayIn, y: float) -> _LowRankT:
         """Learn from one sample: one step.
 
         The learnt state's settings (rank, tau, loss, the schedule's kind)
@@ -487,46 +498,46 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         return state
 
     @property
-    def coef_(self):
+    def coef_(self) -> Float64Array:
         """The iterate M, shape (d1, d2)."""
         return self._fitted().coef
 
     @property
-    def U_(self):
+    def U_(self) -> Float64Array:
         """Left singular vectors of M, shape (d1, rank)."""
         return self._fitted().U.T.copy()
 
     @property
-    def V_(self):
+    def V_(self) -> Float64Array:
         """Right singular vectors of M, shape (d2, rank)."""
         return self._fitted().V.T.copy()
 
     @property
-    def singular_values_(self):
+    def singular_values_(self) -> Float64Array:
         """Singular values of M, descending (0 for unused directions)."""
         return self._fitted().s
 
     @property
-    def n_samples_seen_(self):
+    def n_samples_seen_(self) -> int:
         """Samples received so far."""
         return self._fitted().n_seen
 
     @property
-    def n_updates_(self):
+    def n_updates_(self) -> int:
         """Steps taken (the statistical schedule's warm-up takes none)."""
         return self._fitted().n_updates
 
     @property
-    def cumulative_loss_(self):
+    def cumulative_loss_(self) -> float:
         """Prequential loss: each sample's loss under the iterate before its step."""
         return self._fitted().loss
 
     @property
-    def schedule_state_(self):
+    def schedule_state_(self) -> dict[str, Any]:
         """The schedule's phase, last stepsize, D0, b0 and Cl (as in the vector case)."""
         return self._fitted().schedule_state
 
-    def predict(self, X):
+    def predict(self, X: ArrayIn) -> Float64Array:
         """<X_t, M> for each sample.
 
         Parameters
@@ -553,7 +564,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
                              f"estimator learnt from {state.shape}")
         return state.predict(Xk)
 
-    def predict_one(self, x):
+    def predict_one(self, x: ArrayIn) -> float:
         """<X, M> for one sample.
 
         Parameters
@@ -576,7 +587,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         state = self._fitted()
         return state.predict_one(_native_x(x, state.shape))
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayIn, y: ArrayIn, sample_weight: ArrayIn | None = None) -> float:
         """D^2 pinball at ``tau`` (``loss="quantile"``) or R^2 (``"squared"``).
 
         Parameters

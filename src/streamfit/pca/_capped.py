@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from .._kernels._capped import CappedState
 from .._validation import check_scalar, check_seed
 from ..kernels.pca import mixture_decomposition, project_capped_simplex, systematic_sample
 from ._common import _OnlinePCA, check_n_components, refuse_change
+
+if TYPE_CHECKING:
+    from .._typing import Float64Array, RandomStateLike
 
 __all__ = ["MatrixEGPCA", "MatrixGDPCA", "project_capped_simplex", "mixture_decomposition",
            "systematic_sample"]
@@ -54,7 +58,7 @@ class _CappedSimplexPCA(_OnlinePCA):
     """MEG and GD: the estimator around a CappedState."""
 
     _STATE_TYPE = CappedState
-    _algo = None
+    _algo: str | None = None
     # the eigen-solver chain's first routine (1 dsyevd, 0 dsyevr, 2 dsyev, 3
     # Jacobi): a class attribute tests override to run the later routines
     _eig_first = 1
@@ -64,7 +68,8 @@ class _CappedSimplexPCA(_OnlinePCA):
     # and the tests' reference
     _full_every = FULL_EVERY
 
-    def __init__(self, n_components=1, *, eta="auto", random_state=None):
+    def __init__(self, n_components: int = 1, *, eta: Literal["auto"] | float = "auto",
+                 random_state: RandomStateLike = None) -> None:
         self.n_components = n_components
         self.eta = eta
         self.random_state = random_state
@@ -101,16 +106,16 @@ class _CappedSimplexPCA(_OnlinePCA):
         return state.captured(X)
 
     @property
-    def parameter_eigenvalues_(self):
+    def parameter_eigenvalues_(self) -> Float64Array:
         """Eigenvalues of W, ascending: in [0, 1], summing to k."""
         return self._fitted().parameter_eigenvalues_
 
-    def parameter_matrix(self):
+    def parameter_matrix(self) -> Float64Array:
         """W, the mixture of rank-k projections the next trial plays from (n x n)."""
         return self._fitted().parameter_matrix()
 
     @property
-    def update_stats_(self):
+    def update_stats_(self) -> dict[str, int]:
         """Counters of the updates: ``full`` (decomposed afresh by the dsyevd
         chain: every update of dense instances; for vector ones every
         FULL_EVERY-th and any whose rank-one step failed), ``rank_one`` (by the
@@ -122,17 +127,17 @@ class _CappedSimplexPCA(_OnlinePCA):
         return self._fitted().update_stats_
 
     @property
-    def realized_gain_(self):
+    def realized_gain_(self) -> float:
         """Sum over trials of tr(P_t X_t) for the projections P_t actually sampled
         (cumulative_gain_ is its expectation, sum tr(W_t X_t))."""
         return self._fitted().realized_gain_
 
     @property
-    def eta_(self):
+    def eta_(self) -> float:
         """The learning rate of the last update (0 before any)."""
         return self._fitted().eta_
 
-    def sample_projection(self):
+    def sample_projection(self) -> Float64Array:
         """A rank-k projection P (n x n) drawn from W: E[P] = W. Draws from a
         generator of its own (seeded from random_state), so it never changes
         the projections the trials play.
@@ -143,7 +148,7 @@ class _CappedSimplexPCA(_OnlinePCA):
         V = self._fitted().sample_projection_rows()
         return V.T @ V
 
-    def mixture_decomposition(self):
+    def mixture_decomposition(self) -> tuple[Float64Array, Float64Array]:
         """W as an explicit convex combination of rank-k projections
         (Warmuth & Kuzmin): ``weights`` (m,) summing to 1 and ``bases``
         (m, k, n) of orthonormal rows, with
@@ -276,14 +281,14 @@ class MatrixEGPCA(_CappedSimplexPCA):
     _algo = "meg"
 
     @property
-    def n_restarts_(self):
+    def n_restarts_(self) -> int:
         """Runs started afresh with eta="auto", counting the one the next trial
         begins: the doubling trick's epochs (after T trials, the powers of two
         in [2, T + 1]) plus the restarts of an epoch when the scale more than
         doubled."""
         return int(self._fitted().n_restarts_)
 
-    def regret_bound(self, n_trials=None):
+    def regret_bound(self, n_trials: int | None = None) -> float:
         """The regret bound for this estimator's eta after ``n_trials`` (default:
         the trials so far), at the largest scale L seen so far: with a fixed
         eta, k ln(n/k) / eta + eta B L^2 T (a theorem while eta L <= 1.79,
@@ -364,7 +369,7 @@ class MatrixGDPCA(_CappedSimplexPCA):
 
     _algo = "gd"
 
-    def regret_bound(self, n_trials=None):
+    def regret_bound(self, n_trials: int | None = None) -> float:
         """The regret bound for this estimator's eta after ``n_trials`` (default:
         the trials so far), at the largest ||X_t||_F = G seen so far: with a
         fixed eta, D^2 / (2 eta) + eta G^2 T / 2; with "auto",

@@ -19,13 +19,24 @@ with if it changed, then configure the rest).
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import _get_feature_names, check_is_fitted, validate_data
 
 from .._kernels._pca_api import FirstCall
 from .._validation import _as_float64, _check_finite, _check_real_array
+
+if TYPE_CHECKING:   # scikit-learn's bases, typed (see streamfit/_typing.pyi)
+    from typing import Any, Literal, TypeVar
+
+    from .._typing import (ArrayIn, BaseEstimator, ClassNamePrefixFeaturesOutMixin,
+                           Float64Array, TransformerMixin)
+
+    # fit and partial_fit return the estimator they were called on
+    _PCAT = TypeVar("_PCAT", bound="_OnlinePCA")
+else:
+    from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 
 def _pow2_floor(a, axis):
@@ -58,6 +69,9 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     """The scikit-learn contract around a PCA state object."""
 
     _FLOAT32_ROWS = False       # the state reads float32 rows as they are (FPL)
+
+    if TYPE_CHECKING:   # what the subclasses define (see the module docstring)
+        def _settings(self, state: Any) -> None: ...
 
     # -- scikit-learn -----------------------------------------------------------
     def __sklearn_is_fitted__(self):
@@ -219,7 +233,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return self
 
     # -- public API ---------------------------------------------------------------
-    def partial_fit(self, X, y=None):
+    def partial_fit(self: _PCAT, X: ArrayIn, y: Any = None) -> _PCAT:
         """Play one trial per row of X (vector instances x_t x_t^T): gain
         ||P_t x_t||^2 with the projection played (MEG and GD count its
         expectation tr(W_t x_t x_t^T)), then update.
@@ -250,7 +264,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             state.learn(X)
         return self
 
-    def learn_one(self, x):
+    def learn_one(self, x: ArrayIn) -> None:
         """Play one trial with the row x (river's name): the same trial as
         ``partial_fit(x[None])``.
 
@@ -277,7 +291,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                              f"an array of shape {x.shape}")
         return x[None]
 
-    def partial_fit_dense(self, Xs, *, check_psd=True):
+    def partial_fit_dense(self: _PCAT, Xs: ArrayIn, *, check_psd: bool = True) -> _PCAT:
         """Play one trial per matrix of Xs (dense PSD instances X_t): gain
         tr(P_t X_t) (MEG and GD: its expectation tr(W_t X_t)), then update.
 
@@ -303,7 +317,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self._continue("dense", Xs.shape[1]).learn_dense(Xs)
         return self
 
-    def fit(self, X, y=None):
+    def fit(self: _PCAT, X: ArrayIn, y: Any = None) -> _PCAT:
         """Start afresh and play every row of X as one trial (an interrupted
         or failed fit leaves the previous one).
 
@@ -323,7 +337,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                              f"one trial (partial_fit accepts empty blocks)")
         return self._start("vector", X.shape[1], X_in, lambda s: s.learn(X), False)
 
-    def fit_dense(self, Xs, *, check_psd=True):
+    def fit_dense(self: _PCAT, Xs: ArrayIn, *, check_psd: bool = True) -> _PCAT:
         """Start afresh and play every matrix of Xs as one trial.
 
         Parameters
@@ -339,7 +353,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         Xs = self._dense(Xs, check_psd)
         return self._start("dense", Xs.shape[1], None, lambda s: s.learn_dense(Xs), False)
 
-    def transform(self, X):
+    def transform(self, X: ArrayIn) -> Float64Array:
         """Project rows of X onto the current components: X @ components_.T
         (uncentered, as the online PCA gain ||P x||^2 is).
 
@@ -354,7 +368,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         state = self._fitted()
         return self._checked_rows(X, state) @ self._components(state).T
 
-    def transform_one(self, x):
+    def transform_one(self, x: ArrayIn) -> Float64Array:
         """The coordinates of the row x on the current components (river's
         name), V x with V = ``components_``.
 
@@ -368,7 +382,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         """
         return self._fitted().transform_one(x)
 
-    def inverse_transform(self, X):
+    def inverse_transform(self, X: ArrayIn) -> Float64Array:
         """Map projections back to the input space: X @ components_, the
         points of the current subspace whose coordinates X holds.
 
@@ -387,7 +401,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         _check_finite(Z, "X")
         return Z @ self._components(state)
 
-    def score(self, X, y=None):
+    def score(self, X: ArrayIn, y: Any = None) -> float:
         """The fraction of X's energy the current decision captures:
         sum_i ||P x_i||^2 / sum_i ||x_i||^2, in [0, 1] (1 for X of zero
         energy), with P the projection onto ``components_`` (MEG and GD: the
@@ -422,54 +436,54 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     # -- fitted attributes: the state object's ---------------------------------------
     @property
-    def components_(self):
+    def components_(self) -> Float64Array:
         """(k, n) orthonormal rows: the subspace the next trial plays."""
         return self._components(self._fitted())
 
     @property
-    def n_components_(self):
+    def n_components_(self) -> int:
         return self._fitted().k
 
     @property
-    def n_features_in_(self):
+    def n_features_in_(self) -> int:
         return self._fitted().n
 
     @property
-    def feature_names_in_(self):
+    def feature_names_in_(self) -> Any:
         names = self._fitted().feature_names
         if names is None:
             raise AttributeError(f"{type(self).__name__} was fitted without feature names")
         return np.asarray(names, dtype=object)
 
     @property
-    def instances_(self):
+    def instances_(self) -> Literal["vector", "dense"]:
         """"vector" or "dense": the instances the fit plays."""
         return self._fitted().instances
 
     @property
-    def n_trials_(self):
+    def n_trials_(self) -> int:
         """Trials played so far."""
         return self._fitted().n_trials_
 
     @property
-    def cumulative_gain_(self):
+    def cumulative_gain_(self) -> float:
         """Sum over trials of the gain tr(P_t X_t) received (MEG and GD: of its
         expectation tr(W_t X_t))."""
         return self._fitted().cumulative_gain_
 
     @property
-    def best_gain_(self):
+    def best_gain_(self) -> float:
         """lambda_{1:k}(sum_t X_t): the gain of the best fixed rank-k projection in
         hindsight (through the eigen-solver chain, which does not fail on a
         finite matrix; computed once per trial count)."""
         return self._fitted().best_gain_
 
     @property
-    def regret_(self):
+    def regret_(self) -> float:
         """lambda_{1:k}(sum_t X_t) - cumulative_gain_."""
         return self._fitted().regret_
 
-    def cumulative_matrix(self):
+    def cumulative_matrix(self) -> Float64Array:
         """sum_t X_t, the unperturbed cumulative instance matrix (full,
         symmetric), kept apart from any noise: exact sums of the instances."""
         return self._fitted().cumulative_matrix()

@@ -11,12 +11,17 @@ The exact fresh-dropout reference runs in Python (it is O(t n^2) a trial).
 from __future__ import annotations
 
 
+from typing import TYPE_CHECKING, Literal
+
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._kernels._dropout import DropoutState
 from .._validation import check_scalar, check_seed
 from ._common import _OnlinePCA, check_n_components, refuse_change
+
+if TYPE_CHECKING:
+    from .._typing import Float64Array, RandomStateLike
 
 __all__ = ["DropoutPCA"]
 
@@ -134,8 +139,10 @@ class DropoutPCA(_OnlinePCA):
     # the eigen-solver chain's first routine (tests override it)
     _eig_first = 0
 
-    def __init__(self, n_components=1, *, p=0.5, resample="lazy", solver="auto", tol=0.01,
-                 random_state=None):
+    def __init__(self, n_components: int = 1, *, p: float = 0.5,
+                 resample: Literal["lazy", "fresh"] = "lazy",
+                 solver: Literal["auto", "krylov", "exact"] = "auto", tol: float = 0.01,
+                 random_state: RandomStateLike = None) -> None:
         self.n_components = n_components
         self.p = p
         self.resample = resample
@@ -172,24 +179,26 @@ class DropoutPCA(_OnlinePCA):
 
     # -- attributes -------------------------------------------------------------
     @property
-    def kept_fraction_(self):
+    def kept_fraction_(self) -> float:
         """Fraction of instances in the kept sum (fresh: the last redraw's
         fraction of the instances before the last trial)."""
         return self._fitted().kept_fraction_
 
     @property
-    def solver_stats_(self):
+    def solver_stats_(self) -> dict[str, int]:
         """Lazy top-k solver counters (see :attr:`PerturbedLeaderPCA.solver_stats_`);
         one solve per kept instance."""
         return self._fitted().solver_stats_
 
-    def dropout_matrix(self):
+    def dropout_matrix(self) -> Float64Array:
         """S = sum_{s<=t} b_s X_s, the kept sum whose top-k the next trial
         plays (lazy only: "fresh" redraws it every trial).
 
         Examples
         --------
-        >>> import numpy as np
+        >>> from typing import TYPE_CHECKING, Literal
+
+import numpy as np
         >>> from streamfit import DropoutPCA
         >>> X = np.eye(4)
         >>> est = DropoutPCA(1, random_state=0).partial_fit(X)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -20,6 +21,9 @@ from .._kernels._pca import LeaderState
 from .._validation import check_random_state, check_scalar, check_seed
 from ..kernels.pca import goe
 from ._common import _OnlinePCA, check_n_components, refuse_change
+
+if TYPE_CHECKING:
+    from .._typing import Float64Array, RandomStateLike
 
 __all__ = ["PerturbedLeaderPCA", "FollowTheLeaderPCA", "goe_matrix", "regret_bound",
            "auto_sigma"]
@@ -172,17 +176,17 @@ class _LeaderPCA(_OnlinePCA):
 
     # -- attributes -------------------------------------------------------------
     @property
-    def sigma_(self):
+    def sigma_(self) -> float:
         """The noise scale the next decision uses (0 for Follow the Leader)."""
         return self._fitted().sigma_
 
     @property
-    def gap_tolerance_(self):
+    def gap_tolerance_(self) -> float:
         """The objective-gap tolerance of the last top-k solve."""
         return self._fitted().gap_tolerance_
 
     @property
-    def solver_stats_(self):
+    def solver_stats_(self) -> dict[str, int]:
         """Top-k solver counters: solves (one per trial), products S @ block,
         fallbacks (Krylov solves that ran out of iterations and went to LAPACK),
         direct (solves sent straight to LAPACK after fallbacks: a back-off that
@@ -193,7 +197,7 @@ class _LeaderPCA(_OnlinePCA):
         gap and the largest estimated gap / tolerance."""
         return self._fitted().solver_stats_
 
-    def perturbed_matrix(self):
+    def perturbed_matrix(self) -> Float64Array:
         """S = X_<t + N_t, the matrix whose top-k eigenvectors are played next."""
         return self._fitted().perturbed_matrix()
 
@@ -348,8 +352,10 @@ class PerturbedLeaderPCA(_LeaderPCA):
     True
     """
 
-    def __init__(self, n_components=1, *, sigma="auto", noise="fixed", solver="auto",
-                 tol=0.01, random_state=None, n_jobs=None):
+    def __init__(self, n_components: int = 1, *, sigma: Literal["auto"] | float = "auto",
+                 noise: Literal["fixed", "random_walk", "independent"] = "fixed",
+                 solver: Literal["auto", "krylov", "exact"] = "auto", tol: float = 0.01,
+                 random_state: RandomStateLike = None, n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.sigma = sigma
         self.noise = noise
@@ -414,7 +420,9 @@ class FollowTheLeaderPCA(_LeaderPCA):
 
     _noise = "none"
 
-    def __init__(self, n_components=1, *, solver="auto", tol=0.01, n_jobs=None):
+    def __init__(self, n_components: int = 1, *,
+                 solver: Literal["auto", "krylov", "exact"] = "auto", tol: float = 0.01,
+                 n_jobs: int | None = None) -> None:
         self.n_components = n_components
         self.solver = solver
         self.tol = tol

@@ -9,6 +9,7 @@ Python per row.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -18,6 +19,14 @@ from .._kernels._conformal import IntervalState
 from .._legacy import OldState as _IntervalWork  # noqa: F401 (pickles of streamfit 0.1)
 from .._validation import as_matrix, as_target, check_matrix, feature_names
 from ..exceptions import _warn_if_warming_up
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    from .._typing import ArrayIn, Float64Array, ScheduleLike
+
+    # fit and partial_fit return the estimator they were called on
+    _IntervalT = TypeVar("_IntervalT", bound="OnlineIntervalRegressor")
 
 __all__ = ["OnlineIntervalRegressor"]
 
@@ -141,8 +150,9 @@ class OnlineIntervalRegressor(StreamRegressor):
     True
     """
 
-    def __init__(self, alpha=0.1, *, method="aci", gamma=0.005, lr=0.1, ki=1.0, window=1000,
-                 schedule="statistical", fit_intercept=True):
+    def __init__(self, alpha: float = 0.1, *, method: Literal["aci", "pid"] = "aci",
+                 gamma: float = 0.005, lr: float = 0.1, ki: float = 1.0, window: int = 1000,
+                 schedule: ScheduleLike = "statistical", fit_intercept: bool = True) -> None:
         self.alpha = alpha
         self.method = method
         self.gamma = gamma
@@ -185,7 +195,7 @@ class OnlineIntervalRegressor(StreamRegressor):
         return state
 
     # -- fitting ----------------------------------------------------------------
-    def partial_fit(self, X, y):
+    def partial_fit(self: _IntervalT, X: Any, y: ArrayIn) -> _IntervalT:
         """Learn from one block of the stream: each row is scored against the
         interval held before it (``coverage_``), then the quantiles and the
         offset take its update. A call with no rows does nothing.
@@ -233,7 +243,7 @@ class OnlineIntervalRegressor(StreamRegressor):
             state.learn(X, y)
         return self
 
-    def fit(self, X, y):
+    def fit(self: _IntervalT, X: Any, y: ArrayIn) -> _IntervalT:
         """Forget what was learnt and make one pass over (X, y).
 
         Parameters
@@ -273,7 +283,7 @@ class OnlineIntervalRegressor(StreamRegressor):
         return self
 
     # -- one event at a time (river's names) ----------------------------------------
-    def learn_one(self, x, y):
+    def learn_one(self, x: Any, y: float) -> None:
         """Learn from one row (river's names): ``x`` a 1-D array or sequence of
         n_features numbers, ``y`` a number; scored against the interval held
         before it, then learnt from.
@@ -309,7 +319,7 @@ class OnlineIntervalRegressor(StreamRegressor):
                     self.__dict__.pop("_state", None)
                 raise
 
-    def predict_one(self, x):
+    def predict_one(self, x: Any) -> float:
         """The midpoint of the quantile pair for one row."""
         return self._fitted_state().predict_one(x)
 
@@ -318,68 +328,68 @@ class OnlineIntervalRegressor(StreamRegressor):
         return self._fitted_state().calibration
 
     @property
-    def coverage_(self):
+    def coverage_(self) -> float:
         """Prequential coverage of the calibrated intervals (see the class
         docstring)."""
         c = self._conf()
         return float(c["n_covered"] / c["n"])
 
     @property
-    def quantile_coverage_(self):
+    def quantile_coverage_(self) -> float:
         """Prequential coverage of the uncalibrated quantile pair."""
         c = self._conf()
         return float(c["n_base"] / c["n"])
 
     @property
-    def quantile_width_(self):
+    def quantile_width_(self) -> float:
         """Prequential mean width of the uncalibrated quantile pair."""
         c = self._conf()
         return float(c["base_width"] / c["n"])
 
     @property
-    def interval_width_(self):
+    def interval_width_(self) -> float:
         """Prequential mean width of the bounded intervals (inf if none)."""
         c = self._conf()
         return float(c["width_sum"] / c["n_bounded"]) if c["n_bounded"] else math.inf
 
     @property
-    def n_unbounded_(self):
+    def n_unbounded_(self) -> int:
         """Rows whose interval was the whole line."""
         c = self._conf()
         return int(c["n"] - c["n_bounded"])
 
     @property
-    def offset_(self):
+    def offset_(self) -> float:
         """The offset q of the next intervals, [lo - q, hi + q]."""
         return float(self._conf()["offset"])
 
     @property
-    def level_(self):
+    def level_(self) -> float:
         """ACI's running level a_t (NaN for PID)."""
         return float(self._conf()["level"])
 
     @property
-    def coef_(self):
+    def coef_(self) -> Float64Array:
         """The two quantiles' coefficients, (2, n_features)."""
         return self._fitted_state().coef
 
     @property
-    def intercept_(self):
+    def intercept_(self) -> Float64Array:
         """The two quantiles' intercepts, (2,)."""
         return self._fitted_state().intercept
 
     @property
-    def n_samples_seen_(self):
+    def n_samples_seen_(self) -> int:
         """Rows learnt from."""
         return int(self._fitted_state().n_samples_seen)
 
     @property
-    def n_features_in_(self):
+    def n_features_in_(self) -> int:
         """Features seen by the first call (or ``fit``)."""
         return self._fitted_state().n_features
 
     @property
-    def feature_names_in_(self):
+    def feature_names_in_(self) -> Any:
         """Column names of the DataFrame the estimator learnt from (only then)."""
         names = self._fitted_state().feature_names
         if names is None:
@@ -397,7 +407,7 @@ class OnlineIntervalRegressor(StreamRegressor):
                              f"expecting {state.n_features} features as input.")
         return state, X
 
-    def predict_interval(self, X):
+    def predict_interval(self, X: Any) -> Float64Array:
         """The calibrated intervals [lo - q, hi + q] of the rows of X (q =
         ``offset_``; an empty interval, q < -(hi - lo) / 2, is returned as the
         midpoint twice; q = +inf gives (-inf, inf)).
@@ -426,7 +436,7 @@ class OnlineIntervalRegressor(StreamRegressor):
         state, X = self._rows(X)
         return state.predict_interval(X)
 
-    def predict(self, X):
+    def predict(self, X: Any) -> Float64Array:
         """The midpoint of the quantile pair, (lo + hi) / 2: the calibrated
         interval's centre (the offset widens both ends alike), a median
         estimate for symmetric noise.

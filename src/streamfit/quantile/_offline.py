@@ -6,6 +6,11 @@ reweighted least squares, an optional dependency).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .._typing import ArrayIn, Float64Array
+
 import numpy as np
 from scipy import optimize
 
@@ -25,7 +30,10 @@ def _power_of_two_scale(a):
     return float(np.ldexp(1.0, -int(np.frexp(big)[1])))
 
 
-def offline_quantile_regression(X, y, tau=0.5, *, fit_intercept=False, method="highs"):
+def offline_quantile_regression(X: ArrayIn, y: ArrayIn, tau: float = 0.5, *,
+                                fit_intercept: bool = False,
+                                method: Literal["highs", "statsmodels"] = "highs"
+                                ) -> tuple[Float64Array, float]:
     """Minimise sum_i rho_tau(y_i - x_i'beta - b) exactly (an LP) or by IRLS.
 
     The problem is equilibrated first: each column of X and y are scaled by

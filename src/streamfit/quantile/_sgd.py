@@ -10,6 +10,7 @@ import numbers
 import os
 import sys
 import warnings
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from sklearn.metrics import d2_pinball_score
@@ -21,6 +22,15 @@ from .._validation import (as_csr, as_matrix, as_target, as_weights, check_matri
                            check_memory, check_scalar, feature_names, is_sparse)
 from ..exceptions import _warn_if_warming_up
 from ._inference import critical_value
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TypeVar
+
+    from .._typing import ArrayIn, Float64Array, RandomStateLike, ScheduleLike
+
+    # fit and partial_fit return the estimator they were called on
+    _LinearT = TypeVar("_LinearT", bound="_OnlineLinearSGD")
 
 __all__ = ["OnlineQuantileRegressor", "OnlineLeastSquaresRegressor"]
 
@@ -42,13 +52,13 @@ class _OnlineLinearSGD(StreamRegressor):
     _loss = "check"
     # least squares has no tau, mode or batch_size parameters
     mode = "single"
-    tau = 0.5
-    batch_size = None
+    tau: float | Sequence[float] | Float64Array = 0.5
+    batch_size: int | None = None
     inference = False
     noncrossing = "rearrange"
-    scale = None
-    drift = None
-    hashing = None
+    scale: str | None = None
+    drift: str | None = None
+    hashing: int | None = None
 
     # -- scikit-learn -----------------------------------------------------------
     def __sklearn_tags__(self):
@@ -130,7 +140,9 @@ class _OnlineLinearSGD(StreamRegressor):
         return state
 
     # -- learning ---------------------------------------------------------------
-    def partial_fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
+    def partial_fit(self: _LinearT, X: Any, y: ArrayIn, sample_weight: ArrayIn | None = None,
+                    coef_init: ArrayIn | None = None,
+                    intercept_init: float | ArrayIn | None = None) -> _LinearT:
         """Learn from one block of the stream.
 
         ``mode="single"``: one update per row, in order. ``"batch"``: one update
@@ -243,7 +255,9 @@ class _OnlineLinearSGD(StreamRegressor):
                 self.__dict__.pop("_state", None)
             raise
 
-    def fit(self, X, y, sample_weight=None, coef_init=None, intercept_init=None):
+    def fit(self: _LinearT, X: Any, y: ArrayIn, sample_weight: ArrayIn | None = None,
+            coef_init: ArrayIn | None = None,
+            intercept_init: float | ArrayIn | None = None) -> _LinearT:
         """Forget what was learnt and make one pass over (X, y) in the chosen
         mode; in batch and storage modes the data arrive in blocks of
         ``batch_size`` rows (default max(2 (d + 1), 16)), the last block may be
@@ -346,7 +360,7 @@ class _OnlineLinearSGD(StreamRegressor):
             UserWarning, stacklevel=_caller_level())
 
     # -- one event at a time (river's names) ----------------------------------------
-    def learn_one(self, x, y, weight=1.0):
+    def learn_one(self, x: Any, y: float, weight: float = 1.0) -> None:
         """Learn from one row: ``x`` a 1-D array or a sequence of n_features
         real numbers, ``y`` a real number, ``weight`` >= 0 (river's names and
         argument order). Exactly what ``partial_fit`` does with a one-row
@@ -398,7 +412,7 @@ class _OnlineLinearSGD(StreamRegressor):
                 self.__dict__.pop("_state", None)
             raise
 
-    def predict_one(self, x):
+    def predict_one(self, x: Any) -> float | Float64Array:
         """The prediction for one row ``x`` (a float; with several taus an
         array of the m quantiles, sorted). See :meth:`learn_one`."""
         try:
@@ -409,22 +423,22 @@ class _OnlineLinearSGD(StreamRegressor):
 
     # -- learnt attributes ------------------------------------------------------
     @property
-    def coef_(self):
+    def coef_(self) -> Float64Array:
         """Coefficients (the Polyak-Ruppert average when ``average=True``)."""
         return self._fitted_state().coef
 
     @property
-    def intercept_(self):
+    def intercept_(self) -> float | Float64Array:
         """Intercept (averaged with ``average=True``); 0 without ``fit_intercept``."""
         return self._fitted_state().intercept
 
     @property
-    def n_features_in_(self):
+    def n_features_in_(self) -> int:
         """Features seen by the first call (or ``fit``)."""
         return self._fitted_state().n_features
 
     @property
-    def feature_names_in_(self):
+    def feature_names_in_(self) -> Any:
         """Column names of the DataFrame the estimator learnt from (only then)."""
         names = self._fitted_state().feature_names
         if names is None:
@@ -433,20 +447,20 @@ class _OnlineLinearSGD(StreamRegressor):
         return names
 
     @property
-    def n_samples_seen_(self):
+    def n_samples_seen_(self) -> int:
         """Rows received so far (including rows waiting for a full batch,
         whatever their weight)."""
         return self._fitted_state().n_samples_seen
 
     @property
-    def n_updates_(self):
+    def n_updates_(self) -> int:
         """Updates taken: rows of positive weight (single mode), blocks of
         positive weight (batch mode), calls with new weight (storage mode);
         statistical schedules take none during their warm-up."""
         return self._fitted_state().n_updates
 
     @property
-    def drift_restart_rows_(self):
+    def drift_restart_rows_(self) -> Float64Array:
         """Rows of the stream (0-based, counted over every call since the
         first, as ``n_samples_seen_`` counts them) at which the drift test
         (``drift="restart"``) raised an alarm and restarted the average, in
@@ -454,19 +468,19 @@ class _OnlineLinearSGD(StreamRegressor):
         return self._fitted_state().drift_rows
 
     @property
-    def n_drift_restarts_(self):
+    def n_drift_restarts_(self) -> int:
         """Alarms of the drift test so far: ``len(drift_restart_rows_)``."""
         return int(self.drift_restart_rows_.shape[0])
 
     @property
-    def cumulative_loss_(self):
+    def cumulative_loss_(self) -> float | Float64Array:
         """Prequential loss: each sample's (weighted) loss under the iterate
         before the update it causes (check loss; squared loss r^2 / 2 for
         least squares); with several taus an array, one per tau."""
         return self._fitted_state().cumulative_loss
 
     @property
-    def schedule_state_(self):
+    def schedule_state_(self) -> dict[str, Any] | list[dict[str, Any]]:
         """The schedule's estimates and phase, for inspection: phase (0 warm-up,
         1 geometric, 2 and 3 as in the paper), stepsize of the last update,
         start of the current phase (t_switch, on the schedule's clock), D0,
@@ -474,7 +488,7 @@ class _OnlineLinearSGD(StreamRegressor):
         phase one (restarts)."""
         return self._fitted_state().schedule_state
 
-    def predict(self, X):
+    def predict(self, X: Any) -> Float64Array:
         """Predicted tau-quantiles (conditional means for least squares).
 
         Parameters
@@ -786,9 +800,14 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
 
     _loss = "check"
 
-    def __init__(self, tau=0.5, *, mode="single", schedule="statistical", batch_size=None,
-                 average=False, fit_intercept=True, random_state=None, inference=False,
-                 noncrossing="rearrange", scale=None, drift=None, hashing=None):
+    def __init__(self, tau: float | Sequence[float] | Float64Array = 0.5, *,
+                 mode: Literal["single", "batch", "storage"] = "single",
+                 schedule: ScheduleLike = "statistical", batch_size: int | None = None,
+                 average: bool = False, fit_intercept: bool = True,
+                 random_state: RandomStateLike = None, inference: bool = False,
+                 noncrossing: Literal["rearrange", "project"] = "rearrange",
+                 scale: Literal["online"] | None = None, drift: Literal["restart"] | None = None,
+                 hashing: int | None = None) -> None:
         self.hashing = hashing
         self.tau = tau
         self.mode = mode
@@ -807,7 +826,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         return self._fitted_state().random_scaling()
 
     @property
-    def coef_covariance_(self):
+    def coef_covariance_(self) -> Float64Array:
         """The random-scaling matrix V_k / k of (coef_, intercept_) (shape
         (d + 1, d + 1), intercept last; (d, d) without an intercept; with
         several taus one per quantile, (m, d + 1, d + 1)), with
@@ -817,7 +836,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         critical values of :meth:`conf_int`, not normal ones."""
         return self._random_scaling()[1]
 
-    def conf_int(self, alpha=0.05):
+    def conf_int(self, alpha: float = 0.05) -> Float64Array:
         """Confidence intervals for the coefficients and the intercept, by
         random scaling (Lee, Liao, Seo & Shin, AAAI 2022).
 
@@ -862,7 +881,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         half = c * np.sqrt(np.maximum(np.diagonal(V, axis1=-2, axis2=-1), 0.0))
         return np.stack([z - half, z + half], axis=-1)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: Any, y: ArrayIn, sample_weight: ArrayIn | None = None) -> float:
         """D^2 pinball score at the fitted ``tau``: the fraction of the check
         loss of the best constant (the tau-quantile of y) that the model
         explains (1 is perfect, 0 no better than the constant, may be < 0).
@@ -880,7 +899,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         tau = self._fitted_state().settings["tau"] if self.__sklearn_is_fitted__() \
             else self.tau
         multi = isinstance(tau, (list, tuple, np.ndarray))
-        taus = [float(t) for t in tau] if multi else [float(tau)]
+        taus = [float(t) for t in tau] if multi else [float(tau)]  # type: ignore[union-attr, arg-type]
         pred = self.predict(X)
         if not multi:
             return float(d2_pinball_score(y, pred, sample_weight=sample_weight,
@@ -943,8 +962,9 @@ class OnlineLeastSquaresRegressor(_OnlineLinearSGD):
 
     _loss = "squared"
 
-    def __init__(self, *, schedule="statistical", average=False, fit_intercept=True,
-                 drift=None, hashing=None):
+    def __init__(self, *, schedule: ScheduleLike = "statistical", average: bool = False,
+                 fit_intercept: bool = True, drift: Literal["restart"] | None = None,
+                 hashing: int | None = None) -> None:
         self.hashing = hashing
         self.schedule = schedule
         self.average = average
