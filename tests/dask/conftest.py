@@ -190,7 +190,8 @@ def assert_same_state(a, b, path="estimator"):
             not isinstance(a, np.random.Generator):
         assert type(a) is type(b), path
         # locks and caches (an estimator's _TRANSIENT_ATTRS, dropped by pickling)
-        skip = {"_lock", "_regret_cache"} | set(getattr(type(a), "_TRANSIENT_ATTRS", ()))
+        skip = {"_lock", "_regret_cache", "_gate"} | \
+            set(getattr(type(a), "_TRANSIENT_ATTRS", ()))  # (a first call's gate: not state)
         if hasattr(a, "get_params") and "random_state" not in a.get_params():
             # an estimator without random_state (Follow the Leader) holds an
             # unseeded generator it never draws from

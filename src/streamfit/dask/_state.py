@@ -94,6 +94,16 @@ def _changed(estimator):
         f"was not applied, so that neither is lost: re-run stream_fit from its current state")
 
 
+def _progress(state):
+    """How far a state object has learnt: its rows (the linear learners),
+    trials (online PCA) or samples (low rank)."""
+    for name in ("n_samples_seen", "n_trials_", "n_seen"):
+        value = getattr(state, name, None)
+        if value is not None:
+            return value
+    return None
+
+
 def commit(estimator, before, fitted_bytes):
     """Make ``estimator`` hold the state the cluster fitted (bytes from a
     worker), unless it changed since ``before`` was taken (RuntimeError,
@@ -105,7 +115,7 @@ def commit(estimator, before, fitted_bytes):
     new = _state_object(fitted)
     if new is not None:
         current = vars(estimator).get("_state")
-        seen = None if current is None else current.n_samples_seen
+        seen = None if current is None else _progress(current)
         if _pickled(estimator) != before:
             raise _changed(estimator)
         # A call from another thread since the comparison above moved the
@@ -116,7 +126,7 @@ def commit(estimator, before, fitted_bytes):
         # the one race left: its rows would go to the replaced object, as
         # with a concurrent fit(). Feed one estimator from one place.)
         state = vars(estimator).get("_state")
-        if state is not current or (state is not None and state.n_samples_seen != seen):
+        if state is not current or (state is not None and _progress(state) != seen):
             raise _changed(estimator)
         # the learnt state is all in the state object (the fitted estimator's
         # other attributes are the parameters it was sent with)
