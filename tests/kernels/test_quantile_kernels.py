@@ -339,7 +339,7 @@ def loaded(edit, **kw):
 
 def test_records_are_checked_by_layout_and_name():
     assert _k.STATE_DTYPE.names[:3] == ("t", "n_updates", "n_seen")
-    assert _k.PARAMS_DTYPE.names[-2:] == ("drift_arm", "drift_clock")
+    assert _k.PARAMS_DTYPE.names[-3:] == ("drift_arm", "drift_clock", "window_auto")
     n = len(_k.STATE_FIELDS)
     assert _k.STATE_DTYPE.itemsize == 8 * n
     # a 3-double state was once written past its end: refused on load
