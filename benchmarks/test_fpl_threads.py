@@ -309,7 +309,7 @@ def test_fpl_one_thread_against_its_flop_bound(benchmark, timed, publish_table, 
     n, T, rounds, calls = cfg["n"], cfg["trials"], cfg["rounds"], cfg["calls"]
     X = make_spiked_stream(3 + rounds * T, n, n_spikes=K, random_state=0)
     est = warm(X, n_jobs=1)
-    b = est.block_.shape[0]
+    b = est._state.block_.shape[0]         # (the state object's solver block)
     S = est.perturbed_matrix()
     B = np.random.default_rng(n).standard_normal((b, n))
     G = np.random.default_rng(0).standard_normal((1000, 1000))

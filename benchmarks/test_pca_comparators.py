@@ -469,7 +469,7 @@ def test_rank_one_drift(r1_results, timed):
                     e.partial_fit(X[a:a + every])
                 ref_w, ref_W = runs["evd"].parameter_eigenvalues_, runs["evd"].parameter_matrix()
                 for how, e in runs.items():
-                    U = e.eigenvectors_
+                    U = e._state.eigenvectors_     # (the state object's eigenvectors)
                     row = [np.abs(e.parameter_eigenvalues_ - ref_w).max(),
                            np.abs(e.parameter_matrix() - ref_W).max(),
                            np.abs(U @ U.T - np.eye(n)).max()]

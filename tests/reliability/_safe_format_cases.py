@@ -373,7 +373,7 @@ def _qr_attacks():
     A["qr: a schedule with an unknown parameter"] = settings(
         schedule={"class": "ConstantSchedule", "params": {"eta": 0.1, "code": "x"}})
     # the fields from_state checks
-    A["qr: state format 2"] = edit(lambda m: m["state"].update(format=2))
+    A["qr: state format 99"] = edit(lambda m: m["state"].update(format=99))
     A["qr: state field added"] = edit(lambda m: m["state"].update(evil=1))
     A["qr: state field missing"] = edit(lambda m: m["state"].pop("refuse_new"))
     A["qr: settings tau 2"] = settings(tau=2.0)

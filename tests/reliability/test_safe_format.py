@@ -261,7 +261,7 @@ WORDS = {
     "qr: pickled member as coef": "state['coef'] (arrays/1.npy): is not a .npy array",
     "qr: object array as coef": "has dtype |O",
     "qr: a schedule object by name": "settings 'schedule' must be a schedule name",
-    "qr: state format 2": "this LinearSGD state has format 2",
+    "qr: state format 99": "this LinearSGD state has format 99",
     "qr: coef NaN": "state field 'coef' holds NaN or inf",
     "qr: params tau 0.9": "tau changed from 0.3 to 0.9",
 }
