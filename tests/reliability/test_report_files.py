@@ -128,7 +128,9 @@ def test_a_real_sigint_at_any_moment_leaves_a_whole_report(tmp_path, delay):
         child.kill()
         raise AssertionError(f"the child did not stop within 120 s of SIGINT at {delay} s")
     assert child.returncode in (0, 1, -signal.SIGINT), (child.returncode, err[-2000:])
-    if child.returncode != 0:
+    if child.returncode == 1:
+        # (-SIGINT: the signal landed where Python's default action ran, e.g.
+        # in interpreter shutdown: no traceback to read)
         assert "KeyboardInterrupt" in err, err[-2000:]
     md = _whole(tmp_path)
     # the earlier report, or (the run got far enough) the new one: never a mix
