@@ -720,7 +720,7 @@ cdef class CappedState:
     One object owns a run: the parameter W (MEG: log W; vector instances keep
     only its eigendecomposition U, d and W's eigenvalues w), the instances'
     sum, the counters, the uniform that samples the next projection, its own
-    bit generators (the trials' and :meth:`sample_projection`'s, seeded from
+    bit generators (the trials' and the estimators' ``sample_projection``'s, seeded from
     ``random_state``, whose generator is copied, never drawn from) and the
     work space of its eigendecompositions. :class:`streamfit.MatrixEGPCA` and
     :class:`streamfit.MatrixGDPCA` are this object and scikit-learn's

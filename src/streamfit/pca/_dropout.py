@@ -196,9 +196,7 @@ class DropoutPCA(_OnlinePCA):
 
         Examples
         --------
-        >>> from typing import TYPE_CHECKING, Literal
-
-import numpy as np
+        >>> import numpy as np
         >>> from streamfit import DropoutPCA
         >>> X = np.eye(4)
         >>> est = DropoutPCA(1, random_state=0).partial_fit(X)
