@@ -81,7 +81,7 @@ if [ "$arch" = aarch64 ]; then
     )
 fi
 rm -rf "$out/raw" "$out/wheelhouse"
-python -m pip wheel --quiet --no-build-isolation --no-deps -w "$out/raw" "${settings[@]}" "$sdist"
+python -m pip wheel --quiet --no-cache-dir --no-build-isolation --no-deps -w "$out/raw" "${settings[@]}" "$sdist"
 raw="$(ls "$out"/raw/streamfit-*.whl)"
 
 # auditwheel finds libomp on LD_LIBRARY_PATH and vendors it; on x86_64 it is
