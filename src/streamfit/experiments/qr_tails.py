@@ -87,9 +87,16 @@ def _analyse(p, results):
                  title=f"Final error in units of Corollary 2's rate ({n} reps a d)")
     freq = np.array(counts) / n
     lo, hi = zip(*[_clopper(k, n) for k in counts])
-    ax2.errorbar(dims, np.maximum(freq, 0.5 / n), yerr=[np.maximum(freq, 0.5 / n) - lo,
-                                                        np.array(hi) - np.maximum(freq, 0.5 / n)],
-                 fmt="o", capsize=3, label="P(Z > u), 95% Clopper-Pearson")
+    # a d with no exceedance has frequency 0, which a log axis cannot show:
+    # drawn at 0.5 / n with its own marker and label, its interval from 0
+    shown = np.maximum(freq, 0.5 / n)
+    some = freq > 0
+    for mask, fmt, label in ((some, "o", "P(Z > u), 95% Clopper-Pearson"),
+                             (~some, "v", f"no exceedance in {n}: drawn at 0.5/{n}")):
+        if mask.any():
+            ax2.errorbar(np.asarray(dims)[mask], shown[mask],
+                         yerr=[(shown - np.array(lo))[mask], (np.array(hi) - shown)[mask]],
+                         fmt=fmt, capsize=3, color="C0", label=label)
     dd = np.linspace(dims[0], dims[-1], 50)
     ax2.plot(dd, np.exp(a - c * dd), "-", color="C1",
              label=f"fit exp({a:.2f} - {c:.3f} d)")
