@@ -24,25 +24,43 @@ from streamfit.simulate import make_linear_stream
 pytestmark = pytest.mark.timeout(300)
 
 
-def _raise_timeout(signum, frame):
-    raise TimeoutError("time is up")
+class _Timer:
+    """A one-shot ITIMER_REAL whose handler raises TimeoutError only while
+    armed. Python runs a handler at its next bytecode check, not when the
+    signal arrives: a timer expiring in ``disarm``'s own setitimer call would
+    otherwise raise a few statements later, outside the ``try`` that expects
+    it (a flaky failure in CI, not a fault of the code under test)."""
+
+    armed = False
+
+    def handler(self, signum, frame):
+        if self.armed:
+            raise TimeoutError("time is up")
+
+    def arm(self, seconds):
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def disarm(self):
+        # call it inside the try: a signal already pending runs its handler
+        # on entry here (armed, so it raises where it is expected); one that
+        # arrives after the flag is down is ignored
+        self.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 @pytest.fixture
 def timers():
-    """Fire a one-shot ITIMER_REAL raising TimeoutError after a delay; the
-    previous SIGALRM handler and a disarmed timer are restored at the end."""
+    """A _Timer on SIGALRM; the previous handler and a disarmed timer are
+    restored at the end."""
     if not hasattr(signal, "setitimer"):
         pytest.skip("needs POSIX timers (setitimer, SIGALRM)")
-    old = signal.signal(signal.SIGALRM, _raise_timeout)
-
-    def arm(seconds):
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-
+    timer = _Timer()
+    old = signal.signal(signal.SIGALRM, timer.handler)
     try:
-        yield arm
+        yield timer
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        timer.disarm()
         signal.signal(signal.SIGALRM, old)
 
 
@@ -69,10 +87,10 @@ def test_random_timers_leave_sigint_sigterm_and_whole_rows(kind, timers):
         k = int(rng.integers(1, 4))
         rows, targets = X[pos:pos + k].tolist(), y[pos:pos + k].tolist()
         before = est.n_samples_seen_
-        try:    # a one-shot timer: once inside this try, it fires here or never
-            timers(float(rng.uniform(1e-6, 4e-5)))
+        try:    # a one-shot timer: it raises inside this try or never
+            timers.arm(float(rng.uniform(1e-6, 4e-5)))
             est.partial_fit(rows, targets)
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            timers.disarm()
         except TimeoutError:
             timeouts += 1
         taken = est.n_samples_seen_ - before
@@ -100,13 +118,13 @@ def test_a_timeout_in_list_conversion_is_not_an_input_error(timers):
     caught = 0
     for delay in np.linspace(1e-5, 2e-3, 60):
         try:
-            timers(float(delay))
+            timers.arm(float(delay))
             est.partial_fit(rows[:2000], targets[:2000])
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            timers.disarm()
         except TimeoutError:
             caught += 1
         except (TypeError, ValueError) as exc:    # the old behaviour
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            timers.disarm()
             pytest.fail(f"a timeout came out as {type(exc).__name__}: {exc}")
     assert caught > 5
     assert est.n_samples_seen_ >= seen

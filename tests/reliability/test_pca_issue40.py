@@ -80,8 +80,14 @@ from streamfit.simulate import make_spiked_stream
 class Timeout(Exception):
     pass
 
+armed = False
+
 def on_alarm(signum, frame):
-    raise Timeout()
+    # raises only while armed: Python runs a handler at its next bytecode
+    # check, so a timer expiring inside the disarming setitimer would raise
+    # later, outside the try that expects it
+    if armed:
+        raise Timeout()
 
 MAKERS = {"fpl": lambda: PerturbedLeaderPCA(2, random_state=0),
           "ftl": lambda: FollowTheLeaderPCA(2),
@@ -102,9 +108,13 @@ for name, make in MAKERS.items():
         est = make()
         try:
             try:
+                armed = True
                 signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-6, 1.2 * span))
                 est.partial_fit(X)
             finally:
+                # the flag first: a signal arriving from here on is ignored
+                # (its handler may run only statements later)
+                armed = False
                 signal.setitimer(signal.ITIMER_REAL, 0)
         except Timeout:
             cut += 1
