@@ -18,6 +18,8 @@ if TYPE_CHECKING:   # scikit-learn's bases, typed (see streamfit/_typing.pyi)
 else:
     from sklearn.base import BaseEstimator, RegressorMixin
 
+from sklearn.utils.validation import check_is_fitted
+
 __all__ = ["StreamEstimator", "StreamRegressor"]
 
 
@@ -48,7 +50,7 @@ class StreamEstimator(BaseEstimator):
 
 class StreamRegressor(RegressorMixin, StreamEstimator):
     """A StreamEstimator that is a scikit-learn regressor: finite input, a
-    required 1-d target, fitted once ``_fit_`` holds a state, and
+    required 1-d target, fitted once it holds a state object, and
     ``poor_score`` (an online pass over the few hundred rows of scikit-learn's
     checks does not reach the offline R^2 of 0.5 they ask of regressors)."""
 
@@ -61,4 +63,11 @@ class StreamRegressor(RegressorMixin, StreamEstimator):
         return tags
 
     def __sklearn_is_fitted__(self) -> bool:
-        return "_fit_" in self.__dict__
+        return "_state" in self.__dict__
+
+    def _fitted_state(self) -> Any:
+        """The state object (NotFittedError, scikit-learn's, before a fit)."""
+        state = self.__dict__.get("_state")
+        if state is None:
+            check_is_fitted(self)
+        return state

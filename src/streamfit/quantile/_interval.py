@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._base import StreamRegressor
 from .._kernels._conformal import IntervalState
@@ -168,9 +168,6 @@ class OnlineIntervalRegressor(StreamRegressor):
         ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
         return {}
 
-    def __sklearn_is_fitted__(self):
-        return "_state" in self.__dict__
-
     # -- parameters -> the state object -------------------------------------------
     def _settings(self):
         return {"alpha": self.alpha, "method": self.method, "gamma": self.gamma,
@@ -186,12 +183,6 @@ class OnlineIntervalRegressor(StreamRegressor):
     def _new_state(self, d):
         state = IntervalState(d, **self._settings())
         state.source = self._key()
-        return state
-
-    def _fitted_state(self):
-        state = self.__dict__.get("_state")
-        if state is None:
-            check_is_fitted(self)
         return state
 
     # -- fitting ----------------------------------------------------------------
