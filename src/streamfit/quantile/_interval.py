@@ -17,7 +17,8 @@ from sklearn.utils.validation import validate_data
 from .._base import StreamRegressor
 from .._kernels._conformal import IntervalState
 from .._legacy import OldState as _IntervalWork  # noqa: F401 (pickles of streamfit 0.1)
-from .._validation import as_matrix, as_target, check_matrix, feature_names
+from .._validation import (as_matrix, as_target, check_matrix, feature_names,
+                           fitted_feature_names)
 from ..exceptions import _warn_if_warming_up
 
 if TYPE_CHECKING:
@@ -382,11 +383,7 @@ class OnlineIntervalRegressor(StreamRegressor):
     @property
     def feature_names_in_(self) -> Any:
         """Column names of the DataFrame the estimator learnt from (only then)."""
-        names = self._fitted_state().feature_names
-        if names is None:
-            raise AttributeError(f"{type(self).__name__} was not fitted on data with "
-                                 "feature names (a DataFrame with string column names)")
-        return names
+        return fitted_feature_names(self, self._fitted_state().feature_names)
 
     def _rows(self, X):
         state = self._fitted_state()
