@@ -28,12 +28,9 @@ whole learnt state is one compiled object in ``estimator.__dict__["_state"]``):
   it), and hands it to the estimator's ``__setstate__``, as unpickling does
   (its checks of a loaded state, and what it does after loading).
 
-One path serves every family: a state object on another branch (PCA,
-low-rank) is saved and loaded by it as soon as its estimator holds it.
-Estimators of this version whose state is not a state object yet use the
-interim hooks ``_get_state_dict`` / ``_set_state_dict``, adapted here for
-FollowTheLeaderPCA (``_model_file_adapters``); any other cannot be saved
-fitted (TypeError: pickle it, for trusted use only).
+One path serves every family: every public estimator holds its learnt
+state in a state object once fitted (an unfitted one saves its parameters
+only).
 """
 from __future__ import annotations
 
@@ -186,17 +183,10 @@ def _state_class(name):
     return cls
 
 
-def _state_object(estimator):
-    """The estimator's state object (issue 39), or None if it has none."""
-    obj = vars(estimator).get("_state") if hasattr(estimator, "__dict__") else None
-    if obj is None or not callable(getattr(obj, "to_state", None)):
-        return None
-    return obj
-
-
 def _state_of(estimator):
-    """(state object class name or None, state dict or None) to save."""
-    obj = _state_object(estimator)
+    """(state object class name, state dict) to save, or (None, None) for
+    an unfitted estimator (its parameters are all there is to save)."""
+    obj = vars(estimator).get("_state")
     if obj is not None:
         name = type(estimator).__name__
         kind = type(obj).__name__
@@ -212,31 +202,7 @@ def _state_of(estimator):
             raise TypeError(f"{kind}.to_state() returned a {type(state).__name__}, expected "
                             f"a dict")
         return kind, state
-    return None, _legacy_state_of(estimator)
-
-
-def _legacy_state_of(estimator):
-    getter = getattr(estimator, "_get_state_dict", None)
-    if getter is None and type(estimator) in _adapters():
-        getter = _adapters()[type(estimator)][0].__get__(estimator)
-    if getter is None:
-        if not _is_fitted(estimator):
-            return None         # its parameters are all there is to save
-        raise TypeError(f"{type(estimator).__name__} cannot be saved in the safe format yet "
-                        f"(its state has no _get_state_dict); use pickle or joblib, for "
-                        f"trusted use only")
-    return getter()
-
-
-def _is_fitted(estimator):
-    from sklearn.exceptions import NotFittedError
-    from sklearn.utils.validation import check_is_fitted
-
-    try:
-        check_is_fitted(estimator)
-    except NotFittedError:
-        return False
-    return True
+    return None, None           # unfitted: its parameters are all there is to save
 
 
 def save(estimator: Estimator, file: FileLike) -> None:
@@ -306,9 +272,6 @@ def save(estimator: Estimator, file: FileLike) -> None:
     kind, state = _state_of(estimator)
     manifest["state_object"] = kind
     if state is not None:
-        if not isinstance(state, dict):
-            raise TypeError(f"{name}._get_state_dict() returned a {type(state).__name__}, "
-                            f"expected a dict")
         manifest["state"] = writer.encode(state, "state", False)
     text = json.dumps(manifest, allow_nan=False, ensure_ascii=True, sort_keys=True).encode()
     if len(text) > MAX_MANIFEST_BYTES:
@@ -681,18 +644,8 @@ def _load(reader):
             raise reader.refuse(f"state_object is {_short(kind)} but state is null")
         _install(reader, estimator, kind, state)
         return estimator
-    if state is None:
-        return estimator
-    setter = getattr(estimator, "_set_state_dict", None)
-    if setter is None and cls in _adapters():
-        setter = _adapters()[cls][1].__get__(estimator)
-    if setter is None:
-        raise reader.refuse(f"holds a state for {name}, which this streamfit cannot load "
-                            f"from the safe format")
-    try:
-        setter(state)
-    except (TypeError, ValueError) as exc:
-        raise reader.refuse(f"state: {exc}") from None
+    if state is not None:
+        raise reader.refuse(f"holds a state for {name} but state_object is null")
     return estimator
 
 
@@ -745,10 +698,3 @@ def _install(reader, estimator, kind, state):
         estimator.__setstate__(pickled)
     except (TypeError, ValueError) as exc:
         raise reader.refuse(f"state: {exc}") from None
-
-
-# -- estimators whose state objects have no hooks yet ----------------------------------------
-def _adapters():
-    from ._model_file_adapters import ADAPTERS
-
-    return ADAPTERS

@@ -46,11 +46,6 @@ class ClassNamePrefixFeaturesOutMixin:
 # what fit / partial_fit / set_params return: the estimator they were called on
 SelfT = TypeVar("SelfT", bound=BaseEstimator)
 
-# a decorated method's parameters and result (streamfit._base.serialized)
-from typing import ParamSpec
-P = ParamSpec("P")
-R = TypeVar("R")
-
 # what the estimators take as data: array-likes, and (where the docstrings
 # say so) DataFrames, sparse matrices or dict rows; checked at run time
 ArrayIn = Any

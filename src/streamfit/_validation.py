@@ -280,6 +280,16 @@ def feature_names(X):
     return getattr(probe, "feature_names_in_", None)
 
 
+def fitted_feature_names(est, names):
+    """``feature_names_in_`` of a fitted estimator whose state holds
+    ``names`` (None: it learnt from data without feature names, and, as in
+    scikit-learn, it then has no such attribute)."""
+    if names is None:
+        raise AttributeError(f"{type(est).__name__} was not fitted on data with feature "
+                             f"names (a DataFrame with string column names)")
+    return np.asarray(names, dtype=object)
+
+
 def as_matrix(X, float32=False):
     # C-contiguous float64 (n, d) arrays pass as they are: single-row calls
     # are how many users feed a stream, and they should cost little

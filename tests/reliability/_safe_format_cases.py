@@ -2,9 +2,9 @@
 test_safe_format.py (a crash or a hang is recorded, not suffered).
 
 Every file here is made from a valid one by one attack: a FollowTheLeaderPCA
-fitted on a fixed stream (its interim hooks), or an OnlineQuantileRegressor
-(attacks named "qr: ...": a state object, LinearSGD, saved by to_state and
-loaded by from_state). :func:`attack` loads it and returns what
+fitted on a fixed stream (its state object, LeaderState), or an
+OnlineQuantileRegressor (attacks named "qr: ...": its state object, LinearSGD;
+both saved by to_state and loaded by from_state). :func:`attack` loads it and returns what
 happened: refused (the exception's type and message) or loaded (then the
 estimator is used: a state that passed the checks must work), and the peak
 of memory traced during the load, which must stay far below any declared
@@ -105,13 +105,8 @@ def npy_header(descr, shape, fortran=False, payload=b""):
     return out.getvalue() + payload
 
 
-def array_name(data, field):
-    """The member holding state['arrays'][field]."""
-    return manifest_of(data)["state"]["arrays"][field]["$array"]
-
-
 def state_array(data, field):
-    """The member holding a state object's state[field] (qr files)."""
+    """The member holding a state object's state[field]."""
     return manifest_of(data)["state"][field]["$array"]
 
 
@@ -181,7 +176,7 @@ def _object_array_payload():
 def _attacks():
     v = valid_file()
     arrays = sorted(n for n, _ in members(v) if n != "manifest.json")
-    perturbed = array_name(v, "perturbed_") if LEGACY else arrays[0]
+    perturbed = arrays[0]
     A = {}
 
     # the file as a whole
@@ -300,44 +295,7 @@ def _attacks():
             coef_avg=m["state"]["coef"])))
          if n != manifest_of(q)["state"]["coef_avg"]["$array"]])
     A["state is a list"] = lambda: edit_manifest(v, lambda m: m.update(state=[1, 2]))
-    if LEGACY:
-        A.update(_legacy_state_attacks(v, perturbed))
     A.update(_qr_attacks())
-    return A
-
-
-# FollowTheLeaderPCA's file through its interim hooks (until its state object
-# lands: then its file names LeaderState, and these attacks are the qr ones'
-# counterparts)
-LEGACY_ATTACKS = ("state n_features_in_ 7", "state array NaN")
-
-
-def _legacy_state_attacks(v, perturbed):
-    A = {}
-    # the state: what the estimator's loader checks
-    A["state n_features_in_ 7"] = lambda: edit_manifest(
-        v, lambda m: m["state"].update(n_features_in_=7))
-    A["state n_components_ 9"] = lambda: edit_manifest(
-        v, lambda m: m["state"].update(n_components_=9))
-    A["state count negative"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["record"].update(t=-1))
-    A["state count 2^70"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["record"].update(t=2 ** 70))
-    A["state count a float"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["record"].update(t=100.0))
-    A["state field missing"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["record"].pop("gain"))
-    A["state field added"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["record"].update(evil=1))
-    A["state gain inf"] = lambda: edit_manifest(
-        v, lambda m: m["state"]["record"].update(gain={"$float": "inf"}))
-    A["state array NaN"] = lambda: with_member(v, perturbed, npy(np.full((6, 6), np.nan)))
-    A["state array wrong shape"] = lambda: with_member(v, perturbed, npy(np.eye(5)))
-    A["state block not orthonormal"] = lambda: with_member(
-        v, array_name(v, "block_"), npy(np.ones((2, 6))))
-    A["state instances_ edited"] = lambda: edit_manifest(
-        v, lambda m: m["state"].update(instances_="shell"))
-    A["state version 2"] = lambda: edit_manifest(v, lambda m: m["state"].update(version=2))
     return A
 
 
@@ -438,18 +396,9 @@ def _flip_in_member(v, name):
 
 
 ATTACKS = None
-LEGACY = None
-
-
-def _legacy():
-    global LEGACY
-    if LEGACY is None:
-        LEGACY = manifest_of(valid_file())["state_object"] is None
-    return LEGACY
 
 
 def names():
-    _legacy()
     return list(_attacks())
 
 
@@ -481,7 +430,6 @@ def attack(name):
     """Build the named hostile file, load it; the outcome as a dict."""
     global ATTACKS
     if ATTACKS is None:
-        _legacy()
         ATTACKS = _attacks()
     data = ATTACKS[name]()
     est, exc, peak = _load_traced(data)

@@ -20,29 +20,12 @@ def lines_run(call, prefix=SRC):
 def interrupted_at(line, call, prefix=SRC):
     """call() with a SIGINT at its line-th line under ``prefix`` (the handler
     installed then is called, as Python's signal machinery would: a
-    KeyboardInterrupt, or deferred_signals' recorder inside a commit):
-    whether call() finished."""
+    KeyboardInterrupt): whether call() finished."""
     try:
         _traced(call, (prefix,), at_line=line)
         return True
     except KeyboardInterrupt:
         return False
-
-
-def held_elsewhere(lock):
-    """Whether another thread would wait for ``lock`` now (an RLock is
-    re-entrant for the thread holding it, so ask from a second thread)."""
-    got = []
-
-    def probe():
-        if lock.acquire(blocking=False):
-            got.append(True)
-            lock.release()
-
-    thread = threading.Thread(target=probe)
-    thread.start()
-    thread.join()
-    return not got
 
 
 def blocked_elsewhere(obj, timeout=30.0):

@@ -1,23 +1,21 @@
-"""The per-estimator call lock (streamfit._base): a KeyboardInterrupt at any
-line of a call -- the exit line of a Python with-statement included, where
-__exit__ has not run yet -- gives the lock back, so another thread's next call
-does not wait forever; and a quantile regressor interrupted so is in its old
+"""The call lock: a KeyboardInterrupt at any line of a call -- the exit line
+of a Python with-statement included, where __exit__ has not run yet -- leaves
+the state object's lock (taken in C) free, so another thread's next call does
+not wait forever; and a quantile regressor interrupted so is in its old
 state or its new one, never between. (The PCA estimators' every-line test is
 in test_pca_properties.py.)"""
 import pickle
-import signal
 
 import numpy as np
 import pytest
 
-import streamfit._base as base
 from streamfit import OnlineQuantileRegressor
-from streamfit._base import StreamEstimator, deferred_signals
+from streamfit._base import StreamEstimator
 from streamfit.lowrank import OnlineLowRankQuantileRegressor
 from streamfit.simulate import make_linear_stream
 
 from ._quantile_cases import assert_same_state
-from ._signals import held_elsewhere, interrupted_at, lines_run
+from ._signals import blocked_elsewhere, interrupted_at, lines_run
 
 
 class Toy(StreamEstimator):
@@ -25,37 +23,12 @@ class Toy(StreamEstimator):
         self.k = k
 
 
-def test_sigint_at_every_line_of_getstate_gives_the_lock_back():
-    """__getstate__ copies the state under the call lock."""
+def test_a_stream_estimator_pickles_its_state_and_no_lock():
     est = Toy()
     est.state_ = np.arange(4.0)
-    lock = est._serialized()
-    total = lines_run(lambda: pickle.dumps(est), base.__file__)
-    # every line until one lands after the call (about `total` of them; a
-    # few more where a first call ran fewer lines than later ones)
-    line, finished = 0, False
-    while not finished:
-        line += 1
-        assert line <= total + 20, "the call never completed"
-        finished = interrupted_at(line, lambda: pickle.dumps(est), base.__file__)
-        assert not held_elsewhere(lock), line
-    assert line > 1
     copy = pickle.loads(pickle.dumps(est))
     np.testing.assert_array_equal(copy.state_, est.state_)
     assert "_lock" not in vars(copy)
-
-
-def test_deferred_signals_delivers_after_the_block():
-    """A SIGINT inside the block is held back until every assignment is done."""
-    if not callable(signal.getsignal(signal.SIGINT)):      # pragma: no cover
-        pytest.skip("SIGINT has no Python handler here")
-    est = Toy()
-    with pytest.raises(KeyboardInterrupt):
-        with deferred_signals():
-            est.a_ = 1
-            signal.raise_signal(signal.SIGINT)
-            est.b_ = 2
-    assert (est.a_, est.b_) == (1, 2)
 
 
 QUANTILE = {
@@ -85,7 +58,7 @@ def test_quantile_sigint_at_every_line_of_partial_fit(name):
     for line in range(1, total + 1):
         est = start()
         finished = interrupted_at(line, lambda: est.partial_fit(X[60:], y[60:]))
-        assert not held_elsewhere(est._serialized()), line
+        assert not blocked_elsewhere(est._state), line
         if est.n_samples_seen_ == 60:
             assert not finished, line
             assert_same_state(est, before)
@@ -110,7 +83,7 @@ def test_lowrank_sigint_at_every_line_of_partial_fit():
     for line in range(1, total + 1):
         est = start()
         interrupted_at(line, lambda: est.partial_fit(X[40:], y[40:]))
-        assert not held_elsewhere(est._serialized()), line
+        assert not blocked_elsewhere(est._state), line
         assert est.n_samples_seen_ in (40, 80), line
         seen.add(est.n_samples_seen_)
         if est.n_samples_seen_ == 80:

@@ -3,8 +3,8 @@
 - Round trips: the loaded estimator continues bit for bit as the saved one
   (every estimator with a state object -- quantile, multi-quantile,
   batch/storage with rows pending, averaged with inference, drift, least
-  squares, interval -- through its to_state/from_state; FollowTheLeaderPCA
-  through its interim hooks), through a path (written atomically) or a
+  squares, interval, PCA, low-rank -- through its to_state/from_state),
+  through a path (written atomically) or a
   file object; parameters with schedules, tuples and lists come back
   equal; what cannot be stored safely is refused at save time, naming the
   parameter.
@@ -31,7 +31,7 @@ from streamfit.schedules import (ConstantSchedule, FunctionSchedule, InverseTime
                                  StatisticalSchedule)
 
 from ._isolated import child_env, describe, run_cases
-from ._safe_format_cases import LEGACY_ATTACKS, names
+from ._safe_format_cases import names
 
 PEAK = 4 << 20
 
@@ -219,15 +219,10 @@ def test_what_cannot_be_stored_safely_is_refused_at_save_time():
         streamfit.save(Mine(2), io.BytesIO())
     with pytest.raises(TypeError, match="one of streamfit's estimators"):
         streamfit.save(object(), io.BytesIO())
-    # fitted, but its state is neither a state object nor has the interim
-    # hooks (PerturbedLeaderPCA until its state object lands): pickle is the
-    # way, said so
+    # (every public estimator holds a state object once fitted: saved by it)
     fpl = PerturbedLeaderPCA(2, random_state=0).partial_fit(X)
-    if "_state" not in vars(fpl):
-        with pytest.raises(TypeError, match="cannot be saved in the safe format yet"):
-            streamfit.save(fpl, io.BytesIO())
-    else:
-        np.testing.assert_array_equal(_roundtrip(fpl).components_, fpl.components_)
+    assert "_state" in vars(fpl)
+    np.testing.assert_array_equal(_roundtrip(fpl).components_, fpl.components_)
     # a schedule of the user's own in the state object: not plain data
     with pytest.raises(TypeError, match="state cannot be stored safely"):
         est = OnlineQuantileRegressor().fit(X, X[:, 0])
@@ -253,8 +248,6 @@ WORDS = {
     "manifest nested 100,000 deep": "nested too deeply",
     "NaN token": "NaN is not a JSON number",
     "estimator os.system": "estimator is 'os.system'",
-    "state n_features_in_ 7": "does not fit n_features_in_ = 7",
-    "state array NaN": "perturbed_ holds a non-finite value",
     "qr: state_object os.system": "state_object is 'os.system'; OnlineQuantileRegressor "
                                   "holds a LinearSGD",
     "qr: state_object a dotted path": "state_object is 'streamfit._kernels._quantile.LinearSGD'",
@@ -288,8 +281,7 @@ def test_hostile_files_are_refused_without_running_or_allocating(tmp_path):
             failures.append(f"{name}: the message does not say {WORDS[name]!r}: "
                             f"{v['message']}")
     assert not failures, "\n".join(failures)
-    # (the interim hooks' attacks go when FollowTheLeaderPCA's state object lands)
-    assert set(WORDS) - set(LEGACY_ATTACKS) <= set(attacks)
+    assert set(WORDS) <= set(attacks)
     assert not marker.exists()          # no pickle in any file ran
 
 

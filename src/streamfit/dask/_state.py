@@ -14,23 +14,16 @@ threads do); committing is one assignment of the fitted estimator's state
 object, which no signal can split (no bytecode runs inside it). No
 Python-level lock is held while the cluster works.
 
-Estimators without a state object (a scikit-learn estimator; a streamfit
-estimator of the previous design, whose calls take a Python call lock) are
-taken by pickling and committed by one assignment of their ``__dict__``,
-under that call lock where the class has one.
+Estimators without a state object (a scikit-learn estimator, or an unfitted
+streamfit one) are taken by pickling and committed by one assignment of their
+``__dict__``.
 """
 from __future__ import annotations
 
 import copy
 import pickle
 
-from .._kernels._threads import call_holding
-
 __all__ = ["take_state", "commit", "add_note"]
-
-# never part of a state, whatever a class's __getstate__ says
-_TRANSIENT = ("_lock",)
-
 
 def _state_object(estimator):
     obj = vars(estimator).get("_state") if hasattr(estimator, "__dict__") else None
@@ -40,51 +33,17 @@ def _state_object(estimator):
     return None
 
 
-def _call_lock(estimator):
-    """The Python call lock of an estimator whose calls take one (streamfit's
-    previous design: methods wrapped by ``streamfit._base.serialized``), or
-    None."""
-    serialized = getattr(estimator, "_serialized", None)
-    fit = getattr(type(estimator), "partial_fit", None)
-    if callable(serialized) and getattr(fit, "__wrapped__", None) is not None:
-        return serialized()
-    return None
-
-
-def _holding(estimator, func, *args):
-    """func(*args), holding the estimator's call lock if it has one (taken
-    in compiled code: a KeyboardInterrupt on a with-statement's exit line
-    would leave it held)."""
-    lock = _call_lock(estimator)
-    if lock is None:
-        return func(*args)
-    return call_holding(lock, func, *args)
-
-
-def _pickled(estimator):
-    """The estimator's pickle, without its lock; a state object is copied
-    first (its copy() takes its own lock: the state between two calls)."""
+def take_state(estimator):
+    """The estimator's state as bytes (its pickle), for the workers and for commit() to check that nothing changed meanwhile. A
+    state object is copied first (its copy() takes its own lock: the state
+    between two calls)."""
     obj = _state_object(estimator)
     if obj is not None:
         clone = copy.copy(estimator)
         if _state_object(clone) is obj:         # a class whose __copy__ shares it
             vars(clone)["_state"] = obj.copy()
-        vars(clone).pop("_lock", None)
         return pickle.dumps(clone, protocol=pickle.HIGHEST_PROTOCOL)
-    cls = type(estimator)
-    state = estimator.__getstate__() if hasattr(estimator, "__getstate__") else \
-        dict(vars(estimator))
-    if isinstance(state, dict):
-        state = {key: value for key, value in state.items() if key not in _TRANSIENT}
-    clone = cls.__new__(cls)
-    clone.__setstate__(state)
-    return pickle.dumps(clone, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def take_state(estimator):
-    """The estimator's state as bytes, for the workers (and for commit() to
-    check that nothing changed meanwhile)."""
-    return _holding(estimator, _pickled, estimator)
+    return pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _changed(estimator):
@@ -116,7 +75,7 @@ def commit(estimator, before, fitted_bytes):
     if new is not None:
         current = vars(estimator).get("_state")
         seen = None if current is None else _progress(current)
-        if _pickled(estimator) != before:
+        if take_state(estimator) != before:
             raise _changed(estimator)
         # A call from another thread since the comparison above moved the
         # state's row count (or replaced the object): refused as above. After
@@ -132,19 +91,11 @@ def commit(estimator, before, fitted_bytes):
         # other attributes are the parameters it was sent with)
         vars(estimator)["_state"] = new        # one assignment publishes the result
         return estimator
-    return _holding(estimator, _commit_dict, estimator, before, fitted)
-
-
-def _commit_dict(estimator, before, fitted):
     # an estimator without a state object: its attributes become the fitted
-    # one's, by one assignment of __dict__ (the call lock it may hold kept)
-    if _pickled(estimator) != before:
+    # one's, by one assignment of __dict__
+    if take_state(estimator) != before:
         raise _changed(estimator)
-    new = {key: value for key, value in vars(fitted).items() if key not in _TRANSIENT}
-    for key in _TRANSIENT:
-        if key in vars(estimator):
-            new[key] = vars(estimator)[key]
-    estimator.__dict__ = new
+    estimator.__dict__ = dict(vars(fitted))
     return estimator
 
 

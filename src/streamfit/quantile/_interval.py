@@ -12,12 +12,13 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._base import StreamRegressor
 from .._kernels._conformal import IntervalState
 from .._legacy import OldState as _IntervalWork  # noqa: F401 (pickles of streamfit 0.1)
-from .._validation import as_matrix, as_target, check_matrix, feature_names
+from .._validation import (as_matrix, as_target, check_matrix, feature_names,
+                           fitted_feature_names)
 from ..exceptions import _warn_if_warming_up
 
 if TYPE_CHECKING:
@@ -168,9 +169,6 @@ class OnlineIntervalRegressor(StreamRegressor):
         ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
         return {}
 
-    def __sklearn_is_fitted__(self):
-        return "_state" in self.__dict__
-
     # -- parameters -> the state object -------------------------------------------
     def _settings(self):
         return {"alpha": self.alpha, "method": self.method, "gamma": self.gamma,
@@ -186,12 +184,6 @@ class OnlineIntervalRegressor(StreamRegressor):
     def _new_state(self, d):
         state = IntervalState(d, **self._settings())
         state.source = self._key()
-        return state
-
-    def _fitted_state(self):
-        state = self.__dict__.get("_state")
-        if state is None:
-            check_is_fitted(self)
         return state
 
     # -- fitting ----------------------------------------------------------------
@@ -391,11 +383,7 @@ class OnlineIntervalRegressor(StreamRegressor):
     @property
     def feature_names_in_(self) -> Any:
         """Column names of the DataFrame the estimator learnt from (only then)."""
-        names = self._fitted_state().feature_names
-        if names is None:
-            raise AttributeError(f"{type(self).__name__} was not fitted on data with "
-                                 "feature names (a DataFrame with string column names)")
-        return names
+        return fitted_feature_names(self, self._fitted_state().feature_names)
 
     def _rows(self, X):
         state = self._fitted_state()

@@ -7,11 +7,8 @@ import numbers
 
 import numpy as np
 
-from .._kernels._threads import call_holding, object_lock
-
 _NEW_FEATURES = ("ignore", "raise")
 _ZERO = itertools.repeat(0.0)
-_VERSIONS = itertools.count(1)
 
 
 def _sorted_keys(keys):
@@ -118,42 +115,7 @@ class _Columns:
                              "is unchanged (a missing feature reads as 0: leave the key "
                              "out rather than passing NaN)")
 
-    def _learn_first_or(self, method, *args):
-        """method(*args); the calls that may make the estimator (before the
-        first rows are learnt) one at a time, so that two threads' first
-        rows never make two estimators and lose one's rows."""
-        if self._est is None:
-            call_holding(object_lock(self), method, *args)
-        else:
-            method(*args)
-
-    def _learn(self, A, y, columns, what):
-        """Feed rows A (n, d) and targets y to the wrapped estimator, fixing
-        the columns on the first call that the estimator accepts."""
-        est = self._est
-        try:
-            if est is None:
-                est = self._make_estimator()
-                est.partial_fit(A, y) if y is not None else est.partial_fit(A)
-                # (only once the first rows are accepted: a refused call
-                # leaves the model as it was, with no columns)
-                self._est, self._columns = est, columns
-            elif y is not None:
-                est.partial_fit(A, y)
-            else:
-                est.partial_fit(A)
-        except ValueError:
-            self._check_finite(A, columns, what)
-            raise
-        # a new version of the coefficients: a cached copy is stale (a fresh
-        # number from a shared counter, so that two threads' updates never
-        # leave the same version)
-        self._version = next(_VERSIONS)
-
     def __getstate__(self):
         state = dict(self.__dict__)
-        state.pop("_lock", None)                # the call lock of object_lock
         state.pop("_frame_columns", None)       # the last frame's columns, seen in order
-        if "_solution" in state:
-            state["_solution"] = None           # a cache, rebuilt on demand
         return state
