@@ -31,8 +31,6 @@ The table prints in the terminal summary and (timed runs) goes to
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
@@ -41,7 +39,7 @@ from streamfit.kernels import LinearSGD
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._timing import record_ratios
+from ._timing import cpu_medians, record_ratios
 
 ETA = 0.01
 TIMED = {"rows": 20_000, "rounds": 9}
@@ -51,19 +49,6 @@ SMOKE = {"rows": 500, "rounds": 2}
 FLOORS = {"learn_one": 0.6, "learn_one avg": 0.6, "predict_one": 0.4,
           "partial_fit 1 row": 2.0, "predict 1 row": 1.5, "kernel learn_one": 1.0,
           "interval learn_one": 2.0, "FPL learn_one n=10 k=2": 10.0}
-
-
-def interleaved(rounds, contenders):
-    """{name: median CPU seconds of one call} over rounds, round r running the
-    contenders in an order rotated by r."""
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.process_time()
-            contenders[name]()
-            times[name].append(time.process_time() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +123,7 @@ def test_quantile_event_api(benchmark, sizes, table, d):
     np.testing.assert_allclose(np.append(const.coef_, const.intercept_),
                                np.append(coef, riv.intercept), rtol=1e-9, atol=1e-12)
 
-    med = interleaved(sizes["rounds"], factories)
+    med = cpu_medians(sizes["rounds"], factories)
     benchmark.pedantic(factories["learn_one"], rounds=1, iterations=1)
     us = {k: v / n * 1e6 for k, v in med.items()}
     for name in ("learn_one", "learn_one avg", "partial_fit 1 row", "kernel learn_one",
@@ -180,7 +165,7 @@ def test_river_adapter(benchmark, sizes, table):
     def many(model):
         return lambda: [model.learn_many(Xb, yb) for Xb, yb in blocks]
 
-    med = interleaved(sizes["rounds"], {"ours": events(ours), "river": events(theirs),
+    med = cpu_medians(sizes["rounds"], {"ours": events(ours), "river": events(theirs),
                                         "ours many": many(ours_m), "river many": many(theirs_m)})
     benchmark.pedantic(events(ours), rounds=1, iterations=1)
     us = {k: v / n * 1e6 for k, v in med.items()}
@@ -209,7 +194,7 @@ def test_interval_and_pca_event_api(benchmark, sizes, table):
         for z in zrows:
             C.__iadd__(np.outer(z, z))
 
-    med = interleaved(sizes["rounds"], {
+    med = cpu_medians(sizes["rounds"], {
         "interval": lambda: [iv.learn_one(x, t) for x, t in zip(rows, ys)],
         "fpl": lambda: [fpl.learn_one(z) for z in zrows],
         "numpy": numpy_row})

@@ -31,15 +31,13 @@ The table prints in the terminal summary and (timed runs) goes to
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
                        PerturbedLeaderPCA)
 
-from ._timing import record_ratios
+from ._timing import cpu_medians, record_ratios
 
 N, K = 10, 2
 TIMED = {"rows": 5_000, "rounds": 7}
@@ -47,19 +45,6 @@ SMOKE = {"rows": 200, "rounds": 2}
 # issue 39's floor for FPL's learn_one at n = 10, k = 2, us a row: reported
 # beside the measurement, not asserted (the machine is shared)
 FLOOR_FPL_LEARN_ONE = 10.0
-
-
-def interleaved(rounds, contenders):
-    """{name: median CPU seconds of one call} over rounds, round r running the
-    contenders in an order rotated by r."""
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.process_time()
-            contenders[name]()
-            times[name].append(time.process_time() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _stream(rows, seed):
@@ -157,7 +142,7 @@ def test_fpl_event_api(benchmark, sizes, table):
     np.testing.assert_array_equal(check.components_, fitted().partial_fit(
         np.array(zrows[:20])).components_)
 
-    med = interleaved(sizes["rounds"], contenders)
+    med = cpu_medians(sizes["rounds"], contenders)
     benchmark.pedantic(contenders["learn_one"], rounds=1, iterations=1)
     us = {name: v / n * 1e6 for name, v in med.items()}
     base = us["numpy trial"]
@@ -193,7 +178,7 @@ def test_pca_families_learn_one(benchmark, sizes, table):
     contenders = {name: (lambda e=e: [e.learn_one(z) for z in zrows])
                   for name, e in ests.items()}
     contenders["numpy trial"] = numpy_trial(zrows)
-    med = interleaved(sizes["rounds"], contenders)
+    med = cpu_medians(sizes["rounds"], contenders)
     benchmark.pedantic(contenders["MEG"], rounds=1, iterations=1)
     us = {name: v / n * 1e6 for name, v in med.items()}
     base = us["numpy trial"]
