@@ -18,7 +18,8 @@ on a shared machine). One BLAS thread; the NumPy reference too.
   partial_fit on a one-row array, the state object's learn_one
   (``est._state``, what ``streamfit.kernels.LeaderState`` hands a library),
   transform_one and transform on a one-row array; the river adapter's
-  learn_one + transform_one on dicts.
+  learn_one + transform_one on dicts. learn_one is also put against the
+  least a Python loop does with a row (C += x x^T in NumPy).
 - ``test_pca_families_learn_one``: learn_one of FTL, dropout, MEG and GD at
   the same size, against the same NumPy trial (a yardstick of the cost of a
   row at this size, not the families' own algorithms).
@@ -106,6 +107,7 @@ def test_fpl_event_api(benchmark, sizes, table):
 
     lo, pf, tr, st = fitted(), fitted(), fitted(), fitted()._state.copy()
     tr_V = tr.components_
+    C = np.zeros((N, N))
     contenders = {
         "learn_one": lambda: [lo.learn_one(z) for z in zrows],
         "partial_fit 1 row": lambda: [pf.partial_fit(x) for x in ones],
@@ -114,6 +116,8 @@ def test_fpl_event_api(benchmark, sizes, table):
         "transform 1 row": lambda: [tr.transform(x) for x in ones],
         "numpy trial": numpy_trial(zrows),
         "numpy V @ x": lambda: [tr_V @ z for z in zrows],
+        # the least a Python loop does with a row: C += x x^T alone
+        "numpy outer-product row": lambda: [C.__iadd__(np.outer(z, z)) for z in zrows],
     }
     river = None
     try:
@@ -152,6 +156,8 @@ def test_fpl_event_api(benchmark, sizes, table):
             table[f"FPL {name}"] = (us[name], base)
     for name in ("transform_one", "transform 1 row"):
         table[f"FPL {name} (vs numpy V @ x)"] = (us[name], us["numpy V @ x"])
+    table["FPL learn_one (vs numpy outer-product row)"] = (us["learn_one"],
+                                                          us["numpy outer-product row"])
     record_ratios(benchmark, {
         "ratio_speedup_learn_one_vs_numpy_trial": base / us["learn_one"],
         "ratio_speedup_partial_fit_one_row_vs_numpy_trial": base / us["partial_fit 1 row"],
@@ -160,6 +166,7 @@ def test_fpl_event_api(benchmark, sizes, table):
             us["partial_fit 1 row"] / us["learn_one"],
         "ratio_time_transform_one_over_numpy_matvec": us["transform_one"] / us["numpy V @ x"],
         "ratio_time_learn_one_over_floor": us["learn_one"] / FLOOR_FPL_LEARN_ONE,
+        "ratio_time_learn_one_over_numpy_row": us["learn_one"] / us["numpy outer-product row"],
         "ratio_speedup_adapter_vs_numpy_trial":
             None if river is None else base / us["adapter transform_one+learn_one"]})
 
