@@ -1,6 +1,8 @@
-"""Timing helpers the online PCA suites share (test_pca_throughput.py,
-test_pca_comparators.py): their sizes (timed or smoke), a wall clock around
-one call, contenders interleaved in pytest-benchmark's rounds, the check of a
+"""Timing helpers the suites share (test_pca_throughput.py,
+test_pca_comparators.py, test_event_api.py, test_pca_event_api.py): their
+sizes (timed or smoke), a wall clock around one call, contenders interleaved
+in pytest-benchmark's rounds or in rounds of their own (median CPU time),
+the check of a
 played subspace, the statistics of a suite's results, a dict (name, n) ->
 list of seconds, one per round, and record_ratios, which every benchmark uses
 to put its ratios to its in-run baseline into pytest-benchmark's extra_info
@@ -46,6 +48,28 @@ def clock(times, fn, *args, per=1, **kwargs):
     times.append((time.perf_counter() - start) / per)
 
 
+def rotated(order, r):
+    """order rotated by -r: round r of an interleaved run starts at order[r % len]."""
+    r %= len(order)
+    return order[r:] + order[:r]
+
+
+def cpu_medians(rounds, contenders):
+    """{name: median CPU seconds of one call} of contenders ({name: callable})
+    over rounds, round r calling them in an order rotated by r, so that a
+    change of load hits all alike. CPU time (time.process_time), not wall:
+    for single-threaded code on a shared machine it is what another process
+    moves least."""
+    names = list(contenders)
+    times = {name: [] for name in names}
+    for r in range(rounds):
+        for name in rotated(names, r):
+            start = time.process_time()
+            contenders[name]()
+            times[name].append(time.process_time() - start)
+    return {name: float(np.median(t)) for name, t in times.items()}
+
+
 def interleave(benchmark, rounds, timed, others, call, prepare=None):
     """benchmark.pedantic over rounds in which the contenders `timed` and
     `others` run once each, interleaved: round r runs others + [timed] rotated
@@ -56,7 +80,7 @@ def interleave(benchmark, rounds, timed, others, call, prepare=None):
     single round of --benchmark-disable (one setup and call, no teardown) runs
     every contender without a teardown, which is called all the same."""
     order = list(others) + [timed]
-    rotations = [order[r % len(order):] + order[:r % len(order)] for r in range(rounds)]
+    rotations = [rotated(order, r) for r in range(rounds)]
     done = []
 
     def run(names, r):

@@ -226,6 +226,12 @@ def kernel_learn_one(n):
     X0, y0 = linear_stream(200, 10, seed=1)
     model = LinearSGD(10, tau=0.5)
     model.learn(X0, y0)
+    return _learn_one_rows(model, n)
+
+
+def _learn_one_rows(model, n):
+    """run(): model.learn_one(x, y) over n rows of d = 10 (x a 1-D array),
+    one call per row."""
     X, y = linear_stream(n, 10, seed=2)
     rows, targets = list(X), y.tolist()
 
@@ -246,14 +252,7 @@ def _has(name):
 def one_row_learn_one(n):
     """OnlineQuantileRegressor.learn_one(x, y), one call per row (x a 1-D array),
     d = 10."""
-    est = _fitted_regressor(10)
-    X, y = linear_stream(n, 10, seed=2)
-    rows, targets = list(X), y.tolist()
-
-    def run():
-        for x, t in zip(rows, targets):
-            est.learn_one(x, t)
-    return run
+    return _learn_one_rows(_fitted_regressor(10), n)
 
 
 @workload("one-row-predict-one", "row", (100, 300), when=lambda: _has("predict_one"))

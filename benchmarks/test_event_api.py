@@ -17,9 +17,10 @@ CPU time is what another process on the machine moves least).
   the same update as river's: the coefficients are checked equal.
 - ``test_river_adapter``: streamfit.river.QuantileRegressor predict_one +
   learn_one on dicts and learn_many on 500-row frames, against river's own.
-- ``test_interval_and_pca_event_api``: OnlineIntervalRegressor.learn_one and
-  PerturbedLeaderPCA.learn_one (n = 10, k = 2), against a one-row NumPy
-  baseline of the same size timed alongside (an outer-product update).
+- ``test_interval_event_api``: OnlineIntervalRegressor.learn_one, d = 10,
+  against a one-row NumPy baseline of the same size timed alongside (an
+  outer-product update). PerturbedLeaderPCA.learn_one is in
+  test_pca_event_api.py.
 
 All with one BLAS thread.
 
@@ -31,17 +32,15 @@ The table prints in the terminal summary and (timed runs) goes to
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
-from streamfit import OnlineIntervalRegressor, OnlineQuantileRegressor, PerturbedLeaderPCA
+from streamfit import OnlineIntervalRegressor, OnlineQuantileRegressor
 from streamfit.kernels import LinearSGD
 from streamfit.schedules import ConstantSchedule
 from streamfit.simulate import make_linear_stream
 
-from ._timing import record_ratios
+from ._timing import cpu_medians, record_ratios
 
 ETA = 0.01
 TIMED = {"rows": 20_000, "rounds": 9}
@@ -50,20 +49,7 @@ SMOKE = {"rows": 500, "rounds": 2}
 # the machine is shared; the gate and the ratios to river are what is checked)
 FLOORS = {"learn_one": 0.6, "learn_one avg": 0.6, "predict_one": 0.4,
           "partial_fit 1 row": 2.0, "predict 1 row": 1.5, "kernel learn_one": 1.0,
-          "interval learn_one": 2.0, "FPL learn_one n=10 k=2": 10.0}
-
-
-def interleaved(rounds, contenders):
-    """{name: median CPU seconds of one call} over rounds, round r running the
-    contenders in an order rotated by r."""
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.process_time()
-            contenders[name]()
-            times[name].append(time.process_time() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
+          "interval learn_one": 2.0}
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +124,7 @@ def test_quantile_event_api(benchmark, sizes, table, d):
     np.testing.assert_allclose(np.append(const.coef_, const.intercept_),
                                np.append(coef, riv.intercept), rtol=1e-9, atol=1e-12)
 
-    med = interleaved(sizes["rounds"], factories)
+    med = cpu_medians(sizes["rounds"], factories)
     benchmark.pedantic(factories["learn_one"], rounds=1, iterations=1)
     us = {k: v / n * 1e6 for k, v in med.items()}
     for name in ("learn_one", "learn_one avg", "partial_fit 1 row", "kernel learn_one",
@@ -180,7 +166,7 @@ def test_river_adapter(benchmark, sizes, table):
     def many(model):
         return lambda: [model.learn_many(Xb, yb) for Xb, yb in blocks]
 
-    med = interleaved(sizes["rounds"], {"ours": events(ours), "river": events(theirs),
+    med = cpu_medians(sizes["rounds"], {"ours": events(ours), "river": events(theirs),
                                         "ours many": many(ours_m), "river many": many(theirs_m)})
     benchmark.pedantic(events(ours), rounds=1, iterations=1)
     us = {k: v / n * 1e6 for k, v in med.items()}
@@ -192,15 +178,14 @@ def test_river_adapter(benchmark, sizes, table):
 
 
 @pytest.mark.benchmark(group="event api")
-def test_interval_and_pca_event_api(benchmark, sizes, table):
+def test_interval_event_api(benchmark, sizes, table):
     n = sizes["rows"]
     X, y, _ = make_linear_stream(n + 2000, 10, random_state=2)
     rows, ys = [X[i].copy() for i in range(n)], [float(v) for v in y[:n]]
     iv = OnlineIntervalRegressor().fit(X[n:], y[n:])
     rng = np.random.default_rng(3)
-    Z = rng.standard_normal((n + 200, 10)) * np.linspace(3, 0.5, 10)
+    Z = rng.standard_normal((n, 10)) * np.linspace(3, 0.5, 10)
     zrows = [Z[i].copy() for i in range(n)]
-    fpl = PerturbedLeaderPCA(n_components=2, random_state=0).fit(Z[n:])
     C = np.zeros((10, 10))
 
     def numpy_row():
@@ -209,14 +194,13 @@ def test_interval_and_pca_event_api(benchmark, sizes, table):
         for z in zrows:
             C.__iadd__(np.outer(z, z))
 
-    med = interleaved(sizes["rounds"], {
-        "interval": lambda: [iv.learn_one(x, t) for x, t in zip(rows, ys)],
-        "fpl": lambda: [fpl.learn_one(z) for z in zrows],
-        "numpy": numpy_row})
-    benchmark.pedantic(lambda: [fpl.learn_one(z) for z in zrows], rounds=1, iterations=1)
+    def interval():
+        for x, t in zip(rows, ys):
+            iv.learn_one(x, t)
+
+    med = cpu_medians(sizes["rounds"], {"interval": interval, "numpy": numpy_row})
+    benchmark.pedantic(interval, rounds=1, iterations=1)
     us = {k: v / n * 1e6 for k, v in med.items()}
     table[("interval learn_one", 10)] = (us["interval"], None)
-    table[("FPL learn_one n=10 k=2", 10)] = (us["fpl"], None)
     table[("numpy outer-product row", 10)] = (us["numpy"], None)
-    record_ratios(benchmark, {"ratio_time_interval_over_numpy_row": us["interval"] / us["numpy"],
-                              "ratio_time_fpl_over_numpy_row": us["fpl"] / us["numpy"]})
+    record_ratios(benchmark, {"ratio_time_interval_over_numpy_row": us["interval"] / us["numpy"]})

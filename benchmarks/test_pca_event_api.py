@@ -18,7 +18,8 @@ on a shared machine). One BLAS thread; the NumPy reference too.
   partial_fit on a one-row array, the state object's learn_one
   (``est._state``, what ``streamfit.kernels.LeaderState`` hands a library),
   transform_one and transform on a one-row array; the river adapter's
-  learn_one + transform_one on dicts.
+  learn_one + transform_one on dicts. learn_one is also put against the
+  least a Python loop does with a row (C += x x^T in NumPy).
 - ``test_pca_families_learn_one``: learn_one of FTL, dropout, MEG and GD at
   the same size, against the same NumPy trial (a yardstick of the cost of a
   row at this size, not the families' own algorithms).
@@ -31,15 +32,13 @@ The table prints in the terminal summary and (timed runs) goes to
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
 from streamfit import (DropoutPCA, FollowTheLeaderPCA, MatrixEGPCA, MatrixGDPCA,
                        PerturbedLeaderPCA)
 
-from ._timing import record_ratios
+from ._timing import cpu_medians, record_ratios
 
 N, K = 10, 2
 TIMED = {"rows": 5_000, "rounds": 7}
@@ -47,19 +46,6 @@ SMOKE = {"rows": 200, "rounds": 2}
 # issue 39's floor for FPL's learn_one at n = 10, k = 2, us a row: reported
 # beside the measurement, not asserted (the machine is shared)
 FLOOR_FPL_LEARN_ONE = 10.0
-
-
-def interleaved(rounds, contenders):
-    """{name: median CPU seconds of one call} over rounds, round r running the
-    contenders in an order rotated by r."""
-    names = list(contenders)
-    times = {name: [] for name in names}
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            start = time.process_time()
-            contenders[name]()
-            times[name].append(time.process_time() - start)
-    return {name: float(np.median(t)) for name, t in times.items()}
 
 
 def _stream(rows, seed):
@@ -121,6 +107,7 @@ def test_fpl_event_api(benchmark, sizes, table):
 
     lo, pf, tr, st = fitted(), fitted(), fitted(), fitted()._state.copy()
     tr_V = tr.components_
+    C = np.zeros((N, N))
     contenders = {
         "learn_one": lambda: [lo.learn_one(z) for z in zrows],
         "partial_fit 1 row": lambda: [pf.partial_fit(x) for x in ones],
@@ -129,6 +116,8 @@ def test_fpl_event_api(benchmark, sizes, table):
         "transform 1 row": lambda: [tr.transform(x) for x in ones],
         "numpy trial": numpy_trial(zrows),
         "numpy V @ x": lambda: [tr_V @ z for z in zrows],
+        # the least a Python loop does with a row: C += x x^T alone
+        "numpy outer-product row": lambda: [C.__iadd__(np.outer(z, z)) for z in zrows],
     }
     river = None
     try:
@@ -157,7 +146,7 @@ def test_fpl_event_api(benchmark, sizes, table):
     np.testing.assert_array_equal(check.components_, fitted().partial_fit(
         np.array(zrows[:20])).components_)
 
-    med = interleaved(sizes["rounds"], contenders)
+    med = cpu_medians(sizes["rounds"], contenders)
     benchmark.pedantic(contenders["learn_one"], rounds=1, iterations=1)
     us = {name: v / n * 1e6 for name, v in med.items()}
     base = us["numpy trial"]
@@ -167,6 +156,8 @@ def test_fpl_event_api(benchmark, sizes, table):
             table[f"FPL {name}"] = (us[name], base)
     for name in ("transform_one", "transform 1 row"):
         table[f"FPL {name} (vs numpy V @ x)"] = (us[name], us["numpy V @ x"])
+    table["FPL learn_one (vs numpy outer-product row)"] = (us["learn_one"],
+                                                          us["numpy outer-product row"])
     record_ratios(benchmark, {
         "ratio_speedup_learn_one_vs_numpy_trial": base / us["learn_one"],
         "ratio_speedup_partial_fit_one_row_vs_numpy_trial": base / us["partial_fit 1 row"],
@@ -175,6 +166,7 @@ def test_fpl_event_api(benchmark, sizes, table):
             us["partial_fit 1 row"] / us["learn_one"],
         "ratio_time_transform_one_over_numpy_matvec": us["transform_one"] / us["numpy V @ x"],
         "ratio_time_learn_one_over_floor": us["learn_one"] / FLOOR_FPL_LEARN_ONE,
+        "ratio_time_learn_one_over_numpy_row": us["learn_one"] / us["numpy outer-product row"],
         "ratio_speedup_adapter_vs_numpy_trial":
             None if river is None else base / us["adapter transform_one+learn_one"]})
 
@@ -193,7 +185,7 @@ def test_pca_families_learn_one(benchmark, sizes, table):
     contenders = {name: (lambda e=e: [e.learn_one(z) for z in zrows])
                   for name, e in ests.items()}
     contenders["numpy trial"] = numpy_trial(zrows)
-    med = interleaved(sizes["rounds"], contenders)
+    med = cpu_medians(sizes["rounds"], contenders)
     benchmark.pedantic(contenders["MEG"], rounds=1, iterations=1)
     us = {name: v / n * 1e6 for name, v in med.items()}
     base = us["numpy trial"]
