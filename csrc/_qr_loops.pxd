@@ -85,12 +85,23 @@ cdef inline bint iterate_finite(const double *w, Py_ssize_t d, const SGDState *s
     return True
 
 
-cdef inline double row_dim(SGDState *s, const SGDParams *p, const double *x, Py_ssize_t d,
-                           double da_full, double wi, bint *warming) noexcept nogil:
-    # The schedule's d for this row's quantile_row (dim_of_row). A dense row
-    # counts as n_features non-zeros whatever its values, so that d is
-    # n_features (+1), the paper's d and the dense path's as it always was;
-    # only sparse rows count their stored non-zeros (_qr_sparse.pxd).
+cdef inline double sparse_nnz(const double *v, Py_ssize_t k) noexcept nogil:
+    # a row's non-zero values (explicit zeros of a CSR row do not count)
+    cdef Py_ssize_t i
+    cdef double n = 0.0
+    for i in range(k):
+        n += v[i] != 0
+    return n
+
+
+cdef inline double row_dim(SGDState *s, const SGDParams *p, const double *x, Py_ssize_t k,
+                           bint sparse, double da_full, double wi,
+                           bint *warming) noexcept nogil:
+    # The schedule's d for this row's quantile_row (dim_of_row): x holds the
+    # row's k values (dense: all d of them). A dense row counts as
+    # n_features non-zeros whatever its values, so that d is n_features
+    # (+1), the paper's d and the dense path's as it always was; only sparse
+    # rows count their stored non-zeros (counted in the warm-up only).
     # warming: the row is a warm-up row, so the caller calls dim_decided if
     # it ends the warm-up.
     warming[0] = False
@@ -99,7 +110,9 @@ cdef inline double row_dim(SGDState *s, const SGDParams *p, const double *x, Py_
     if s.phase != 0:
         return s.dim if s.dim > 0 else da_full
     warming[0] = wi != 0
-    return dim_of_row(s, p, <double> d if wi != 0 else 0.0, da_full, wi)
+    if wi == 0:
+        return dim_of_row(s, p, 0.0, da_full, wi)
+    return dim_of_row(s, p, sparse_nnz(x, k) if sparse else <double> k, da_full, wi)
 
 
 cdef inline bint all_finite(const Lin *c) noexcept nogil:
@@ -170,7 +183,7 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
         x = stream_row(X64, X32, i, d, cur, not have_dot)
         if swp != NULL:
             wi = swp[i]
-        rd = row_dim(s, p, x, d, <double> da, wi, &warming) if stat else <double> da
+        rd = row_dim(s, p, x, d, False, <double> da, wi, &warming) if stat else <double> da
         if sc != NULL:
             # the row joins the running location/scale first (a bad row
             # fails the call, which the caller then discards)
@@ -317,7 +330,7 @@ cdef inline int multi_rows(Lin *c, const double *X64, const float *X32, Py_ssize
             wi = swp[i]
         any_upd = False
         for q in range(m):
-            rd = row_dim(&S[q], &P[q], x, d, <double> da, wi, &warming)
+            rd = row_dim(&S[q], &P[q], x, d, False, <double> da, wi, &warming)
             code = quantile_row(&S[q], &P[q], win + q * wcap, mw.work, x, d, rd,
                                 mw.res[q], xx, wi, 0.0, fit_b, &mw.coef[q], &mw.step[q])
             if warming and S[q].phase != 0:

@@ -8,6 +8,22 @@ from _qr_schedule cimport SGDState, SGDParams, LOSS_CHECK
 from _qr_inference cimport rs_core, rs_step
 
 
+cdef inline void plug_in_intercepts(SGDState *s, const SGDParams *p, double y, double xw,
+                                    double step, bint cold, double inv) noexcept nogil:
+    # The two plug-in intercepts' quantile steps (eta and 2 eta) on
+    # y - x'wbar (xw: x'wbar before the step; a cold average has just set
+    # them to the iterate's intercept and takes no step), and their average
+    # 2 b1 - b2 over the average's 1 / inv rows. Dense (plug_in_average_step)
+    # and sparse (_qr_sparse.pxd's sp_average) rows alike.
+    cdef double r
+    if not cold:
+        r = y - xw - s.intercept_pi
+        s.intercept_pi -= step * (<double> (r <= 0) - p.tau)
+        r = y - xw - s.intercept_pi2
+        s.intercept_pi2 -= 2.0 * step * (<double> (r <= 0) - p.tau)
+    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
+
+
 cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
                                       const double *w, double *wbar, SGDState *s,
                                       const SGDParams *p, double step, double wi, double *rs,
@@ -32,7 +48,7 @@ cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
     # n_avg or t0: an average switched on restarts from zero while
     # average_prior may still say t0, and a t0 changed mid-average must not
     # move their count.
-    cdef double inv, r, xw, lag
+    cdef double inv, xw, lag
     cdef bint cold = s.n_avg == 0
     if cold:
         s.intercept_pi = s.intercept
@@ -48,12 +64,7 @@ cdef inline void plug_in_average_step(Py_ssize_t d, const double *x, double y,
         memcpy(tail + d, wbar, d * sizeof(double))
     s.x_wsum += wi
     xw = sf_plug_in_pass(d, inv, wi / s.x_wsum, x, w, wbar, tail, tail + d, &lag)
-    if not cold:
-        r = y - xw - s.intercept_pi
-        s.intercept_pi -= step * (<double> (r <= 0) - p.tau)
-        r = y - xw - s.intercept_pi2
-        s.intercept_pi2 -= 2.0 * step * (<double> (r <= 0) - p.tau)
-    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
+    plug_in_intercepts(s, p, y, xw, step, cold, inv)
     s.intercept_avg = s.pi_avg + lag
     if rs != NULL:
         rs_step(d, wbar, s, rs, fit_b)

@@ -32,8 +32,9 @@ from libc.string cimport memcpy
 
 from _common cimport OK, ERR_INTERRUPTED, ERR_NONFINITE, ERR_BADINPUT
 from _qr_schedule cimport (SGDState, SGDParams, KIND_STATISTICAL, KIND_ARRAY, NO_UPDATE,
-                           quantile_row, dim_of_row, dim_decided)
-from _qr_loops cimport Lin, NONCROSS_PROJECT
+                           quantile_row, dim_decided)
+from _qr_loops cimport Lin, NONCROSS_PROJECT, row_dim
+from _qr_plug_in cimport plug_in_intercepts
 from _qr_drift cimport drift_alarm, drift_restart
 from _pav cimport pav_increasing
 from _work_poll cimport Poll, poll_stop, poll_final, ROW_WORK
@@ -192,15 +193,6 @@ cdef inline void log_undo(Sp *sp, double *W, Py_ssize_t ld, Py_ssize_t d) noexce
     sp.nlog = 0
 
 
-cdef inline double sparse_nnz(const double *v, Py_ssize_t k) noexcept nogil:
-    # a row's non-zero values (explicit zeros of a CSR row do not count)
-    cdef Py_ssize_t i
-    cdef double n = 0.0
-    for i in range(k):
-        n += v[i] != 0
-    return n
-
-
 # -- one quantile's update from a sparse row ------------------------------------
 
 cdef inline int sp_update(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const double *z,
@@ -253,7 +245,7 @@ cdef inline void sp_average(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const 
     cdef LazyRec *lz = &sp.lz[q]
     cdef Py_ssize_t i, j, d = c.d, base = q * c.ld
     cdef double *XV
-    cdef double inv, r, xw = 0.0, nold, wx
+    cdef double inv, xw = 0.0, nold, wx
     cdef bint cold
     if sp.XV == NULL:
         s.n_avg += 1.0
@@ -286,12 +278,7 @@ cdef inline void sp_average(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const 
         nsum(&lz.B, &lz.Bc, wx * XV[d + j])
     lz.H += inv
     lz.n_ref = s.n_avg
-    if not cold:
-        r = y - xw - s.intercept_pi
-        s.intercept_pi -= step * (<double> (r <= 0) - p.tau)
-        r = y - xw - s.intercept_pi2
-        s.intercept_pi2 -= 2.0 * step * (<double> (r <= 0) - p.tau)
-    s.pi_avg += (2.0 * s.intercept_pi - s.intercept_pi2 - s.pi_avg) * inv
+    plug_in_intercepts(s, p, y, xw, step, cold, inv)
     s.intercept_avg = s.pi_avg + lazy_lag(lz, s)
 
 
@@ -351,14 +338,7 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
         x = data + indptr[i]
         if swp != NULL:
             wi = swp[i]
-        warming = False
-        rd = da_full
-        if stat:
-            if s.phase == 0:
-                warming = wi != 0
-                rd = dim_of_row(s, p, sparse_nnz(x, k) if warming else 0.0, da_full, wi)
-            elif s.dim > 0:
-                rd = s.dim
+        rd = row_dim(s, p, x, k, True, da_full, wi, &warming)
         z = x
         if sp.ssc != NULL:
             sp_scale_row(sp, W, d, idx, x, k, wi, logging)
@@ -469,15 +449,7 @@ cdef inline int sparse_multi_rows(Lin *c, Sp *sp, const int *indptr, const int *
             wi = swp[i]
         any_upd = False
         for q in range(m):
-            warming = False
-            rd = da_full
-            if P[q].kind == KIND_STATISTICAL:
-                if S[q].phase == 0:
-                    warming = wi != 0
-                    rd = dim_of_row(&S[q], &P[q], sparse_nnz(x, k) if warming else 0.0,
-                                    da_full, wi)
-                elif S[q].dim > 0:
-                    rd = S[q].dim
+            rd = row_dim(&S[q], &P[q], x, k, True, da_full, wi, &warming)
             code = quantile_row(&S[q], &P[q], c.win + q * wcap, c.mw.work, x, k, rd,
                                 res[q], xx, wi, 0.0, fit_b, &cf[q], &stp[q])
             if warming and S[q].phase != 0:

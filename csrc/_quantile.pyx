@@ -863,21 +863,7 @@ cdef class LinearSGD:
         if X.shape[1] != self.d:
             raise ValueError(f"X has {X.shape[1]} features, but {self._name()} is expecting "
                              f"{self.d} features as input.")
-        if type(y) is not np.ndarray or y.dtype != np.float64 or y.ndim != 1:
-            raise TypeError(f"y must be a float64 ndarray of shape ({n},), got "
-                            f"{type(y).__name__} {getattr(y, 'dtype', '')}")
-        if y.shape[0] != n:
-            raise ValueError(f"y must have {n} values (X's rows), got {y.shape[0]}")
-        if sw is not None:
-            if type(sw) is not np.ndarray or sw.dtype != np.float64 or sw.ndim != 1:
-                raise TypeError("sample_weight must be None or a float64 ndarray")
-            if sw.shape[0] != n:
-                raise ValueError(f"sample_weight must have {n} values (X's rows), got "
-                                 f"{sw.shape[0]}")
-            if not (np.isfinite(sw).all() and (sw >= 0).all()):
-                bad = int(np.flatnonzero(~(np.isfinite(sw) & (sw >= 0)))[0])
-                raise ValueError(f"sample_weight must be finite and non-negative, got "
-                                 f"{sw[bad]!r} at row {bad}")
+        self._check_target(y, sw, n)
         return n
 
     # -- errors -----------------------------------------------------------------
