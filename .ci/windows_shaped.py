@@ -100,6 +100,15 @@ class _Shaped(types.ModuleType):
     def __dir__(self):
         return [n for n in dir(self._real) if n not in self._removed]
 
+    @property
+    def __dict__(self):
+        # the real module's names, less the removed ones (a copy: writes go
+        # through __setattr__). pytest's monkeypatch reads a module's old
+        # value from its __dict__ and deletes the name on undo when it is
+        # absent there: with the view's own (nearly empty) dict, undoing a
+        # patch of signal.signal deleted signal.signal from the real module
+        return {n: v for n, v in vars(self._real).items() if n not in self._removed}
+
     def __reduce__(self):
         # pickled by name, as a module is (cloudpickle sends a test's
         # functions to Dask workers with their globals): the unpickling
