@@ -1165,6 +1165,11 @@ cdef class LowRankState:
         """One step on one sample: x a (d1, d2) float64 array, a pair of
         float64 vectors (a, b) (X = a b^T) or a pair of ints (i, j)
         (X = e_i e_j^T); y a float."""
+        self._one(x, y, True)
+
+    cdef object _one(self, x, double y, bint learning):
+        # learn_one (`learning`: one step on (x, y)) or predict_one (<x, M>):
+        # x read in place for the call, its shape checked
         cdef Loop L
         cdef Py_ssize_t ij[2]
         cdef const double[:, ::1] Xd
@@ -1174,11 +1179,16 @@ cdef class LowRankState:
         lock_enter(&self._lock, "LowRankState")
         try:
             memset(&L, 0, sizeof(Loop))
-            L.row = -1
             L.n = 1
-            L.y = &yy
+            if learning:
+                L.row = -1
+                L.y = &yy
             if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (int, np.integer)) \
                     and isinstance(x[1], (int, np.integer)):
+                # a step checks the pair as it reads it (run_rows: BAD_INDEX)
+                if not learning and not (0 <= x[0] < self.d1 and 0 <= x[1] < self.d2):
+                    raise ValueError(f"x: the index pair {tuple(x)} lies outside shape "
+                                     f"({self.d1}, {self.d2})")
                 ij[0] = x[0]
                 ij[1] = x[1]
                 L.form = FORM_INDEX
@@ -1207,15 +1217,19 @@ cdef class LowRankState:
                 if Xd.shape[0] != self.d1 or Xd.shape[1] != self.d2:
                     raise ValueError(f"x must have shape ({self.d1}, {self.d2}), got "
                                      f"{tuple(Xd.shape)[:2]}")
-                if 2 * self.rank > min(self.d1, self.d2):
-                    raise ValueError(f"dense x needs 2 rank <= min(d1, d2), got rank "
-                                     f"{self.rank} for ({self.d1}, {self.d2})")
-                if dense_init(&self.m) != OK:
-                    raise MemoryError("LowRankState: could not allocate the dense work "
-                                      "space")
+                if learning:
+                    if 2 * self.rank > min(self.d1, self.d2):
+                        raise ValueError(f"dense x needs 2 rank <= min(d1, d2), got rank "
+                                         f"{self.rank} for ({self.d1}, {self.d2})")
+                    if dense_init(&self.m) != OK:
+                        raise MemoryError("LowRankState: could not allocate the dense work "
+                                          "space")
                 L.form = FORM_DENSE
                 L.X = &Xd[0, 0]
-            self._row(&L)
+            if learning:
+                self._row(&L)
+                return None
+            return self._predict_row(&L, 0)
         finally:
             lock_leave(&self._lock)
 
@@ -1340,55 +1354,7 @@ cdef class LowRankState:
 
     def predict_one(self, x):
         """<X, M> for one sample (the forms of :meth:`learn_one`); a float."""
-        cdef Loop L
-        cdef Py_ssize_t ij[2]
-        cdef const double[:, ::1] Xd
-        cdef const double[::1] a
-        cdef const double[::1] b
-        cdef double out
-        lock_enter(&self._lock, "LowRankState")
-        try:
-            memset(&L, 0, sizeof(Loop))
-            L.n = 1
-            if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (int, np.integer)) \
-                    and isinstance(x[1], (int, np.integer)):
-                if not (0 <= x[0] < self.d1 and 0 <= x[1] < self.d2):
-                    raise ValueError(f"x: the index pair {tuple(x)} lies outside shape "
-                                     f"({self.d1}, {self.d2})")
-                ij[0] = x[0]
-                ij[1] = x[1]
-                L.form = FORM_INDEX
-                L.index = ij
-            elif isinstance(x, tuple):
-                if len(x) != 2:
-                    raise ValueError(f"x as a tuple must be (a, b) or (i, j), got {len(x)} "
-                                     "items")
-                try:
-                    a = x[0]
-                    b = x[1]
-                except (TypeError, ValueError):
-                    raise TypeError("x = (a, b) must be two float64 vectors") from None
-                if a.shape[0] != self.d1 or b.shape[0] != self.d2:
-                    raise ValueError(f"x = (a, b) must have lengths ({self.d1}, {self.d2}), "
-                                     f"got ({a.shape[0]}, {b.shape[0]})")
-                L.form = FORM_RANK1
-                L.A = &a[0]
-                L.B = &b[0]
-            else:
-                try:
-                    Xd = x
-                except (TypeError, ValueError):
-                    raise TypeError("x must be a C-ordered float64 (d1, d2) array, a pair "
-                                    "of float64 vectors (a, b) or a pair of ints") from None
-                if Xd.shape[0] != self.d1 or Xd.shape[1] != self.d2:
-                    raise ValueError(f"x must have shape ({self.d1}, {self.d2}), got "
-                                     f"{tuple(Xd.shape)[:2]}")
-                L.form = FORM_DENSE
-                L.X = &Xd[0, 0]
-            out = self._predict_row(&L, 0)
-            return out
-        finally:
-            lock_leave(&self._lock)
+        return self._one(x, 0.0, False)
 
     # -- the state, read -----------------------------------------------------------
     def _array(self, int which):
