@@ -1250,31 +1250,27 @@ cdef class LowRankState:
         self._raise(code, L)
 
     cdef int _raise(self, int code, Loop *L) except -1:
+        # The exception for a failed call: streamfit._errors' wording, with
+        # the sample; an index out of range and LAPACK (this file's routines,
+        # not the eigen-solver chain) are this state's own
+        from streamfit._errors import raise_for
         at = f"sample {L.row} of this call" if L.row >= 0 else "this call"
+        detail = ""
         if code == ERR_BADINPUT:
-            if L.bad == BAD_Y:
-                raise ValueError(f"y contains NaN or inf ({at}); every value must be "
-                                 f"finite; {_UNCHANGED}")
             if L.bad == BAD_INDEX:
                 raise ValueError(f"X: the index pair ({L.index[2 * L.row]}, "
                                  f"{L.index[2 * L.row + 1]}) ({at}) lies outside shape "
                                  f"({self.d1}, {self.d2}); {_UNCHANGED}")
-            raise ValueError(f"X contains NaN or inf ({at}); every value must be finite; "
-                             f"{_UNCHANGED}")
-        if code == ERR_SCALE:
-            raise ValueError(f"X or y is too large or too small for float64 arithmetic: at "
-                             f"{at}, ||X||^2 or the residual y - <X, M> overflows; rescale "
-                             f"the data; {_UNCHANGED}")
-        if code == ERR_NONFINITE:
-            raise FloatingPointError(f"the iterate diverged at {at} (it is no longer "
-                                     f"finite): the stepsizes are too large for this data; "
-                                     f"{_UNCHANGED}")
-        if code == ERR_LAPACK:
+            detail = f"{'y' if L.bad == BAD_Y else 'X'} contains NaN or inf ({at})."
+        elif code == ERR_SCALE:
+            detail = (f"The overflow came at {at}, in ||X||^2 or the residual y - <X, M> "
+                      f"(y may be the one to rescale).")
+        elif code == ERR_NONFINITE:
+            detail = f"It left the finite range at {at}."
+        elif code == ERR_LAPACK:
             raise np.linalg.LinAlgError(f"LAPACK failed at {at} (dgesvd, dgeqrf or dorgqr "
                                         f"on finite input); {_UNCHANGED}")
-        if code == ERR_NOMEM:
-            raise MemoryError(f"a work space could not be allocated; {_UNCHANGED}")
-        raise RuntimeError(f"LowRankState: kernel code {code} at {at}; {_UNCHANGED}")
+        raise_for(code, "LowRankState", detail=detail, state=_UNCHANGED)
 
     # -- predicting ----------------------------------------------------------------
     def predict(self, X):
