@@ -1165,6 +1165,11 @@ cdef class LowRankState:
         """One step on one sample: x a (d1, d2) float64 array, a pair of
         float64 vectors (a, b) (X = a b^T) or a pair of ints (i, j)
         (X = e_i e_j^T); y a float."""
+        self._one(x, y, True)
+
+    cdef object _one(self, x, double y, bint learning):
+        # learn_one (`learning`: one step on (x, y)) or predict_one (<x, M>):
+        # x read in place for the call, its shape checked
         cdef Loop L
         cdef Py_ssize_t ij[2]
         cdef const double[:, ::1] Xd
@@ -1174,11 +1179,16 @@ cdef class LowRankState:
         lock_enter(&self._lock, "LowRankState")
         try:
             memset(&L, 0, sizeof(Loop))
-            L.row = -1
             L.n = 1
-            L.y = &yy
+            if learning:
+                L.row = -1
+                L.y = &yy
             if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (int, np.integer)) \
                     and isinstance(x[1], (int, np.integer)):
+                # a step checks the pair as it reads it (run_rows: BAD_INDEX)
+                if not learning and not (0 <= x[0] < self.d1 and 0 <= x[1] < self.d2):
+                    raise ValueError(f"x: the index pair {tuple(x)} lies outside shape "
+                                     f"({self.d1}, {self.d2})")
                 ij[0] = x[0]
                 ij[1] = x[1]
                 L.form = FORM_INDEX
@@ -1207,15 +1217,19 @@ cdef class LowRankState:
                 if Xd.shape[0] != self.d1 or Xd.shape[1] != self.d2:
                     raise ValueError(f"x must have shape ({self.d1}, {self.d2}), got "
                                      f"{tuple(Xd.shape)[:2]}")
-                if 2 * self.rank > min(self.d1, self.d2):
-                    raise ValueError(f"dense x needs 2 rank <= min(d1, d2), got rank "
-                                     f"{self.rank} for ({self.d1}, {self.d2})")
-                if dense_init(&self.m) != OK:
-                    raise MemoryError("LowRankState: could not allocate the dense work "
-                                      "space")
+                if learning:
+                    if 2 * self.rank > min(self.d1, self.d2):
+                        raise ValueError(f"dense x needs 2 rank <= min(d1, d2), got rank "
+                                         f"{self.rank} for ({self.d1}, {self.d2})")
+                    if dense_init(&self.m) != OK:
+                        raise MemoryError("LowRankState: could not allocate the dense work "
+                                          "space")
                 L.form = FORM_DENSE
                 L.X = &Xd[0, 0]
-            self._row(&L)
+            if learning:
+                self._row(&L)
+                return None
+            return self._predict_row(&L, 0)
         finally:
             lock_leave(&self._lock)
 
@@ -1236,31 +1250,27 @@ cdef class LowRankState:
         self._raise(code, L)
 
     cdef int _raise(self, int code, Loop *L) except -1:
+        # The exception for a failed call: streamfit._errors' wording, with
+        # the sample; an index out of range and LAPACK (this file's routines,
+        # not the eigen-solver chain) are this state's own
+        from streamfit._errors import raise_for
         at = f"sample {L.row} of this call" if L.row >= 0 else "this call"
+        detail = ""
         if code == ERR_BADINPUT:
-            if L.bad == BAD_Y:
-                raise ValueError(f"y contains NaN or inf ({at}); every value must be "
-                                 f"finite; {_UNCHANGED}")
             if L.bad == BAD_INDEX:
                 raise ValueError(f"X: the index pair ({L.index[2 * L.row]}, "
                                  f"{L.index[2 * L.row + 1]}) ({at}) lies outside shape "
                                  f"({self.d1}, {self.d2}); {_UNCHANGED}")
-            raise ValueError(f"X contains NaN or inf ({at}); every value must be finite; "
-                             f"{_UNCHANGED}")
-        if code == ERR_SCALE:
-            raise ValueError(f"X or y is too large or too small for float64 arithmetic: at "
-                             f"{at}, ||X||^2 or the residual y - <X, M> overflows; rescale "
-                             f"the data; {_UNCHANGED}")
-        if code == ERR_NONFINITE:
-            raise FloatingPointError(f"the iterate diverged at {at} (it is no longer "
-                                     f"finite): the stepsizes are too large for this data; "
-                                     f"{_UNCHANGED}")
-        if code == ERR_LAPACK:
+            detail = f"{'y' if L.bad == BAD_Y else 'X'} contains NaN or inf ({at})."
+        elif code == ERR_SCALE:
+            detail = (f"The overflow came at {at}, in ||X||^2 or the residual y - <X, M> "
+                      f"(y may be the one to rescale).")
+        elif code == ERR_NONFINITE:
+            detail = f"It left the finite range at {at}."
+        elif code == ERR_LAPACK:
             raise np.linalg.LinAlgError(f"LAPACK failed at {at} (dgesvd, dgeqrf or dorgqr "
                                         f"on finite input); {_UNCHANGED}")
-        if code == ERR_NOMEM:
-            raise MemoryError(f"a work space could not be allocated; {_UNCHANGED}")
-        raise RuntimeError(f"LowRankState: kernel code {code} at {at}; {_UNCHANGED}")
+        raise_for(code, "LowRankState", detail=detail, state=_UNCHANGED)
 
     # -- predicting ----------------------------------------------------------------
     def predict(self, X):
@@ -1340,55 +1350,7 @@ cdef class LowRankState:
 
     def predict_one(self, x):
         """<X, M> for one sample (the forms of :meth:`learn_one`); a float."""
-        cdef Loop L
-        cdef Py_ssize_t ij[2]
-        cdef const double[:, ::1] Xd
-        cdef const double[::1] a
-        cdef const double[::1] b
-        cdef double out
-        lock_enter(&self._lock, "LowRankState")
-        try:
-            memset(&L, 0, sizeof(Loop))
-            L.n = 1
-            if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], (int, np.integer)) \
-                    and isinstance(x[1], (int, np.integer)):
-                if not (0 <= x[0] < self.d1 and 0 <= x[1] < self.d2):
-                    raise ValueError(f"x: the index pair {tuple(x)} lies outside shape "
-                                     f"({self.d1}, {self.d2})")
-                ij[0] = x[0]
-                ij[1] = x[1]
-                L.form = FORM_INDEX
-                L.index = ij
-            elif isinstance(x, tuple):
-                if len(x) != 2:
-                    raise ValueError(f"x as a tuple must be (a, b) or (i, j), got {len(x)} "
-                                     "items")
-                try:
-                    a = x[0]
-                    b = x[1]
-                except (TypeError, ValueError):
-                    raise TypeError("x = (a, b) must be two float64 vectors") from None
-                if a.shape[0] != self.d1 or b.shape[0] != self.d2:
-                    raise ValueError(f"x = (a, b) must have lengths ({self.d1}, {self.d2}), "
-                                     f"got ({a.shape[0]}, {b.shape[0]})")
-                L.form = FORM_RANK1
-                L.A = &a[0]
-                L.B = &b[0]
-            else:
-                try:
-                    Xd = x
-                except (TypeError, ValueError):
-                    raise TypeError("x must be a C-ordered float64 (d1, d2) array, a pair "
-                                    "of float64 vectors (a, b) or a pair of ints") from None
-                if Xd.shape[0] != self.d1 or Xd.shape[1] != self.d2:
-                    raise ValueError(f"x must have shape ({self.d1}, {self.d2}), got "
-                                     f"{tuple(Xd.shape)[:2]}")
-                L.form = FORM_DENSE
-                L.X = &Xd[0, 0]
-            out = self._predict_row(&L, 0)
-            return out
-        finally:
-            lock_leave(&self._lock)
+        return self._one(x, 0.0, False)
 
     # -- the state, read -----------------------------------------------------------
     def _array(self, int which):

@@ -279,18 +279,12 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         return "_state" in self.__dict__
 
     # The state object takes its own lock when it is pickled or copied; the
-    # estimator holds nothing else to guard.
+    # estimator holds nothing else to guard, so pickling skips the estimator's
+    # lock (copy.copy is StreamEstimator's: the state object copied).
     def __getstate__(self):
         state = BaseEstimator.__getstate__(self)
         state.pop("_lock", None)
         return state
-
-    def __copy__(self):
-        new = type(self).__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        if "_state" in self.__dict__:
-            new.__dict__["_state"] = self._state.copy()
-        return new
 
     # -- parameters -------------------------------------------------------------
     def _check_params(self, dims):
