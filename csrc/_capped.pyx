@@ -33,21 +33,20 @@
 # and a failed call (an eigendecomposition every routine refuses) leaves the
 # live set untouched. The copy is O(n^2) a call against a trial's O(n^3)
 # (O(n K^2) for a rank-one update).
-from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY, isfinite
+from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, isfinite
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, quad_rows
-from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
-                      ERR_INTERRUPTED, pending_exception, bad_field, is_real)
+from _blas cimport dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, quad_rows
+from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_LAPACK, ERR_INTERRUPTED,
+                      pending_exception)
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
 from _rank1 cimport Rank1Work, rank1_work_init, rank1_work_free, rank1_update
-from _dense cimport sf_dot
 from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
 from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
 

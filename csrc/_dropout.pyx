@@ -15,19 +15,16 @@
 # C-order with the row-major lower triangle valid (BLAS's column-major upper);
 # the block V is a C-order (b, n) array of orthonormal rows.
 #
-from libc.math cimport sqrt, isfinite
+from libc.math cimport sqrt
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int
-from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
-                      pending_exception, bad_field, is_real)
+from _common cimport bitgen_t, random_standard_uniform, OK, ERR_INTERRUPTED, pending_exception
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
-from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_solve,
-                    leader_flush, leader_gain, leader_dense_hint, rank_one_rows,
-                    rows_dot_plain)
+from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_solve,
+                    leader_flush, leader_gain, leader_dense_hint, rank_one_rows, rows_dot_plain)
 from _symm_par cimport symm_product
 
 from _dense cimport sf_row_update, sf_dot

@@ -21,7 +21,7 @@
 # ways to stop mid-call are a signal, taken before a trial (the state then
 # holds the whole trials played), and a fork by another thread: the child's
 # copy is then marked torn and refuses every call (CallLock.forked_mid_call).
-from libc.math cimport sqrt, frexp, ldexp, isfinite, fabs
+from libc.math cimport sqrt, frexp, ldexp, isfinite
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
@@ -35,20 +35,19 @@ import numbers
 
 import numpy as np
 
-from _common cimport bitgen_t, OK, ERR_NOMEM, ERR_INTERRUPTED, pending_exception
+from _common cimport bitgen_t, OK, ERR_INTERRUPTED, pending_exception
 from _goe cimport goe_row
 from _dense cimport sf_row_update, sf_axpy, sf_dot
 from _symm_par cimport symm_product, par_threads, PAR_MIN_N
 from _blas cimport syrk_upper
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
-from _owner cimport (CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init,
-                     sf_owner_generation)
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
-from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init,
-                    topk_work_free, topk_exact, topk_solve, leader_flush, leader_gain,
+from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, topk_work_init, topk_work_free,
+                    topk_solve, leader_flush, leader_gain,
                     leader_dense_hint, rank_one_rows, rows_dot_plain)
 from _pca_sizes cimport (sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK,
-                         SIZE_NAN, SIZE_INF, SIZE_BIG, SIZE_ASYM)
+                         SIZE_NAN, SIZE_INF, SIZE_ASYM)
 from _evr_polled cimport topk_exact_polled
 
 from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
