@@ -52,10 +52,9 @@ from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_size
 
 import numbers
 
-from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
-                                         refuse_version, SEED_KINDS)
+from streamfit._kernels._pca_api import StateReader, bit_generator_text, refuse_version
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
+                                     _Seed, _rows2d, _row, _what, _integer)
 
 cpdef enum:
     ALGO_MEG = 0
@@ -769,7 +768,7 @@ cdef class CappedState:
     cdef _Set _a, _b
     cdef int cur                # which set is live: 0 (_a) or 1 (_b)
     cdef object _sample         # sample_projection's Generator
-    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef object _seed, _feature_names      # _seed: _pca.pyx's _Seed
     # work space, allocated once
     cdef EigWork eig
     cdef Rank1Work r1
@@ -814,8 +813,7 @@ cdef class CappedState:
         self.eig_first = _integer(eig_first, "eig_first", 0, 3)
         self.full_every = _integer(full_every, "full_every", 0, 1 << 62)
         self.stored = self.kind == INSTANCE_DENSE or self.full_every == 0
-        bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
-        self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") else None
+        bitgen, self._seed = _Seed.own(random_state)
         self._feature_names = _names(feature_names, n)
         dense_meg = self.kind == INSTANCE_DENSE and self.algo == ALGO_MEG
         self._a = _new_set(n, self.stored, dense_meg, bitgen)
@@ -1228,14 +1226,13 @@ cdef class CappedState:
         return self._feature_names
 
     def same_random_state(self, random_state):
-        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+        return self._seed.same(random_state)
 
     def _link_random_state(self, random_state):
-        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
-            self._seed_ref = random_state
+        self._seed.link(random_state)
 
     def random_state_repr(self):
-        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+        return repr(self._seed)
 
     # -- copies and pickling -------------------------------------------------------------
     def copy(self):
@@ -1264,7 +1261,7 @@ cdef class CappedState:
                 "instances": INSTANCES[self.kind],
                 "eta": self._eta if isinstance(self._eta, str) else float(self._eta),
                 "eig_first": self.eig_first, "full_every": self.full_every,
-                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "seed_kind": self._seed.kind, "seed": self._seed.value,
                 "feature_names": None if self._feature_names is None
                 else list(self._feature_names),
                 "rng": bit_generator_text(live.bitgen),
@@ -1301,13 +1298,7 @@ cdef class CappedState:
         self.eig_first = r.integer("eig_first", 0, 3)
         self.full_every = r.integer("full_every")
         self.stored = self.kind == INSTANCE_DENSE or self.full_every == 0
-        kind = r.choice("seed_kind", SEED_KINDS)
-        seed = r.get("seed")
-        if kind == "int":
-            seed = r.integer("seed", 0, 2 ** 128)
-        elif seed is not None:
-            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
-        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._seed = _Seed.read(r)
         self._feature_names = r.names("feature_names", n)
         bitgen = r.bit_generator("rng")
         self._sample = np.random.Generator(r.bit_generator("sample_rng"))

@@ -35,10 +35,10 @@ from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_size
 import numbers
 import sys
 
-from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
-                                         refuse_version, check_orthonormal, SEED_KINDS)
+from streamfit._kernels._pca_api import (StateReader, bit_generator_text, refuse_version,
+                                         check_orthonormal)
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
+                                     _Seed, _rows2d, _row, _what, _integer)
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -209,7 +209,7 @@ cdef class DropoutState:
     cdef object _S, _C, _rows, _V, _H      # _H: fresh's rows so far (capacity >= t)
     cdef object _bitgen
     cdef bitgen_t *rng
-    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef object _seed, _feature_names      # _seed: _pca.pyx's _Seed
     cdef TopKWork w
     cdef bint has_work
     cdef bint _interrupted      # the last call stopped on a signal, trials kept
@@ -252,8 +252,7 @@ cdef class DropoutState:
             raise ValueError("resample='fresh' keeps every instance to redraw them each "
                              "trial: vector instances only (partial_fit); use "
                              "resample='lazy' for dense ones")
-        self._bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
-        self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") else None
+        self._bitgen, self._seed = _Seed.own(random_state)
         self._feature_names = _names(feature_names, n)
         lazy = not self.fresh
         square, empty = (n, n), (0, 0)
@@ -581,14 +580,13 @@ cdef class DropoutState:
         return self._feature_names
 
     def same_random_state(self, random_state):
-        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+        return self._seed.same(random_state)
 
     def _link_random_state(self, random_state):
-        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
-            self._seed_ref = random_state
+        self._seed.link(random_state)
 
     def random_state_repr(self):
-        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+        return repr(self._seed)
 
     def cumulative_matrix(self):
         """sum_t X_t over every instance (dropped ones included), full and
@@ -669,7 +667,7 @@ cdef class DropoutState:
                 "n": self.n, "k": self.k, "p": self.prob, "resample": RESAMPLES[self.fresh],
                 "instances": INSTANCES[self.kind], "solver": self._solver_name,
                 "tol": self.tol, "eig_first": self.eig_first,
-                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "seed_kind": self._seed.kind, "seed": self._seed.value,
                 "feature_names": None if self._feature_names is None
                 else list(self._feature_names),
                 "rng": bit_generator_text(self._bitgen),
@@ -712,13 +710,7 @@ cdef class DropoutState:
             self._configure(solver, tol)
         except (TypeError, ValueError) as exc:
             raise r.error("solver or tol", f"is refused: {exc}") from None
-        kind = r.choice("seed_kind", SEED_KINDS)
-        seed = r.get("seed")
-        if kind == "int":
-            seed = r.integer("seed", 0, 2 ** 128)
-        elif seed is not None:
-            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
-        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._seed = _Seed.read(r)
         self._feature_names = r.names("feature_names", n)
         self._bitgen = r.bit_generator("rng")
         st = &self.st

@@ -545,7 +545,7 @@ cdef class LeaderState:
     cdef double *pV
     cdef object _bitgen
     cdef bitgen_t *rng
-    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef object _seed, _feature_names      # _seed: a _Seed
     # work space, allocated once
     cdef TopKWork w
     cdef double *xrow
@@ -589,12 +589,9 @@ cdef class LeaderState:
         self.eig_first = _integer(eig_first, "eig_first", 0, 3)
         self._configure(sigma, solver, tol, n_jobs)
         if self.noise == NOISE_NONE:
-            self._bitgen = None
-            self._seed_kind, self._seed_value, self._seed_ref = "none", None, None
+            self._bitgen, self._seed = None, _Seed("none", None)
         else:
-            self._bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
-            self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") \
-                else None
+            self._bitgen, self._seed = _Seed.own(random_state)
         self._feature_names = _names(feature_names, n)
         buffered = self.kind == INSTANCE_VECTOR and self.noise in (NOISE_FIXED,
                                                                    NOISE_RANDOM_WALK)
@@ -1056,15 +1053,13 @@ cdef class LeaderState:
     def same_random_state(self, random_state):
         """Whether ``random_state`` is the one this object was seeded from: an
         int by value, None as None, a Generator or SeedSequence by identity."""
-        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+        return self._seed.same(random_state)
 
     def _link_random_state(self, random_state):
-        # after loading: the estimator's own Generator is the one it was made from
-        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
-            self._seed_ref = random_state
+        self._seed.link(random_state)
 
     def random_state_repr(self):
-        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+        return repr(self._seed)
 
     def perturbed_matrix(self):
         """S = X_<t + N_t, full and symmetric (a copy)."""
@@ -1150,7 +1145,7 @@ cdef class LeaderState:
                 "sigma": self._sigma if isinstance(self._sigma, str) else float(self._sigma),
                 "solver": self._solver_name, "tol": float(self.tol),
                 "n_jobs": self._n_jobs,
-                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "seed_kind": self._seed.kind, "seed": self._seed.value,
                 "feature_names": None if self._feature_names is None
                 else list(self._feature_names),
                 "rng": None if self._bitgen is None else bit_generator_text(self._bitgen),
@@ -1192,13 +1187,7 @@ cdef class LeaderState:
             self._configure(sigma, solver, tol, n_jobs)
         except (TypeError, ValueError) as exc:
             raise r.error("sigma, solver, tol or n_jobs", f"is refused: {exc}") from None
-        kind = r.choice("seed_kind", SEED_KINDS)
-        seed = r.get("seed")
-        if kind == "int":
-            seed = r.integer("seed", 0, 2 ** 128)
-        elif seed is not None:
-            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
-        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._seed = _Seed.read(r)
         self._feature_names = r.names("feature_names", n)
         if self.noise == NOISE_NONE:
             if r.get("rng") is not None:
@@ -1311,21 +1300,55 @@ def _names(names, n):
     return names
 
 
-def _same_seed(kind, value, ref, random_state):
-    if kind == "none":
-        return random_state is None
-    if kind == "int":
-        return (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-                and int(random_state) == value)
-    return random_state is ref
+class _Seed:
+    """What a state object was seeded from: the seed's kind, an int seed's
+    value, and a SeedSequence or Generator itself (``ref``: compared by
+    identity, never stored in the state dict; None after loading until the
+    estimator links its own)."""
+    __slots__ = ("kind", "value", "ref")
 
+    def __init__(self, kind, value, ref=None):
+        self.kind, self.value, self.ref = kind, value, ref
 
-def _seed_repr(kind, value, ref):
-    if kind == "int":
-        return repr(value)
-    if kind == "none":
-        return "None"
-    return repr(ref) if ref is not None else f"a {kind}"
+    @classmethod
+    def own(cls, random_state):
+        """(a bit generator of the object's own, the seed) from random_state."""
+        bitgen, kind, value = own_bit_generator(random_state)
+        return bitgen, cls(kind, value,
+                           random_state if kind in ("sequence", "generator") else None)
+
+    @classmethod
+    def read(cls, r):
+        """The seed from a StateReader's "seed_kind" and "seed" fields."""
+        kind = r.choice("seed_kind", SEED_KINDS)
+        seed = r.get("seed")
+        if kind == "int":
+            seed = r.integer("seed", 0, 2 ** 128)
+        elif seed is not None:
+            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
+        return cls(kind, seed)
+
+    def same(self, random_state):
+        """Whether ``random_state`` is this seed: an int by value, None as
+        None, a Generator or SeedSequence by identity."""
+        if self.kind == "none":
+            return random_state is None
+        if self.kind == "int":
+            return (isinstance(random_state, numbers.Integral)
+                    and not isinstance(random_state, bool) and int(random_state) == self.value)
+        return random_state is self.ref
+
+    def link(self, random_state):
+        # after loading: the estimator's own Generator is the one it was made from
+        if self.kind in ("sequence", "generator") and self.ref is None:
+            self.ref = random_state
+
+    def __repr__(self):
+        if self.kind == "int":
+            return repr(self.value)
+        if self.kind == "none":
+            return "None"
+        return repr(self.ref) if self.ref is not None else f"a {self.kind}"
 
 
 def _what(a):
