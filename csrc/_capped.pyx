@@ -54,7 +54,8 @@ import numbers
 
 from streamfit._kernels._pca_api import StateReader, bit_generator_text, refuse_version
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _Seed, _rows2d, _row, _what, _integer)
+                                     _Seed, _rows2d, _vector_row, _dense_block, _wrong_kind,
+                                     _what, _integer)
 
 cpdef enum:
     ALGO_MEG = 0
@@ -937,14 +938,7 @@ cdef class CappedState:
         self._enter()
         try:
             self._kind(INSTANCE_VECTOR, "x")
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                r = x
-            else:
-                r = _row(x, self.n)
-            if r.shape[0] != self.n:
-                raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is "
-                                 f"expecting {self.n} features as input")
+            r = _vector_row(x, self.n, self._name())
             self._block(&r[0], 1, "x", False)
         finally:
             lock_leave(&self._lock)
@@ -956,25 +950,14 @@ cdef class CappedState:
         self._enter()
         try:
             self._kind(INSTANCE_DENSE, "Xs")
-            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
-                    and Xs.flags.c_contiguous):
-                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
-                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
-            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
-                raise ValueError(f"Xs has {Xs.shape[1]} features, but {self._name()} is "
-                                 f"expecting {self.n} features as input")
-            A = Xs
+            A = _dense_block(Xs, self.n, self._name())
             return self._block(&A[0, 0, 0] if A.shape[0] else NULL, A.shape[0], "Xs", True)
         finally:
             lock_leave(&self._lock)
 
     cdef _kind(self, int kind, str name):
         if kind != self.kind:
-            have = INSTANCES[self.kind]
-            raise ValueError(f"{name} holds {INSTANCES[kind]} instances, but this "
-                             f"{self._name()} was fitted with {have} instances "
-                             f"({'partial_fit' if have == 'vector' else 'partial_fit_dense'}); "
-                             f"use one estimator per instance type")
+            _wrong_kind(self.kind, kind, name, self._name())
 
     cdef _block(self, const double *X, Py_ssize_t T, str name, bint block):
         # (the lock held) check every instance, then play them on the spare
@@ -1054,16 +1037,8 @@ cdef class CappedState:
 
     def transform_one(self, x):
         """The coordinates of the row x on components_ (k,)."""
-        cdef const double[::1] r
-        if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                x.flags.c_contiguous:
-            r = x
-        else:
-            r = _row(x, self.n)
-        if r.shape[0] != self.n:
-            raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is expecting "
-                             f"{self.n} features as input")
-        return self.components_ @ np.asarray(r)
+        r = _vector_row(x, self.n, self._name())
+        return self.components_ @ r
 
     def sample_projection_rows(self):
         """k orthonormal rows of a rank-k projection drawn from W with the

@@ -38,7 +38,8 @@ import sys
 from streamfit._kernels._pca_api import (StateReader, bit_generator_text, refuse_version,
                                          check_orthonormal)
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _Seed, _rows2d, _row, _what, _integer)
+                                     _Seed, _rows2d, _vector_row, _dense_block, _wrong_kind,
+                                     _what, _integer)
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -329,19 +330,10 @@ cdef class DropoutState:
     def learn_one(self, x):
         """Play one trial with the row x (a 1-D float64 array or a sequence
         of n real numbers): :meth:`learn` on ``x[None]``, bit for bit."""
-        cdef const double[::1] r
         self._enter()
         try:
             self._kind(INSTANCE_VECTOR, "x")
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                r = x
-            else:
-                r = _row(x, self.n)
-            if r.shape[0] != self.n:
-                raise ValueError(f"x has {r.shape[0]} features, but DropoutPCA is expecting "
-                                 f"{self.n} features as input")
-            self._vectors(np.asarray(r)[None], "x", False)
+            self._vectors(_vector_row(x, self.n, "DropoutPCA")[None], "x", False)
         finally:
             lock_leave(&self._lock)
 
@@ -355,14 +347,7 @@ cdef class DropoutState:
         self._enter()
         try:
             self._kind(INSTANCE_DENSE, "Xs")
-            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
-                    and Xs.flags.c_contiguous):
-                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
-                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
-            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
-                raise ValueError(f"Xs has {Xs.shape[1]} features, but DropoutPCA is "
-                                 f"expecting {self.n} features as input")
-            A = Xs
+            A = _dense_block(Xs, self.n, "DropoutPCA")
             with nogil:
                 res = dense_block_check(self.n, &A[0, 0, 0] if A.shape[0] else NULL,
                                         A.shape[0], &top, &at, &asym)
@@ -375,11 +360,7 @@ cdef class DropoutState:
 
     cdef _kind(self, int kind, str name):
         if kind != self.kind:
-            have = INSTANCES[self.kind]
-            raise ValueError(f"{name} holds {INSTANCES[kind]} instances, but this DropoutPCA "
-                             f"was fitted with {have} instances "
-                             f"({'partial_fit' if have == 'vector' else 'partial_fit_dense'}); "
-                             f"use one estimator per instance type")
+            _wrong_kind(self.kind, kind, name, "DropoutPCA")
 
     cdef _vectors(self, const double[:, ::1] A, str name, bint block):
         cdef int res
@@ -504,14 +485,7 @@ cdef class DropoutState:
         cdef double[:, ::1] V
         self._enter()
         try:
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                r = x
-            else:
-                r = _row(x, self.n)
-            if r.shape[0] != self.n:
-                raise ValueError(f"x has {r.shape[0]} features, but DropoutPCA is expecting "
-                                 f"{self.n} features as input")
+            r = _vector_row(x, self.n, "DropoutPCA")
             V = self._V
             out = np.empty(self.k)
             for j in range(self.k):

@@ -774,9 +774,7 @@ cdef class LeaderState:
         self._enter()
         try:
             if self.kind != INSTANCE_VECTOR:
-                raise ValueError(f"X holds vector instances, but this {_owner(self)} was "
-                                 f"fitted with dense instances (partial_fit_dense); use "
-                                 f"one estimator per instance type")
+                _wrong_kind(self.kind, INSTANCE_VECTOR, "X", _owner(self))
             is32 = isinstance(X, np.ndarray) and X.dtype == np.float32
             if is32:
                 X32 = _rows2d(X, self.n, "X")
@@ -797,17 +795,8 @@ cdef class LeaderState:
         self._enter()
         try:
             if self.kind != INSTANCE_VECTOR:
-                raise ValueError(f"x is a vector instance, but this {_owner(self)} was "
-                                 f"fitted with dense instances; use one estimator per "
-                                 f"instance type")
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                x64 = x
-            else:
-                x64 = _row(x, self.n)
-            if x64.shape[0] != self.n:
-                raise ValueError(f"x has {x64.shape[0]} features, but {_owner(self)} is "
-                                 f"expecting {self.n} features as input")
+                _wrong_kind(self.kind, INSTANCE_VECTOR, "x", _owner(self))
+            x64 = _vector_row(x, self.n, _owner(self))
             self._vectors(&x64[0], NULL, 1, "x", False)
         finally:
             lock_leave(&self._lock)
@@ -827,17 +816,8 @@ cdef class LeaderState:
         self._enter()
         try:
             if self.kind != INSTANCE_DENSE:
-                raise ValueError(f"Xs holds dense instances, but this {_owner(self)} was "
-                                 f"fitted with vector instances (partial_fit); use one "
-                                 f"estimator per instance type")
-            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
-                    and Xs.flags.c_contiguous):
-                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
-                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
-            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
-                raise ValueError(f"Xs has {Xs.shape[1]} features, but {_owner(self)} is "
-                                 f"expecting {self.n} features as input")
-            A = Xs
+                _wrong_kind(self.kind, INSTANCE_DENSE, "Xs", _owner(self))
+            A = _dense_block(Xs, self.n, _owner(self))
             return self._dense(&A[0, 0, 0] if A.shape[0] else NULL, A.shape[0])
         finally:
             lock_leave(&self._lock)
@@ -1394,6 +1374,41 @@ def _row(x, n):
         except OverflowError:
             raise ValueError(f"x[{i}] is too large for float64") from None
     return np.asarray(out)
+
+
+cpdef object _vector_row(object x, Py_ssize_t n, str owner):
+    # learn_one's row: x itself when it is a C-contiguous 1-D float64 array
+    # (the fast path), else converted by _row; refused naming the owner when
+    # it has another length than n
+    if not (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and
+            x.flags.c_contiguous):
+        x = _row(x, n)
+    if x.shape[0] != n:
+        raise ValueError(f"x has {x.shape[0]} features, but {owner} is expecting {n} "
+                         f"features as input")
+    return x
+
+
+def _dense_block(Xs, n, owner):
+    # learn_dense's block: a C-contiguous float64 (T, n, n) array, else refused
+    if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
+            and Xs.flags.c_contiguous):
+        raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
+                        f"(T, {n}, {n}), got {_what(Xs)}")
+    if Xs.shape[1] != n or Xs.shape[2] != n:
+        raise ValueError(f"Xs has {Xs.shape[1]} features, but {owner} is expecting {n} "
+                         f"features as input")
+    return Xs
+
+
+def _wrong_kind(have, want, name, owner):
+    # a call with instances of the kind `want` (INSTANCE_*) on an object
+    # fitted with `have`
+    fitted = INSTANCES[have]
+    raise ValueError(f"{name} holds {INSTANCES[want]} instances, but this {owner} was "
+                     f"fitted with {fitted} instances "
+                     f"({'partial_fit' if fitted == 'vector' else 'partial_fit_dense'}); "
+                     f"use one estimator per instance type")
 
 
 cdef bint _float64_row(object x, Py_buffer *b) except -1:
