@@ -31,6 +31,7 @@ from _dense cimport sf_row_update, sf_dot
 from _blas cimport syrk_upper
 from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
 from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
+from _pca_state cimport array_ptr, enter_whole, topk_stats, topk_fields, read_topk
 
 import numbers
 import sys
@@ -157,14 +158,6 @@ ROW_BUFFER = 64
 FORMAT_VERSION = 1
 
 sf_owner_init()
-
-
-cdef inline double *_ptr(a):
-    cdef double[:, ::1] m
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        return NULL
-    m = a
-    return &m[0, 0]
 
 
 cdef class DropoutState:
@@ -301,15 +294,8 @@ cdef class DropoutState:
             lock_leave(&self._lock)
 
     cdef int _enter(self) except -1:
-        lock_enter(&self._lock, "DropoutState")
+        enter_whole(&self._lock, "DropoutState")
         self._interrupted = False
-        if self._lock.forked_mid_call:
-            lock_leave(&self._lock)
-            raise RuntimeError(
-                "DropoutState: this process was forked while another thread was inside a "
-                "call on this object, which updates its arrays in place: its state here "
-                "may hold part of a trial, so it refuses every call. Start afresh, or load "
-                "a copy pickled before the fork")
         return 0
 
     # -- the calls -----------------------------------------------------------------------
@@ -396,10 +382,10 @@ cdef class DropoutState:
         memset(&c, 0, sizeof(Ctx))
         c.n, c.k, c.b, c.kind, c.solver = self.n, self.k, self.b, self.kind, self.solver
         c.p, c.tol, c.nrows = self.prob, self.tol, self.nrows
-        c.S = _ptr(self._S)
-        c.C = _ptr(self._C)
-        c.rows = _ptr(self._rows)
-        c.V = _ptr(self._V)
+        c.S = array_ptr(self._S)
+        c.C = array_ptr(self._C)
+        c.rows = array_ptr(self._rows)
+        c.V = array_ptr(self._V)
         c.st = &self.st
         c.rng = self.rng
         c.w = &self.w
@@ -515,10 +501,7 @@ cdef class DropoutState:
 
     @property
     def solver_stats_(self):
-        cdef TopKState s = self.st.topk
-        return {"solves": s.solves, "products": s.products, "fallbacks": s.fallbacks,
-                "direct": s.direct, "eig_fallbacks": s.eig_fallbacks, "kept": s.kept,
-                "last_gap": s.gap, "max_gap_ratio": s.max_gap_ratio}
+        return topk_stats(&self.st.topk)
 
     @property
     def started(self):
@@ -633,10 +616,8 @@ cdef class DropoutState:
     def to_state(self):
         """The whole state as a dict of plain values (what pickling and the
         safe model format store), read back by :meth:`from_state`."""
-        cdef TopKState s
         self._enter()
         try:
-            s = self.st.topk
             return {
                 "n": self.n, "k": self.k, "p": self.prob, "resample": RESAMPLES[self.fresh],
                 "instances": INSTANCES[self.kind], "solver": self._solver_name,
@@ -646,12 +627,7 @@ cdef class DropoutState:
                 else list(self._feature_names),
                 "rng": bit_generator_text(self._bitgen),
                 "t": self.st.t, "kept": self.st.kept, "pending": self.st.pending,
-                "scale": self.st.scale, "gain": self.st.gain,
-                "topk_solves": s.solves, "topk_products": s.products,
-                "topk_fallbacks": s.fallbacks, "topk_direct": s.direct, "topk_skip": s.skip,
-                "topk_backoff": s.backoff, "topk_eig_fallbacks": s.eig_fallbacks,
-                "topk_kept": s.kept, "topk_tol": s.tol, "topk_gap": s.gap,
-                "topk_max_gap_ratio": s.max_gap_ratio,
+                "scale": self.st.scale, "gain": self.st.gain, **topk_fields(&self.st.topk),
                 "S": self._S.copy(), "C": self._C.copy(), "rows": self._rows.copy(),
                 "V": self._V.copy(), "history": self._H[:self.st.t].copy(),
             }
@@ -664,7 +640,6 @@ cdef class DropoutState:
         ValueError naming the field for anything off."""
         from streamfit.kernels.pca import default_block_size, default_max_iter
         cdef DropoutState self = DropoutState.__new__(DropoutState)
-        cdef TopKState *s
         r = StateReader(state, "DropoutState")
         n = r.integer("n", 1, 1 << 24)
         k = r.integer("k", 1, n)
@@ -692,20 +667,7 @@ cdef class DropoutState:
         st.kept = r.integer("kept", 0, max(st.t, 0))
         st.scale = r.real("scale", 0)
         st.gain = r.real("gain")
-        s = &st.topk
-        s.solves = r.integer("topk_solves")
-        s.products = r.integer("topk_products")
-        s.fallbacks = r.integer("topk_fallbacks")
-        s.direct = r.integer("topk_direct")
-        s.skip = r.integer("topk_skip", 0, 64)
-        s.backoff = r.integer("topk_backoff", 0, 64)
-        s.eig_fallbacks = r.integer("topk_eig_fallbacks")
-        s.kept = r.integer("topk_kept")
-        s.tol = r.real("topk_tol", 0)
-        s.gap = r.real("topk_gap", 0, finite=False)
-        s.max_gap_ratio = r.real("topk_max_gap_ratio", 0, finite=False)
-        if s.gap != s.gap or s.max_gap_ratio != s.max_gap_ratio:
-            raise r.error("topk_gap", "is NaN")
+        read_topk(r, &st.topk)
         lazy = not self.fresh
         square, empty = (n, n), (0, 0)
         S = r.array("S", square if lazy else empty)

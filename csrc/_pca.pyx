@@ -49,6 +49,7 @@ from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, topk_work_init, topk_wor
 from _pca_sizes cimport (sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK,
                          SIZE_NAN, SIZE_INF, SIZE_ASYM)
 from _evr_polled cimport topk_exact_polled
+from _pca_state cimport array_ptr, enter_whole, topk_stats, topk_fields, read_topk
 
 from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
                                          check_orthonormal, refuse_version, SEED_KINDS)
@@ -603,8 +604,8 @@ cdef class LeaderState:
     # -- construction's pieces ---------------------------------------------------------
     cdef _adopt(self, S, N, C, rows, V):
         self._S, self._N, self._C, self._rows, self._V = S, N, C, rows, V
-        self.pS, self.pN, self.pC = _ptr(S), _ptr(N), _ptr(C)
-        self.prows, self.pV = _ptr(rows), _ptr(V)
+        self.pS, self.pN, self.pC = array_ptr(S), array_ptr(N), array_ptr(C)
+        self.prows, self.pV = array_ptr(rows), array_ptr(V)
         self.nrows = rows.shape[0]
         if self._bitgen is not None:
             self.rng = <bitgen_t *> PyCapsule_GetPointer(self._bitgen.capsule, "BitGenerator")
@@ -661,21 +662,8 @@ cdef class LeaderState:
         finally:
             lock_leave(&self._lock)
 
-    cdef int _check_whole(self) except -1:
-        if self._lock.forked_mid_call:
-            raise RuntimeError(
-                "LeaderState: this process was forked while another thread was inside a "
-                "call on this object, which updates its arrays in place: its state here "
-                "may hold part of a trial, so it refuses every call. Start afresh, or load "
-                "a copy pickled before the fork")
-        return 0
-
     cdef int _enter(self) except -1:
-        lock_enter(&self._lock, "LeaderState")
-        if self._lock.forked_mid_call:
-            lock_leave(&self._lock)
-            self._check_whole()
-        return 0
+        return enter_whole(&self._lock, "LeaderState")
 
     cdef Ctx _ctx(self):
         cdef Ctx c
@@ -999,10 +987,7 @@ cdef class LeaderState:
     @property
     def solver_stats_(self):
         """The top-k solver's counters (see PerturbedLeaderPCA.solver_stats_)."""
-        cdef TopKState s = self.st.topk
-        return {"solves": s.solves, "products": s.products, "fallbacks": s.fallbacks,
-                "direct": s.direct, "eig_fallbacks": s.eig_fallbacks, "kept": s.kept,
-                "last_gap": s.gap, "max_gap_ratio": s.max_gap_ratio}
+        return topk_stats(&self.st.topk)
 
     @property
     def instances(self):
@@ -1113,11 +1098,9 @@ cdef class LeaderState:
         """The whole state as a dict of plain values (str, int, float, bool,
         None, lists of str, float64 arrays): what pickling and the safe model
         format store, read back by :meth:`from_state`."""
-        cdef TopKState s
         self._enter()
         try:
             self._start()
-            s = self.st.topk
             return {
                 "n": self.n, "k": self.k, "block": self.b, "max_iter": self.maxiter,
                 "instances": INSTANCES[self.kind], "noise": NOISES[self.noise],
@@ -1131,12 +1114,7 @@ cdef class LeaderState:
                 "rng": None if self._bitgen is None else bit_generator_text(self._bitgen),
                 "t": self.st.t, "pending": self.st.pending, "sigma_now": self.st.sigma,
                 "s": self.st.s, "scale": self.st.scale, "max_frob": self.st.max_frob,
-                "gain": self.st.gain,
-                "topk_solves": s.solves, "topk_products": s.products,
-                "topk_fallbacks": s.fallbacks, "topk_direct": s.direct, "topk_skip": s.skip,
-                "topk_backoff": s.backoff, "topk_eig_fallbacks": s.eig_fallbacks,
-                "topk_kept": s.kept, "topk_tol": s.tol, "topk_gap": s.gap,
-                "topk_max_gap_ratio": s.max_gap_ratio,
+                "gain": self.st.gain, **topk_fields(&self.st.topk),
                 "S": self._S.copy(), "N": self._N.copy(), "C": self._C.copy(),
                 "rows": self._rows.copy(), "V": self._V.copy(),
             }
@@ -1149,7 +1127,6 @@ cdef class LeaderState:
         (type, range, shape, finiteness, consistency): a ValueError naming the
         field for anything off, before anything is used."""
         cdef LeaderState self = LeaderState.__new__(LeaderState)
-        cdef TopKState *s
         r = StateReader(state, "LeaderState")
         n = r.integer("n", 1, 1 << 24)
         k = r.integer("k", 1, n)
@@ -1182,20 +1159,7 @@ cdef class LeaderState:
         st.scale = r.real("scale", 0)
         st.max_frob = r.real("max_frob", 0)
         st.gain = r.real("gain")
-        s = &st.topk
-        s.solves = r.integer("topk_solves")
-        s.products = r.integer("topk_products")
-        s.fallbacks = r.integer("topk_fallbacks")
-        s.direct = r.integer("topk_direct")
-        s.skip = r.integer("topk_skip", 0, 64)
-        s.backoff = r.integer("topk_backoff", 0, 64)
-        s.eig_fallbacks = r.integer("topk_eig_fallbacks")
-        s.kept = r.integer("topk_kept")
-        s.tol = r.real("topk_tol", 0)
-        s.gap = r.real("topk_gap", 0, finite=False)
-        s.max_gap_ratio = r.real("topk_max_gap_ratio", 0, finite=False)
-        if s.gap != s.gap or s.max_gap_ratio != s.max_gap_ratio:
-            raise r.error("topk_gap", "is NaN")
+        read_topk(r, &st.topk)
         square = (n, n)
         S = r.array("S", square)
         N = r.array("N", square if self.noise == NOISE_FIXED else (0, 0))
@@ -1227,14 +1191,6 @@ def _plant(LeaderState state, int i, int j, double value):
 
 
 # --- helpers ---------------------------------------------------------------------------
-
-cdef inline double *_ptr(a):
-    cdef double[:, ::1] m
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        return NULL
-    m = a
-    return &m[0, 0]
-
 
 cdef str _owner(LeaderState s):
     return "FollowTheLeaderPCA" if s.noise == NOISE_NONE else "PerturbedLeaderPCA"
