@@ -33,30 +33,29 @@
 # and a failed call (an eigendecomposition every routine refuses) leaves the
 # live set untouched. The copy is O(n^2) a call against a trial's O(n^3)
 # (O(n K^2) for a rank-one update).
-from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, INFINITY, isfinite
+from libc.math cimport sqrt, log, exp, frexp, ldexp, fma, fabs, isfinite
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memmove, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int, dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, quad_rows
-from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_LAPACK,
-                      ERR_INTERRUPTED, pending_exception, bad_field, is_real)
+from _blas cimport dot, gemv_rows, syr_upper, syrk_upper, axpy_upper, quad_rows
+from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_LAPACK, ERR_INTERRUPTED,
+                      pending_exception)
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_all, EIG_EVD
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
 from _simplex cimport euclid_project, entropy_cap, systematic_pick
 from _rank1 cimport Rank1Work, rank1_work_init, rank1_work_free, rank1_update
-from _dense cimport sf_dot
 from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
 from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
 
 import numbers
 
-from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
-                                         refuse_version, SEED_KINDS)
+from streamfit._kernels._pca_api import StateReader, bit_generator_text, refuse_version
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
+                                     _Seed, _rows2d, _vector_row, _dense_block, _wrong_kind,
+                                     _what, _integer)
 
 cpdef enum:
     ALGO_MEG = 0
@@ -770,7 +769,7 @@ cdef class CappedState:
     cdef _Set _a, _b
     cdef int cur                # which set is live: 0 (_a) or 1 (_b)
     cdef object _sample         # sample_projection's Generator
-    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef object _seed, _feature_names      # _seed: _pca.pyx's _Seed
     # work space, allocated once
     cdef EigWork eig
     cdef Rank1Work r1
@@ -815,8 +814,7 @@ cdef class CappedState:
         self.eig_first = _integer(eig_first, "eig_first", 0, 3)
         self.full_every = _integer(full_every, "full_every", 0, 1 << 62)
         self.stored = self.kind == INSTANCE_DENSE or self.full_every == 0
-        bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
-        self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") else None
+        bitgen, self._seed = _Seed.own(random_state)
         self._feature_names = _names(feature_names, n)
         dense_meg = self.kind == INSTANCE_DENSE and self.algo == ALGO_MEG
         self._a = _new_set(n, self.stored, dense_meg, bitgen)
@@ -940,14 +938,7 @@ cdef class CappedState:
         self._enter()
         try:
             self._kind(INSTANCE_VECTOR, "x")
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                r = x
-            else:
-                r = _row(x, self.n)
-            if r.shape[0] != self.n:
-                raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is "
-                                 f"expecting {self.n} features as input")
+            r = _vector_row(x, self.n, self._name())
             self._block(&r[0], 1, "x", False)
         finally:
             lock_leave(&self._lock)
@@ -959,25 +950,14 @@ cdef class CappedState:
         self._enter()
         try:
             self._kind(INSTANCE_DENSE, "Xs")
-            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
-                    and Xs.flags.c_contiguous):
-                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
-                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
-            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
-                raise ValueError(f"Xs has {Xs.shape[1]} features, but {self._name()} is "
-                                 f"expecting {self.n} features as input")
-            A = Xs
+            A = _dense_block(Xs, self.n, self._name())
             return self._block(&A[0, 0, 0] if A.shape[0] else NULL, A.shape[0], "Xs", True)
         finally:
             lock_leave(&self._lock)
 
     cdef _kind(self, int kind, str name):
         if kind != self.kind:
-            have = INSTANCES[self.kind]
-            raise ValueError(f"{name} holds {INSTANCES[kind]} instances, but this "
-                             f"{self._name()} was fitted with {have} instances "
-                             f"({'partial_fit' if have == 'vector' else 'partial_fit_dense'}); "
-                             f"use one estimator per instance type")
+            _wrong_kind(self.kind, kind, name, self._name())
 
     cdef _block(self, const double *X, Py_ssize_t T, str name, bint block):
         # (the lock held) check every instance, then play them on the spare
@@ -1057,16 +1037,8 @@ cdef class CappedState:
 
     def transform_one(self, x):
         """The coordinates of the row x on components_ (k,)."""
-        cdef const double[::1] r
-        if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                x.flags.c_contiguous:
-            r = x
-        else:
-            r = _row(x, self.n)
-        if r.shape[0] != self.n:
-            raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is expecting "
-                             f"{self.n} features as input")
-        return self.components_ @ np.asarray(r)
+        r = _vector_row(x, self.n, self._name())
+        return self.components_ @ r
 
     def sample_projection_rows(self):
         """k orthonormal rows of a rank-k projection drawn from W with the
@@ -1229,14 +1201,13 @@ cdef class CappedState:
         return self._feature_names
 
     def same_random_state(self, random_state):
-        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+        return self._seed.same(random_state)
 
     def _link_random_state(self, random_state):
-        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
-            self._seed_ref = random_state
+        self._seed.link(random_state)
 
     def random_state_repr(self):
-        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+        return repr(self._seed)
 
     # -- copies and pickling -------------------------------------------------------------
     def copy(self):
@@ -1265,7 +1236,7 @@ cdef class CappedState:
                 "instances": INSTANCES[self.kind],
                 "eta": self._eta if isinstance(self._eta, str) else float(self._eta),
                 "eig_first": self.eig_first, "full_every": self.full_every,
-                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "seed_kind": self._seed.kind, "seed": self._seed.value,
                 "feature_names": None if self._feature_names is None
                 else list(self._feature_names),
                 "rng": bit_generator_text(live.bitgen),
@@ -1302,13 +1273,7 @@ cdef class CappedState:
         self.eig_first = r.integer("eig_first", 0, 3)
         self.full_every = r.integer("full_every")
         self.stored = self.kind == INSTANCE_DENSE or self.full_every == 0
-        kind = r.choice("seed_kind", SEED_KINDS)
-        seed = r.get("seed")
-        if kind == "int":
-            seed = r.integer("seed", 0, 2 ** 128)
-        elif seed is not None:
-            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
-        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._seed = _Seed.read(r)
         self._feature_names = r.names("feature_names", n)
         bitgen = r.bit_generator("rng")
         self._sample = np.random.Generator(r.bit_generator("sample_rng"))

@@ -15,33 +15,32 @@
 # C-order with the row-major lower triangle valid (BLAS's column-major upper);
 # the block V is a C-order (b, n) array of orthonormal rows.
 #
-from libc.math cimport sqrt, isfinite
+from libc.math cimport sqrt
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
 import numpy as np
 
-from _blas cimport blas_int
-from _common cimport (bitgen_t, random_standard_uniform, OK, ERR_NOMEM, ERR_INTERRUPTED,
-                      pending_exception, bad_field, is_real)
+from _common cimport bitgen_t, random_standard_uniform, OK, ERR_INTERRUPTED, pending_exception
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
-from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init, topk_work_free, topk_solve,
-                    leader_flush, leader_gain, leader_dense_hint, rank_one_rows,
-                    rows_dot_plain)
+from _topk cimport (TopKState, TopKWork, topk_work_init, topk_work_free, topk_solve,
+                    leader_flush, leader_gain, leader_dense_hint, rank_one_rows, rows_dot_plain)
 from _symm_par cimport symm_product
 
 from _dense cimport sf_row_update, sf_dot
 from _blas cimport syrk_upper
 from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
 from _pca_sizes cimport sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK
+from _pca_state cimport array_ptr, enter_whole, topk_stats, topk_fields, read_topk
 
 import numbers
 import sys
 
-from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
-                                         refuse_version, check_orthonormal, SEED_KINDS)
+from streamfit._kernels._pca_api import (StateReader, bit_generator_text, refuse_version,
+                                         check_orthonormal)
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
+                                     _Seed, _rows2d, _vector_row, _dense_block, _wrong_kind,
+                                     _what, _integer)
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -161,14 +160,6 @@ FORMAT_VERSION = 1
 sf_owner_init()
 
 
-cdef inline double *_ptr(a):
-    cdef double[:, ::1] m
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        return NULL
-    m = a
-    return &m[0, 0]
-
-
 cdef class DropoutState:
     """The state of Follow the Leader with dropout perturbations, and its
     trial loop.
@@ -212,7 +203,7 @@ cdef class DropoutState:
     cdef object _S, _C, _rows, _V, _H      # _H: fresh's rows so far (capacity >= t)
     cdef object _bitgen
     cdef bitgen_t *rng
-    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef object _seed, _feature_names      # _seed: _pca.pyx's _Seed
     cdef TopKWork w
     cdef bint has_work
     cdef bint _interrupted      # the last call stopped on a signal, trials kept
@@ -255,8 +246,7 @@ cdef class DropoutState:
             raise ValueError("resample='fresh' keeps every instance to redraw them each "
                              "trial: vector instances only (partial_fit); use "
                              "resample='lazy' for dense ones")
-        self._bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
-        self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") else None
+        self._bitgen, self._seed = _Seed.own(random_state)
         self._feature_names = _names(feature_names, n)
         lazy = not self.fresh
         square, empty = (n, n), (0, 0)
@@ -304,15 +294,8 @@ cdef class DropoutState:
             lock_leave(&self._lock)
 
     cdef int _enter(self) except -1:
-        lock_enter(&self._lock, "DropoutState")
+        enter_whole(&self._lock, "DropoutState")
         self._interrupted = False
-        if self._lock.forked_mid_call:
-            lock_leave(&self._lock)
-            raise RuntimeError(
-                "DropoutState: this process was forked while another thread was inside a "
-                "call on this object, which updates its arrays in place: its state here "
-                "may hold part of a trial, so it refuses every call. Start afresh, or load "
-                "a copy pickled before the fork")
         return 0
 
     # -- the calls -----------------------------------------------------------------------
@@ -333,19 +316,10 @@ cdef class DropoutState:
     def learn_one(self, x):
         """Play one trial with the row x (a 1-D float64 array or a sequence
         of n real numbers): :meth:`learn` on ``x[None]``, bit for bit."""
-        cdef const double[::1] r
         self._enter()
         try:
             self._kind(INSTANCE_VECTOR, "x")
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                r = x
-            else:
-                r = _row(x, self.n)
-            if r.shape[0] != self.n:
-                raise ValueError(f"x has {r.shape[0]} features, but DropoutPCA is expecting "
-                                 f"{self.n} features as input")
-            self._vectors(np.asarray(r)[None], "x", False)
+            self._vectors(_vector_row(x, self.n, "DropoutPCA")[None], "x", False)
         finally:
             lock_leave(&self._lock)
 
@@ -359,14 +333,7 @@ cdef class DropoutState:
         self._enter()
         try:
             self._kind(INSTANCE_DENSE, "Xs")
-            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
-                    and Xs.flags.c_contiguous):
-                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
-                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
-            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
-                raise ValueError(f"Xs has {Xs.shape[1]} features, but DropoutPCA is "
-                                 f"expecting {self.n} features as input")
-            A = Xs
+            A = _dense_block(Xs, self.n, "DropoutPCA")
             with nogil:
                 res = dense_block_check(self.n, &A[0, 0, 0] if A.shape[0] else NULL,
                                         A.shape[0], &top, &at, &asym)
@@ -379,11 +346,7 @@ cdef class DropoutState:
 
     cdef _kind(self, int kind, str name):
         if kind != self.kind:
-            have = INSTANCES[self.kind]
-            raise ValueError(f"{name} holds {INSTANCES[kind]} instances, but this DropoutPCA "
-                             f"was fitted with {have} instances "
-                             f"({'partial_fit' if have == 'vector' else 'partial_fit_dense'}); "
-                             f"use one estimator per instance type")
+            _wrong_kind(self.kind, kind, name, "DropoutPCA")
 
     cdef _vectors(self, const double[:, ::1] A, str name, bint block):
         cdef int res
@@ -419,10 +382,10 @@ cdef class DropoutState:
         memset(&c, 0, sizeof(Ctx))
         c.n, c.k, c.b, c.kind, c.solver = self.n, self.k, self.b, self.kind, self.solver
         c.p, c.tol, c.nrows = self.prob, self.tol, self.nrows
-        c.S = _ptr(self._S)
-        c.C = _ptr(self._C)
-        c.rows = _ptr(self._rows)
-        c.V = _ptr(self._V)
+        c.S = array_ptr(self._S)
+        c.C = array_ptr(self._C)
+        c.rows = array_ptr(self._rows)
+        c.V = array_ptr(self._V)
         c.st = &self.st
         c.rng = self.rng
         c.w = &self.w
@@ -508,14 +471,7 @@ cdef class DropoutState:
         cdef double[:, ::1] V
         self._enter()
         try:
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                r = x
-            else:
-                r = _row(x, self.n)
-            if r.shape[0] != self.n:
-                raise ValueError(f"x has {r.shape[0]} features, but DropoutPCA is expecting "
-                                 f"{self.n} features as input")
+            r = _vector_row(x, self.n, "DropoutPCA")
             V = self._V
             out = np.empty(self.k)
             for j in range(self.k):
@@ -545,10 +501,7 @@ cdef class DropoutState:
 
     @property
     def solver_stats_(self):
-        cdef TopKState s = self.st.topk
-        return {"solves": s.solves, "products": s.products, "fallbacks": s.fallbacks,
-                "direct": s.direct, "eig_fallbacks": s.eig_fallbacks, "kept": s.kept,
-                "last_gap": s.gap, "max_gap_ratio": s.max_gap_ratio}
+        return topk_stats(&self.st.topk)
 
     @property
     def started(self):
@@ -584,14 +537,13 @@ cdef class DropoutState:
         return self._feature_names
 
     def same_random_state(self, random_state):
-        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+        return self._seed.same(random_state)
 
     def _link_random_state(self, random_state):
-        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
-            self._seed_ref = random_state
+        self._seed.link(random_state)
 
     def random_state_repr(self):
-        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+        return repr(self._seed)
 
     def cumulative_matrix(self):
         """sum_t X_t over every instance (dropped ones included), full and
@@ -664,25 +616,18 @@ cdef class DropoutState:
     def to_state(self):
         """The whole state as a dict of plain values (what pickling and the
         safe model format store), read back by :meth:`from_state`."""
-        cdef TopKState s
         self._enter()
         try:
-            s = self.st.topk
             return {
                 "n": self.n, "k": self.k, "p": self.prob, "resample": RESAMPLES[self.fresh],
                 "instances": INSTANCES[self.kind], "solver": self._solver_name,
                 "tol": self.tol, "eig_first": self.eig_first,
-                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "seed_kind": self._seed.kind, "seed": self._seed.value,
                 "feature_names": None if self._feature_names is None
                 else list(self._feature_names),
                 "rng": bit_generator_text(self._bitgen),
                 "t": self.st.t, "kept": self.st.kept, "pending": self.st.pending,
-                "scale": self.st.scale, "gain": self.st.gain,
-                "topk_solves": s.solves, "topk_products": s.products,
-                "topk_fallbacks": s.fallbacks, "topk_direct": s.direct, "topk_skip": s.skip,
-                "topk_backoff": s.backoff, "topk_eig_fallbacks": s.eig_fallbacks,
-                "topk_kept": s.kept, "topk_tol": s.tol, "topk_gap": s.gap,
-                "topk_max_gap_ratio": s.max_gap_ratio,
+                "scale": self.st.scale, "gain": self.st.gain, **topk_fields(&self.st.topk),
                 "S": self._S.copy(), "C": self._C.copy(), "rows": self._rows.copy(),
                 "V": self._V.copy(), "history": self._H[:self.st.t].copy(),
             }
@@ -695,7 +640,6 @@ cdef class DropoutState:
         ValueError naming the field for anything off."""
         from streamfit.kernels.pca import default_block_size, default_max_iter
         cdef DropoutState self = DropoutState.__new__(DropoutState)
-        cdef TopKState *s
         r = StateReader(state, "DropoutState")
         n = r.integer("n", 1, 1 << 24)
         k = r.integer("k", 1, n)
@@ -715,13 +659,7 @@ cdef class DropoutState:
             self._configure(solver, tol)
         except (TypeError, ValueError) as exc:
             raise r.error("solver or tol", f"is refused: {exc}") from None
-        kind = r.choice("seed_kind", SEED_KINDS)
-        seed = r.get("seed")
-        if kind == "int":
-            seed = r.integer("seed", 0, 2 ** 128)
-        elif seed is not None:
-            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
-        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._seed = _Seed.read(r)
         self._feature_names = r.names("feature_names", n)
         self._bitgen = r.bit_generator("rng")
         st = &self.st
@@ -729,20 +667,7 @@ cdef class DropoutState:
         st.kept = r.integer("kept", 0, max(st.t, 0))
         st.scale = r.real("scale", 0)
         st.gain = r.real("gain")
-        s = &st.topk
-        s.solves = r.integer("topk_solves")
-        s.products = r.integer("topk_products")
-        s.fallbacks = r.integer("topk_fallbacks")
-        s.direct = r.integer("topk_direct")
-        s.skip = r.integer("topk_skip", 0, 64)
-        s.backoff = r.integer("topk_backoff", 0, 64)
-        s.eig_fallbacks = r.integer("topk_eig_fallbacks")
-        s.kept = r.integer("topk_kept")
-        s.tol = r.real("topk_tol", 0)
-        s.gap = r.real("topk_gap", 0, finite=False)
-        s.max_gap_ratio = r.real("topk_max_gap_ratio", 0, finite=False)
-        if s.gap != s.gap or s.max_gap_ratio != s.max_gap_ratio:
-            raise r.error("topk_gap", "is NaN")
+        read_topk(r, &st.topk)
         lazy = not self.fresh
         square, empty = (n, n), (0, 0)
         S = r.array("S", square if lazy else empty)

@@ -21,7 +21,7 @@
 # ways to stop mid-call are a signal, taken before a trial (the state then
 # holds the whole trials played), and a fork by another thread: the child's
 # copy is then marked torn and refuses every call (CallLock.forked_mid_call).
-from libc.math cimport sqrt, frexp, ldexp, isfinite, fabs
+from libc.math cimport sqrt, frexp, ldexp, isfinite
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
@@ -35,21 +35,21 @@ import numbers
 
 import numpy as np
 
-from _common cimport bitgen_t, OK, ERR_NOMEM, ERR_INTERRUPTED, pending_exception
+from _common cimport bitgen_t, OK, ERR_INTERRUPTED, pending_exception
 from _goe cimport goe_row
 from _dense cimport sf_row_update, sf_axpy, sf_dot
 from _symm_par cimport symm_product, par_threads, PAR_MIN_N
 from _blas cimport syrk_upper
 from _eigen cimport EigWork, eig_work_init, eig_work_free, eig_top, EIG_EVR
-from _owner cimport (CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init,
-                     sf_owner_generation)
+from _owner cimport CallLock, lock_init, lock_free, lock_enter, lock_leave, sf_owner_init
 from _work_poll cimport WorkHook, Poll, new_work_hook, arm_hook, poll_init, poll_quiet, poll_stop
-from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, check_topk_state, topk_work_init,
-                    topk_work_free, topk_exact, topk_solve, leader_flush, leader_gain,
+from _topk cimport (TopKState, TopKWork, TOPK_MAX_ITER, topk_work_init, topk_work_free,
+                    topk_solve, leader_flush, leader_gain,
                     leader_dense_hint, rank_one_rows, rows_dot_plain)
 from _pca_sizes cimport (sumsq, vector_block_check, dense_block_check, dense_sizes, SIZE_OK,
-                         SIZE_NAN, SIZE_INF, SIZE_BIG, SIZE_ASYM)
+                         SIZE_NAN, SIZE_INF, SIZE_ASYM)
 from _evr_polled cimport topk_exact_polled
+from _pca_state cimport array_ptr, enter_whole, topk_stats, topk_fields, read_topk
 
 from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
                                          check_orthonormal, refuse_version, SEED_KINDS)
@@ -546,7 +546,7 @@ cdef class LeaderState:
     cdef double *pV
     cdef object _bitgen
     cdef bitgen_t *rng
-    cdef object _seed_kind, _seed_value, _seed_ref, _feature_names
+    cdef object _seed, _feature_names      # _seed: a _Seed
     # work space, allocated once
     cdef TopKWork w
     cdef double *xrow
@@ -590,12 +590,9 @@ cdef class LeaderState:
         self.eig_first = _integer(eig_first, "eig_first", 0, 3)
         self._configure(sigma, solver, tol, n_jobs)
         if self.noise == NOISE_NONE:
-            self._bitgen = None
-            self._seed_kind, self._seed_value, self._seed_ref = "none", None, None
+            self._bitgen, self._seed = None, _Seed("none", None)
         else:
-            self._bitgen, self._seed_kind, self._seed_value = own_bit_generator(random_state)
-            self._seed_ref = random_state if self._seed_kind in ("sequence", "generator") \
-                else None
+            self._bitgen, self._seed = _Seed.own(random_state)
         self._feature_names = _names(feature_names, n)
         buffered = self.kind == INSTANCE_VECTOR and self.noise in (NOISE_FIXED,
                                                                    NOISE_RANDOM_WALK)
@@ -607,8 +604,8 @@ cdef class LeaderState:
     # -- construction's pieces ---------------------------------------------------------
     cdef _adopt(self, S, N, C, rows, V):
         self._S, self._N, self._C, self._rows, self._V = S, N, C, rows, V
-        self.pS, self.pN, self.pC = _ptr(S), _ptr(N), _ptr(C)
-        self.prows, self.pV = _ptr(rows), _ptr(V)
+        self.pS, self.pN, self.pC = array_ptr(S), array_ptr(N), array_ptr(C)
+        self.prows, self.pV = array_ptr(rows), array_ptr(V)
         self.nrows = rows.shape[0]
         if self._bitgen is not None:
             self.rng = <bitgen_t *> PyCapsule_GetPointer(self._bitgen.capsule, "BitGenerator")
@@ -665,21 +662,8 @@ cdef class LeaderState:
         finally:
             lock_leave(&self._lock)
 
-    cdef int _check_whole(self) except -1:
-        if self._lock.forked_mid_call:
-            raise RuntimeError(
-                "LeaderState: this process was forked while another thread was inside a "
-                "call on this object, which updates its arrays in place: its state here "
-                "may hold part of a trial, so it refuses every call. Start afresh, or load "
-                "a copy pickled before the fork")
-        return 0
-
     cdef int _enter(self) except -1:
-        lock_enter(&self._lock, "LeaderState")
-        if self._lock.forked_mid_call:
-            lock_leave(&self._lock)
-            self._check_whole()
-        return 0
+        return enter_whole(&self._lock, "LeaderState")
 
     cdef Ctx _ctx(self):
         cdef Ctx c
@@ -778,9 +762,7 @@ cdef class LeaderState:
         self._enter()
         try:
             if self.kind != INSTANCE_VECTOR:
-                raise ValueError(f"X holds vector instances, but this {_owner(self)} was "
-                                 f"fitted with dense instances (partial_fit_dense); use "
-                                 f"one estimator per instance type")
+                _wrong_kind(self.kind, INSTANCE_VECTOR, "X", _owner(self))
             is32 = isinstance(X, np.ndarray) and X.dtype == np.float32
             if is32:
                 X32 = _rows2d(X, self.n, "X")
@@ -801,17 +783,8 @@ cdef class LeaderState:
         self._enter()
         try:
             if self.kind != INSTANCE_VECTOR:
-                raise ValueError(f"x is a vector instance, but this {_owner(self)} was "
-                                 f"fitted with dense instances; use one estimator per "
-                                 f"instance type")
-            if type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and \
-                    x.flags.c_contiguous:
-                x64 = x
-            else:
-                x64 = _row(x, self.n)
-            if x64.shape[0] != self.n:
-                raise ValueError(f"x has {x64.shape[0]} features, but {_owner(self)} is "
-                                 f"expecting {self.n} features as input")
+                _wrong_kind(self.kind, INSTANCE_VECTOR, "x", _owner(self))
+            x64 = _vector_row(x, self.n, _owner(self))
             self._vectors(&x64[0], NULL, 1, "x", False)
         finally:
             lock_leave(&self._lock)
@@ -831,17 +804,8 @@ cdef class LeaderState:
         self._enter()
         try:
             if self.kind != INSTANCE_DENSE:
-                raise ValueError(f"Xs holds dense instances, but this {_owner(self)} was "
-                                 f"fitted with vector instances (partial_fit); use one "
-                                 f"estimator per instance type")
-            if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
-                    and Xs.flags.c_contiguous):
-                raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
-                                f"(T, {self.n}, {self.n}), got {_what(Xs)}")
-            if Xs.shape[1] != self.n or Xs.shape[2] != self.n:
-                raise ValueError(f"Xs has {Xs.shape[1]} features, but {_owner(self)} is "
-                                 f"expecting {self.n} features as input")
-            A = Xs
+                _wrong_kind(self.kind, INSTANCE_DENSE, "Xs", _owner(self))
+            A = _dense_block(Xs, self.n, _owner(self))
             return self._dense(&A[0, 0, 0] if A.shape[0] else NULL, A.shape[0])
         finally:
             lock_leave(&self._lock)
@@ -1023,10 +987,7 @@ cdef class LeaderState:
     @property
     def solver_stats_(self):
         """The top-k solver's counters (see PerturbedLeaderPCA.solver_stats_)."""
-        cdef TopKState s = self.st.topk
-        return {"solves": s.solves, "products": s.products, "fallbacks": s.fallbacks,
-                "direct": s.direct, "eig_fallbacks": s.eig_fallbacks, "kept": s.kept,
-                "last_gap": s.gap, "max_gap_ratio": s.max_gap_ratio}
+        return topk_stats(&self.st.topk)
 
     @property
     def instances(self):
@@ -1057,15 +1018,13 @@ cdef class LeaderState:
     def same_random_state(self, random_state):
         """Whether ``random_state`` is the one this object was seeded from: an
         int by value, None as None, a Generator or SeedSequence by identity."""
-        return _same_seed(self._seed_kind, self._seed_value, self._seed_ref, random_state)
+        return self._seed.same(random_state)
 
     def _link_random_state(self, random_state):
-        # after loading: the estimator's own Generator is the one it was made from
-        if self._seed_kind in ("sequence", "generator") and self._seed_ref is None:
-            self._seed_ref = random_state
+        self._seed.link(random_state)
 
     def random_state_repr(self):
-        return _seed_repr(self._seed_kind, self._seed_value, self._seed_ref)
+        return repr(self._seed)
 
     def perturbed_matrix(self):
         """S = X_<t + N_t, full and symmetric (a copy)."""
@@ -1139,11 +1098,9 @@ cdef class LeaderState:
         """The whole state as a dict of plain values (str, int, float, bool,
         None, lists of str, float64 arrays): what pickling and the safe model
         format store, read back by :meth:`from_state`."""
-        cdef TopKState s
         self._enter()
         try:
             self._start()
-            s = self.st.topk
             return {
                 "n": self.n, "k": self.k, "block": self.b, "max_iter": self.maxiter,
                 "instances": INSTANCES[self.kind], "noise": NOISES[self.noise],
@@ -1151,18 +1108,13 @@ cdef class LeaderState:
                 "sigma": self._sigma if isinstance(self._sigma, str) else float(self._sigma),
                 "solver": self._solver_name, "tol": float(self.tol),
                 "n_jobs": self._n_jobs,
-                "seed_kind": self._seed_kind, "seed": self._seed_value,
+                "seed_kind": self._seed.kind, "seed": self._seed.value,
                 "feature_names": None if self._feature_names is None
                 else list(self._feature_names),
                 "rng": None if self._bitgen is None else bit_generator_text(self._bitgen),
                 "t": self.st.t, "pending": self.st.pending, "sigma_now": self.st.sigma,
                 "s": self.st.s, "scale": self.st.scale, "max_frob": self.st.max_frob,
-                "gain": self.st.gain,
-                "topk_solves": s.solves, "topk_products": s.products,
-                "topk_fallbacks": s.fallbacks, "topk_direct": s.direct, "topk_skip": s.skip,
-                "topk_backoff": s.backoff, "topk_eig_fallbacks": s.eig_fallbacks,
-                "topk_kept": s.kept, "topk_tol": s.tol, "topk_gap": s.gap,
-                "topk_max_gap_ratio": s.max_gap_ratio,
+                "gain": self.st.gain, **topk_fields(&self.st.topk),
                 "S": self._S.copy(), "N": self._N.copy(), "C": self._C.copy(),
                 "rows": self._rows.copy(), "V": self._V.copy(),
             }
@@ -1175,7 +1127,6 @@ cdef class LeaderState:
         (type, range, shape, finiteness, consistency): a ValueError naming the
         field for anything off, before anything is used."""
         cdef LeaderState self = LeaderState.__new__(LeaderState)
-        cdef TopKState *s
         r = StateReader(state, "LeaderState")
         n = r.integer("n", 1, 1 << 24)
         k = r.integer("k", 1, n)
@@ -1193,13 +1144,7 @@ cdef class LeaderState:
             self._configure(sigma, solver, tol, n_jobs)
         except (TypeError, ValueError) as exc:
             raise r.error("sigma, solver, tol or n_jobs", f"is refused: {exc}") from None
-        kind = r.choice("seed_kind", SEED_KINDS)
-        seed = r.get("seed")
-        if kind == "int":
-            seed = r.integer("seed", 0, 2 ** 128)
-        elif seed is not None:
-            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
-        self._seed_kind, self._seed_value, self._seed_ref = kind, seed, None
+        self._seed = _Seed.read(r)
         self._feature_names = r.names("feature_names", n)
         if self.noise == NOISE_NONE:
             if r.get("rng") is not None:
@@ -1214,20 +1159,7 @@ cdef class LeaderState:
         st.scale = r.real("scale", 0)
         st.max_frob = r.real("max_frob", 0)
         st.gain = r.real("gain")
-        s = &st.topk
-        s.solves = r.integer("topk_solves")
-        s.products = r.integer("topk_products")
-        s.fallbacks = r.integer("topk_fallbacks")
-        s.direct = r.integer("topk_direct")
-        s.skip = r.integer("topk_skip", 0, 64)
-        s.backoff = r.integer("topk_backoff", 0, 64)
-        s.eig_fallbacks = r.integer("topk_eig_fallbacks")
-        s.kept = r.integer("topk_kept")
-        s.tol = r.real("topk_tol", 0)
-        s.gap = r.real("topk_gap", 0, finite=False)
-        s.max_gap_ratio = r.real("topk_max_gap_ratio", 0, finite=False)
-        if s.gap != s.gap or s.max_gap_ratio != s.max_gap_ratio:
-            raise r.error("topk_gap", "is NaN")
+        read_topk(r, &st.topk)
         square = (n, n)
         S = r.array("S", square)
         N = r.array("N", square if self.noise == NOISE_FIXED else (0, 0))
@@ -1259,14 +1191,6 @@ def _plant(LeaderState state, int i, int j, double value):
 
 
 # --- helpers ---------------------------------------------------------------------------
-
-cdef inline double *_ptr(a):
-    cdef double[:, ::1] m
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        return NULL
-    m = a
-    return &m[0, 0]
-
 
 cdef str _owner(LeaderState s):
     return "FollowTheLeaderPCA" if s.noise == NOISE_NONE else "PerturbedLeaderPCA"
@@ -1312,21 +1236,55 @@ def _names(names, n):
     return names
 
 
-def _same_seed(kind, value, ref, random_state):
-    if kind == "none":
-        return random_state is None
-    if kind == "int":
-        return (isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
-                and int(random_state) == value)
-    return random_state is ref
+class _Seed:
+    """What a state object was seeded from: the seed's kind, an int seed's
+    value, and a SeedSequence or Generator itself (``ref``: compared by
+    identity, never stored in the state dict; None after loading until the
+    estimator links its own)."""
+    __slots__ = ("kind", "value", "ref")
 
+    def __init__(self, kind, value, ref=None):
+        self.kind, self.value, self.ref = kind, value, ref
 
-def _seed_repr(kind, value, ref):
-    if kind == "int":
-        return repr(value)
-    if kind == "none":
-        return "None"
-    return repr(ref) if ref is not None else f"a {kind}"
+    @classmethod
+    def own(cls, random_state):
+        """(a bit generator of the object's own, the seed) from random_state."""
+        bitgen, kind, value = own_bit_generator(random_state)
+        return bitgen, cls(kind, value,
+                           random_state if kind in ("sequence", "generator") else None)
+
+    @classmethod
+    def read(cls, r):
+        """The seed from a StateReader's "seed_kind" and "seed" fields."""
+        kind = r.choice("seed_kind", SEED_KINDS)
+        seed = r.get("seed")
+        if kind == "int":
+            seed = r.integer("seed", 0, 2 ** 128)
+        elif seed is not None:
+            raise r.error("seed", f"is {seed!r}, expected None for a seed of kind {kind!r}")
+        return cls(kind, seed)
+
+    def same(self, random_state):
+        """Whether ``random_state`` is this seed: an int by value, None as
+        None, a Generator or SeedSequence by identity."""
+        if self.kind == "none":
+            return random_state is None
+        if self.kind == "int":
+            return (isinstance(random_state, numbers.Integral)
+                    and not isinstance(random_state, bool) and int(random_state) == self.value)
+        return random_state is self.ref
+
+    def link(self, random_state):
+        # after loading: the estimator's own Generator is the one it was made from
+        if self.kind in ("sequence", "generator") and self.ref is None:
+            self.ref = random_state
+
+    def __repr__(self):
+        if self.kind == "int":
+            return repr(self.value)
+        if self.kind == "none":
+            return "None"
+        return repr(self.ref) if self.ref is not None else f"a {self.kind}"
 
 
 def _what(a):
@@ -1372,6 +1330,41 @@ def _row(x, n):
         except OverflowError:
             raise ValueError(f"x[{i}] is too large for float64") from None
     return np.asarray(out)
+
+
+cpdef object _vector_row(object x, Py_ssize_t n, str owner):
+    # learn_one's row: x itself when it is a C-contiguous 1-D float64 array
+    # (the fast path), else converted by _row; refused naming the owner when
+    # it has another length than n
+    if not (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1 and
+            x.flags.c_contiguous):
+        x = _row(x, n)
+    if x.shape[0] != n:
+        raise ValueError(f"x has {x.shape[0]} features, but {owner} is expecting {n} "
+                         f"features as input")
+    return x
+
+
+def _dense_block(Xs, n, owner):
+    # learn_dense's block: a C-contiguous float64 (T, n, n) array, else refused
+    if not (isinstance(Xs, np.ndarray) and Xs.dtype == np.float64 and Xs.ndim == 3
+            and Xs.flags.c_contiguous):
+        raise TypeError(f"Xs must be a C-contiguous float64 array of shape "
+                        f"(T, {n}, {n}), got {_what(Xs)}")
+    if Xs.shape[1] != n or Xs.shape[2] != n:
+        raise ValueError(f"Xs has {Xs.shape[1]} features, but {owner} is expecting {n} "
+                         f"features as input")
+    return Xs
+
+
+def _wrong_kind(have, want, name, owner):
+    # a call with instances of the kind `want` (INSTANCE_*) on an object
+    # fitted with `have`
+    fitted = INSTANCES[have]
+    raise ValueError(f"{name} holds {INSTANCES[want]} instances, but this {owner} was "
+                     f"fitted with {fitted} instances "
+                     f"({'partial_fit' if fitted == 'vector' else 'partial_fit_dense'}); "
+                     f"use one estimator per instance type")
 
 
 cdef bint _float64_row(object x, Py_buffer *b) except -1:
