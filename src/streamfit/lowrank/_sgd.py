@@ -12,7 +12,6 @@ import numbers
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.metrics import d2_pinball_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
@@ -281,11 +280,6 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
     # The state object takes its own lock when it is pickled or copied; the
     # estimator holds nothing else to guard, so pickling skips the estimator's
     # lock (copy.copy is StreamEstimator's: the state object copied).
-    def __getstate__(self):
-        state = BaseEstimator.__getstate__(self)
-        state.pop("_lock", None)
-        return state
-
     # -- parameters -------------------------------------------------------------
     def _check_params(self, dims):
         check_scalar(self.rank, "rank", kind=numbers.Integral, low=1)
