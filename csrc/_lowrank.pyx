@@ -1537,8 +1537,10 @@ cdef class LowRankState:
             raise ValueError(f"LowRankState state: missing {sorted(_KEYS - keys)}, unknown "
                              f"{sorted(map(str, keys - _KEYS))} (a corrupted or foreign "
                              "state?)")
-        if state["format_version"] != FORMAT_VERSION or \
-                type(state["format_version"]) is not int:
+        # the type first: an edited field (an array) must get these messages,
+        # not numpy's "truth value of an array is ambiguous"
+        if type(state["format_version"]) is not int or \
+                state["format_version"] != FORMAT_VERSION:
             raise ValueError(f"LowRankState state: format_version {state['format_version']!r}, "
                              f"this streamfit reads {FORMAT_VERSION} only")
         for name in ("d1", "d2", "rank"):
@@ -1552,7 +1554,7 @@ cdef class LowRankState:
                              f"{min(d1, d2)} (a corrupted or foreign state?)")
         for name, fields in (("schedule_fields", STATE_FIELDS),
                              ("params_fields", PARAMS_FIELDS)):
-            if state[name] != " ".join(fields):
+            if type(state[name]) is not str or state[name] != " ".join(fields):
                 raise ValueError(f"LowRankState state: field {name!r} does not list this "
                                  "streamfit's record fields (a state of another version?)")
         U = _checked(state, "U", (r, d1), True)
