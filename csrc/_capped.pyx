@@ -56,7 +56,8 @@ import numbers
 from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
                                          refuse_version, SEED_KINDS)
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
+                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer,
+                                     _finite_or_raise)
 
 cpdef enum:
     ALGO_MEG = 0
@@ -1066,7 +1067,12 @@ cdef class CappedState:
         if r.shape[0] != self.n:
             raise ValueError(f"x has {r.shape[0]} features, but {self._name()} is expecting "
                              f"{self.n} features as input")
-        return self.components_ @ np.asarray(r)
+        out = self.components_ @ np.asarray(r)
+        # as LeaderState.transform_one: a NaN or inf in x is refused naming it
+        # (x is read again only when the result is not finite)
+        if not np.isfinite(out).all():
+            _finite_or_raise(np.asarray(r), "x")
+        return out
 
     def sample_projection_rows(self):
         """k orthonormal rows of a rank-k projection drawn from W with the

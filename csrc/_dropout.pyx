@@ -41,7 +41,8 @@ import sys
 from streamfit._kernels._pca_api import (StateReader, own_bit_generator, bit_generator_text,
                                          refuse_version, check_orthonormal, SEED_KINDS)
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
-                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer)
+                                     _same_seed, _seed_repr, _rows2d, _row, _what, _integer,
+                                     _finite_or_raise)
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -520,6 +521,11 @@ cdef class DropoutState:
             out = np.empty(self.k)
             for j in range(self.k):
                 out[j] = sf_dot(self.n, &V[j, 0], &r[0])
+            # as LeaderState.transform_one: a NaN or inf in x is refused naming
+            # it (x is read again only when the result is not finite)
+            for j in range(self.k):
+                if not isfinite(out[j]):
+                    _finite_or_raise(np.asarray(r), "x")
             return np.asarray(out)
         finally:
             lock_leave(&self._lock)
