@@ -1294,6 +1294,12 @@ cdef class LowRankState:
                         raise ValueError(f"X: the index pair ({L.index[2 * i]}, "
                                          f"{L.index[2 * i + 1]}) of sample {i} lies outside "
                                          f"shape ({self.d1}, {self.d2})")
+            else:
+                # a NaN or inf in X is refused, as learn does, not returned as a
+                # NaN prediction (X is read again only for a non-finite result)
+                for i in range(L.n):
+                    if not isfinite(out[i]):
+                        _refuse_nonfinite_x(X, "X")
             return result
         finally:
             lock_leave(&self._lock)
@@ -1386,6 +1392,11 @@ cdef class LowRankState:
                 L.form = FORM_DENSE
                 L.X = &Xd[0, 0]
             out = self._predict_row(&L, 0)
+            # a NaN or inf in x is refused, as learn_one does; x is read again
+            # only for a non-finite or a zero result (a zero model skips the
+            # products: NaN * 0 would not show)
+            if L.form != FORM_INDEX and (out == 0.0 or not isfinite(out)):
+                _refuse_nonfinite_x(x, "x")
             return out
         finally:
             lock_leave(&self._lock)
@@ -1634,6 +1645,13 @@ def _checked(dict state, str name, tuple shape, bint finite):
         raise ValueError(f"LowRankState state: field {name!r} holds a non-finite value (a "
                          "corrupted or foreign state?)")
     return a
+
+
+def _refuse_nonfinite_x(X, name):
+    # X: an array or a pair (A, B) of arrays
+    parts = X if isinstance(X, tuple) else (X,)
+    if not all(np.isfinite(np.asarray(p, dtype=np.float64)).all() for p in parts):
+        raise ValueError(f"{name} contains NaN or inf; every value must be finite")
 
 
 def _check_factors(U, s, V):
