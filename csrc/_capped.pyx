@@ -55,7 +55,7 @@ import numbers
 from streamfit._kernels._pca_api import StateReader, bit_generator_text, refuse_version
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
                                      _Seed, _rows2d, _vector_row, _dense_block, _wrong_kind,
-                                     _what, _integer)
+                                     _what, _integer, _finite_or_raise)
 
 cpdef enum:
     ALGO_MEG = 0
@@ -1038,7 +1038,12 @@ cdef class CappedState:
     def transform_one(self, x):
         """The coordinates of the row x on components_ (k,)."""
         r = _vector_row(x, self.n, self._name())
-        return self.components_ @ r
+        out = self.components_ @ r
+        # as LeaderState.transform_one: a NaN or inf in x is refused naming it
+        # (x is read again only when the result is not finite)
+        if not np.isfinite(out).all():
+            _finite_or_raise(np.asarray(r), "x")
+        return out
 
     def sample_projection_rows(self):
         """k orthonormal rows of a rank-k projection drawn from W with the

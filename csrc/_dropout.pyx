@@ -15,7 +15,7 @@
 # C-order with the row-major lower triangle valid (BLAS's column-major upper);
 # the block V is a C-order (b, n) array of orthonormal rows.
 #
-from libc.math cimport sqrt
+from libc.math cimport sqrt, isfinite
 from libc.string cimport memcpy, memset
 from cpython.pycapsule cimport PyCapsule_GetPointer
 
@@ -40,7 +40,7 @@ from streamfit._kernels._pca_api import (StateReader, bit_generator_text, refuse
                                          check_orthonormal)
 from streamfit._kernels._pca import (_size_error, _note, _symmetric, _positive, _names,
                                      _Seed, _rows2d, _vector_row, _dense_block, _wrong_kind,
-                                     _what, _integer)
+                                     _what, _integer, _finite_or_raise)
 
 cpdef enum:
     INSTANCE_VECTOR = 0
@@ -476,6 +476,11 @@ cdef class DropoutState:
             out = np.empty(self.k)
             for j in range(self.k):
                 out[j] = sf_dot(self.n, &V[j, 0], &r[0])
+            # as LeaderState.transform_one: a NaN or inf in x is refused naming
+            # it (x is read again only when the result is not finite)
+            for j in range(self.k):
+                if not isfinite(out[j]):
+                    _finite_or_raise(np.asarray(r), "x")
             return np.asarray(out)
         finally:
             lock_leave(&self._lock)

@@ -1175,7 +1175,7 @@ cdef class LowRankState:
         cdef const double[:, ::1] Xd
         cdef const double[::1] a
         cdef const double[::1] b
-        cdef double yy = y
+        cdef double yy = y, out
         lock_enter(&self._lock, "LowRankState")
         try:
             memset(&L, 0, sizeof(Loop))
@@ -1229,7 +1229,13 @@ cdef class LowRankState:
             if learning:
                 self._row(&L)
                 return None
-            return self._predict_row(&L, 0)
+            out = self._predict_row(&L, 0)
+            # a NaN or inf in x is refused, as learn_one does; x is read again
+            # only for a non-finite or a zero result (a zero model skips the
+            # products: NaN * 0 would not show)
+            if L.form != FORM_INDEX and (out == 0.0 or not isfinite(out)):
+                _refuse_nonfinite_x(x, "x")
+            return out
         finally:
             lock_leave(&self._lock)
 
@@ -1304,6 +1310,12 @@ cdef class LowRankState:
                         raise ValueError(f"X: the index pair ({L.index[2 * i]}, "
                                          f"{L.index[2 * i + 1]}) of sample {i} lies outside "
                                          f"shape ({self.d1}, {self.d2})")
+            else:
+                # a NaN or inf in X is refused, as learn does, not returned as a
+                # NaN prediction (X is read again only for a non-finite result)
+                for i in range(L.n):
+                    if not isfinite(out[i]):
+                        _refuse_nonfinite_x(X, "X")
             return result
         finally:
             lock_leave(&self._lock)
@@ -1499,8 +1511,10 @@ cdef class LowRankState:
             raise ValueError(f"LowRankState state: missing {sorted(_KEYS - keys)}, unknown "
                              f"{sorted(map(str, keys - _KEYS))} (a corrupted or foreign "
                              "state?)")
-        if state["format_version"] != FORMAT_VERSION or \
-                type(state["format_version"]) is not int:
+        # the type first: an edited field (an array) must get these messages,
+        # not numpy's "truth value of an array is ambiguous"
+        if type(state["format_version"]) is not int or \
+                state["format_version"] != FORMAT_VERSION:
             raise ValueError(f"LowRankState state: format_version {state['format_version']!r}, "
                              f"this streamfit reads {FORMAT_VERSION} only")
         for name in ("d1", "d2", "rank"):
@@ -1514,7 +1528,7 @@ cdef class LowRankState:
                              f"{min(d1, d2)} (a corrupted or foreign state?)")
         for name, fields in (("schedule_fields", STATE_FIELDS),
                              ("params_fields", PARAMS_FIELDS)):
-            if state[name] != " ".join(fields):
+            if type(state[name]) is not str or state[name] != " ".join(fields):
                 raise ValueError(f"LowRankState state: field {name!r} does not list this "
                                  "streamfit's record fields (a state of another version?)")
         U = _checked(state, "U", (r, d1), True)
@@ -1594,6 +1608,13 @@ def _checked(dict state, str name, tuple shape, bint finite):
         raise ValueError(f"LowRankState state: field {name!r} holds a non-finite value (a "
                          "corrupted or foreign state?)")
     return a
+
+
+def _refuse_nonfinite_x(X, name):
+    # X: an array or a pair (A, B) of arrays
+    parts = X if isinstance(X, tuple) else (X,)
+    if not all(np.isfinite(np.asarray(p, dtype=np.float64)).all() for p in parts):
+        raise ValueError(f"{name} contains NaN or inf; every value must be finite")
 
 
 def _check_factors(U, s, V):

@@ -2970,7 +2970,11 @@ def _from_state(state, plain):
         raise ValueError(f"this LinearSGD state has format {state['format']!r:.40}; this "
                          f"streamfit reads format {FORMAT} (states saved by earlier versions "
                          "cannot be resumed: refit, 0.x)")
-    if state["state_fields"] != list(STATE_FIELDS):
+    # compared as a list of str only: an edited field (an array, a list of
+    # arrays) must get this message, not numpy's broadcasting error
+    fields = state["state_fields"]
+    if (not isinstance(fields, list) or not all(type(f) is str for f in fields)
+            or fields != list(STATE_FIELDS)):
         raise ValueError("this LinearSGD state's records have another layout than this "
                          "streamfit's (another version?): it cannot be resumed")
     s = state["settings"]
