@@ -14,6 +14,11 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import fcntl   # compare-commits' cache lock (POSIX only)
+except ImportError:
+    fcntl = None
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -171,6 +176,8 @@ def test_a_workload_that_fails_is_an_error_in_the_new_build_only(gate, tmp_path,
     assert "task: measured in the new run only (baseline failed" in capsys.readouterr().out
 
 
+@pytest.mark.skipif(fcntl is None, reason="compare-commits locks its build cache with fcntl "
+                    "(POSIX, as valgrind is)")
 def test_compare_commits_refuses_an_unknown_revision(gate, capsys):
     assert gate.main(["compare-commits", "no-such-revision-xyz", "installed"]) == 2
     assert "no-such-revision-xyz" in capsys.readouterr().err
@@ -304,7 +311,8 @@ def _gone(pid):
         return True
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(signal, "SIGKILL"),
+                    reason="reads /proc, kills with SIGKILL")
 def test_the_busy_loop_child_dies_with_its_parent():
     script = (f"import sys, time; sys.path.insert(0, {str(BENCHMARKS)!r})\n"
               "from _busy import busy_core\n"

@@ -235,6 +235,10 @@ def test_a_huge_declared_size_is_refused_before_any_allocation():
 
 # -- faults -------------------------------------------------------------------------------
 
+POSIX_SIGNALS = pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals (SIGUSR1)")
+
+
+@POSIX_SIGNALS
 @pytest.mark.parametrize("at", [0, 1, 37])
 def test_an_interrupted_block_keeps_the_samples_before_the_poll(at):
     X, y, _ = stream("rank1", 200, D1, D2, R, seed=10)
@@ -259,6 +263,7 @@ def test_an_interrupted_block_keeps_the_samples_before_the_poll(at):
     same(st, ref)
 
 
+@POSIX_SIGNALS
 def test_a_signal_handler_calling_the_busy_state_is_refused():
     X, y, _ = stream("rank1", 120, D1, D2, R, seed=11)
     st = LowRankState((D1, D2), R, params())

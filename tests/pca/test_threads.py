@@ -3,6 +3,7 @@ scikit-learn counts them, visible to and limited by threadpoolctl), never
 changes the BLAS thread count the caller set, and its decisions depend on
 neither."""
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -250,14 +251,13 @@ class _Stop(Exception):
     pass
 
 
-@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGUSR1"), reason="POSIX signals")
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals (SIGUSR1)")
 @pytest.mark.parametrize("at", [1, 17])
 def test_interrupt_with_openmp_threads_keeps_whole_trials(at):
     """A signal handler that raises stops the call at the poll before trial
     `at` while the trial loop runs on two OpenMP threads (the caller's
     thread takes the signal): exactly `at` trials played, and the state that
     of `at` trials on one thread."""
-    import signal
 
     def handler(signum, frame):
         raise _Stop()

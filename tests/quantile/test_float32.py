@@ -6,6 +6,7 @@ calls, the weights, the schedule or the options; and no float64 copy of the
 block may be made. Several taus read float32 rows alike. The modes that still
 convert once are checked against the same reference."""
 import pickle
+import signal
 import tracemalloc
 
 import numpy as np
@@ -242,6 +243,7 @@ def test_float32_rows_near_float32_max_are_learnt_in_float64():
     assert np.isfinite(got.coef_).all()
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals (SIGUSR1)")
 @pytest.mark.parametrize("at", [0, 3, 4, 5, 6, 57, 250])
 def test_an_interrupt_leaves_whole_float32_rows(at):
     X32, X64, y = stream(300, 100, seed=15)             # chunks of 5 rows

@@ -4,6 +4,7 @@ critical values against a fresh simulation of the pivotal law, coverage,
 widths against statsmodels, and the estimator contract (pickling,
 interrupts, refusals)."""
 import pickle
+import signal
 import sys
 import warnings
 
@@ -19,7 +20,7 @@ from streamfit.simulate import make_linear_stream
 
 from ._cases import learnt, state_bytes, state_of, stopped_at
 
-POSIX_SIGNALS = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+POSIX_SIGNALS = pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="POSIX signals (SIGUSR1)")
 
 
 def recorded_path(est, X, y, sw=None, block=1):

@@ -229,6 +229,7 @@ def cluster_process():
         proc.stdout.close()
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="POSIX signals (SIGSTOP, killpg)")
 def test_a_stopped_scheduler_fails_within_the_timeout(cluster_process, tmp_path):
     address, pid = cluster_process
     # the cluster works: a whole run against it succeeds (a generous bound:

@@ -191,7 +191,10 @@ def test_reloading_an_estimator_keeps_memory_flat():
     all 40 kept, +604 MiB)."""
     out = run_script(_RELOAD, timeout=300)
     assert out["kept_alive"] == 0
-    assert out["grew_mib"] < out["pickle_mib"], out
+    # two estimators live while one replaces the other, and the allocator
+    # keeps some freed pages: a few pickles' worth, where keeping every
+    # estimator grew by 40
+    assert out["grew_mib"] < 3 * out["pickle_mib"], out
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
