@@ -124,6 +124,13 @@ class _OnlineLinearSGD(StreamRegressor):
         state.source = self._key()
         return state
 
+    def _unchanged(self, state):
+        """Whether the state's settings are the parameters' values already
+        (same types, equal): configuring it would change nothing."""
+        have = state.settings
+        return all(type(v) is type(have.get(k)) and (v == have[k]) is True
+                   for k, v in self._settings().items())
+
     def _configured(self, state):
         """The state, with parameters changed since it last ran applied (or
         refused, naming the parameter, the state unchanged)."""
@@ -205,6 +212,13 @@ class _OnlineLinearSGD(StreamRegressor):
                              f"{state.n_samples_seen} rows. Call fit() to start afresh from "
                              "them")
         if state.source == self._key():
+            self._learn(state, X, y, sw)
+            return self
+        if state.source is None and self._unchanged(state):
+            # an unpickled state (its source is not saved) under the
+            # parameters already: nothing to configure, so no copy to keep
+            # for a refused call
+            state.source = self._key()
             self._learn(state, X, y, sw)
             return self
         # new parameters since the last call: a refused call leaves the old
