@@ -245,7 +245,7 @@ class _OnlineLinearSGD(StreamRegressor):
         """X as the state object reads it: a C-contiguous float64 (or float32)
         array, or CSR rows (mode "single"; batch and storage steps are dense,
         so there a sparse block is densified, if it fits in memory)."""
-        if not is_sparse(X):
+        if type(X) is np.ndarray or not is_sparse(X):   # (an array: no call, ~400 instr.)
             return as_matrix(X, float32=True)
         X = as_csr(X)
         if self.mode != "single":
