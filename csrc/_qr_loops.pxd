@@ -176,6 +176,12 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
     cdef Py_ssize_t taken = 0
     done[0] = 0
     row[0] = -1
+    # The schedule's d (row_dim): per row only in the warm-up; once it is
+    # over (phase 0 never comes back) d is fixed -- dim_decided keeps the
+    # warm-up's last row's -- so it is read once here, not on every row
+    rd = <double> da
+    if stat and s.phase != 0:
+        rd = row_dim(s, p, NULL, 0, False, <double> da, wi, &warming)
     for i in range(n):
         if poll_stop(pl, row_work):
             code = ERR_INTERRUPTED
@@ -183,7 +189,8 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
         x = stream_row(X64, X32, i, d, cur, not have_dot)
         if swp != NULL:
             wi = swp[i]
-        rd = row_dim(s, p, x, d, False, <double> da, wi, &warming) if stat else <double> da
+        if stat and s.phase == 0:
+            rd = row_dim(s, p, x, d, False, <double> da, wi, &warming)
         if sc != NULL:
             # the row joins the running location/scale first (a bad row
             # fails the call, which the caller then discards)
@@ -216,7 +223,8 @@ cdef inline int single_rows(Lin *c, const double *X64, const float *X32, Py_ssiz
                             etas[j] if kind == KIND_ARRAY and wi != 0 else 0.0, fit_b,
                             &coef, &step)
         if warming and s.phase != 0:
-            dim_decided(s, p, rd)
+            dim_decided(s, p, rd)     # (rd stays: the d of every later row)
+            warming = False
         taken = i + 1
         if code == NO_UPDATE:
             code = OK

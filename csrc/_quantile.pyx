@@ -2778,13 +2778,16 @@ def _csr_error(name, what, row, X, d):
 
 
 _issparse = None
+# (a C global: `type(x) is np.ndarray` looks np.ndarray up on the module at
+# every call, ~300 instructions, more than the rest of a learn_one row's checks)
+cdef object _NDARRAY = np.ndarray
 
 
 cdef bint _is_sparse(object x) except -1:
     # a scipy.sparse matrix or array (scipy.sparse imported on the first
     # call that is not a plain row)
     global _issparse
-    if type(x) is np.ndarray or type(x) is dict or type(x) is list or type(x) is tuple:
+    if type(x) is _NDARRAY or type(x) is dict or type(x) is list or type(x) is tuple:
         return False
     if _issparse is None:
         from scipy.sparse import issparse

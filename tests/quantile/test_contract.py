@@ -393,6 +393,22 @@ def test_refused_call_leaves_the_old_parameters_in_force(make, stream, diverging
     assert_same_results(est.partial_fit(X[100:], y[100:]), ref.partial_fit(X[100:], y[100:]))
 
 
+def test_parameters_set_before_pickling_take_effect_after_unpickling(make, stream):
+    # An unpickled state does not know what it was configured from: its first
+    # call configures it unless its settings are the parameters already (the
+    # usual case, a Dask task's, skips configuring); parameters set before
+    # pickling must still take effect, as without the pickle.
+    X, y = stream
+    est, ref = prefit(make(), X, y), prefit(make(), X, y)
+    for e in (est, ref):
+        e.set_params(average=not e.average, schedule="constant")
+    est = pickle.loads(pickle.dumps(est))
+    assert_same_results(est.partial_fit(X[100:], y[100:]), ref.partial_fit(X[100:], y[100:]))
+    # and unpickled under its own parameters, it resumes as the original
+    again = pickle.loads(pickle.dumps(ref))
+    assert_same_results(again.partial_fit(X[:50], y[:50]), ref.partial_fit(X[:50], y[:50]))
+
+
 def test_diverging_from_scratch_leaves_estimator_unfitted(make, diverging_stream):
     est = make(schedule=ConstantSchedule(1e305))
     with pytest.raises(FloatingPointError, match="diverged"):

@@ -124,6 +124,13 @@ class _OnlineLinearSGD(StreamRegressor):
         state.source = self._key()
         return state
 
+    def _unchanged(self, state):
+        """Whether the state's settings are the parameters' values already
+        (same types, equal): configuring it would change nothing."""
+        have = state.settings
+        return all(type(v) is type(have.get(k)) and (v == have[k]) is True
+                   for k, v in self._settings().items())
+
     def _configured(self, state):
         """The state, with parameters changed since it last ran applied (or
         refused, naming the parameter, the state unchanged)."""
@@ -207,6 +214,13 @@ class _OnlineLinearSGD(StreamRegressor):
         if state.source == self._key():
             self._learn(state, X, y, sw)
             return self
+        if state.source is None and self._unchanged(state):
+            # an unpickled state (its source is not saved) under the
+            # parameters already: nothing to configure, so no copy to keep
+            # for a refused call
+            state.source = self._key()
+            self._learn(state, X, y, sw)
+            return self
         # new parameters since the last call: a refused call leaves the old
         # ones in force, so the state is kept as it was before configuring
         # (settings changes are rare; the copy costs one state's size)
@@ -231,7 +245,7 @@ class _OnlineLinearSGD(StreamRegressor):
         """X as the state object reads it: a C-contiguous float64 (or float32)
         array, or CSR rows (mode "single"; batch and storage steps are dense,
         so there a sparse block is densified, if it fits in memory)."""
-        if not is_sparse(X):
+        if type(X) is np.ndarray or not is_sparse(X):   # (an array: no call, ~400 instr.)
             return as_matrix(X, float32=True)
         X = as_csr(X)
         if self.mode != "single":
