@@ -980,6 +980,13 @@ cdef class CappedState:
         if T == 0:
             return
         live.clone_into(spare)
+        if self.has_r1:
+            # the rank-one work's result rows start in its own buffer. A call
+            # ends with them there, but each update trades the buffer with the
+            # rows played on (update_spectral): a fork that caught another
+            # thread's call mid-trials leaves the child's work pointing at the
+            # spare set's U, which its next call would then update onto itself
+            self.r1.Unew = self.r1.H + <size_t> self.n * self.n
         c = self._ctx(spare)
         if block:
             poll_init(&pl, &_hook)

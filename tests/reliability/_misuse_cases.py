@@ -303,6 +303,26 @@ class _Gate:
         return self.a.shape
 
 
+def _one_blas_thread(case):
+    """Run a fork-mid-call case with BLAS on one thread (inherited by the
+    child). These cases test streamfit's state across a fork; OpenBLAS's own
+    thread pool is not fork-safe while another thread's call is in flight:
+    its pthread_atfork handler shuts the pool down under that call, which
+    then waits forever in exec_blas_async_wait (seen in the GD case with
+    OpenBLAS 0.3.30; OpenMathLib/OpenBLAS#5520, #5556). On one thread
+    OpenBLAS runs every call on the caller's thread and has no pool to lose.
+    (The BLAS-count cases below keep the process's own count.)"""
+    import functools
+
+    @functools.wraps(case)
+    def run_case(*args):
+        from threadpoolctl import threadpool_limits
+        with threadpool_limits(1, user_api="blas"):
+            return case(*args)
+
+    return run_case
+
+
 def _in_child(how, body, timeout=30):
     """Run body() in a child forked by ``how`` ("os.fork" or "mp-fork");
     return its JSON result, or ``{"result": "hang"}`` if it did not end
@@ -381,6 +401,7 @@ def _fork_mid_call(est, X, y, how, body):
         caller.join()
 
 
+@_one_blas_thread
 def fork_quantile(how):
     """Fork while a thread is inside OnlineQuantileRegressor.partial_fit: in
     the child, pickling the estimator and going on with it must work."""
@@ -417,6 +438,7 @@ def _fork_inside_trials(est, X, how, body):
     return {**out, "mid_fit": mid_fit}
 
 
+@_one_blas_thread
 def fork_pca(how):
     """Fork while a thread is inside PerturbedLeaderPCA's trial loop (which
     updates the state in place): in the child, a next partial_fit must raise
@@ -444,6 +466,7 @@ def fork_pca(how):
     return _fork_inside_trials(est, X[40:], how, body)
 
 
+@_one_blas_thread
 def fork_river_pca(how):
     """The same through streamfit.river's PCA adapter (issue 40, case 8):
     in the child, learn_one is refused saying what happened and what to do
@@ -471,13 +494,16 @@ def fork_river_pca(how):
     return _fork_inside_trials(model.estimator, X[40:], how, body)
 
 
+@_one_blas_thread
 def fork_capped(how):
     """Fork while a thread is inside MatrixGDPCA's trial loop (which plays on
     a copy and commits by one store): the child's state is whole -- the one
     before the call -- and carries on as a run without that call would."""
     from streamfit import MatrixGDPCA
     from streamfit.simulate import make_spiked_stream
-    X = make_spiked_stream(4040, 100, n_spikes=2, random_state=0)
+    # a block long enough (~1 s on one BLAS thread) to be inside its trials
+    # when the fork comes, 0.3 s in
+    X = make_spiked_stream(40040, 100, n_spikes=2, random_state=0)
     est = MatrixGDPCA(2, random_state=0).fit(X[:40])
     ref = pickle.loads(pickle.dumps(est)).partial_fit(X[40:60])
     caller = threading.Thread(target=est.partial_fit, args=(X[40:],))
