@@ -981,11 +981,11 @@ cdef class CappedState:
             return
         live.clone_into(spare)
         if self.has_r1:
-            # the rank-one work's result rows start in its own buffer. A call
-            # ends with them there, but each update trades the buffer with the
-            # rows played on (update_spectral): a fork that caught another
-            # thread's call mid-trials leaves the child's work pointing at the
-            # spare set's U, which its next call would then update onto itself
+            # the rank-one work's result rows start in its own buffer: each
+            # update trades the buffer with the rows played on
+            # (update_spectral), so after an odd number of updates -- or in a
+            # child forked mid-call -- it points at a set's U, which this
+            # call would then update onto itself
             self.r1.Unew = self.r1.H + <size_t> self.n * self.n
         c = self._ctx(spare)
         if block:
@@ -997,7 +997,6 @@ cdef class CappedState:
             if c.U != c.Ucaller:
                 # the last rank-one update left the rows in the work's buffer
                 memcpy(c.Ucaller, c.U, <size_t> self.n * self.n * sizeof(double))
-                self.r1.Unew = c.U
         if code == ERR_LAPACK:
             raise np.linalg.LinAlgError(
                 f"{self._name()}: every LAPACK routine of the eigen-solver chain failed "
