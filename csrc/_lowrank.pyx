@@ -1611,10 +1611,10 @@ def _checked(dict state, str name, tuple shape, bint finite):
 
 
 def _refuse_nonfinite_x(X, name):
-    # X: an array or a pair (A, B) of arrays
-    parts = X if isinstance(X, tuple) else (X,)
-    if not all(np.isfinite(np.asarray(p, dtype=np.float64)).all() for p in parts):
-        raise ValueError(f"{name} contains NaN or inf; every value must be finite")
+    # X: an array or a pair (A, B) of arrays; the PCA states' check, part by part
+    from streamfit._kernels._pca import _finite_or_raise
+    for part in (X if isinstance(X, tuple) else (X,)):
+        _finite_or_raise(np.asarray(part, dtype=np.float64), name)
 
 
 def _check_factors(U, s, V):
