@@ -211,14 +211,15 @@ class _OnlineLinearSGD(StreamRegressor):
                              f"{type(self).__name__} has already learnt from "
                              f"{state.n_samples_seen} rows. Call fit() to start afresh from "
                              "them")
-        if state.source == self._key():
-            self._learn(state, X, y, sw)
-            return self
-        if state.source is None and self._unchanged(state):
-            # an unpickled state (its source is not saved) under the
-            # parameters already: nothing to configure, so no copy to keep
-            # for a refused call
-            state.source = self._key()
+        key = self._key()
+        current = state.source == key       # (one comparison: it is on every call)
+        if not current and self._unchanged(state):
+            # the parameters are the state's settings already (an unpickled
+            # state, whose source is not saved; a set_params to equal values):
+            # nothing to configure, so no copy to keep for a refused call
+            state.source = key
+            current = True
+        if current:
             self._learn(state, X, y, sw)
             return self
         # new parameters since the last call: a refused call leaves the old
