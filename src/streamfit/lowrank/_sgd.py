@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from sklearn.metrics import d2_pinball_score, r2_score
-from sklearn.utils.validation import check_is_fitted
 
 from .._base import StreamRegressor
 from .._kernels import _lowrank as _k
@@ -274,12 +273,6 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         tags.input_tags.three_d_array = True
         return tags
 
-    def __sklearn_is_fitted__(self):
-        return "_state" in self.__dict__
-
-    # The state object takes its own lock when it is pickled or copied; the
-    # estimator holds nothing else to guard, so pickling skips the estimator's
-    # lock (copy.copy is StreamEstimator's: the state object copied).
     # -- parameters -------------------------------------------------------------
     def _check_params(self, dims):
         check_scalar(self.rank, "rank", kind=numbers.Integral, low=1)
@@ -479,51 +472,45 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
                 and (self.shape is None or tuple(self.shape) == state.shape))
 
     # -- learnt attributes ------------------------------------------------------
-    def _fitted(self):
-        state = self.__dict__.get("_state")
-        if state is None:
-            check_is_fitted(self)
-        return state
-
     @property
     def coef_(self) -> Float64Array:
         """The iterate M, shape (d1, d2)."""
-        return self._fitted().coef
+        return self._fitted_state().coef
 
     @property
     def U_(self) -> Float64Array:
         """Left singular vectors of M, shape (d1, rank)."""
-        return self._fitted().U.T.copy()
+        return self._fitted_state().U.T.copy()
 
     @property
     def V_(self) -> Float64Array:
         """Right singular vectors of M, shape (d2, rank)."""
-        return self._fitted().V.T.copy()
+        return self._fitted_state().V.T.copy()
 
     @property
     def singular_values_(self) -> Float64Array:
         """Singular values of M, descending (0 for unused directions)."""
-        return self._fitted().s
+        return self._fitted_state().s
 
     @property
     def n_samples_seen_(self) -> int:
         """Samples received so far."""
-        return self._fitted().n_seen
+        return self._fitted_state().n_seen
 
     @property
     def n_updates_(self) -> int:
         """Steps taken (the statistical schedule's warm-up takes none)."""
-        return self._fitted().n_updates
+        return self._fitted_state().n_updates
 
     @property
     def cumulative_loss_(self) -> float:
         """Prequential loss: each sample's loss under the iterate before its step."""
-        return self._fitted().loss
+        return self._fitted_state().loss
 
     @property
     def schedule_state_(self) -> dict[str, Any]:
         """The schedule's phase, last stepsize, D0, b0 and Cl (as in the vector case)."""
-        return self._fitted().schedule_state
+        return self._fitted_state().schedule_state
 
     def predict(self, X: ArrayIn) -> Float64Array:
         """<X_t, M> for each sample.
@@ -545,7 +532,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         >>> est.predict(np.array([[1, 1]])).round(6)
         array([0.])
         """
-        state = self._fitted()
+        state = self._fitted_state()
         form, Xk, n, dims = _parse_X(X, state.shape)
         if tuple(dims) != state.shape:
             raise ValueError(f"X describes matrices of shape {tuple(dims)}, but this "
@@ -572,7 +559,7 @@ class OnlineLowRankQuantileRegressor(StreamRegressor):
         >>> bool(abs(est.predict_one(X[0]) - est.predict(X[:1])[0]) < 1e-12)
         True
         """
-        state = self._fitted()
+        state = self._fitted_state()
         return state.predict_one(_native_x(x, state.shape))
 
     def score(self, X: ArrayIn, y: ArrayIn, sample_weight: ArrayIn | None = None) -> float:

@@ -25,7 +25,8 @@ import numpy as np
 from sklearn.utils.validation import _get_feature_names, check_is_fitted, validate_data
 
 from .._kernels._pca_api import FirstCall
-from .._validation import _as_float64, _check_finite, _check_real_array
+from .._validation import (_as_float64, _check_finite, _check_real_array,
+                           fitted_feature_names)
 
 if TYPE_CHECKING:   # scikit-learn's bases, typed (see streamfit/_typing.pyi)
     from typing import Any, Literal, TypeVar
@@ -450,10 +451,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     @property
     def feature_names_in_(self) -> Any:
-        names = self._fitted().feature_names
-        if names is None:
-            raise AttributeError(f"{type(self).__name__} was fitted without feature names")
-        return np.asarray(names, dtype=object)
+        return fitted_feature_names(self, self._fitted().feature_names)
 
     @property
     def instances_(self) -> Literal["vector", "dense"]:

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from sklearn.metrics import d2_pinball_score
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._base import StreamRegressor
 from .._kernels._quantile import LinearSGD
 from .._validation import (as_csr, as_matrix, as_target, as_weights, check_matrix,
-                           check_memory, check_scalar, feature_names, is_sparse)
+                           check_memory, check_scalar, feature_names, fitted_feature_names,
+                           is_sparse)
 from ..exceptions import _warn_if_warming_up
 from ._inference import critical_value
 
@@ -86,9 +87,6 @@ class _OnlineLinearSGD(StreamRegressor):
             failures["check_estimator_sparse_matrix"] = shape
         return failures
 
-    def __sklearn_is_fitted__(self):
-        return "_state" in self.__dict__
-
     # -- parameters -> the state object -------------------------------------------
     def _settings(self):
         """The parameters as the state object takes them."""
@@ -138,12 +136,6 @@ class _OnlineLinearSGD(StreamRegressor):
         if state.source != key:
             state.configure(**self._settings())
             state.source = key
-        return state
-
-    def _fitted_state(self):
-        state = self.__dict__.get("_state")
-        if state is None:
-            check_is_fitted(self)
         return state
 
     # -- learning ---------------------------------------------------------------
@@ -455,11 +447,7 @@ class _OnlineLinearSGD(StreamRegressor):
     @property
     def feature_names_in_(self) -> Any:
         """Column names of the DataFrame the estimator learnt from (only then)."""
-        names = self._fitted_state().feature_names
-        if names is None:
-            raise AttributeError(f"{type(self).__name__} was not fitted on data with "
-                                 "feature names (a DataFrame with string column names)")
-        return names
+        return fitted_feature_names(self, self._fitted_state().feature_names)
 
     @property
     def n_samples_seen_(self) -> int:
