@@ -9,18 +9,18 @@ estimator changes only when the whole computation has succeeded.
 The caller's side is the state-object design of the estimators (issue 39):
 an estimator's learnt state is one compiled object, ``__dict__["_state"]``,
 which takes one call at a time under its own lock (taken in C). Taking the
-state is that object's ``copy()`` (a state between two calls, whatever other
-threads do); committing is one assignment of the fitted estimator's state
-object, which no signal can split (no bytecode runs inside it). No
-Python-level lock is held while the cluster works.
+state is pickling the estimator (the state object pickles itself under that
+lock: a state between two calls, whatever other threads do); committing is
+one assignment of the fitted estimator's state object, which no signal can
+split (no bytecode runs inside it). No Python-level lock is held while the
+cluster works.
 
 Estimators without a state object (a scikit-learn estimator, or an unfitted
-streamfit one) are taken by pickling and committed by one assignment of their
-``__dict__``.
+streamfit one) are taken the same way and committed by one assignment of
+their ``__dict__``.
 """
 from __future__ import annotations
 
-import copy
 import pickle
 
 __all__ = ["take_state", "commit", "add_note"]
@@ -34,15 +34,9 @@ def _state_object(estimator):
 
 
 def take_state(estimator):
-    """The estimator's state as bytes (its pickle), for the workers and for commit() to check that nothing changed meanwhile. A
-    state object is copied first (its copy() takes its own lock: the state
-    between two calls)."""
-    obj = _state_object(estimator)
-    if obj is not None:
-        clone = copy.copy(estimator)
-        if _state_object(clone) is obj:         # a class whose __copy__ shares it
-            vars(clone)["_state"] = obj.copy()
-        return pickle.dumps(clone, protocol=pickle.HIGHEST_PROTOCOL)
+    """The estimator's state as bytes (its pickle), for the workers and for
+    commit() to check that nothing changed meanwhile. A state object pickles
+    itself under its own lock: the state between two calls."""
     return pickle.dumps(estimator, protocol=pickle.HIGHEST_PROTOCOL)
 
 
