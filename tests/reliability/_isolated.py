@@ -211,6 +211,17 @@ def run_cases(module, function, cases, *, timeout=20.0, startup=120.0, env=None,
     return outcomes
 
 
+def returned(cases, outcomes, failures):
+    """(case, outcome, value) for each case whose child returned a value;
+    every other outcome (raised, crashed, hung) goes to ``failures``,
+    described."""
+    for case, out in zip(cases, outcomes):
+        if out["status"] == "ok":
+            yield case, out, out["value"]
+        else:
+            failures.append(describe(case, out))
+
+
 def describe(case, outcome):
     """One line for a failure message."""
     what = outcome["status"]

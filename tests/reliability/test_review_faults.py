@@ -32,7 +32,7 @@ import streamfit
 from streamfit import (DropoutPCA, MatrixEGPCA, OnlineQuantileRegressor, PerturbedLeaderPCA)
 from streamfit.lowrank import OnlineLowRankQuantileRegressor
 
-from ._isolated import describe, run_cases, run_script
+from ._isolated import describe, returned, run_cases, run_script
 from ._review_cases import record_fields
 from ._signals import interrupted_at, lines_run
 
@@ -99,11 +99,7 @@ def test_edited_state_records_are_refused_naming_the_field(kind):
              for f in record_fields(kind) for how in ("nan", "minus1", "huge", "shape")]
     outcomes = run_cases("_review_cases", "edited_record", cases, timeout=30)
     bad = []
-    for case, out in zip(cases, outcomes):
-        if out["status"] != "ok":
-            bad.append(describe(case, out))
-            continue
-        verdict = out["value"]
+    for case, out, verdict in returned(cases, outcomes, bad):
         if verdict[0] == "refused":
             if not _names_the_edit(case["field"], verdict[2]):
                 bad.append(describe(case, out) + "  <- the message does not name the field")
@@ -163,11 +159,7 @@ def test_extreme_values_in_sparse_and_hashed_rows():
             cases.append({"path": path, "where": where, "value": value, "hashing": hashing})
     outcomes = run_cases("_review_cases", "extreme_row", cases, timeout=30)
     bad = []
-    for case, out in zip(cases, outcomes):
-        if out["status"] != "ok":
-            bad.append(describe(case, out))
-            continue
-        verdict = out["value"]
+    for case, out, verdict in returned(cases, outcomes, bad):
         name = _NAMES[case["path"], case["where"]]
         if verdict[0] == "refused":
             if not verdict[3]:

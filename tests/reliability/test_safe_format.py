@@ -30,7 +30,7 @@ from streamfit import (FollowTheLeaderPCA, OnlineIntervalRegressor, OnlineLeastS
 from streamfit.schedules import (ConstantSchedule, FunctionSchedule, InverseTimeSchedule,
                                  StatisticalSchedule)
 
-from ._isolated import child_env, describe, run_cases
+from ._isolated import child_env, returned, run_cases
 from ._safe_format_cases import names
 
 PEAK = 4 << 20
@@ -267,11 +267,7 @@ def test_hostile_files_are_refused_without_running_or_allocating(tmp_path):
     outcomes = run_cases("_safe_format_cases", "attack", attacks, timeout=60, workers=2,
                          env=child_env(STREAMFIT_TEST_MARKER=str(marker)))
     failures = []
-    for name, out in zip(attacks, outcomes):
-        if out["status"] != "ok":
-            failures.append(describe(name, out))
-            continue
-        v = out["value"]
+    for name, _, v in returned(attacks, outcomes, failures):
         if not v["refused"] or v["type"] != "ValueError" or \
                 not v["message"].startswith("streamfit.load: <BytesIO>: "):
             failures.append(f"{name}: {v}")
@@ -289,11 +285,7 @@ def test_random_edits_are_refused_or_loaded_and_usable():
     seeds = list(range(1200))
     outcomes = run_cases("_safe_format_cases", "random_edit", seeds, timeout=60, workers=2)
     failures, loaded = [], 0
-    for seed, out in zip(seeds, outcomes):
-        if out["status"] != "ok":
-            failures.append(describe(seed, out))
-            continue
-        v = out["value"]
+    for seed, _, v in returned(seeds, outcomes, failures):
         if v["refused"] and v["type"] != "ValueError":
             failures.append(f"{seed}: {v}")
         elif not v["refused"]:
