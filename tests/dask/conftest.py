@@ -5,6 +5,7 @@ The cluster is shared by the whole directory (session scope): starting one
 and importing streamfit in its workers costs seconds, and no test harms it
 (the tests that kill workers, restart or close the scheduler start their
 own)."""
+import contextlib
 import logging
 import sys
 import time
@@ -126,22 +127,38 @@ class TransferLog:
                       for key in keys[len(self.before.get(worker, ())):]]
 
 
-def copy_to_both_workers(client, futures, timeout=30.0):
+@contextlib.contextmanager
+def copies_on_both_workers(client, futures, timeout=30.0):
     """``client.replicate(futures, n=2)`` (the test cluster has two workers),
-    returning once every copy is in the sending workers' transfer logs: a
+    entered once every copy is in the sending workers' transfer logs (a
     sender logs a transfer when the receiver acknowledges it, which can come
-    after replicate() returns (under load, the copies then showed up in the
-    next block's TransferLog)."""
+    after replicate() returns: under load, the copies then showed up in the
+    next block's TransferLog) and the scheduler lists both workers as holding
+    every key. Dask's Active Memory Manager is paused inside: its
+    ReduceReplicas policy drops the extra copies of keys no task waits for
+    (every 2 s), and under load it did so before a fit read the placement (CI:
+    every partition left on one worker, so one fit task where the test
+    expected one per worker)."""
     keys = {str(f.key) for f in futures}
-    client.replicate(futures, n=2)
-    deadline = time.monotonic() + timeout
-    while True:
-        logged = {key for keys_ in client.run(by_value(_transfer_log)).values()
-                  for key in keys_}
-        if keys <= logged:
-            return
-        assert time.monotonic() < deadline, f"copies never logged: {sorted(keys - logged)}"
-        time.sleep(0.05)
+    running = client.amm.running()
+    client.amm.stop()
+    try:
+        client.replicate(futures, n=2)
+        deadline = time.monotonic() + timeout
+        while True:
+            logged = {key for keys_ in client.run(by_value(_transfer_log)).values()
+                      for key in keys_}
+            holders = client.who_has(futures)
+            if keys <= logged and len(holders) == len(keys) and \
+                    all(len(w) == 2 for w in holders.values()):
+                break
+            assert time.monotonic() < deadline, \
+                f"copies never logged or listed: {sorted(keys - logged)}, {holders}"
+            time.sleep(0.05)
+        yield
+    finally:
+        if running:
+            client.amm.start()
 
 
 def generated_stream(parts, n, d, seed0):

@@ -2,6 +2,7 @@
 estimate is the in-memory averaged fit of that partition, bit for bit; the
 combination is their size-weighted mean; the divide-and-conquer estimate is
 as accurate as the single averaged fit; bad input and worker errors."""
+import contextlib
 import gc
 import os
 import time
@@ -20,7 +21,7 @@ from streamfit.dask import ParallelQuantileFit, parallel_quantile_fit, stream_fi
 from streamfit.schedules import StatisticalSchedule  # noqa: E402
 from streamfit.simulate import make_linear_stream  # noqa: E402
 
-from .conftest import (TransferLog, by_value, copy_to_both_workers,  # noqa: E402
+from .conftest import (TransferLog, by_value, copies_on_both_workers,  # noqa: E402
                        generated_stream, make_cluster, pinned_stream, reused_keys,
                        slow_block, task_workers, worker_only_array)
 
@@ -247,9 +248,10 @@ def test_persisted_partitions_are_fitted_where_they_are_and_shared(client):
     # put all fits on one)
     X, y, where = pinned_stream(client, 8, 3000, 5, 3000, seed0=20)
     for replicate in (False, True):
-        if replicate:
-            copy_to_both_workers(client, distributed.futures_of([X, y]))
-        with TransferLog(client) as log, distributed.get_task_stream(client=client) as ts:
+        copies = copies_on_both_workers(client, distributed.futures_of([X, y])) if replicate \
+            else contextlib.nullcontext()
+        with copies, TransferLog(client) as log, \
+                distributed.get_task_stream(client=client) as ts:
             fit = parallel_quantile_fit(X, y, 0.5, client=client, min_partition_rows=100)
         assert fit.n_samples_seen_ == 24_000
         ran = task_workers(ts, "parallel_quantile_fit-")
