@@ -556,6 +556,27 @@ def test_no_client_starts_and_closes_a_local_cluster(regression):
     assert_same_state(est, in_memory(OnlineQuantileRegressor(0.3), row_chunks(N, CHUNK, X, y)))
 
 
+def test_own_local_cluster_workers_keep_glibcs_heap_trimming():
+    # Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers; the
+    # clusters streamfit starts for one call unset it (local_cluster's
+    # docstring says why). In a fresh interpreter: a Nanny started earlier in
+    # this one has already put the variable in os.environ, which children
+    # inherit.
+    code = (
+        "import os\n"
+        "from distributed import Client\n"
+        "from streamfit.dask._client import local_cluster\n"
+        "if __name__ == '__main__':\n"
+        "    with local_cluster(1) as cluster, Client(cluster) as c:\n"
+        "        env = c.run(lambda: os.environ.get('MALLOC_TRIM_THRESHOLD_'))\n"
+        "        print(sorted(map(repr, env.values())))\n")
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "['None']", done.stdout
+
+
 @pytest.mark.parametrize("make", [lambda: OnlineQuantileRegressor(0.3),
                                   lambda: PerturbedLeaderPCA(K, random_state=0)])
 def test_result_pickles_and_copies(client, rows, make):

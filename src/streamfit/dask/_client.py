@@ -24,6 +24,7 @@ import threading
 import time
 from concurrent.futures import CancelledError
 
+import dask
 import distributed
 from distributed import Client, LocalCluster
 
@@ -151,10 +152,17 @@ def local_cluster(n_workers=None):
     """A LocalCluster of ``n_workers`` (default: one per core) single-threaded
     worker processes: the estimators' Python layer holds the GIL, so
     processes, not threads, give the parallelism. Loopback only, no fixed
-    dashboard port (another cluster may hold 8787)."""
-    return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
-                        processes=True, host="127.0.0.1", dashboard_address=":0",
-                        silence_logs=logging.ERROR)
+    dashboard port (another cluster may hold 8787). The workers keep glibc's
+    own heap trimming: Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 (for
+    long-lived workers' unmanaged memory), which hands every freed block
+    above 64 KiB back to the OS, so a task's next large allocation faults
+    its pages in again. These clusters live for one call. Example: a tenth of
+    the report's dense low-rank task, 1.96 million page faults with the
+    setting, 55 thousand without."""
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+        return LocalCluster(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                            processes=True, host="127.0.0.1", dashboard_address=":0",
+                            silence_logs=logging.ERROR)
 
 
 @contextlib.contextmanager
