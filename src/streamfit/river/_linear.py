@@ -8,7 +8,7 @@ from river import base as _rb
 
 from ..quantile import OnlineLeastSquaresRegressor as _OnlineLeastSquares
 from ..quantile import OnlineQuantileRegressor as _OnlineQuantile
-from ._columns import _Columns
+from ._columns import _F64, _Columns
 
 __all__ = ["QuantileRegressor", "LeastSquaresRegressor"]
 
@@ -62,11 +62,18 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         state = self._state
         if state is None or self.hashing is not None:
             return None
+        seen = self.__dict__.get("_columns_of")
+        if seen is not None and seen[0] is state:
+            return seen[1]
+        # (made once per state: learn_many and predict_many read them on
+        # every call, and _frame knows the columns it saw by their identity)
         index = state.feature_index
         keys = [None] * len(index)
         for key, j in index.items():
             keys[j] = key
-        return tuple(keys)
+        keys = tuple(keys)
+        self.__dict__["_columns_of"] = (state, keys)
+        return keys
 
     def learn_one(self, x, y):
         """Update the model with one row.
@@ -211,20 +218,19 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         columns (None before the first row is learnt)."""
         return self._columns
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_frame_columns", None)       # the last frame's columns, seen in order
-        return state
 
 
 def _target(y, n):
-    """A mini-batch's targets as float64: numbers only, n of them."""
+    """A mini-batch's targets as float64: numbers only, n of them (a view of
+    y's values when they are float64: the state object copies what it must)."""
     values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
-    if values.dtype.kind not in "biuf":
-        raise TypeError(f"y must hold numbers, got dtype {values.dtype}")
-    if values.shape != (n,):
-        raise ValueError(f"y must have {n} values (X's rows), got shape {values.shape}")
-    return np.ascontiguousarray(values, dtype=np.float64)
+    if values.dtype is not _F64 or values.shape != (n,):
+        if values.dtype.kind not in "biuf":
+            raise TypeError(f"y must hold numbers, got dtype {values.dtype}")
+        if values.shape != (n,):
+            raise ValueError(f"y must have {n} values (X's rows), got shape {values.shape}")
+        return values.astype(np.float64)
+    return values
 
 
 class QuantileRegressor(_LinearRegressor):
