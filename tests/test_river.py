@@ -127,6 +127,51 @@ def test_learn_many_equals_learn_one(stream, adapter):
                                rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("adapter", [QuantileRegressor(tau=0.3), RiverPCA(n_components=2, seed=0)],
+                         ids=["quantile", "pca"])
+def test_learn_many_reads_each_frame_by_its_own_columns(stream, adapter):
+    # The adapters remember the last columns seen in the model's order (row
+    # slices share them): frames in another order, with a column missing or
+    # one too many, and integer frames, met between such slices, are each
+    # read by their own columns -- the model is learn_one's over the same rows
+    X, y, dicts = stream
+    one, many = adapter.clone(), adapter.clone()
+    supervised = one._supervised
+    frame = pd.DataFrame(dicts)
+    cols = list(frame.columns)
+    shapes = [lambda f: f, lambda f: f[cols[::-1]], lambda f: f.drop(columns=[cols[3]]),
+              lambda f: f.assign(extra=7.0), lambda f: f.round().astype(np.int64)]
+    for i, a in enumerate(range(0, 1500, 100)):
+        block = shapes[i % len(shapes)](frame.iloc[a:a + 100])
+        if supervised:
+            many.learn_many(block, pd.Series(y[a:a + 100]))
+        else:
+            many.learn_many(block)
+        for x, target in zip(block.to_dict("records"), y[a:a + 100].tolist()):
+            x = {k: float(v) for k, v in x.items()}
+            one.learn_one(x, target) if supervised else one.learn_one(x)
+    if supervised:
+        np.testing.assert_array_equal(one.estimator.coef_, many.estimator.coef_)
+        assert one.intercept == many.intercept
+        preds = many.predict_many(frame.iloc[:50][cols[::-1]])
+        np.testing.assert_allclose(preds.to_numpy(), [one.predict_one(x) for x in dicts[:50]],
+                                   rtol=1e-12, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(one.estimator.components_, many.estimator.components_)
+    assert many.columns == tuple(cols)
+    # a frame with a new column is refused under new_features="raise", the
+    # model unchanged, after slices of the same frame were read
+    strict = adapter.clone({"new_features": "raise"})
+    wide = frame.assign(extra=1.0)
+    strict.learn_many(frame.iloc[:100], pd.Series(y[:100])) if supervised else \
+        strict.learn_many(frame.iloc[:100])
+    before = pickle.dumps(strict)
+    with pytest.raises(ValueError, match="'extra'.*not among the model's columns"):
+        strict.learn_many(wide.iloc[100:200], pd.Series(y[100:200])) if supervised else \
+            strict.learn_many(wide.iloc[100:200])
+    assert pickle.dumps(strict) == before
+
+
 def test_pca_equals_the_wrapped_estimator():
     S = make_spiked_stream(400, 8, n_spikes=2, random_state=0)
     dicts = _dicts(S, "f")

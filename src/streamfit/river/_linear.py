@@ -8,7 +8,9 @@ from river import base as _rb
 
 from ..quantile import OnlineLeastSquaresRegressor as _OnlineLeastSquares
 from ..quantile import OnlineQuantileRegressor as _OnlineQuantile
-from ._columns import _Columns
+from .._kernels._quantile import river_learn_one as _river_learn_one
+from .._kernels._quantile import river_predict_one as _river_predict_one
+from ._columns import _F64, _Columns
 
 __all__ = ["QuantileRegressor", "LeastSquaresRegressor"]
 
@@ -62,37 +64,38 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         state = self._state
         if state is None or self.hashing is not None:
             return None
+        seen = self.__dict__.get("_columns_of")
+        if seen is not None and seen[0] is state:
+            return seen[1]
+        # (made once per state: learn_many and predict_many read them on
+        # every call, and _frame knows the columns it saw by their identity)
         index = state.feature_index
         keys = [None] * len(index)
         for key, j in index.items():
             keys[j] = key
-        return tuple(keys)
+        keys = tuple(keys)
+        self.__dict__["_columns_of"] = (state, keys)
+        return keys
 
-    def learn_one(self, x, y):
-        """Update the model with one row.
+    # learn_one / predict_one: compiled (the dict row of a model that has
+    # learnt goes straight to its state object; see river_learn_one)
+    learn_one = _river_learn_one
+    predict_one = _river_predict_one
 
-        Parameters
-        ----------
-        x : dict
-            Features (keys of the model's columns; missing keys read as 0).
-        y : float
-            The target.
-        """
-        state = self._state
-        if type(x) is not dict and not isinstance(x, dict):
+    def _learn_one_slow(self, x, y):
+        if not isinstance(x, dict):
             raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
+        x = x if type(x) is dict else dict(x)
+        state = self._state
         if state is None:
             self._learn_first(x, y)
         else:
-            state.learn_one(x if type(x) is dict else dict(x), y)
+            state.learn_one(x, y)
 
     def _learn_first(self, x, y):
         # The first row fixes the columns; published only once learnt (a
         # refused row leaves the model without columns). Two threads' first
         # rows: one state wins, the other's row is learnt into it.
-        if not isinstance(x, dict):
-            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
-        x = x if type(x) is dict else dict(x)
         self._check_hashing()
         new = self._new_state(None if self.hashing is not None else self._columns_for(x))
         new.learn_one(x, y)
@@ -100,27 +103,13 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         if state is not new:
             state.learn_one(x, y)
 
-    def predict_one(self, x):
-        """The prediction x' coef_ + intercept_ (0.0 before the first row is learnt).
-
-        Parameters
-        ----------
-        x : dict
-
-        Returns
-        -------
-        float
-        """
+    def _predict_one_slow(self, x):
+        if not isinstance(x, dict):
+            raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
         state = self._state
         if state is None:
-            if not isinstance(x, dict):
-                raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
             return 0.0
-        if type(x) is not dict:
-            if not isinstance(x, dict):
-                raise TypeError(f"x must be a dict of features, got {type(x).__name__}")
-            x = dict(x)
-        return state.predict_one(x)
+        return state.predict_one(x if type(x) is dict else dict(x))
 
     def learn_many(self, X, y):
         """Update the model with a mini-batch: the same model as ``learn_one``
@@ -211,20 +200,19 @@ class _LinearRegressor(_Columns, _rb.MiniBatchRegressor):
         columns (None before the first row is learnt)."""
         return self._columns
 
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state.pop("_frame_columns", None)       # the last frame's columns, seen in order
-        return state
 
 
 def _target(y, n):
-    """A mini-batch's targets as float64: numbers only, n of them."""
+    """A mini-batch's targets as float64: numbers only, n of them (a view of
+    y's values when they are float64: the state object copies what it must)."""
     values = y.to_numpy() if hasattr(y, "to_numpy") else np.asarray(y)
-    if values.dtype.kind not in "biuf":
-        raise TypeError(f"y must hold numbers, got dtype {values.dtype}")
-    if values.shape != (n,):
-        raise ValueError(f"y must have {n} values (X's rows), got shape {values.shape}")
-    return np.ascontiguousarray(values, dtype=np.float64)
+    if values.dtype is not _F64 or values.shape != (n,):
+        if values.dtype.kind not in "biuf":
+            raise TypeError(f"y must hold numbers, got dtype {values.dtype}")
+        if values.shape != (n,):
+            raise ValueError(f"y must have {n} values (X's rows), got shape {values.shape}")
+        return values.astype(np.float64)
+    return values
 
 
 class QuantileRegressor(_LinearRegressor):

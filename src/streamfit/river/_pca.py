@@ -105,7 +105,9 @@ class PerturbedLeaderPCA(_Columns, _rb.MiniBatchTransformer):
             if bad:
                 raise TypeError(f"X: the values of features {bad!r} are not numbers (a "
                                 f"column of strings or objects); the model is unchanged")
-        return super()._frame(X, columns)
+        # (C order, as the estimator's arrays: a strided view of the frame
+        # would change the BLAS path of transform_many's product)
+        return np.ascontiguousarray(super()._frame(X, columns))
 
     def _whole(self, est):
         # the estimator's state updated in place: a fork in another thread's
