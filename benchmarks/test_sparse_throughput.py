@@ -228,7 +228,7 @@ PEER_SMOKE = {"rows": 20_000, "held_out": 5_000, "river_rows": 2_000, "rounds": 
 SKLEARN_ETA0 = (0.01, 0.03, 0.1, 0.3, 1.0)  # SGDRegressor's eta0 (invscaling)
 VW_LR = (0.3, 1.0, 3.0, 10.0)               # VW's -l (adaptive, normalized updates)
 RIVER_LR = (0.003, 0.01, 0.03, 0.1, 0.3)    # river's SGD(lr), intercept_lr the same
-OURS_ETA = (0.01, 0.03, 0.1, 0.3)          # ours with ConstantSchedule (reported beside)
+OURS_ETA = (0.003, 0.01, 0.03, 0.1, 0.3)  # ours with ConstantSchedule (reported beside)
 PEER_FLOORS = {"sklearn": 5.0, "vw": 2.0, "river": 3.0}
 VW_ARGS = ["--loss_function", "quantile", "--quantile_tau", str(PEER_TAU), "-b", "20"]
 

@@ -164,7 +164,7 @@ def _analyse(prm, results):
                f"warm-up's rows = {nnz}); constants: the best by median final error of "
                f"{len(CONSTANTS)} log-spaced steps {CONSTANTS[0]:g}..{CONSTANTS[-1]:g}, picked "
                "in hindsight. Curves: medians with inter-quartile bands (the best constant); "
-               "dotted and dashed: the grid's steps 100x smaller and larger than the best.")
+               "dotted and dashed: the grid's steps 10x smaller and larger than the best.")
     notes = ("**What d means.** On the vocabulary E x x' = (nnz / p) I. With p near nnz the "
              "rows are dense in disguise and d = nnz (no intercept here) is the paper's d. "
              "As p / nnz grows, the schedule's Cl = mean ||x||^2 / d stays near 1 while the covariance's "
