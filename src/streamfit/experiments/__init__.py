@@ -14,8 +14,8 @@ The table functions the tests and benchmarks use (``stepsize_comparison``,
 from . import (lowrank, pca_compare, pca_cost, pca_dropout, pca_goe, pca_noise, pca_real,
                pca_scaling, pca_stability, qr_batch, qr_batch_regret, qr_coverage, qr_drift,
                qr_dscan, qr_efficiency, qr_fan, qr_init, qr_least_squares, qr_offline,
-               qr_phase_one, qr_real, qr_regret, qr_remark3, qr_sensitivity, qr_squared,
-               qr_stepsizes, qr_storage, qr_table1, qr_tails)
+               qr_phase_one, qr_real, qr_regret, qr_remark3, qr_sensitivity, qr_sparse,
+               qr_squared, qr_stepsizes, qr_storage, qr_table1, qr_tails)
 from ._runner import open_runner
 from .pca import adversarial_regret, comparator_regret, loglog_slope
 from .quantile import format_table, offline_comparison, regret_dynamics, stepsize_comparison
@@ -25,7 +25,7 @@ from .report import markdown_table, write_report
 EXPERIMENTS = tuple(m.EXPERIMENT for m in (
     qr_remark3, qr_stepsizes, qr_phase_one, qr_offline, qr_efficiency, qr_least_squares,
     qr_sensitivity, qr_regret, qr_batch, qr_batch_regret, qr_storage, qr_tails, qr_dscan,
-    qr_init, qr_squared, qr_table1, qr_real, qr_fan, qr_drift, qr_coverage, lowrank,
+    qr_init, qr_squared, qr_table1, qr_real, qr_fan, qr_drift, qr_sparse, qr_coverage, lowrank,
     pca_goe, pca_scaling, pca_noise, pca_stability, pca_compare, pca_cost, pca_real,
     pca_dropout))
 
