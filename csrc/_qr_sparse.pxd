@@ -235,6 +235,113 @@ cdef inline int sp_update(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const do
     return code
 
 
+cdef inline int sp_axpy_plain(double *W, double *e, Py_ssize_t base, const int *idx,
+                              const double *z, Py_ssize_t k, double a) noexcept nogil:
+    # sp_update without a lazy average or a sparse scaler (W at the
+    # quantile's row): w += a z on the row's coordinates, each logged first
+    # into e (2 doubles an entry, as log_entry writes them; NULL: no log).
+    # Its own loop, so that the flags sp_update tests on every coordinate
+    # are tested once a row and the compiler sees the entry's width.
+    cdef Py_ssize_t i, j
+    cdef double w, wn
+    cdef int code = OK
+    if e != NULL:
+        for i in range(k):
+            j = idx[i]
+            w = W[j]
+            e[2 * i] = <double> (base + j)
+            e[2 * i + 1] = w
+            wn = w + a * z[i]
+            W[j] = wn
+            if not (fabs(wn) < 1e300):      # (iterate_finite's bound; NaN fails too)
+                code = ERR_NONFINITE
+    else:
+        for i in range(k):
+            j = idx[i]
+            wn = W[j] + a * z[i]
+            W[j] = wn
+            if not (fabs(wn) < 1e300):
+                code = ERR_NONFINITE
+    return code
+
+
+cdef inline int sp_axpy_lazy(double *W, double *U, double *T, double *XV, LazyRec *lz,
+                             double N, double *e, Py_ssize_t base, Py_ssize_t d,
+                             const int *idx, const double *z, Py_ssize_t k, double a,
+                             bint touch) noexcept nogil:
+    # sp_update with the lazy average and no sparse scaler (sd = 1: its
+    # divisions by sd are exact and dropped): W, U, T at the quantile's row,
+    # XV at its X (NULL: no plug-in intercept), e the log's first new entry
+    # (4 doubles an entry, 6 with XV, as log_entry writes them; NULL: no
+    # log). The epoch's records are kept in locals over the row (the same
+    # operations in the same order: bit-identical to sp_update).
+    cdef Py_ssize_t i, j, st = 6 if XV != NULL else 4
+    cdef double w, wn, dw, du, ep = lz.ep, N0 = lz.N0, H = lz.H, t
+    cdef double A = lz.A, Ac = lz.Ac, B = lz.B, Bc = lz.Bc
+    cdef int code = OK
+    for i in range(k):
+        j = idx[i]
+        w = W[j]
+        if e != NULL:
+            e[st * i] = <double> (base + j)
+            e[st * i + 1] = w
+            e[st * i + 2] = U[j]
+            e[st * i + 3] = T[j]
+            if XV != NULL:
+                e[st * i + 4] = XV[j]
+                e[st * i + 5] = XV[d + j]
+        dw = a * z[i]
+        wn = w + dw
+        if touch:
+            t = T[j]
+            if t != ep:          # (lazy_touch)
+                if t == 0:
+                    U[j] = N0 * (w - U[j])
+                else:
+                    U[j] = 0.0
+                T[j] = ep
+                if XV != NULL:
+                    XV[j] = 0.0
+                    XV[d + j] = 0.0
+            if N > 0:
+                du = N * dw
+                U[j] += du
+                if XV != NULL:
+                    XV[d + j] += du * H
+                    nsum(&A, &Ac, XV[j] * du)
+                    nsum(&B, &Bc, XV[j] * du * H)
+                if not (fabs(U[j]) <= DBL_MAX):
+                    code = ERR_NONFINITE
+        W[j] = wn
+        if not (fabs(wn) < 1e300):
+            code = ERR_NONFINITE
+    lz.A = A
+    lz.Ac = Ac
+    lz.B = B
+    lz.Bc = Bc
+    return code
+
+
+cdef inline int sp_step(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const double *z,
+                        Py_ssize_t k, double a, bint touch, bint logging) noexcept nogil:
+    # sp_update, by the specialised loops where they apply (no sparse
+    # scaler: the common cases); the log's entries advance by k
+    cdef Py_ssize_t base = q * c.ld
+    cdef double *e = sp.log + sp.nlog * sp.stride if logging else NULL
+    cdef int code
+    if sp.ssc != NULL:
+        return sp_update(c, sp, q, idx, z, k, a, touch, logging)
+    if sp.U == NULL:
+        code = sp_axpy_plain(c.W + base, e, base, idx, z, k, a)
+    else:
+        code = sp_axpy_lazy(c.W + base, sp.U + base, sp.T + base,
+                            sp.XV + q * sp.xvstride if sp.XV != NULL else NULL, &sp.lz[q],
+                            c.S[q].n_avg, e, base, c.d, idx, z, k, a, touch)
+    if logging:
+        sp.nlog += k
+    return code
+
+
 cdef inline void sp_average(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const double *x,
                             Py_ssize_t k, double y, double step, double wi) noexcept nogil:
     # One step of the lazy average after the row's update (average_step, or
@@ -379,8 +486,8 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
             break
         jj += 1
         avg_step = avg and (s.avg_on != 0 or not stat)
-        code = sp_update(c, sp, 0, idx, z, k, coef, avg and (s.n_avg > 0 or avg_step),
-                         logging and sp.ssc == NULL)
+        code = sp_step(c, sp, 0, idx, z, k, coef, avg and (s.n_avg > 0 or avg_step),
+                       logging and sp.ssc == NULL)
         if code != OK:
             row[0] = i
             break
@@ -469,8 +576,8 @@ cdef inline int sparse_multi_rows(Lin *c, Sp *sp, const int *indptr, const int *
             if not upd[q]:
                 continue
             avg_step = avg and (S[q].avg_on != 0 or P[q].kind != KIND_STATISTICAL)
-            code = sp_update(c, sp, q, idx, x, k, cf[q], avg and (S[q].n_avg > 0 or avg_step),
-                             logging)
+            code = sp_step(c, sp, q, idx, x, k, cf[q], avg and (S[q].n_avg > 0 or avg_step),
+                           logging)
             if code != OK:
                 break
             if avg_step:
