@@ -24,7 +24,9 @@
 # - an undo log: the loops update the live state in place and log every
 #   coordinate they are about to change (its position and old values), so
 #   that a failure restores the state of the call's start in O(the log);
-# - the checks of a CSR block (_check_csr) and the schedule's d of a sparse
+# - the check of a row's columns, as the loops come to it (csr_row_bad; the
+#   caller checks the index pointer first and, when a call fails, finds the
+#   block's first fault with _csr_fault), and the schedule's d of a sparse
 #   row (its non-zeros: dim_of_row).
 from libc.math cimport fabs, sqrt
 from libc.float cimport DBL_MAX
@@ -411,6 +413,20 @@ cdef inline int sp_scale_row(Sp *sp, double *W, Py_ssize_t d, const int *idx,
     return OK
 
 
+cdef inline bint csr_row_bad(const int *idx, Py_ssize_t k, Py_ssize_t d) noexcept nogil:
+    # a row's columns not increasing inside [0, d), checked before the row
+    # reads W at them: the loops check each row as they come to it (a block
+    # is not checked beforehand) and fail the call with ERR_BADINPUT, whose
+    # caller then finds the block's first fault and undoes the call
+    cdef Py_ssize_t t
+    cdef int prev = -1
+    for t in range(k):
+        if idx[t] <= prev or idx[t] >= d:
+            return True
+        prev = idx[t]
+    return False
+
+
 # -- the row loops ------------------------------------------------------------------
 
 cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int *indices,
@@ -418,9 +434,11 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
                                    const double *swp, const double *etas, Poll *pl,
                                    Py_ssize_t *done, Py_ssize_t *row) noexcept nogil:
     # single_rows (_qr_loops.pxd) on CSR rows, one quantile: the same
-    # schedule, weights, drift test, averaging (lazy) and scaler (sparse);
-    # rows checked beforehand (_check_csr). done: rows applied; row: the row
-    # a code other than OK or ERR_INTERRUPTED refers to.
+    # schedule, weights, drift test, averaging (lazy) and scaler (sparse).
+    # The rows' columns are checked here, each row before anything reads W
+    # at them; the index pointer beforehand (the caller). done: rows
+    # applied; row: the row a code other than OK or ERR_INTERRUPTED refers
+    # to.
     cdef SGDState *s = c.S
     cdef const SGDParams *p = c.P
     cdef Py_ssize_t d = c.d, i, jj = 0, k, t, taken = 0
@@ -431,9 +449,10 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
     cdef int kind = <int> p.kind, code = OK
     cdef bint stat = kind == KIND_STATISTICAL, fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0 and sp.U != NULL, drift = p.drift != 0
-    cdef bint logging = sp.log != NULL, warming, avg_step
+    cdef bint logging = sp.log != NULL, warming, avg_step, bad
     cdef double da_full = d + (1.0 if fit_b else 0.0), rd, wi = 1.0
     cdef double xw, xx, r, ra, coef = 0.0, step = 0.0, sd, th
+    cdef int j, prev
     done[0] = 0
     row[0] = -1
     for i in range(n):
@@ -447,16 +466,35 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
             wi = swp[i]
         rd = row_dim(s, p, x, k, True, da_full, wi, &warming)
         z = x
-        if sp.ssc != NULL:
-            sp_scale_row(sp, W, d, idx, x, k, wi, logging)
-            z = sp.z
         xw = 0.0
         xx = 0.0
-        for t in range(k):
-            xw += z[t] * W[idx[t]]
-            xx += z[t] * z[t]
+        bad = False
+        if sp.ssc != NULL:
+            if csr_row_bad(idx, k, d):
+                code = ERR_BADINPUT
+                row[0] = i
+                break
+            sp_scale_row(sp, W, d, idx, x, k, wi, logging)
+            z = sp.z
+            for t in range(k):
+                xw += z[t] * W[idx[t]]
+                xx += z[t] * z[t]
+        else:
+            # the row's check (csr_row_bad) in its first pass: each column
+            # above the one before it and below d before W is read there;
+            # its values' finiteness is the check of xx below (a NaN or inf
+            # value makes the sum of squares NaN or inf)
+            prev = -1
+            for t in range(k):
+                j = idx[t]
+                if j <= prev or j >= d:
+                    bad = True
+                    break
+                prev = j
+                xw += x[t] * W[j]
+                xx += x[t] * x[t]
         r = y[i] - (xw + s.intercept)
-        if not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
+        if bad or not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
             code = ERR_BADINPUT
             row[0] = i
             break
@@ -531,6 +569,10 @@ cdef inline int sparse_multi_rows(Lin *c, Sp *sp, const int *indptr, const int *
             break
         idx = indices + indptr[i]
         x = data + indptr[i]
+        if csr_row_bad(idx, k, d):
+            code = ERR_BADINPUT
+            row[0] = i
+            break
         xx = 0.0
         for t in range(k):
             xx += x[t] * x[t]
