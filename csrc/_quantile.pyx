@@ -1613,6 +1613,8 @@ cdef class LinearSGD:
             # sums' O(d^2) anyway), up to a size
             if self.d > SPARSE_INFERENCE_MAX:
                 raise ValueError(_INFERENCE_REFUSAL.format(d=self.d, most=SPARSE_INFERENCE_MAX))
+            self._csr_refuse(X, ip, ix, dv, n)     # (the rows were not checked: toarray
+                                                   # would add up repeated columns)
             return self._learn_single(np.ascontiguousarray(X.toarray()), y, sw, preds)
         self._check_scaler(SC_SPARSE)
         y = np.ascontiguousarray(y)

@@ -223,7 +223,8 @@ def _bad_last_row(X, what):
 
 @pytest.mark.parametrize("what", ["nan", "inf", "unsorted", "repeated", "negative", "past"])
 @pytest.mark.parametrize("kw", [{}, {"average": True}, {"scale": "online"},
-                                {"tau": [0.2, 0.8], "average": True}])
+                                {"tau": [0.2, 0.8], "average": True},
+                                {"inference": True, "average": True}])
 def test_bad_last_row_of_a_block_refuses_the_block_state_unchanged(what, kw):
     X, y, _ = sparse_stream(n=800)
     est = OnlineQuantileRegressor(**kw).partial_fit(X[:400], y[:400])
