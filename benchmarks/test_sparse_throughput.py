@@ -29,6 +29,11 @@ QuantileRegressor(hashing=2**20) against river's quantile LinearRegression
 in a prequential loop on dicts; each peer at its best of a step grid by
 held-out pinball loss. Tables in .benchmarks/sparse_peers*.txt (timed runs).
 
+``test_hashed_dict_learn_one``: ``learn_one`` on dicts of 30 features hashed
+into 2^20 columns against ``learn_one`` on the same values as dense rows of 30
+columns (``ratio_time_dict_learn_one_vs_dense_d30``; issue 43's floor is 1.5 us
+a dict row).
+
     pytest benchmarks/test_sparse_throughput.py -s     # timed; prints the table
     STREAMFIT_BENCH_FLOORS=1 pytest benchmarks/test_sparse_throughput.py -s  # + the floors
     pytest benchmarks/test_sparse_throughput.py --benchmark-disable -q   # smoke
@@ -487,3 +492,58 @@ def test_sparse_peers_river(benchmark, timed, peer_stream, bench_rounds, publish
                       ("pinball ours / river", ours_loss / river_losses[lr], 1.0, False))
                   if (v < bound if at_least else v > bound)]
         assert not missed, "river peer floors missed:\n" + "\n".join(missed)
+
+DICT_FEATURES = 30
+DICT_ROWS = (20_000, 2_000)        # timed, smoke
+
+
+def test_hashed_dict_learn_one(benchmark, timed, table):
+    """``learn_one`` on dicts of 30 features hashed into 2^20 columns (issue
+    43's floor: <= 1.5 us a row), against ``learn_one`` on the same 30 values
+    as a dense row of 30 columns (the same update without the dict and the
+    hashing), CPU time, interleaved rounds."""
+    n = DICT_ROWS[0] if timed else DICT_ROWS[1]
+    rounds = ROUNDS[0] if timed else ROUNDS[1]
+    rng = np.random.default_rng(4)
+    names = [f"feature_{i}" for i in range(10 ** 5)]
+    picks = rng.integers(0, len(names), (n, DICT_FEATURES))
+    vals = rng.standard_normal((n, DICT_FEATURES))
+    rows = [{names[j]: float(v) for j, v in zip(pj, pv)} for pj, pv in zip(picks, vals)]
+    dense = [np.ascontiguousarray(v) for v in vals]
+    y = [float(v) for v in vals[:, 0] + rng.standard_t(3, n)]
+    warm = n // 10
+    cpu = {"dict_2e20": [], "dense_d30": []}
+    live = {}
+
+    def prepare(name, r):
+        if name == "dict_2e20":
+            est = OnlineQuantileRegressor(0.5, hashing=2 ** 20)
+            src = rows
+        else:
+            est = OnlineQuantileRegressor(0.5)
+            src = dense
+        for x, t in zip(src[:warm], y[:warm]):          # (allocation, warm-up: untimed)
+            est.learn_one(x, t)
+        live[name] = (est.learn_one, src)
+
+    def call(name, r):
+        learn, src = live.pop(name)
+        start = time.process_time()
+        for x, t in zip(src[warm:], y[warm:]):
+            learn(x, t)
+        cpu[name].append((time.process_time() - start) / (n - warm))
+
+    interleave(benchmark, rounds, "dict_2e20", ["dense_d30"], call, prepare)
+    us = {name: float(np.median(v)) * 1e6 for name, v in cpu.items()}
+    ratios = {"ratio_time_dict_learn_one_vs_dense_d30": us["dict_2e20"] / us["dense_d30"]}
+    record_ratios(benchmark, ratios)
+    benchmark.extra_info.update({f"median_cpu_us_per_row_{k}": v for k, v in us.items()})
+    benchmark.extra_info["blas_threads"] = blas_threads()
+    lines = table.setdefault("lines", [])
+    lines.append(f"learn_one: dicts of {DICT_FEATURES} features hashed into 2^20 columns vs "
+                 f"dense rows of {DICT_FEATURES}; CPU us per row, median of {rounds} rounds"
+                 f"{'' if timed else ' (--benchmark-disable: indicative only)'}")
+    for name, v in us.items():
+        lines.append(f"  {name:18s} {v:9.3f} us/row")
+    for k, v in ratios.items():
+        lines.append(f"  {k:40s} {v:8.2f}")

@@ -13,7 +13,7 @@ from cpython.long cimport PyLong_Check, PyLong_AsDouble
 from cpython.bool cimport PyBool_Check
 from cpython.dict cimport PyDict_Next
 from cpython.ref cimport PyObject
-from libc.stdint cimport int32_t, uint32_t
+from libc.stdint cimport int32_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, realloc, free, qsort
 from libc.string cimport memcpy
 from libc.math cimport fabs
@@ -21,6 +21,9 @@ from libc.float cimport DBL_MAX
 
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+    bint PyUnicode_IS_COMPACT_ASCII(object s)
+    void *PyUnicode_DATA(object s)
+    Py_ssize_t PyUnicode_GET_LENGTH(object s)
 
 cdef extern from "_murmur.h" nogil:
     int32_t sf_murmurhash3_32(const void *key, Py_ssize_t length, uint32_t seed)
@@ -33,6 +36,8 @@ cdef struct HashRow:
     # "key=value" names; grown as rows need, freed with hash_row_free
     int *idx
     double *val
+    uint64_t *key         # scratch (cap): the sort's keys, column << 32 | arrival
+    double *tmp           # scratch (cap): the values in arrival order
     Py_ssize_t k, cap
     char *buf
     Py_ssize_t bufcap
@@ -49,8 +54,10 @@ cdef inline int hash_row_init(HashRow *h) except -1:
     h.bufcap = 256
     h.idx = <int *> malloc(h.cap * sizeof(int))
     h.val = <double *> malloc(h.cap * sizeof(double))
+    h.key = <uint64_t *> malloc(h.cap * sizeof(uint64_t))
+    h.tmp = <double *> malloc(h.cap * sizeof(double))
     h.buf = <char *> malloc(h.bufcap)
-    if h.idx == NULL or h.val == NULL or h.buf == NULL:
+    if h.idx == NULL or h.val == NULL or h.key == NULL or h.tmp == NULL or h.buf == NULL:
         hash_row_free(h)
         raise MemoryError("could not allocate a hashed row")
     return 0
@@ -59,9 +66,13 @@ cdef inline int hash_row_init(HashRow *h) except -1:
 cdef inline void hash_row_free(HashRow *h) noexcept:
     free(h.idx)
     free(h.val)
+    free(h.key)
+    free(h.tmp)
     free(h.buf)
     h.idx = NULL
     h.val = NULL
+    h.key = NULL
+    h.tmp = NULL
     h.buf = NULL
     h.cap = 0
     h.bufcap = 0
@@ -70,6 +81,7 @@ cdef inline void hash_row_free(HashRow *h) noexcept:
 cdef inline int _reserve(HashRow *h, Py_ssize_t n) except -1:
     cdef int *i2
     cdef double *v2
+    cdef uint64_t *k2
     if n <= h.cap:
         return 0
     i2 = <int *> realloc(h.idx, n * sizeof(int))
@@ -80,6 +92,14 @@ cdef inline int _reserve(HashRow *h, Py_ssize_t n) except -1:
     if v2 == NULL:
         raise MemoryError("could not grow a hashed row")
     h.val = v2
+    k2 = <uint64_t *> realloc(h.key, n * sizeof(uint64_t))
+    if k2 == NULL:
+        raise MemoryError("could not grow a hashed row")
+    h.key = k2
+    v2 = <double *> realloc(h.tmp, n * sizeof(double))
+    if v2 == NULL:
+        raise MemoryError("could not grow a hashed row")
+    h.tmp = v2
     h.cap = n
     return 0
 
@@ -95,18 +115,36 @@ cdef inline int _sort_merge(HashRow *h) except -1:
     cdef Py_ssize_t i, j, k = h.k
     cdef int ci
     cdef double cv
+    cdef uint64_t ki
+    cdef uint64_t *key = h.key
     cdef _Entry *e
     if k <= 32:
-        for i in range(1, k):       # insertion sort, stable
-            ci = h.idx[i]
-            cv = h.val[i]
+        # insertion sort of one word an entry, the column above the arrival
+        # (unique keys: stable), then the values gathered in that order and
+        # the columns merged: the same sums in the same order as sorting the
+        # entries themselves, for half the moves
+        for i in range(k):
+            key[i] = ((<uint64_t> <uint32_t> h.idx[i]) << 32) | <uint64_t> i
+            h.tmp[i] = h.val[i]
+        for i in range(1, k):
+            ki = key[i]
             j = i - 1
-            while j >= 0 and h.idx[j] > ci:
-                h.idx[j + 1] = h.idx[j]
-                h.val[j + 1] = h.val[j]
+            while j >= 0 and key[j] > ki:
+                key[j + 1] = key[j]
                 j -= 1
-            h.idx[j + 1] = ci
-            h.val[j + 1] = cv
+            key[j + 1] = ki
+        j = 0
+        for i in range(k):
+            ci = <int> (key[i] >> 32)
+            cv = h.tmp[<uint32_t> key[i]]       # (the low word: the arrival)
+            if j > 0 and h.idx[j - 1] == ci:
+                h.val[j - 1] += cv
+            else:
+                h.idx[j] = ci
+                h.val[j] = cv
+                j += 1
+        h.k = j
+        return 0
     else:
         e = <_Entry *> malloc(k * sizeof(_Entry))
         if e == NULL:
@@ -135,6 +173,11 @@ cdef inline int _sort_merge(HashRow *h) except -1:
 
 cdef inline const char *_utf8(object s, Py_ssize_t *n) except NULL:
     if PyUnicode_Check(s):
+        if PyUnicode_IS_COMPACT_ASCII(s):
+            # (ASCII: its UTF-8 is its data, what PyUnicode_AsUTF8AndSize
+            # returns, without the call)
+            n[0] = PyUnicode_GET_LENGTH(s)
+            return <const char *> PyUnicode_DATA(s)
         return PyUnicode_AsUTF8AndSize(s, n)
     if PyBytes_Check(s):
         n[0] = PyBytes_GET_SIZE(s)

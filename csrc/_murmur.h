@@ -69,7 +69,13 @@ static inline void sf_hash_column(int32_t h, ptrdiff_t n_features, int alternate
      * sign, +1 for h >= 0 else -1 (1 without alternate_sign) */
     int64_t a = h == INT32_MIN ? (int64_t) 2147483647 - (n_features - 1)
                                : (h < 0 ? -(int64_t) h : (int64_t) h);
-    *column = (int32_t) (a % n_features);
+    /* (a and n_features are in [0, 2^31): the same remainder by a mask when
+     * n_features is a power of two, the usual case, else by a 32-bit
+     * division; a 64-bit division is a few tens of cycles a feature) */
+    if ((n_features & (n_features - 1)) == 0)
+        *column = (int32_t) (a & (n_features - 1));
+    else
+        *column = (int32_t) ((uint32_t) a % (uint32_t) n_features);
     *sign = (alternate_sign && h < 0) ? -1.0 : 1.0;
 }
 

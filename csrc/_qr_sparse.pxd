@@ -24,7 +24,9 @@
 # - an undo log: the loops update the live state in place and log every
 #   coordinate they are about to change (its position and old values), so
 #   that a failure restores the state of the call's start in O(the log);
-# - the checks of a CSR block (_check_csr) and the schedule's d of a sparse
+# - the check of a row's columns, as the loops come to it (csr_row_bad; the
+#   caller checks the index pointer first and, when a call fails, finds the
+#   block's first fault with _csr_fault), and the schedule's d of a sparse
 #   row (its non-zeros: dim_of_row).
 from libc.math cimport fabs, sqrt
 from libc.float cimport DBL_MAX
@@ -235,6 +237,113 @@ cdef inline int sp_update(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const do
     return code
 
 
+cdef inline int sp_axpy_plain(double *W, double *e, Py_ssize_t base, const int *idx,
+                              const double *z, Py_ssize_t k, double a) noexcept nogil:
+    # sp_update without a lazy average or a sparse scaler (W at the
+    # quantile's row): w += a z on the row's coordinates, each logged first
+    # into e (2 doubles an entry, as log_entry writes them; NULL: no log).
+    # Its own loop, so that the flags sp_update tests on every coordinate
+    # are tested once a row and the compiler sees the entry's width.
+    cdef Py_ssize_t i, j
+    cdef double w, wn
+    cdef int code = OK
+    if e != NULL:
+        for i in range(k):
+            j = idx[i]
+            w = W[j]
+            e[2 * i] = <double> (base + j)
+            e[2 * i + 1] = w
+            wn = w + a * z[i]
+            W[j] = wn
+            if not (fabs(wn) < 1e300):      # (iterate_finite's bound; NaN fails too)
+                code = ERR_NONFINITE
+    else:
+        for i in range(k):
+            j = idx[i]
+            wn = W[j] + a * z[i]
+            W[j] = wn
+            if not (fabs(wn) < 1e300):
+                code = ERR_NONFINITE
+    return code
+
+
+cdef inline int sp_axpy_lazy(double *W, double *U, double *T, double *XV, LazyRec *lz,
+                             double N, double *e, Py_ssize_t base, Py_ssize_t d,
+                             const int *idx, const double *z, Py_ssize_t k, double a,
+                             bint touch) noexcept nogil:
+    # sp_update with the lazy average and no sparse scaler (sd = 1: its
+    # divisions by sd are exact and dropped): W, U, T at the quantile's row,
+    # XV at its X (NULL: no plug-in intercept), e the log's first new entry
+    # (4 doubles an entry, 6 with XV, as log_entry writes them; NULL: no
+    # log). The epoch's records are kept in locals over the row (the same
+    # operations in the same order: bit-identical to sp_update).
+    cdef Py_ssize_t i, j, st = 6 if XV != NULL else 4
+    cdef double w, wn, dw, du, ep = lz.ep, N0 = lz.N0, H = lz.H, t
+    cdef double A = lz.A, Ac = lz.Ac, B = lz.B, Bc = lz.Bc
+    cdef int code = OK
+    for i in range(k):
+        j = idx[i]
+        w = W[j]
+        if e != NULL:
+            e[st * i] = <double> (base + j)
+            e[st * i + 1] = w
+            e[st * i + 2] = U[j]
+            e[st * i + 3] = T[j]
+            if XV != NULL:
+                e[st * i + 4] = XV[j]
+                e[st * i + 5] = XV[d + j]
+        dw = a * z[i]
+        wn = w + dw
+        if touch:
+            t = T[j]
+            if t != ep:          # (lazy_touch)
+                if t == 0:
+                    U[j] = N0 * (w - U[j])
+                else:
+                    U[j] = 0.0
+                T[j] = ep
+                if XV != NULL:
+                    XV[j] = 0.0
+                    XV[d + j] = 0.0
+            if N > 0:
+                du = N * dw
+                U[j] += du
+                if XV != NULL:
+                    XV[d + j] += du * H
+                    nsum(&A, &Ac, XV[j] * du)
+                    nsum(&B, &Bc, XV[j] * du * H)
+                if not (fabs(U[j]) <= DBL_MAX):
+                    code = ERR_NONFINITE
+        W[j] = wn
+        if not (fabs(wn) < 1e300):
+            code = ERR_NONFINITE
+    lz.A = A
+    lz.Ac = Ac
+    lz.B = B
+    lz.Bc = Bc
+    return code
+
+
+cdef inline int sp_step(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const double *z,
+                        Py_ssize_t k, double a, bint touch, bint logging) noexcept nogil:
+    # sp_update, by the specialised loops where they apply (no sparse
+    # scaler: the common cases); the log's entries advance by k
+    cdef Py_ssize_t base = q * c.ld
+    cdef double *e = sp.log + sp.nlog * sp.stride if logging else NULL
+    cdef int code
+    if sp.ssc != NULL:
+        return sp_update(c, sp, q, idx, z, k, a, touch, logging)
+    if sp.U == NULL:
+        code = sp_axpy_plain(c.W + base, e, base, idx, z, k, a)
+    else:
+        code = sp_axpy_lazy(c.W + base, sp.U + base, sp.T + base,
+                            sp.XV + q * sp.xvstride if sp.XV != NULL else NULL, &sp.lz[q],
+                            c.S[q].n_avg, e, base, c.d, idx, z, k, a, touch)
+    if logging:
+        sp.nlog += k
+    return code
+
+
 cdef inline void sp_average(Lin *c, Sp *sp, Py_ssize_t q, const int *idx, const double *x,
                             Py_ssize_t k, double y, double step, double wi) noexcept nogil:
     # One step of the lazy average after the row's update (average_step, or
@@ -304,6 +413,20 @@ cdef inline int sp_scale_row(Sp *sp, double *W, Py_ssize_t d, const int *idx,
     return OK
 
 
+cdef inline bint csr_row_bad(const int *idx, Py_ssize_t k, Py_ssize_t d) noexcept nogil:
+    # a row's columns not increasing inside [0, d), checked before the row
+    # reads W at them: the loops check each row as they come to it (a block
+    # is not checked beforehand) and fail the call with ERR_BADINPUT, whose
+    # caller then finds the block's first fault and undoes the call
+    cdef Py_ssize_t t
+    cdef int prev = -1
+    for t in range(k):
+        if idx[t] <= prev or idx[t] >= d:
+            return True
+        prev = idx[t]
+    return False
+
+
 # -- the row loops ------------------------------------------------------------------
 
 cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int *indices,
@@ -311,9 +434,11 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
                                    const double *swp, const double *etas, Poll *pl,
                                    Py_ssize_t *done, Py_ssize_t *row) noexcept nogil:
     # single_rows (_qr_loops.pxd) on CSR rows, one quantile: the same
-    # schedule, weights, drift test, averaging (lazy) and scaler (sparse);
-    # rows checked beforehand (_check_csr). done: rows applied; row: the row
-    # a code other than OK or ERR_INTERRUPTED refers to.
+    # schedule, weights, drift test, averaging (lazy) and scaler (sparse).
+    # The rows' columns are checked here, each row before anything reads W
+    # at them; the index pointer beforehand (the caller). done: rows
+    # applied; row: the row a code other than OK or ERR_INTERRUPTED refers
+    # to.
     cdef SGDState *s = c.S
     cdef const SGDParams *p = c.P
     cdef Py_ssize_t d = c.d, i, jj = 0, k, t, taken = 0
@@ -324,9 +449,10 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
     cdef int kind = <int> p.kind, code = OK
     cdef bint stat = kind == KIND_STATISTICAL, fit_b = p.fit_intercept != 0
     cdef bint avg = p.average != 0 and sp.U != NULL, drift = p.drift != 0
-    cdef bint logging = sp.log != NULL, warming, avg_step
+    cdef bint logging = sp.log != NULL, warming, avg_step, bad
     cdef double da_full = d + (1.0 if fit_b else 0.0), rd, wi = 1.0
     cdef double xw, xx, r, ra, coef = 0.0, step = 0.0, sd, th
+    cdef int j, prev
     done[0] = 0
     row[0] = -1
     for i in range(n):
@@ -340,16 +466,35 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
             wi = swp[i]
         rd = row_dim(s, p, x, k, True, da_full, wi, &warming)
         z = x
-        if sp.ssc != NULL:
-            sp_scale_row(sp, W, d, idx, x, k, wi, logging)
-            z = sp.z
         xw = 0.0
         xx = 0.0
-        for t in range(k):
-            xw += z[t] * W[idx[t]]
-            xx += z[t] * z[t]
+        bad = False
+        if sp.ssc != NULL:
+            if csr_row_bad(idx, k, d):
+                code = ERR_BADINPUT
+                row[0] = i
+                break
+            sp_scale_row(sp, W, d, idx, x, k, wi, logging)
+            z = sp.z
+            for t in range(k):
+                xw += z[t] * W[idx[t]]
+                xx += z[t] * z[t]
+        else:
+            # the row's check (csr_row_bad) in its first pass: each column
+            # above the one before it and below d before W is read there;
+            # its values' finiteness is the check of xx below (a NaN or inf
+            # value makes the sum of squares NaN or inf)
+            prev = -1
+            for t in range(k):
+                j = idx[t]
+                if j <= prev or j >= d:
+                    bad = True
+                    break
+                prev = j
+                xw += x[t] * W[j]
+                xx += x[t] * x[t]
         r = y[i] - (xw + s.intercept)
-        if not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
+        if bad or not (fabs(r) <= DBL_MAX and xx <= DBL_MAX):
             code = ERR_BADINPUT
             row[0] = i
             break
@@ -379,8 +524,8 @@ cdef inline int sparse_single_rows(Lin *c, Sp *sp, const int *indptr, const int 
             break
         jj += 1
         avg_step = avg and (s.avg_on != 0 or not stat)
-        code = sp_update(c, sp, 0, idx, z, k, coef, avg and (s.n_avg > 0 or avg_step),
-                         logging and sp.ssc == NULL)
+        code = sp_step(c, sp, 0, idx, z, k, coef, avg and (s.n_avg > 0 or avg_step),
+                       logging and sp.ssc == NULL)
         if code != OK:
             row[0] = i
             break
@@ -424,6 +569,10 @@ cdef inline int sparse_multi_rows(Lin *c, Sp *sp, const int *indptr, const int *
             break
         idx = indices + indptr[i]
         x = data + indptr[i]
+        if csr_row_bad(idx, k, d):
+            code = ERR_BADINPUT
+            row[0] = i
+            break
         xx = 0.0
         for t in range(k):
             xx += x[t] * x[t]
@@ -469,8 +618,8 @@ cdef inline int sparse_multi_rows(Lin *c, Sp *sp, const int *indptr, const int *
             if not upd[q]:
                 continue
             avg_step = avg and (S[q].avg_on != 0 or P[q].kind != KIND_STATISTICAL)
-            code = sp_update(c, sp, q, idx, x, k, cf[q], avg and (S[q].n_avg > 0 or avg_step),
-                             logging)
+            code = sp_step(c, sp, q, idx, x, k, cf[q], avg and (S[q].n_avg > 0 or avg_step),
+                           logging)
             if code != OK:
                 break
             if avg_step:

@@ -1513,11 +1513,14 @@ cdef class LinearSGD:
                     S[q].intercept_avg = S[q].pi_avg + lag
         b[self.o_hdr + H_REP] = REP_LAZY if to_lazy else REP_DENSE
 
-    cdef object _csr_arrays(self, object X, Py_ssize_t n, str name):
+    cdef object _csr_arrays(self, object X, Py_ssize_t n, str name, bint rows=True):
         # X's (indptr, indices, data), checked: a CSR matrix of n rows and
         # n_features columns, float64 data, int32 indices, a valid index
         # pointer, each row's columns in [0, n_features), increasing (sorted,
-        # no repeats), finite values. Raises naming X.
+        # no repeats), finite values. Raises naming X. rows False: the rows
+        # (columns and values) are left to the learning loops, which check
+        # each as they come to it (one pass over the block instead of two;
+        # _csr_fault on failure): only the index pointer is checked here.
         cdef Py_ssize_t bad, nnz
         cdef int what = 0
         cdef const int[::1] ip
@@ -1549,11 +1552,29 @@ cdef class LinearSGD:
             raise ValueError(f"{name}.data and {name}.indices must have the same length, got "
                              f"{dv.shape[0]} and {nnz}")
         with nogil:
-            bad = _csr_fault(&ip[0], &ix[0] if nnz else NULL, &dv[0] if nnz else NULL, n,
-                             self.d, nnz, &what)
+            bad = _indptr_fault(&ip[0], n, nnz) if not rows else 0
+            if bad >= 0:
+                # (the full check also when the index pointer alone fails: it
+                # names the block's first fault in row order, as always)
+                bad = _csr_fault(&ip[0], &ix[0] if nnz else NULL, &dv[0] if nnz else NULL, n,
+                                 self.d, nnz, &what)
         if bad >= 0:
             _csr_error(name, what, bad, X, self.d)
         return ip, ix, dv
+
+    cdef int _csr_refuse(self, object X, const int[::1] ip, const int[::1] ix,
+                         const double[::1] dv, Py_ssize_t n) except -1:
+        # After a learning loop that stopped (a failure, an interrupt): the
+        # error a fault of the block's rows makes, which takes precedence as
+        # when the block was checked before the loop (0: no fault)
+        cdef Py_ssize_t bad, nnz = ix.shape[0]
+        cdef int what = 0
+        with nogil:
+            bad = _csr_fault(&ip[0], &ix[0] if nnz else NULL, &dv[0] if nnz else NULL, n,
+                             self.d, nnz, &what)
+        if bad >= 0:
+            _csr_error("X", what, bad, X, self.d)
+        return 0
 
     cdef object _learn_sparse(self, object X, object y, object sw, object preds):
         # A CSR block (single mode): checked whole, then the sparse loop
@@ -1579,7 +1600,7 @@ cdef class LinearSGD:
                             f"is dense); {self._name()} is in mode "
                             f"{self._settings['mode']!r}: pass X.toarray()")
         self._check_target(y, sw, n)
-        ip, ix, dv = self._csr_arrays(X, n, "X")
+        ip, ix, dv = self._csr_arrays(X, n, "X", False)
         if preds is not None and (not self.several or type(preds) is not np.ndarray or
                                   preds.dtype != np.float64 or preds.shape != (n, self.m)
                                   or not preds.flags.c_contiguous or not preds.flags.writeable):
@@ -1592,6 +1613,8 @@ cdef class LinearSGD:
             # sums' O(d^2) anyway), up to a size
             if self.d > SPARSE_INFERENCE_MAX:
                 raise ValueError(_INFERENCE_REFUSAL.format(d=self.d, most=SPARSE_INFERENCE_MAX))
+            self._csr_refuse(X, ip, ix, dv, n)     # (the rows were not checked: toarray
+                                                   # would add up repeated columns)
             return self._learn_single(np.ascontiguousarray(X.toarray()), y, sw, preds)
         self._check_scaler(SC_SPARSE)
         y = np.ascontiguousarray(y)
@@ -1635,6 +1658,15 @@ cdef class LinearSGD:
                                           &dv[0] if nnz else NULL, n, &yv[0], swp, etas, &pl,
                                           &done, &row)
         self._inplace = False
+        if code != OK:
+            # a bad row (its columns, its values) anywhere in the block
+            # refuses the whole call, before an interrupt or a numerical
+            # failure: as if the block had been checked first
+            try:
+                self._csr_refuse(X, ip, ix, dv, n)
+            except ValueError:
+                self._undo(prev, &sp, True)
+                raise
         if code == OK or code == ERR_INTERRUPTED:
             self._add_alarms(alarms, c.n_alarm)
             if code == ERR_INTERRUPTED:
@@ -2720,6 +2752,19 @@ _INFERENCE_REFUSAL = (
     "row, and this model has d = {d} features: sparse rows are taken with inference only "
     "up to d = {most} (streamfit.kernels.SPARSE_INFERENCE_MAX), where their cost is that "
     "of dense rows anyway. Set inference=False, or hash into at most {most} columns")
+
+
+cdef Py_ssize_t _indptr_fault(const int *indptr, Py_ssize_t n, Py_ssize_t nnz) noexcept nogil:
+    # _csr_fault's check of the index pointer alone: the first row whose
+    # slice is not inside [0, nnz] in order (-1: none; n - 1 or 0 when the
+    # ends are wrong)
+    cdef Py_ssize_t i
+    if indptr[0] != 0 or indptr[n] != nnz:
+        return 0 if indptr[0] != 0 or n == 0 else n - 1
+    for i in range(n):
+        if indptr[i + 1] < indptr[i] or indptr[i + 1] > nnz:
+            return i
+    return -1
 
 
 cdef Py_ssize_t _csr_fault(const int *indptr, const int *indices, const double *data,

@@ -202,6 +202,51 @@ def test_bad_sparse_input_refused_naming_X_state_unchanged(what, kw):
     assert np.array_equal(est.coef_, ref.coef_)
 
 
+def _bad_last_row(X, what):
+    # X with its last row made bad (the learning loops check each row as
+    # they come to it: every row before it has been applied when they do)
+    B = X.copy()
+    a, b = B.indptr[-2], B.indptr[-1]
+    assert b - a >= 2
+    if what in ("nan", "inf"):
+        B.data[b - 1] = np.nan if what == "nan" else np.inf
+    elif what == "unsorted":
+        B.indices[a], B.indices[a + 1] = B.indices[a + 1], B.indices[a]
+    elif what == "repeated":
+        B.indices[a + 1] = B.indices[a]
+    elif what == "negative":
+        B.indices[a] = -1
+    else:                       # a column past n_features (the matrix's shape says less)
+        B.indices[b - 1] = X.shape[1] + 5
+    return B
+
+
+@pytest.mark.parametrize("what", ["nan", "inf", "unsorted", "repeated", "negative", "past"])
+@pytest.mark.parametrize("kw", [{}, {"average": True}, {"scale": "online"},
+                                {"tau": [0.2, 0.8], "average": True},
+                                {"inference": True, "average": True}])
+def test_bad_last_row_of_a_block_refuses_the_block_state_unchanged(what, kw):
+    X, y, _ = sparse_stream(n=800)
+    est = OnlineQuantileRegressor(**kw).partial_fit(X[:400], y[:400])
+    state = est._state
+    before = pickle.dumps(state)
+    bad = _bad_last_row(X[400:], what)
+    with pytest.raises(ValueError, match=r"\bX\b.*row 399\b"):
+        state.learn(bad, y[400:])
+    assert pickle.dumps(state) == before
+    # a numerical failure in an earlier row does not hide the bad row: the
+    # block is refused for its bad row, as when blocks were checked first
+    big = bad.copy()
+    big.data[big.indptr[10]] = 1e200           # ||x||^2 overflows in row 10
+    with pytest.raises(ValueError, match=r"\bX\b.*row 399\b"):
+        state.learn(big, y[400:])
+    assert pickle.dumps(state) == before
+    state.learn(X[400:], y[400:])
+    ref = pickle.loads(before)
+    ref.learn(X[400:], y[400:])
+    assert pickle.dumps(state) == pickle.dumps(ref)
+
+
 def test_unsorted_columns_sorted_by_the_estimator_refused_by_the_state_object():
     X, y, _ = sparse_stream(n=800)
     bad = _bad_inputs(X)["unsorted"]
