@@ -172,15 +172,11 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstima
                              f"expecting {state.n} features as input")
 
     def _continue(self, kind, n, X_in=None):
-        """The fitted state, once the call is checked against it: instance
-        kind, features, and the parameters (refused, or configured)."""
+        """The fitted state, once the call is checked against it: features,
+        and the parameters (refused, or configured). (Instances of the other
+        kind: the state's learn and learn_dense refuse them, naming the
+        argument and the kind it was fitted with, as its learn_one does.)"""
         state = self._fitted()
-        if kind != state.instances:
-            name, method = ("X", "partial_fit_dense") if kind == "vector" else \
-                ("Xs", "partial_fit")
-            raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
-                             f"was fitted with {state.instances} instances ({method}); use "
-                             f"one estimator per instance type")
         self._check_features(state, n, "X" if kind == "vector" else "Xs", X_in)
         self._settings(state)
         return state

@@ -299,8 +299,7 @@ class OnlineIntervalRegressor(StreamRegressor):
     def coverage_(self) -> float:
         """Prequential coverage of the calibrated intervals (see the class
         docstring)."""
-        c = self._conf()
-        return float(c["n_covered"] / c["n"])
+        return float(self._fitted_state().coverage)
 
     @property
     def quantile_coverage_(self) -> float:

@@ -794,10 +794,6 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         self.scale = scale
         self.drift = drift
 
-    def _random_scaling(self):
-        """(estimate, V_k / k) of the state, read in one call."""
-        return self._fitted_state().random_scaling()
-
     @property
     def coef_covariance_(self) -> Float64Array:
         """The random-scaling matrix V_k / k of (coef_, intercept_) (shape
@@ -807,7 +803,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         the average (z_s: the s-th averaged iterate). It is a random scale,
         not a consistent estimate of the covariance: divide by it and use the
         critical values of :meth:`conf_int`, not normal ones."""
-        return self._random_scaling()[1]
+        return self._fitted_state().random_scaling()[1]
 
     def conf_int(self, alpha: float = 0.05) -> Float64Array:
         """Confidence intervals for the coefficients and the intercept, by
@@ -850,7 +846,7 @@ class OnlineQuantileRegressor(_OnlineLinearSGD):
         True
         """
         c = critical_value(alpha)
-        z, V = self._random_scaling()
+        z, V = self._fitted_state().random_scaling()      # (read in one call)
         half = c * np.sqrt(np.maximum(np.diagonal(V, axis1=-2, axis2=-1), 0.0))
         return np.stack([z - half, z + half], axis=-1)
 
