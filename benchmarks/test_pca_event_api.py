@@ -3,7 +3,7 @@ partial_fit / transform, the state object's own calls and the river adapter
 on dicts, against the same step written in NumPy and timed in the same run.
 
 A consumer loop or a river pipeline feeds the learner one row at a time;
-there a trial costs its exact top-k solve (n = 10: dsyevr on the 10 x 10
+there a trial costs its exact top-k solve (n = 10: dsyevd on the 10 x 10
 perturbed matrix) plus the call around it. The baseline is that trial in
 NumPy -- the gain ||V x||^2 on the current basis, the rank-one update of the
 cumulative matrix, then ``numpy.linalg.eigh`` of the perturbed matrix for the

@@ -63,7 +63,8 @@ ctypedef struct TopKState:
 
 ctypedef struct TopKWork:
     int n, k, b, q, maxiter
-    int first        # the eigen-solver chain's first routine (EIG_EVR; tests force later ones)
+    int first        # the eigen-solver chain's first routine for exact solves (exact_first;
+                     # tests force later ones)
     double *bas      # n x q basis [V, W, P]
     double *sbas     # S @ bas
     double *tmp      # n x q
@@ -119,6 +120,32 @@ cdef inline int check_topk_state(const TopKState *st, str name) except -1:
     return 0
 
 
+cdef enum:
+    # An exact solve of order n <= EXACT_FULL_RATIO * b asks for the whole
+    # spectrum (dsyevd) rather than dsyevr's top b: dsyevr's subset goes by
+    # bisection and inverse iteration, O(n b) steps of O(n) each, which at
+    # small n costs more than dsyevd's whole tridiagonal QR. Measured (CPU
+    # time, one BLAS thread, the solve on FPL's perturbed matrix): dsyevr
+    # range I against dsyevd, us a solve -- n = 10, b = 7: 15.3 / 7.3;
+    # n = 27, b = 7: 62 / 49; n = 45, b = 7: 151 / 145; n = 60, b = 7:
+    # 221 / 240; n = 80, b = 15: 546 / 417; n = 120, b = 15: 912 / 949;
+    # n = 100, b = 30: 1210 / 664; n = 220, b = 30: 3327 / 3433. The
+    # crossover sits near n = 7b at every b; 6b keeps a margin.
+    EXACT_FULL_RATIO = 6
+    # ... and only below this order: above it the first decision's dsyevr
+    # runs stage by stage so that Ctrl-C can stop it (_evr_polled.pxd's
+    # POLLED_MIN_N), which a whole-spectrum solve could not
+    EXACT_FULL_MAX_N = 512
+
+
+cdef inline int exact_first(int n, int b) noexcept nogil:
+    # The eigen-solver chain's first routine for the exact top-b solves of
+    # order n: dsyevd (the whole spectrum) where it is the faster, else dsyevr
+    if n <= EXACT_FULL_RATIO * b and n < EXACT_FULL_MAX_N:
+        return EIG_EVD
+    return EIG_EVR
+
+
 cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) noexcept nogil:
     # Every buffer a solve may need, allocated before any state changes:
     # ERR_NOMEM here or never (the untouched pages of the n x n scratch cost
@@ -132,7 +159,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
     w.b = b
     w.q = q
     w.maxiter = maxiter
-    w.first = EIG_EVR
+    w.first = exact_first(n, b)
     w.bas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.sbas = <double *> malloc(<size_t> n * q * sizeof(double))
     w.tmp = <double *> malloc(<size_t> n * q * sizeof(double))
@@ -168,7 +195,7 @@ cdef inline int topk_work_init(TopKWork *w, int n, int k, int b, int maxiter) no
         return ERR_NOMEM
     if eig_work_init(&w.eig_rr, qq, b, True) != OK:
         return ERR_NOMEM
-    return eig_work_init(&w.eig, n, b, False)
+    return eig_work_init(&w.eig, n, b, w.first == EIG_EVD)
 
 
 cdef inline void topk_work_free(TopKWork *w) noexcept nogil:
@@ -268,7 +295,7 @@ cdef inline int topk_pairs(TopKWork *w, TopKState *st, EigWork *ws, int first,
 
 cdef inline int topk_exact(TopKWork *w, const double *S, double *V,
                            TopKState *st) noexcept nogil:
-    # V = the top-b eigenvectors of S by the eigen-solver chain (dsyevr first);
+    # V = the top-b eigenvectors of S by the eigen-solver chain (exact_first first);
     # if every routine fails, V is kept as it was (and counted)
     cdef double sc = pow2_scale(w.n, S, w.n)
     st.solves += 1

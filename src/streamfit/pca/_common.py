@@ -24,20 +24,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.utils.validation import _get_feature_names, check_is_fitted, validate_data
 
+from .._base import StreamEstimator
 from .._kernels._pca_api import FirstCall
-from .._validation import (_as_float64, _check_finite, _check_real_array,
-                           fitted_feature_names)
+from .._validation import (_as_float64, _check_finite, _check_real_array, as_matrix,
+                           check_matrix, fitted_feature_names)
 
 if TYPE_CHECKING:   # scikit-learn's bases, typed (see streamfit/_typing.pyi)
     from typing import Any, Literal, TypeVar
 
-    from .._typing import (ArrayIn, BaseEstimator, ClassNamePrefixFeaturesOutMixin,
-                           Float64Array, TransformerMixin)
+    from .._typing import ArrayIn, ClassNamePrefixFeaturesOutMixin, Float64Array, TransformerMixin
 
     # fit and partial_fit return the estimator they were called on
     _PCAT = TypeVar("_PCAT", bound="_OnlinePCA")
 else:
-    from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+    from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 
 def _pow2_floor(a, axis):
@@ -66,8 +66,9 @@ def refuse_change(name, old, new):
 _OLD_LAYOUT = ("state_", "block_", "eigenvectors_", "history_", "_rng")
 
 
-class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """The scikit-learn contract around a PCA state object."""
+class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, StreamEstimator):
+    """The scikit-learn contract around a PCA state object (copies and
+    unpickling as :class:`~streamfit._base.StreamEstimator`'s)."""
 
     _FLOAT32_ROWS = False       # the state reads float32 rows as they are (FPL)
 
@@ -105,24 +106,6 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return state
 
     # -- input ------------------------------------------------------------------
-    @staticmethod
-    def _vectors(X, name="X", float32=False):
-        # float32=True: float32 rows stay float32 (C-contiguous) for a state
-        # that reads them as such; everything else becomes float64. (A plain
-        # array of numbers needs no look at what it holds.)
-        if not (type(X) is np.ndarray and X.dtype.kind in "biuf"):
-            X = _check_real_array(X, name)
-        X = np.ascontiguousarray(X, dtype=np.float32 if float32 and X.dtype == np.float32
-                                 else np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"{name} must be 2-dimensional (n_trials, n_features), got an "
-                             f"array of shape {X.shape}; Reshape your data (X.reshape(1, -1) "
-                             f"for one row)")
-        if X.shape[1] == 0:
-            raise ValueError(f"{name} has 0 feature(s) (shape={X.shape}) while a minimum of "
-                             f"1 is required.")
-        return X
-
     def _dense(self, Xs, check_psd):
         """Xs as a C-contiguous float64 (T, n, n) array of symmetric PSD
         instances (PSD up to the rounding of the caller's dtype, at least
@@ -175,10 +158,8 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return Xs
 
     def _checked_rows(self, X, state):
-        X_in = X
-        X = self._vectors(X)
+        X_in, X = X, check_matrix(X, "X")
         self._check_features(state, X.shape[1], "X", X_in)
-        _check_finite(X, "X")
         return X
 
     def _check_features(self, state, n, name, X_in):
@@ -191,15 +172,11 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                              f"expecting {state.n} features as input")
 
     def _continue(self, kind, n, X_in=None):
-        """The fitted state, once the call is checked against it: instance
-        kind, features, and the parameters (refused, or configured)."""
+        """The fitted state, once the call is checked against it: features,
+        and the parameters (refused, or configured). (Instances of the other
+        kind: the state's learn and learn_dense refuse them, naming the
+        argument and the kind it was fitted with, as its learn_one does.)"""
         state = self._fitted()
-        if kind != state.instances:
-            name, method = ("X", "partial_fit_dense") if kind == "vector" else \
-                ("Xs", "partial_fit")
-            raise ValueError(f"{name} holds {kind} instances, but this {type(self).__name__} "
-                             f"was fitted with {state.instances} instances ({method}); use "
-                             f"one estimator per instance type")
         self._check_features(state, n, "X" if kind == "vector" else "Xs", X_in)
         self._settings(state)
         return state
@@ -254,7 +231,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self
         """
         X_in = X
-        X = self._vectors(X, float32=self._FLOAT32_ROWS)
+        X = as_matrix(X, float32=self._FLOAT32_ROWS)
         if "_state" not in self.__dict__ and \
                 self._first("vector", X.shape[1], X_in, lambda s: s.learn(X)) is None:
             return self
@@ -332,7 +309,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self
         """
         X_in = X
-        X = self._vectors(X, float32=self._FLOAT32_ROWS)
+        X = as_matrix(X, float32=self._FLOAT32_ROWS)
         if X.shape[0] == 0:
             raise ValueError(f"X has 0 samples (shape={X.shape}): fit needs at least "
                              f"one trial (partial_fit accepts empty blocks)")
@@ -367,7 +344,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         ndarray of shape (n_samples, n_components)
         """
         state = self._fitted()
-        return self._checked_rows(X, state) @ self._components(state).T
+        return self._checked_rows(X, state) @ state.components_.T
 
     def transform_one(self, x: ArrayIn) -> Float64Array:
         """The coordinates of the row x on the current components (river's
@@ -396,11 +373,10 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         ndarray of shape (n_samples, n_features)
         """
         state = self._fitted()
-        Z = _as_float64(X, "X")
-        if Z.ndim != 2 or Z.shape[1] != state.k:
+        Z = check_matrix(X, "X")
+        if Z.shape[1] != state.k:
             raise ValueError(f"X must have shape (n_samples, {state.k}), got {Z.shape}")
-        _check_finite(Z, "X")
-        return Z @ self._components(state)
+        return Z @ state.components_
 
     def score(self, X: ArrayIn, y: Any = None) -> float:
         """The fraction of X's energy the current decision captures:
@@ -428,9 +404,6 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             return 1.0
         return min(1.0, self._captured(state, X) / total)
 
-    def _components(self, state):
-        return state.components_
-
     def _captured(self, state, X):
         Z = X @ state.components_.T
         return float(np.einsum("ij,ij->", Z, Z))
@@ -439,7 +412,7 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     @property
     def components_(self) -> Float64Array:
         """(k, n) orthonormal rows: the subspace the next trial plays."""
-        return self._components(self._fitted())
+        return self._fitted().components_
 
     @property
     def n_components_(self) -> int:
@@ -488,12 +461,8 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     # -- copies and pickles -------------------------------------------------------
     def __copy__(self):
-        # an independent estimator: the state object copied, never shared
-        new = type(self).__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new.__dict__.pop("_gate", None)
-        if "_state" in new.__dict__:
-            new._state = self._state.copy()
+        new = super().__copy__()
+        new.__dict__.pop("_gate", None)     # a first call's gate: the original's own
         return new
 
     def __getstate__(self):
@@ -502,30 +471,25 @@ class _OnlinePCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return state
 
     def __setstate__(self, state):
-        if not isinstance(state, dict):
-            raise ValueError(f"{type(self).__name__} pickle: the state is a "
-                             f"{type(state).__name__}, not a dict (a corrupted or foreign "
-                             f"pickle?)")
-        if any(name in state for name in _OLD_LAYOUT):
-            raise ValueError(f"this {type(self).__name__} was pickled by an earlier streamfit "
-                             f"(its state in attributes, before the state objects); it "
-                             f"cannot be loaded: fit a new estimator")
-        missing = sorted(set(self._get_param_names()) - set(state))
-        if missing:
-            raise ValueError(f"{type(self).__name__} pickle: no value for the parameters "
-                             f"{missing} (a corrupted or foreign pickle?)")
-        fitted = state.get("_state")
-        if fitted is not None and type(fitted) is not self._STATE_TYPE:
-            raise ValueError(f"{type(self).__name__} pickle: its state is a "
-                             f"{type(fitted).__name__}, expected a "
-                             f"{self._STATE_TYPE.__name__} (a corrupted or foreign pickle?)")
-        # (a class setting a test overrode on the instance, _full_every say,
-        # travels with it)
-        unknown = sorted(name for name in set(state) - set(self._get_param_names())
-                         - {"_state", "_sklearn_version"} if not hasattr(type(self), name))
-        if unknown:
-            raise ValueError(f"{type(self).__name__} pickle: unknown attributes {unknown} (a "
-                             f"corrupted or foreign pickle?)")
-        super().__setstate__(state)
+        if isinstance(state, dict):     # (anything else: StreamEstimator refuses it)
+            if any(name in state for name in _OLD_LAYOUT):
+                raise ValueError(f"this {type(self).__name__} was pickled by an earlier "
+                                 f"streamfit (its state in attributes, before the state "
+                                 f"objects); it cannot be loaded: fit a new estimator")
+            fitted = state.get("_state")
+            if fitted is not None and type(fitted) is not self._STATE_TYPE:
+                raise ValueError(f"{type(self).__name__} pickle: its state is a "
+                                 f"{type(fitted).__name__}, expected a "
+                                 f"{self._STATE_TYPE.__name__} (a corrupted or foreign "
+                                 f"pickle?)")
+            # (a class setting a test overrode on the instance, _full_every
+            # say, travels with it)
+            unknown = sorted(name for name in set(state) - set(self._get_param_names())
+                             - {"_state", "_sklearn_version"} if not hasattr(type(self), name))
+            if unknown:
+                raise ValueError(f"{type(self).__name__} pickle: unknown attributes {unknown} "
+                                 f"(a corrupted or foreign pickle?)")
+        super().__setstate__(state)     # (then: every parameter there)
+        fitted = self.__dict__.get("_state")
         if fitted is not None:
             fitted._link_random_state(getattr(self, "random_state", None))

@@ -152,8 +152,9 @@ class _LeaderPCA(_OnlinePCA):
 
     _STATE_TYPE = LeaderState
     _FLOAT32_ROWS = True
-    # the eigen-solver chain's first routine (0 dsyevr, 1 dsyevd, 2 dsyev, 3
-    # Jacobi): a class attribute tests override to run the later routines
+    # the eigen-solver chain's first routine (0 by size: dsyevd at n <= 6 b,
+    # else dsyevr; 1 dsyevd, 2 dsyev, 3 Jacobi): a class attribute tests
+    # override to run the later routines
     _eig_first = 0
     _noise = "none"
 
@@ -191,7 +192,7 @@ class _LeaderPCA(_OnlinePCA):
         fallbacks (Krylov solves that ran out of iterations and went to LAPACK),
         direct (solves sent straight to LAPACK after fallbacks: a back-off that
         doubles while Krylov keeps failing), eig_fallbacks (eigenproblems that
-        needed a LAPACK routine after dsyevr: dsyevd, dsyev or Jacobi), kept
+        needed a routine after the chain's first: dsyevd or dsyevr, dsyev or Jacobi), kept
         (solves where every routine failed -- only a non-finite matrix does
         that -- so the previous decision was played again), the last estimated
         gap and the largest estimated gap / tolerance."""
@@ -243,7 +244,8 @@ class PerturbedLeaderPCA(_LeaderPCA):
         "krylov": warm-started block Krylov (block b = k + max(5, k // 2); LOBPCG's
         Rayleigh-Ritz on [V, S V - V Theta, previous step]) with a LAPACK fallback
         when it has not converged after about as many products as a LAPACK solve
-        costs; "exact": LAPACK dsyevr every trial; "auto": Krylov when n >= 4 b,
+        costs; "exact": LAPACK every trial (dsyevd's whole spectrum at n <= 6 b,
+        where it is the faster, else dsyevr's top b); "auto": Krylov when n >= 4 b,
         else exact, and always exact with independent noise (its top-k jumps
         every trial, so a warm start costs more than it saves).
     tol : float, default 0.01

@@ -12,14 +12,13 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from sklearn.utils.validation import validate_data
 
 from .._base import StreamRegressor
 from .._kernels._conformal import IntervalState
 from .._legacy import OldState as _IntervalWork  # noqa: F401 (pickles of streamfit 0.1)
-from .._validation import (as_matrix, as_target, check_matrix, feature_names,
-                           fitted_feature_names)
+from .._validation import as_matrix, as_target, check_matrix, feature_names, fitted_feature_names
 from ..exceptions import _warn_if_warming_up
+from ._sgd import _checked, _publish_first
 
 if TYPE_CHECKING:
     from typing import Any, TypeVar
@@ -163,12 +162,6 @@ class OnlineIntervalRegressor(StreamRegressor):
         self.schedule = schedule
         self.fit_intercept = fit_intercept
 
-    # -- scikit-learn -----------------------------------------------------------
-    def _expected_failed_checks(self):
-        """scikit-learn's checks this estimator fails by design (read by
-        ``streamfit.utils.estimator_checks.expected_failed_checks``)."""
-        return {}
-
     # -- parameters -> the state object -------------------------------------------
     def _settings(self):
         return {"alpha": self.alpha, "method": self.method, "gamma": self.gamma,
@@ -203,27 +196,16 @@ class OnlineIntervalRegressor(StreamRegressor):
         self
         """
         state = self.__dict__.get("_state")
-        names = None if type(X) is np.ndarray else feature_names(X)
-        if state is not None and (names is not None or state.feature_names is not None):
-            validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-        X = as_matrix(X, float32=True)
+        names = feature_names(X) if state is None else None
+        X = _checked(self, state, X, lambda X: as_matrix(X, float32=True))
         n, d = X.shape
-        if state is not None and d != state.n_features:
-            raise ValueError(f"X has {d} features, but {type(self).__name__} is expecting "
-                             f"{state.n_features} features as input.")
         y = as_target(y, n, type(self).__name__)
         if state is None:
             new = self._new_state(d)
             if n == 0:
                 return self
             new.feature_names = names
-            state = self.__dict__.setdefault("_state", new)
-            try:
-                state.learn(X, y)
-            except BaseException:
-                if state is new and state.n_samples_seen == 0:
-                    self.__dict__.pop("_state", None)
-                raise
+            _publish_first(self, new, lambda state: state.learn(X, y))
             return self
         key = self._key()
         if state.source != key:
@@ -302,14 +284,8 @@ class OnlineIntervalRegressor(StreamRegressor):
             if row.ndim != 1 or row.shape[0] < 1:
                 raise ValueError(f"x must be a 1-D array of at least one value, got shape "
                                  f"{row.shape}") from None
-            new = self._new_state(row.shape[0])
-            state = self.__dict__.setdefault("_state", new)
-            try:
-                state.learn_one(x, y)
-            except BaseException:
-                if state is new and state.n_samples_seen == 0:
-                    self.__dict__.pop("_state", None)
-                raise
+            _publish_first(self, self._new_state(row.shape[0]),
+                           lambda state: state.learn_one(x, y))
 
     def predict_one(self, x: Any) -> float:
         """The midpoint of the quantile pair for one row."""
@@ -323,8 +299,7 @@ class OnlineIntervalRegressor(StreamRegressor):
     def coverage_(self) -> float:
         """Prequential coverage of the calibrated intervals (see the class
         docstring)."""
-        c = self._conf()
-        return float(c["n_covered"] / c["n"])
+        return float(self._fitted_state().coverage)
 
     @property
     def quantile_coverage_(self) -> float:
@@ -385,16 +360,6 @@ class OnlineIntervalRegressor(StreamRegressor):
         """Column names of the DataFrame the estimator learnt from (only then)."""
         return fitted_feature_names(self, self._fitted_state().feature_names)
 
-    def _rows(self, X):
-        state = self._fitted_state()
-        if feature_names(X) is not None or state.feature_names is not None:
-            validate_data(self, X, reset=False, skip_check_array=True, ensure_2d=False)
-        X = check_matrix(X, "X")
-        if X.shape[1] != state.n_features:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {state.n_features} features as input.")
-        return state, X
-
     def predict_interval(self, X: Any) -> Float64Array:
         """The calibrated intervals [lo - q, hi + q] of the rows of X (q =
         ``offset_``; an empty interval, q < -(hi - lo) / 2, is returned as the
@@ -421,8 +386,8 @@ class OnlineIntervalRegressor(StreamRegressor):
         >>> bool(np.all(lo < hi))
         True
         """
-        state, X = self._rows(X)
-        return state.predict_interval(X)
+        state = self._fitted_state()
+        return state.predict_interval(_checked(self, state, X, check_matrix))
 
     def predict(self, X: Any) -> Float64Array:
         """The midpoint of the quantile pair, (lo + hi) / 2: the calibrated
@@ -437,5 +402,5 @@ class OnlineIntervalRegressor(StreamRegressor):
         -------
         ndarray of shape (n_samples,)
         """
-        state, X = self._rows(X)
-        return state.predict(X)
+        state = self._fitted_state()
+        return state.predict(_checked(self, state, X, check_matrix))
