@@ -11,7 +11,8 @@ capped-simplex learners are built from, without an estimator around them:
 each function checks its arguments once (shapes, dtypes, contiguity, state
 layout), then runs the compiled kernel. An out-of-memory condition is a ``MemoryError``; the
 eigen-solvers go down a chain of LAPACK routines (dsyevr, dsyevd, dsyev,
-Jacobi) that does not fail on a finite matrix.
+Jacobi; small matrices, n <= 6 b and n < 512, start at dsyevd, which is
+cheaper there) that does not fail on a finite matrix.
 
 Follow the Perturbed Leader's inner loop, with fixed noise N and sigma, is::
 
@@ -165,7 +166,8 @@ class TopK:
     stored and updated) and a block V of b >= k orthonormal rows, the top-b
     eigenvector estimates. :meth:`update` adds a rank-one, rank-m or dense
     symmetric term; :meth:`solve` brings V up to date: exactly (the LAPACK
-    chain dsyevr -> dsyevd -> dsyev -> Jacobi) on the first solve or with
+    chain dsyevr -> dsyevd -> dsyev -> Jacobi, from dsyevd when n <= 6 b and
+    n < 512) on the first solve or with
     ``tol=0``, else by block Krylov (LOBPCG's Rayleigh-Ritz on [V, S V - V
     Theta, previous step]) from the previous V until its estimate of the
     objective gap lambda_{1:k}(S) - tr(V_k S V_k^T) is below ``tol``, going to
