@@ -590,8 +590,19 @@ cdef class LinearSGD:
         self.source = None
         da = self.d + settings["fit_intercept"]
         self.rlen = rs_len(da)
-        self._layout(self._window_need(0), settings["inference"], self._plug_rule(),
-                     settings["scale"] is not None)
+        try:
+            self._layout(self._window_need(0), settings["inference"], self._plug_rule(),
+                         settings["scale"] is not None)
+        except MemoryError:
+            if not settings["inference"]:
+                raise
+            # the d^2 sums are what did not fit: say so, not "work space"
+            raise MemoryError(
+                f"inference=True keeps (d + 1)(d + 2) / 2 random-scaling sums a quantile, "
+                f"{self.rlen * self.m * 8 / 2 ** 30:,.1f} GiB for d = {self.d:,} features and "
+                f"{self.m} quantile(s), which could not be allocated. Set inference=False, or "
+                f"use fewer features (sparse rows are taken with inference up to d = "
+                f"{SPARSE_INFERENCE_MAX}, streamfit.kernels.SPARSE_INFERENCE_MAX)") from None
         self._hashing = settings["hashing"]
         self._max_need = self._window_need(0, self.d)
         return 0

@@ -296,9 +296,16 @@ def test_block_modes_take_sparse_blocks_densified(mode):
 def test_inference_above_its_size_refused_naming_inference():
     X = sp.random(10, 5000, density=0.001, format="csr", random_state=0)
     y = np.zeros(10)
-    est = OnlineQuantileRegressor(inference=True)
-    with pytest.raises(ValueError, match="inference"):
+    # (average=True: without it inference is refused for another reason)
+    est = OnlineQuantileRegressor(inference=True, average=True)
+    with pytest.raises(ValueError, match="inference=True keeps .*SPARSE_INFERENCE_MAX"):
         est.partial_fit(X, y)
+    # at the hashed widths of issue 43 the sums cannot even be allocated (2^20
+    # columns: 4 TiB): the error names inference and the limit, not "work space"
+    X = sp.random(10, 2 ** 20, density=1e-5, format="csr", random_state=0)
+    with pytest.raises(MemoryError, match=r"inference=True .*SPARSE_INFERENCE_MAX"):
+        est.partial_fit(X, y)
+    assert not hasattr(est, "coef_")
 
 
 # -- the sparse scaler ---------------------------------------------------------
